@@ -1,0 +1,39 @@
+# ktest's front door. `make demo` runs the demo suite, `make test` the test suite.
+# Both build their own virtual environment in .venv and obtain the Kubernetes
+# binaries (cached under ~/.cache/ktest after the first time).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+K8S_VERSION ?=
+PYTEST_ARGS ?=
+KTEST := $(BIN)/ktest
+VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
+
+.PHONY: all venv binaries test demo lint bench clean-venv
+
+all: venv binaries
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+binaries: venv
+	$(KTEST) binaries install $(VERSION_FLAG)
+
+test: venv binaries
+	$(BIN)/python -m pytest $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+
+demo: venv binaries
+	$(BIN)/python -m pytest examples $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check ktest tests fixtures bench examples
+	$(BIN)/mypy ktest
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,39 @@
+"""The exceptions ktest raises.
+
+Every error says what was wrong, why, and how to fix it; the hierarchy lets
+callers catch one family (``except ktest.AssetsError``) or all of them.
+"""
+
+from __future__ import annotations
+
+
+class KtestError(Exception):
+    """Base class of every error ktest raises on purpose."""
+
+
+class AssetsError(KtestError):
+    """Control-plane binaries could not be found, downloaded or built."""
+
+
+class ControlPlaneError(KtestError):
+    """A control-plane component failed to start, stay up or stop."""
+
+
+class ClusterError(KtestError):
+    """A request to the cluster failed in a way the caller must fix."""
+
+
+class ManifestError(KtestError):
+    """A manifest (file, YAML string or dict) is not a valid Kubernetes object."""
+
+
+class CRDError(KtestError):
+    """A CustomResourceDefinition could not be installed or never became served."""
+
+
+class OperatorError(KtestError):
+    """The operator under test failed to start, crashed, or raised."""
+
+
+class ConfigError(KtestError):
+    """A ktest setting (option, ini key or environment variable) is invalid."""
