@@ -1,0 +1,7 @@
+"""The cluster handle: clients, object helpers, CRDs, namespaces, users."""
+
+from ktest.cluster.cluster import FIELD_MANAGER, Cluster, UserIssuer
+from ktest.cluster.manifests import load_manifests
+from ktest.cluster.refs import ObjectRef, RefLike, as_ref
+
+__all__ = ["FIELD_MANAGER", "Cluster", "ObjectRef", "RefLike", "UserIssuer", "as_ref", "load_manifests"]

@@ -1,0 +1,46 @@
+"""ktest: envtest-style integration testing of Kubernetes operators.
+
+The public names are imported lazily, so ``import ktest`` is cheap and has no
+side effects (the pytest plugin imports it in every test run).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "ControlPlane": "ktest.controlplane",
+    "Cluster": "ktest.cluster",
+    "ObjectRef": "ktest.cluster",
+    "load_manifests": "ktest.cluster",
+    "resolve_assets": "ktest.assets",
+    "Assets": "ktest.assets",
+    "eventually": "ktest.wait",
+    "consistently": "ktest.wait",
+    "assert_matches": "ktest.wait",
+    "KtestError": "ktest.errors",
+    "AssetsError": "ktest.errors",
+    "ControlPlaneError": "ktest.errors",
+    "ClusterError": "ktest.errors",
+    "ApiError": "ktest.errors",
+    "ManifestError": "ktest.errors",
+    "CRDError": "ktest.errors",
+    "OperatorError": "ktest.errors",
+    "ConfigError": "ktest.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ktest' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -1,0 +1,429 @@
+"""``Cluster``: the handle a test uses to talk to a Kubernetes API server.
+
+It works the same on every backend (embedded control plane, existing
+cluster, a warm ``ktest up``): the backend only supplies a kubeconfig, a way
+to issue user credentials, and what it knows about running controllers.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import kubernetes.config
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from ktest.cluster.discovery import Discovery, ResourceInfo
+from ktest.cluster.manifests import ManifestSource, load_located
+from ktest.cluster.refs import ObjectRef, RefLike, as_ref
+from ktest.cluster.rest import PATCH_CONTENT_TYPES, Rest
+from ktest.errors import ApiError, ClusterError
+
+if TYPE_CHECKING:
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.resource import Resource
+
+    from ktest.cluster.namespaces import NamespaceCleanup
+
+FIELD_MANAGER = "ktest"
+PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
+
+UserIssuer = Callable[[str, Sequence[str]], Path]
+"""Issues credentials for a user: (name, groups) -> kubeconfig path."""
+
+
+class Cluster:
+    """A Kubernetes API server seen through one identity (a kubeconfig).
+
+    ``controllers`` is what the backend knows runs there: a set such as
+    ``{"garbagecollector", "namespace"}``, or ``None`` when unknown (an
+    existing cluster, where a full controller-manager is assumed).
+    """
+
+    def __init__(
+        self,
+        kubeconfig: str | Path,
+        *,
+        context: str | None = None,
+        user_issuer: UserIssuer | None = None,
+        controllers: frozenset[str] | None = None,
+        name: str = "cluster",
+    ) -> None:
+        self.kubeconfig = Path(kubeconfig)
+        self.context = context
+        self.name = name
+        self.controllers = controllers
+        self._user_issuer = user_issuer
+        self._users: dict[tuple[str, tuple[str, ...]], Cluster] = {}
+        self._lock = threading.Lock()
+        self._scratch: Path | None = None
+        self._closed = False
+        try:
+            self.api_client: ApiClient = kubernetes.config.new_client_from_config(
+                config_file=str(self.kubeconfig), context=context, persist_config=False
+            )
+        except (kubernetes.config.ConfigException, OSError) as error:
+            raise ClusterError(
+                f"cannot use kubeconfig {self.kubeconfig}"
+                f"{f' (context {context})' if context else ''}: {error}"
+            ) from None
+        self.rest = Rest(self.api_client)
+        self.discovery = Discovery(self.rest)
+
+    # ----------------------------------------------------------------- basics
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Cluster({self.name!r}, server={self.server!r})"
+
+    @property
+    def server(self) -> str:
+        return str(self.api_client.configuration.host)
+
+    @cached_property
+    def version_info(self) -> dict[str, Any]:
+        return dict(self.rest.request("GET", "/version"))
+
+    @property
+    def version(self) -> str:
+        """The server's Kubernetes version, e.g. ``"1.37.2"``."""
+        return str(self.version_info["gitVersion"]).lstrip("v").split("+")[0]
+
+    @property
+    def gc_available(self) -> bool:
+        """Whether a garbage collector runs, so owned objects get deleted with their owner."""
+        return self.controllers is None or "garbagecollector" in self.controllers
+
+    @property
+    def namespace_controller_available(self) -> bool:
+        """Whether deleted namespaces are emptied and removed."""
+        return self.controllers is None or "namespace" in self.controllers
+
+    @cached_property
+    def dynamic(self) -> DynamicClient:
+        """A ``kubernetes.dynamic.DynamicClient`` on the same credentials.
+
+        Its discovery cache lives in a private directory removed by :meth:`close`
+        (by default it would litter the system temp directory).
+        """
+        from kubernetes.dynamic import DynamicClient
+
+        return DynamicClient(self.api_client, cache_file=str(self._scratch_dir() / "discovery.json"))
+
+    def resource(self, api_version: str, kind: str) -> Resource:
+        """The dynamic-client resource for a kind (for watches and dynamic-client code)."""
+        return self.dynamic.resources.get(api_version=api_version, kind=kind)
+
+    def info(self, api_version: str, kind: str) -> ResourceInfo:
+        """Plural name, scope and subresources of a kind, from discovery."""
+        return self.discovery.info(api_version, kind)
+
+    def close(self) -> None:
+        """Stop watches, close connections, remove scratch files. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for user in self._users.values():
+            user.close()
+        from ktest.wait.wakeup import close_hub
+
+        close_hub(self)
+        self.api_client.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def _scratch_dir(self) -> Path:
+        with self._lock:
+            if self._scratch is None:
+                self._scratch = Path(tempfile.mkdtemp(prefix="ktest-cluster-"))
+            return self._scratch
+
+    # ------------------------------------------------------------ reading
+
+    def get(self, target: RefLike, *, namespace: str | None = None) -> dict[str, Any]:
+        """The current state of an object (raises ``ApiException`` 404 if absent)."""
+        ref = as_ref(target, namespace)
+        info = self.info(ref.api_version, ref.kind)
+        self._record(ref.api_version, ref.kind, ref.namespace, ref.name)
+        return dict(self.rest.request("GET", info.path(ref.namespace, ref.name)))
+
+    def get_or_none(self, target: RefLike, *, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object, or None when it does not exist."""
+        try:
+            return self.get(target, namespace=namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def exists(self, target: RefLike, *, namespace: str | None = None) -> bool:
+        return self.get_or_none(target, namespace=namespace) is not None
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Objects of a kind, in one namespace or (``namespace=None``) everywhere."""
+        info = self.info(api_version, kind)
+        self._record(api_version, kind, namespace, None)
+        result = self.rest.request(
+            "GET",
+            info.path(namespace),
+            query={"labelSelector": label_selector, "fieldSelector": field_selector},
+        )
+        items = result.get("items") or []
+        for item in items:  # list items lack these; put them back so items are usable objects
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+        return list(items)
+
+    # ------------------------------------------------------------ writing
+
+    def apply(
+        self,
+        source: ManifestSource,
+        *,
+        namespace: str | None = None,
+        force: bool = True,
+        subresource: str | None = None,
+        field_manager: str = FIELD_MANAGER,
+    ) -> Any:
+        """Server-side apply every object in ``source`` (dict, YAML string, file, directory).
+
+        Returns the applied object, or a list when ``source`` holds several.
+        """
+        results = []
+        for manifest in load_located(source, namespace=namespace):
+            obj = manifest.obj
+            ref, info = self._locate(obj)
+            query = {"fieldManager": field_manager, "force": force}
+            path = info.path(ref.namespace, ref.name, subresource)
+            results.append(self._write(f"{manifest.origin}: {ref}", "PATCH", path, query, obj, "apply"))
+        return _one_or_list(results)
+
+    def create(
+        self, source: ManifestSource, *, namespace: str | None = None, subresource: str | None = None
+    ) -> Any:
+        """Create every object in ``source``; 409 AlreadyExists is raised as ``ApiException``.
+
+        Returns the created object, or a list when ``source`` holds several.
+        ``metadata.generateName`` is honoured.
+        """
+        results = []
+        for manifest in load_located(source, namespace=namespace):
+            obj = manifest.obj
+            info = self.info(obj["apiVersion"], obj["kind"])
+            ns = obj["metadata"].get("namespace") if info.namespaced else None
+            if not info.namespaced:
+                obj["metadata"].pop("namespace", None)
+            if info.namespaced and not ns:
+                raise ClusterError(
+                    f"{manifest.origin}: {manifest.ref_text} is namespaced but has no namespace; "
+                    "pass namespace=... or set metadata.namespace"
+                )
+            what = f"{manifest.origin}: {manifest.ref_text}"
+            results.append(self._write(what, "POST", info.path(ns, None, None), {}, obj, None))
+        return _one_or_list(results)
+
+    def update(self, obj: Mapping[str, Any], *, subresource: str | None = None) -> dict[str, Any]:
+        """PUT the whole object; its ``metadata.resourceVersion`` makes this optimistic (409 if stale)."""
+        ref, info = self._locate(obj)
+        return dict(self.rest.request("PUT", info.path(ref.namespace, ref.name, subresource), body=dict(obj)))
+
+    def patch(
+        self,
+        target: RefLike,
+        patch: Any,
+        *,
+        type: str = "merge",
+        subresource: str | None = None,
+        namespace: str | None = None,
+    ) -> dict[str, Any]:
+        """Patch an object: ``type`` is merge (default), strategic, json or apply.
+
+        ``subresource="status"`` writes through the status subresource.
+        """
+        if type not in PATCH_CONTENT_TYPES:
+            raise ValueError(f"patch type must be one of {sorted(PATCH_CONTENT_TYPES)}, not {type!r}")
+        ref = as_ref(target, namespace)
+        info = self.info(ref.api_version, ref.kind)
+        query = (
+            {"fieldManager": FIELD_MANAGER}
+            if type != "apply"
+            else {"fieldManager": FIELD_MANAGER, "force": True}
+        )
+        return dict(
+            self.rest.request(
+                "PATCH",
+                info.path(ref.namespace, ref.name, subresource),
+                query=query,
+                body=patch,
+                content_type=PATCH_CONTENT_TYPES[type],
+            )
+        )
+
+    def delete(
+        self,
+        target: RefLike,
+        *,
+        namespace: str | None = None,
+        propagation: str | None = None,
+        grace_period: int | None = None,
+        missing_ok: bool = False,
+        wait: bool = False,
+        timeout: float = 60.0,
+    ) -> dict[str, Any] | None:
+        """Delete an object; ``propagation`` is Background, Foreground or Orphan.
+
+        With ``wait=True``, return only once the object is gone (finalizers done).
+        Returns the API server's answer (the object, still present when it has
+        finalizers), or None when it was already absent and ``missing_ok``.
+        """
+        if propagation is not None and propagation not in PROPAGATION_POLICIES:
+            raise ValueError(
+                f"propagation must be one of {', '.join(PROPAGATION_POLICIES)}, not {propagation!r}"
+            )
+        ref = as_ref(target, namespace)
+        info = self.info(ref.api_version, ref.kind)
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation:
+            body["propagationPolicy"] = propagation
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
+        try:
+            answer = self.rest.request("DELETE", info.path(ref.namespace, ref.name), body=body)
+        except ApiException as error:
+            if error.status == 404 and missing_ok:
+                return None
+            raise
+        if wait:
+            self.wait_deleted(ref, timeout=timeout)
+        return dict(answer) if isinstance(answer, dict) else None
+
+    def wait_deleted(self, target: RefLike, *, namespace: str | None = None, timeout: float = 60.0) -> None:
+        """Block until the object no longer exists (or exists with a new UID)."""
+        ref = as_ref(target, namespace)
+        first = self.get_or_none(ref)
+        if first is None:
+            return
+        uid = first["metadata"]["uid"]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            current = self.get_or_none(ref)
+            if current is None or current["metadata"]["uid"] != uid:
+                return
+            time.sleep(0.05)
+        finalizers = (current or {}).get("metadata", {}).get("finalizers") or []
+        raise ClusterError(
+            f"{ref} still exists {timeout:.0f}s after deletion was requested"
+            + (f"; finalizers still present: {finalizers}" if finalizers else "")
+        )
+
+    # ------------------------------------------------------------ higher level
+
+    def install_crds(self, *paths: ManifestSource, timeout: float = 60.0) -> builtins.list[str]:
+        """Create or update CRDs, then wait until they are established and served."""
+        from ktest.cluster.crds import install_crds
+
+        return install_crds(self, *paths, timeout=timeout)
+
+    def user(self, name: str, groups: Sequence[str] = ()) -> Cluster:
+        """The same cluster seen as another identity (client certificate CN=name, O=groups).
+
+        Nothing is granted: bind RBAC to ``name`` or a group to give it rights.
+        """
+        if self._user_issuer is None:
+            raise ClusterError(
+                f"this cluster ({self.name}) cannot issue user credentials; "
+                "users are available on the embedded control plane (backend 'bare')"
+            )
+        key = (name, tuple(groups))
+        with self._lock:
+            if key not in self._users:
+                kubeconfig = self._user_issuer(name, list(groups))
+                self._users[key] = Cluster(
+                    kubeconfig, controllers=self.controllers, name=f"{self.name} as {name}"
+                )
+            return self._users[key]
+
+    @contextlib.contextmanager
+    def namespace(
+        self,
+        name: str | None = None,
+        *,
+        prefix: str = "ktest",
+        labels: Mapping[str, str] | None = None,
+        keep: bool = False,
+        delete_timeout: float = 60.0,
+    ) -> Iterator[str]:
+        """A fresh namespace for the duration of the ``with`` block, then deleted and waited for."""
+        from ktest.cluster.namespaces import create_namespace, delete_namespace, unique_name
+
+        ns = name or unique_name(prefix)
+        create_namespace(self, ns, labels=labels)
+        try:
+            yield ns
+        finally:
+            if not keep:
+                delete_namespace(self, ns, timeout=delete_timeout)
+
+    def create_namespace(self, name: str, *, labels: Mapping[str, str] | None = None) -> str:
+        from ktest.cluster.namespaces import create_namespace
+
+        return create_namespace(self, name, labels=labels)
+
+    def delete_namespace(self, name: str, *, timeout: float = 60.0) -> NamespaceCleanup:
+        from ktest.cluster.namespaces import delete_namespace
+
+        return delete_namespace(self, name, timeout=timeout)
+
+    # ------------------------------------------------------------ internals
+
+    def _locate(self, obj: Mapping[str, Any]) -> tuple[ObjectRef, ResourceInfo]:
+        ref = ObjectRef.of(obj)
+        info = self.info(ref.api_version, ref.kind)
+        if not info.namespaced and ref.namespace:
+            ref = ObjectRef(ref.api_version, ref.kind, ref.name)
+        if info.namespaced and not ref.namespace:
+            raise ClusterError(
+                f"{ref} is namespaced but has no namespace: pass namespace=... or set metadata.namespace"
+            )
+        return ref, info
+
+    def _write(
+        self, what: str, method: str, path: str, query: Mapping[str, Any], body: Any, patch_type: str | None
+    ) -> dict[str, Any]:
+        """A write whose error names the manifest it came from."""
+        content_type = PATCH_CONTENT_TYPES[patch_type] if patch_type else None
+        try:
+            return dict(self.rest.request(method, path, query=query, body=body, content_type=content_type))
+        except ApiError as error:
+            raise error.with_context(what) from None
+
+    def _record(self, api_version: str, kind: str, namespace: str | None, name: str | None) -> None:
+        from ktest.wait.tracking import record_read
+
+        record_read(self, api_version, kind, namespace, name)
+
+
+def _one_or_list(results: list[dict[str, Any]]) -> Any:
+    return results[0] if len(results) == 1 else results

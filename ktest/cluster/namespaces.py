@@ -1,0 +1,187 @@
+"""Namespaces that really go away: creation, deletion, and stuck finalizers.
+
+Deleting a namespace only completes when the namespace controller has
+emptied it, and an object whose finalizer nobody removes (the operator under
+test already stopped, or its cleanup is broken) holds it in ``Terminating``
+forever. Teardown must not hang the session, and must not hide the cause:
+:func:`delete_namespace` reports which objects and which finalizers hold the
+namespace, then removes those finalizers and says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ktest.cluster.refs import ObjectRef
+from ktest.errors import ApiError, ClusterError
+
+if TYPE_CHECKING:
+    from ktest.cluster.cluster import Cluster
+
+log = logging.getLogger("ktest.namespaces")
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "ktest"
+DNS_LABEL_MAX = 63
+_POLL = 0.05
+
+
+def dns_label(text: str, *, suffix: str = "", max_length: int = DNS_LABEL_MAX) -> str:
+    """``text`` turned into a valid DNS label (RFC 1123), ending with ``suffix`` if given.
+
+    >>> dns_label("tests/test_x.py::test_Finalizer[param-1]", suffix="a1b2")
+    'test-x-py-test-finalizer-param-1-a1b2'
+    """
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower().rsplit("/", 1)[-1]).strip("-") or "ns"
+    if slug[0].isdigit():
+        slug = "n" + slug
+    room = max_length - (len(suffix) + 1 if suffix else 0)
+    slug = slug[:room].rstrip("-")
+    return f"{slug}-{suffix}" if suffix else slug
+
+
+def unique_name(text: str) -> str:
+    """A DNS label derived from ``text`` with a random suffix (unique across workers and runs)."""
+    return dns_label(text, suffix=secrets.token_hex(3))
+
+
+@dataclass(frozen=True)
+class HeldObject:
+    """An object whose finalizers kept its namespace from terminating."""
+
+    ref: ObjectRef
+    finalizers: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.ref} (finalizers: {', '.join(self.finalizers)})"
+
+
+@dataclass
+class NamespaceCleanup:
+    """What deleting a namespace took; ``forced`` means ktest removed finalizers."""
+
+    name: str
+    deleted: bool = False
+    seconds: float = 0.0
+    held_by: list[HeldObject] = field(default_factory=list)
+    forced: bool = False
+    note: str = ""
+
+    def summary(self) -> str:
+        if not self.held_by:
+            return self.note or f"namespace {self.name} deleted in {self.seconds:.1f}s"
+        objects = "\n  ".join(str(held) for held in self.held_by)
+        action = (
+            "ktest removed these finalizers so the session can go on (in a real cluster the "
+            "namespace would stay Terminating: the operator must remove its finalizers)"
+            if self.forced
+            else "finalizers left in place"
+        )
+        return f"namespace {self.name} was held in Terminating by:\n  {objects}\n{action}"
+
+
+def create_namespace(cluster: Cluster, name: str, *, labels: Mapping[str, str] | None = None) -> str:
+    """Create namespace ``name``, labelled as ktest's own so that ktest may delete it later."""
+    all_labels = {MANAGED_BY_LABEL: MANAGED_BY_VALUE, **(labels or {})}
+    cluster.create(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": all_labels}}
+    )
+    return name
+
+
+def delete_namespace(
+    cluster: Cluster,
+    name: str,
+    *,
+    timeout: float = 60.0,
+    force_finalizers_after: float = 15.0,
+) -> NamespaceCleanup:
+    """Delete a namespace ktest created and wait until it is gone.
+
+    After ``force_finalizers_after`` seconds, objects still carrying finalizers
+    are reported and their finalizers removed. Raises :class:`ClusterError`
+    if the namespace is not ktest's or is still there after ``timeout``.
+    """
+    started = time.monotonic()
+    report = NamespaceCleanup(name)
+    ref = ObjectRef("v1", "Namespace", name)
+    current = cluster.get_or_none(ref)
+    if current is None:
+        report.deleted = True
+        return report
+    labels = current["metadata"].get("labels") or {}
+    if labels.get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
+        raise ClusterError(
+            f"refusing to delete namespace {name}: ktest did not create it "
+            f"(it lacks the label {MANAGED_BY_LABEL}={MANAGED_BY_VALUE})"
+        )
+    cluster.delete(ref, missing_ok=True)
+    if not cluster.namespace_controller_available:
+        report.note = (
+            f"namespace {name} left Terminating: no namespace controller runs on this cluster "
+            "(controllers turned off), so nothing empties and removes it"
+        )
+        return report
+    forced_at = started + force_finalizers_after
+    deadline = started + timeout
+    while time.monotonic() < deadline:
+        if cluster.get_or_none(ref) is None:
+            report.deleted = True
+            break
+        if not report.forced and time.monotonic() >= forced_at:
+            report.held_by = objects_with_finalizers(cluster, name)
+            if report.held_by:
+                for held in report.held_by:
+                    log.warning("namespace %s held by %s: removing its finalizers", name, held)
+                    _remove_finalizers(cluster, held.ref)
+                report.forced = True
+        time.sleep(_POLL)
+    report.seconds = time.monotonic() - started
+    if not report.deleted:
+        held = objects_with_finalizers(cluster, name)
+        raise ClusterError(
+            f"namespace {name} still exists {timeout:.0f}s after deletion"
+            + (": held by " + "; ".join(str(h) for h in held) if held else "")
+        )
+    return report
+
+
+def objects_with_finalizers(cluster: Cluster, namespace: str) -> list[HeldObject]:
+    """Every object in ``namespace`` that carries at least one finalizer."""
+    held = []
+    for api_version in _preferred_api_versions(cluster):
+        for info in cluster.discovery.group_version_resources(api_version).values():
+            if not info.namespaced or "list" not in info.verbs:
+                continue
+            try:
+                items = cluster.list(api_version, info.kind, namespace)
+            except ApiError:
+                continue  # e.g. aggregated APIs that are unavailable; nothing we can clear there
+            for item in items:
+                finalizers = tuple(item["metadata"].get("finalizers") or ())
+                if finalizers:
+                    held.append(HeldObject(ObjectRef.of(item), finalizers))
+    return held
+
+
+def _preferred_api_versions(cluster: Cluster) -> list[str]:
+    versions = ["v1"]
+    for group in cluster.rest.request("GET", "/apis").get("groups") or []:
+        preferred = group.get("preferredVersion") or {}
+        if preferred.get("groupVersion"):
+            versions.append(preferred["groupVersion"])
+    return versions
+
+
+def _remove_finalizers(cluster: Cluster, ref: ObjectRef) -> None:
+    try:
+        cluster.patch(ref, {"metadata": {"finalizers": None}})
+    except ApiError as error:
+        if error.status != 404:
+            raise

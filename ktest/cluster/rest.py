@@ -1,0 +1,74 @@
+"""Plain JSON requests to the API server through a ``kubernetes`` ApiClient.
+
+The generated typed clients need a model per kind and the dynamic client
+re-runs discovery; tests work with dicts of any kind, so ktest talks REST
+directly, reusing the ApiClient's TLS and credentials. Errors are raised as
+:class:`ktest.errors.ApiError`, which is also a ``kubernetes.client.ApiException``,
+so callers and ``eventually``'s retry rules see the official client's type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from kubernetes.client import ApiClient
+
+from ktest.errors import ApiError
+
+PATCH_CONTENT_TYPES = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "json": "application/json-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds
+
+
+class Rest:
+    """Sends one request, decodes JSON, raises ApiException on HTTP errors."""
+
+    def __init__(self, api_client: ApiClient) -> None:
+        self.api_client = api_client
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | Sequence[tuple[str, Any]] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | tuple[float, float] | None = None,
+    ) -> Any:
+        config = self.api_client.configuration
+        url = config.host.rstrip("/") + path
+        if query:
+            pairs = query.items() if isinstance(query, Mapping) else query
+            url += "?" + urlencode([(k, _query_value(v)) for k, v in pairs if v is not None])
+        headers = {"Accept": "application/json", **self.api_client.default_headers}
+        if body is not None:
+            headers["Content-Type"] = content_type or "application/json"
+        self.api_client.update_params_for_auth(headers, None, ["BearerToken"], path, method, body)
+        response = self.api_client.rest_client.request(
+            method, url, headers=headers, body=body, _request_timeout=timeout or DEFAULT_TIMEOUT
+        )
+        data = response.read()
+        if not 200 <= response.status < 300:
+            text = data.decode("utf-8", "replace") if data else ""
+            raise ApiError(response.status, response.reason or "", text, method=method, path=path)
+        return json.loads(data) if data else None
+
+
+def segment(value: str) -> str:
+    """A URL path segment (names may not contain '/', but be safe)."""
+    return quote(value, safe="")
+
+
+def _query_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
