@@ -144,10 +144,10 @@ def delete_namespace(
         time.sleep(_POLL)
     report.seconds = time.monotonic() - started
     if not report.deleted:
-        held = objects_with_finalizers(cluster, name)
+        holders = objects_with_finalizers(cluster, name)
         raise ClusterError(
             f"namespace {name} still exists {timeout:.0f}s after deletion"
-            + (": held by " + "; ".join(str(h) for h in held) if held else "")
+            + (": held by " + "; ".join(str(h) for h in holders) if holders else "")
         )
     return report
 
