@@ -1,0 +1,3 @@
+"""Project-wide test configuration: pytester drives the plugin end to end."""
+
+pytest_plugins = ["pytester"]
