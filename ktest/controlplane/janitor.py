@@ -1,0 +1,137 @@
+"""Cleans up after a control plane whose Python process died without stopping it.
+
+After ``kill -9`` nothing runs in the Python process, so a tiny separate
+process does the cleanup: it is started with a pipe on its stdin whose write
+end only the owner holds. The owner tells it the control plane's directory;
+when the pipe reaches end-of-file without a ``release`` line (the owner died),
+the janitor SIGKILLs every process whose command line mentions that directory
+(etcd, kube-apiserver and kube-controller-manager all do) and removes it.
+
+This file is run as a script (``python -I -S janitor.py``) and imports only
+the standard library, so it starts in a few milliseconds. :func:`sweep_stale`
+is also used by the owner to remove directories left behind by dead owners.
+
+Protocol, one line each: ``dir <path>``, ``keep`` (do not remove the directory),
+``release`` (the owner cleaned up itself; exit quietly).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+OWNER_FILE = "owner"
+KEEP_FILE = "keep"
+DIRECTORY_PREFIX = "ktest-cp-"
+
+
+def process_start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (clock ticks since boot), None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces; fields after ')' are fixed.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return fields[19]
+
+
+def owner_alive(directory: Path) -> bool:
+    """True unless the directory's owner file names a process that no longer exists."""
+    try:
+        pid_text, start_time = (directory / OWNER_FILE).read_text().split()
+    except (OSError, ValueError):
+        return True  # no owner recorded (yet): not ours to judge
+    return process_start_time(int(pid_text)) == start_time
+
+
+def write_owner(directory: Path) -> None:
+    pid = os.getpid()
+    (directory / OWNER_FILE).write_text(f"{pid} {process_start_time(pid)}\n")
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Pids (other than this one) whose command line contains ``text``."""
+    needle = text.encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as file:
+                if needle in file.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2 :].split()[0] == "Z"
+
+
+def kill_and_remove(directory: Path, *, remove: bool, timeout: float = 10.0) -> None:
+    """SIGKILL the processes using ``directory``, wait for them, then remove it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = [pid for pid in processes_mentioning(str(directory)) if not _is_zombie(pid)]
+        for pid in alive:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if not alive or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    if remove:
+        for _attempt in range(50):
+            shutil.rmtree(directory, ignore_errors=True)
+            if not directory.exists():
+                break
+            time.sleep(0.05)
+
+
+def sweep_stale(base: Path) -> list[Path]:
+    """Remove control-plane directories under ``base`` whose owner process is gone."""
+    removed: list[Path] = []
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return removed
+    for directory in entries:
+        if not directory.name.startswith(DIRECTORY_PREFIX) or not directory.is_dir():
+            continue
+        if (directory / KEEP_FILE).exists() or owner_alive(directory):
+            continue
+        kill_and_remove(directory, remove=True, timeout=2.0)
+        removed.append(directory)
+    return removed
+
+
+def main() -> None:
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(signum, signal.SIG_IGN)
+    directory: Path | None = None
+    keep = False
+    for raw in sys.stdin.buffer:
+        line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
+        command, _, argument = line.partition(" ")
+        if command == "dir":
+            directory = Path(argument)
+        elif command == "keep":
+            keep = True
+        elif command == "release":
+            return
+    if directory is not None:
+        kill_and_remove(directory, remove=not keep)
+
+
+if __name__ == "__main__":
+    main()

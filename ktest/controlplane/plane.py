@@ -1,0 +1,584 @@
+"""ControlPlane: etcd + kube-apiserver + kube-controller-manager that never leak."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from ktest.assets.assets import Assets
+from ktest.controlplane import janitor
+from ktest.controlplane.apiserver import (
+    AUDIT_POLICY,
+    SERVING_DNS_NAMES,
+    SERVING_IPS,
+    ApiServerClient,
+    ApiServerFiles,
+    apiserver_process,
+)
+from ktest.controlplane.certs import CertificateAuthority, KeyPair, service_account_key_pair
+from ktest.controlplane.controller_manager import (
+    DEFAULT_CONTROLLERS,
+    controller_manager_process,
+    ready_markers,
+    requested_controllers,
+    resolve_controllers,
+)
+from ktest.controlplane.etcd import etcd_healthy, etcd_process
+from ktest.controlplane.flags import flag_name, probe
+from ktest.controlplane.kubeconfig import write_kubeconfig
+from ktest.controlplane.ports import free_ports, is_address_in_use
+from ktest.controlplane.process import ManagedProcess, spawn
+from ktest.errors import AssetsError, ControlPlaneError
+
+ADMIN_USER = "ktest-admin"
+ADMIN_GROUPS = ("system:masters",)
+_PORT_ATTEMPTS = 3
+_MIN_TMPFS_FREE = 1 << 30
+_STOP_TIMEOUT = 10.0
+
+
+class _PortTaken(Exception):
+    """A component could not bind its port: choose new ports and start again."""
+
+
+@dataclass
+class _User:
+    name: str
+    groups: tuple[str, ...]
+    pair: KeyPair
+    kubeconfig: Path
+
+
+def _default_base_directory() -> Path:
+    """/dev/shm when it is a usable tmpfs (etcd writes much faster), else the temp dir."""
+    shm = Path("/dev/shm")
+    try:
+        if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
+            stats = os.statvfs(shm)
+            if stats.f_bavail * stats.f_frsize >= _MIN_TMPFS_FREE:
+                return shm
+    except OSError:
+        pass
+    return Path(tempfile.gettempdir())
+
+
+def _janitor_script() -> str:
+    return str(Path(janitor.__file__).resolve())
+
+
+class ControlPlane:
+    """A private etcd + kube-apiserver (+ kube-controller-manager) for tests.
+
+    ``with ControlPlane() as cp:`` starts it and always stops it; every child
+    process is also bound to this Python process, so not even ``kill -9`` of
+    it leaves a process or a temporary directory behind.
+
+    ``controllers`` selects kube-controller-manager's controllers (default:
+    garbage collector and namespace); ``"none"`` or ``()`` runs no
+    controller-manager. ``apiserver_flags`` (``["--name=value"]`` or a mapping)
+    replace ktest's value of the same flag or are added. ``audit=True`` writes
+    a Metadata-level audit log to :attr:`audit_log`.
+    """
+
+    def __init__(
+        self,
+        k8s_version: str | None = None,
+        *,
+        assets: Assets | Path | str | None = None,
+        controllers: str | Iterable[str] | None = DEFAULT_CONTROLLERS,
+        apiserver_flags: Sequence[str] | Mapping[str, str | None] = (),
+        audit: bool = False,
+        keep_directory: bool = False,
+        root_directory: Path | str | None = None,
+        start_timeout: float = 60.0,
+        wait_for_controllers: bool = True,
+    ) -> None:
+        self.k8s_version = k8s_version
+        self._assets_argument = assets
+        self._requested_controllers = requested_controllers(controllers)
+        if isinstance(apiserver_flags, str):
+            raise ControlPlaneError(
+                f"apiserver_flags must be a list such as [{apiserver_flags!r}], not a string."
+            )
+        self._apiserver_flags = apiserver_flags
+        self.audit = audit
+        self.keep_directory = keep_directory
+        self._root_directory = Path(root_directory) if root_directory is not None else None
+        self.start_timeout = start_timeout
+        self.wait_for_controllers = wait_for_controllers
+
+        self._lock = threading.RLock()
+        self._assets: Assets | None = None
+        self._directory: Path | None = None
+        self._janitor: subprocess.Popen[bytes] | None = None
+        self._ca: CertificateAuthority | None = None
+        self._admin: KeyPair | None = None
+        self._files: ApiServerFiles | None = None
+        self._client: ApiServerClient | None = None
+        self._ports: tuple[int, int, int] = (0, 0, 0)  # etcd client, etcd peer, apiserver
+        self._etcd: ManagedProcess | None = None
+        self._apiserver: ManagedProcess | None = None
+        self._controller_manager: ManagedProcess | None = None
+        self._controller_names: dict[str, str] = {}
+        self._running_controllers: frozenset[str] = frozenset()
+        self._users: list[_User] = []
+        self._version = ""
+        self._started = False
+
+    # -- public state ------------------------------------------------------------
+    @property
+    def directory(self) -> Path:
+        """The private temporary directory (logs/, certs/, etcd/, kubeconfigs)."""
+        if self._directory is None:
+            raise ControlPlaneError("the control plane has no directory yet: call start() first.")
+        return self._directory
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The admin kubeconfig (client certificate in group system:masters)."""
+        self._require_started()
+        return self.directory / "admin.kubeconfig"
+
+    @property
+    def server(self) -> str:
+        self._require_started()
+        return f"https://127.0.0.1:{self._ports[2]}"
+
+    @property
+    def version(self) -> str:
+        """The API server's version, e.g. ``1.37.2``."""
+        self._require_started()
+        return self._version
+
+    @property
+    def controllers(self) -> frozenset[str]:
+        """The controllers running in kube-controller-manager, as requested (may be empty)."""
+        return self._running_controllers
+
+    @property
+    def audit_log(self) -> Path | None:
+        return self.directory / "audit.log" if self.audit else None
+
+    @property
+    def assets(self) -> Assets | None:
+        return self._assets
+
+    @property
+    def running(self) -> bool:
+        return self._started
+
+    def log_path(self, component: str) -> Path:
+        """The log file of ``etcd``, ``kube-apiserver`` or ``kube-controller-manager``."""
+        return self.directory / "logs" / f"{component}.log"
+
+    def processes(self) -> dict[str, ManagedProcess]:
+        """The running components by name."""
+        found = {
+            "etcd": self._etcd,
+            "kube-apiserver": self._apiserver,
+            "kube-controller-manager": self._controller_manager,
+        }
+        return {name: process for name, process in found.items() if process is not None}
+
+    def __repr__(self) -> str:
+        state = f"server={self.server}" if self._started else "stopped"
+        return f"ControlPlane({state}, directory={self._directory})"
+
+    # -- context manager -----------------------------------------------------------
+    def __enter__(self) -> ControlPlane:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- lifecycle -------------------------------------------------------------
+    def start(self) -> ControlPlane:
+        """Start etcd, kube-apiserver and the controllers; return once they are ready."""
+        with self._lock:
+            if self._started:
+                raise ControlPlaneError(f"{self!r} is already started.")
+            try:
+                self._prepare()
+                self._start_components(prefer_ports=())
+            except BaseException:
+                self._teardown()
+                raise
+            self._started = True
+            return self
+
+    def stop(self) -> None:
+        """Stop every component (SIGTERM, bounded wait, SIGKILL) and remove the directory."""
+        with self._lock:
+            self._teardown()
+
+    def restart(self) -> None:
+        """Stop every component and start them again on the same etcd data.
+
+        The same ports are reused when still free, so kubeconfigs stay valid; if
+        one was taken meanwhile, new ports are chosen and every kubeconfig this
+        control plane wrote is rewritten.
+        """
+        with self._lock:
+            self._require_started()
+            self._started = False
+            try:
+                self._stop_components()
+                self._start_components(prefer_ports=self._ports)
+            except BaseException:
+                self._teardown()
+                raise
+            self._started = True
+
+    def add_user(self, name: str, groups: Iterable[str] = ()) -> Path:
+        """A kubeconfig for a client-certificate identity (CN=name, O=groups)."""
+        with self._lock:
+            self._require_started()
+            if not name or not isinstance(name, str):
+                raise ControlPlaneError(f"add_user needs a non-empty user name, got {name!r}.")
+            if isinstance(groups, str):
+                groups = [groups]
+            group_tuple = tuple(groups)
+            assert self._ca is not None
+            stem = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+            taken = {user.kubeconfig.stem for user in self._users}
+            unique, counter = stem, 1
+            while unique in taken:
+                counter += 1
+                unique = f"{stem}-{counter}"
+            pair = self._ca.client(f"user-{unique}", name, group_tuple)
+            path = self.directory / "users" / f"{unique}.kubeconfig"
+            user = _User(name, group_tuple, pair, path)
+            self._write_user_kubeconfig(user)
+            self._users.append(user)
+            return path
+
+    # -- internals: preparation ---------------------------------------------------
+    def _require_started(self) -> None:
+        if not self._started:
+            raise ControlPlaneError(
+                "the control plane is not running: use `with ControlPlane() as cp:` or call "
+                "cp.start() first."
+            )
+
+    def _resolve_assets(self) -> Assets:
+        given = self._assets_argument
+        if isinstance(given, Assets):
+            return given
+        if isinstance(given, (str, Path)):
+            directory = Path(given).expanduser()
+            if not directory.is_dir():
+                raise AssetsError(
+                    f"assets directory {directory} does not exist. Pass the directory that "
+                    "holds etcd and kube-apiserver, or leave assets=None to let ktest find them."
+                )
+            return Assets(directory=directory, version=self.k8s_version or "", origin="path")
+        try:
+            from ktest.assets import resolve_assets  # type: ignore[attr-defined]
+        except ImportError:
+            environment = os.environ.get("KTEST_ASSETS")
+            if not environment:
+                raise AssetsError(
+                    "no control-plane binaries: set KTEST_ASSETS to a directory holding etcd "
+                    "and kube-apiserver, or pass assets=Path(...)."
+                ) from None
+            return Assets(Path(environment), self.k8s_version or "", origin="KTEST_ASSETS")
+        resolved: Assets = resolve_assets(self.k8s_version)
+        return resolved
+
+    def _prepare(self) -> None:
+        """Everything that can fail on bad input, before any process starts."""
+        assets = self._assets = self._resolve_assets()
+        etcd_binary = assets.binary("etcd")
+        assets.binary("kube-apiserver")
+        self._controller_names = {}
+        if self._requested_controllers:
+            if assets.has("kube-controller-manager"):
+                binary = assets.binary("kube-controller-manager")
+                self._controller_names = resolve_controllers(
+                    self._requested_controllers, probe(binary), binary
+                )
+            else:
+                warnings.warn(
+                    f"kube-controller-manager is not in {assets.directory}: running without "
+                    f"controllers ({', '.join(self._requested_controllers)}), so owner references "
+                    "are not garbage-collected and namespaces never finish deleting. Install a "
+                    "complete set of binaries with `ktest binaries install` to get them.",
+                    stacklevel=4,
+                )
+        probe(etcd_binary)  # cached: decides --unsafe-no-fsync
+        self._ca = self._admin = self._files = None
+        self._users = []
+        self._ports = (0, 0, 0)
+
+        base = self._root_directory or _default_base_directory()
+        base.mkdir(parents=True, exist_ok=True)
+        janitor.sweep_stale(base)
+        directory = Path(
+            tempfile.mkdtemp(prefix=f"{janitor.DIRECTORY_PREFIX}{os.getpid()}-", dir=base)
+        )
+        self._directory = directory
+        janitor.write_owner(directory)
+        if self.keep_directory:
+            (directory / janitor.KEEP_FILE).touch()
+        self._start_janitor(directory)
+        (directory / "logs").mkdir()
+
+    def _start_janitor(self, directory: Path) -> None:
+        self._janitor = spawn(
+            [sys.executable, "-I", "-S", _janitor_script()],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=Path("/"),
+            bind_to_parent=False,
+        )
+        self._tell_janitor(f"dir {directory}")
+        if self.keep_directory:
+            self._tell_janitor("keep")
+
+    def _tell_janitor(self, line: str) -> None:
+        stdin: IO[bytes] | None = self._janitor.stdin if self._janitor else None
+        if stdin is None:
+            return
+        try:
+            stdin.write(line.encode("utf-8", "surrogateescape") + b"\n")
+            stdin.flush()
+        except OSError:
+            pass
+
+    def _make_certificates(self) -> None:
+        if self._ca is not None:
+            return
+        certs = self.directory / "certs"
+        self._ca = ca = CertificateAuthority(certs)
+        serving = ca.serving("apiserver", SERVING_DNS_NAMES, SERVING_IPS)
+        self._admin = ca.client("admin", ADMIN_USER, ADMIN_GROUPS)
+        sa_key, sa_public = service_account_key_pair(certs)
+        audit_policy = audit_log = None
+        if self.audit:
+            audit_policy = self.directory / "audit-policy.yaml"
+            audit_policy.write_text(AUDIT_POLICY)
+            audit_log = self.directory / "audit.log"
+        self._files = ApiServerFiles(
+            ca_cert=ca.cert_path,
+            serving_cert=serving.cert_path,
+            serving_key=serving.key_path,
+            service_account_key=sa_key,
+            service_account_public_key=sa_public,
+            cert_dir=certs,
+            audit_policy=audit_policy,
+            audit_log=audit_log,
+        )
+
+    # -- internals: components ------------------------------------------------
+    def _start_components(self, prefer_ports: tuple[int, ...]) -> None:
+        for attempt in range(1, _PORT_ATTEMPTS + 1):
+            try:
+                self._start_once(prefer_ports if attempt == 1 else ())
+                return
+            except _PortTaken as taken:
+                self._stop_components()
+                if attempt == _PORT_ATTEMPTS:
+                    raise ControlPlaneError(
+                        f"{taken} on {_PORT_ATTEMPTS} attempts with different ports. "
+                        "Something on this machine keeps taking ports on 127.0.0.1; "
+                        "free some ports or retry."
+                    ) from None
+
+    def _start_once(self, prefer_ports: tuple[int, ...]) -> None:
+        assert self._assets is not None
+        etcd_port, peer_port, api_port = free_ports(3, prefer=prefer_ports)
+        self._ports = (etcd_port, peer_port, api_port)
+        self._etcd = etcd_process(
+            self._assets.binary("etcd"),
+            data_dir=self.directory / "etcd",
+            client_port=etcd_port,
+            peer_port=peer_port,
+            log_path=self.log_path("etcd"),
+        )
+        self._etcd.start()
+        self._make_certificates()  # while etcd starts
+        assert self._files is not None and self._admin is not None and self._ca is not None
+        self._apiserver = apiserver_process(
+            self._assets.binary("kube-apiserver"),
+            port=api_port,
+            etcd_port=etcd_port,
+            files=self._files,
+            extra_flags=self._apiserver_flags,
+            log_path=self.log_path("kube-apiserver"),
+        )
+        self._apiserver.start()
+        self._write_kubeconfigs()
+        self._client = ApiServerClient(
+            api_port, self._ca.cert_path, self._admin.cert_path, self._admin.key_path
+        )
+        self._wait_for_apiserver()
+        self._version = self._read_version()
+        self._start_controller_manager()
+
+    def _wait_for_apiserver(self) -> None:
+        etcd, apiserver, client = self._etcd, self._apiserver, self._client
+        assert etcd is not None and apiserver is not None and client is not None
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            for process in (etcd, apiserver):
+                if not process.running:
+                    self._raise_start_failure(process)
+            if client.ready():
+                return
+            if time.monotonic() > deadline:
+                etcd_state = "healthy" if etcd_healthy(self._ports[0]) else "NOT healthy"
+                raise apiserver.failure(
+                    f"was not ready after {self.start_timeout:.0f} s (etcd is {etcd_state})",
+                    "Raise start_timeout= if this machine is very busy, or look at the log above.",
+                )
+            time.sleep(0.02)
+
+    def _raise_start_failure(self, process: ManagedProcess) -> None:
+        log = process.log_since_start().decode("utf-8", "replace")
+        if is_address_in_use(log):
+            raise _PortTaken(f"{process.name} could not bind its port")
+        hint = ""
+        if process is self._apiserver:
+            hint = self._flag_hint(log)
+        raise process.failure("exited during start", hint)
+
+    def _flag_hint(self, log: str) -> str:
+        """Point at the user's extra flag when the API server rejected one."""
+        assert self._assets is not None
+        given = (
+            list(self._apiserver_flags.keys())
+            if isinstance(self._apiserver_flags, Mapping)
+            else [flag_name(argument) for argument in self._apiserver_flags]
+        )
+        known = probe(self._assets.binary("kube-apiserver"))
+        unknown = [name for name in given if not known.accepts(name)]
+        if unknown:
+            return (
+                f"kube-apiserver does not know the flag(s) {', '.join('--' + n for n in unknown)} "
+                f"passed in apiserver_flags=. Remove or fix them (`kube-apiserver --help` lists "
+                "the flags this version accepts)."
+            )
+        if given and ("unknown flag" in log or "invalid argument" in log or "Error:" in log):
+            return (
+                "Check the extra flags passed in apiserver_flags= "
+                f"({', '.join('--' + n for n in given)}): the log above says why they were rejected."
+            )
+        return ""
+
+    def _read_version(self) -> str:
+        assert self._client is not None and self._assets is not None
+        reported = self._client.version().get("gitVersion", "")
+        stamped = reported.lstrip("v")
+        if re.match(r"^\d+\.\d+\.\d+", stamped) and not stamped.startswith("0.0.0"):
+            return stamped
+        # A binary built without version stamping reports v0.0.0-master+$Format$.
+        return self._assets.version or stamped
+
+    def _start_controller_manager(self) -> None:
+        self._running_controllers = frozenset()
+        if not self._controller_names:
+            return
+        assert self._assets is not None
+        binary = self._assets.binary("kube-controller-manager")
+        process = self._controller_manager = controller_manager_process(
+            binary,
+            kubeconfig=self.kubeconfig_path,
+            controllers=self._controller_names.values(),
+            known=probe(binary),
+            log_path=self.log_path("kube-controller-manager"),
+        )
+        process.start()
+        if self.wait_for_controllers:
+            markers = ready_markers(self._controller_names.values())
+            process.wait_until(
+                lambda: all(marker in process.log_since_start() for marker in markers),
+                timeout=self.start_timeout,
+                what="running its controllers",
+            )
+        self._running_controllers = frozenset(self._controller_names)
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        """Where the admin kubeconfig is written (available during start)."""
+        return self.directory / "admin.kubeconfig"
+
+    def _write_kubeconfigs(self) -> None:
+        assert self._ca is not None and self._admin is not None
+        write_kubeconfig(
+            self.kubeconfig_path,
+            server=f"https://127.0.0.1:{self._ports[2]}",
+            ca_pem=self._ca.cert_pem,
+            user=ADMIN_USER,
+            client_cert_pem=self._admin.cert_pem,
+            client_key_pem=self._admin.key_pem,
+        )
+        for user in self._users:
+            self._write_user_kubeconfig(user)
+
+    def _write_user_kubeconfig(self, user: _User) -> None:
+        assert self._ca is not None
+        write_kubeconfig(
+            user.kubeconfig,
+            server=f"https://127.0.0.1:{self._ports[2]}",
+            ca_pem=self._ca.cert_pem,
+            user=user.name,
+            client_cert_pem=user.pair.cert_pem,
+            client_key_pem=user.pair.key_pem,
+        )
+
+    def _stop_components(self) -> None:
+        """Stop controllers and API server together, then etcd (the API server needs it)."""
+        self._running_controllers = frozenset()
+        front = [p for p in (self._controller_manager, self._apiserver) if p is not None]
+        for process in front:
+            process.terminate()
+        for process in front:
+            process.stop(_STOP_TIMEOUT)
+        if self._etcd is not None:
+            self._etcd.stop(_STOP_TIMEOUT)
+        self._controller_manager = self._apiserver = self._etcd = None
+
+    def _teardown(self) -> None:
+        """Stop everything this control plane started and remove its directory."""
+        self._started = False
+        try:
+            self._stop_components()
+        finally:
+            if self._directory is not None and not self.keep_directory:
+                shutil.rmtree(self._directory, ignore_errors=True)
+            self._release_janitor()
+
+    def _release_janitor(self) -> None:
+        janitor_process, self._janitor = self._janitor, None
+        if janitor_process is None:
+            return
+        if janitor_process.stdin is not None:
+            try:
+                janitor_process.stdin.write(b"release\n")
+                janitor_process.stdin.close()
+            except OSError:
+                pass
+        try:
+            janitor_process.wait(5)
+        except subprocess.TimeoutExpired:
+            janitor_process.kill()
+            janitor_process.wait()

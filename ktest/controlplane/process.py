@@ -1,0 +1,297 @@
+"""One child process of the control plane, bound to the life of the Python process.
+
+Every component runs in its own session (so its process group can be signalled
+as a whole) and receives SIGKILL from the kernel when its parent dies
+(``PR_SET_PDEATHSIG``). That signal fires when the *thread* that forked the
+child exits, so every child is forked from one long-lived daemon thread
+(:func:`spawn`) instead of the caller's thread, which may be a short-lived
+worker (pytest-xdist, operators, asyncio executors).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ktest.errors import ControlPlaneError
+
+_PR_SET_PDEATHSIG = 1
+LOG_TAIL_LINES = 40
+
+
+class _Spawner:
+    """A daemon thread that runs every ``Popen`` so that parent-death signals
+    are tied to the process, not to whichever thread asked for the child."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]]
+        self._jobs = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="ktest-spawner", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            job, future = self._jobs.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(job())
+            except BaseException as error:
+                future.set_exception(error)
+
+    def call(self, job: Callable[[], Any]) -> Any:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._jobs.put((job, future))
+        return future.result()
+
+
+_spawner_lock = threading.Lock()
+_spawner_by_pid: dict[int, _Spawner] = {}
+
+
+def _spawner() -> _Spawner:
+    # Keyed by pid: after os.fork() the child has no spawner thread and needs its own.
+    with _spawner_lock:
+        spawner = _spawner_by_pid.get(os.getpid())
+        if spawner is None:
+            spawner = _spawner_by_pid[os.getpid()] = _Spawner()
+        return spawner
+
+
+def _parent_death_hook(parent_pid: int) -> Callable[[], None]:
+    """A ``preexec_fn`` that asks the kernel to SIGKILL the child when the parent dies."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    prctl = libc.prctl
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return hook
+
+
+def spawn(
+    command: Sequence[str],
+    *,
+    stdout: Any,
+    stderr: Any = subprocess.STDOUT,
+    stdin: Any = subprocess.DEVNULL,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    bind_to_parent: bool = True,
+) -> subprocess.Popen[bytes]:
+    """Start ``command`` in a new session from the long-lived spawner thread.
+
+    With ``bind_to_parent`` the child is killed by the kernel when this
+    process dies, even by SIGKILL.
+    """
+    preexec = _parent_death_hook(os.getpid()) if bind_to_parent else None
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            list(command),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=preexec,
+            close_fds=True,
+        )
+
+    return _spawner().call(start)
+
+
+def read_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log file ('' if it does not exist)."""
+    try:
+        with path.open("rb") as file:
+            file.seek(0, os.SEEK_END)
+            size = file.tell()
+            file.seek(max(0, size - 64 * 1024))
+            data = file.read()
+    except OSError:
+        return ""
+    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+
+
+class ManagedProcess:
+    """A control-plane component: command line, log file, start, readiness, stop."""
+
+    def __init__(
+        self,
+        name: str,
+        command: Sequence[str],
+        log_path: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        self.name = name
+        self.command = list(command)
+        self.log_path = log_path
+        self.env = env
+        self.cwd = cwd
+        self._popen: subprocess.Popen[bytes] | None = None
+        # Size of the log when the current run started: restarts append to the same file.
+        self.log_offset = 0
+        self.on_start: Callable[[ManagedProcess], None] | None = None
+        self.on_stop: Callable[[ManagedProcess], None] | None = None
+
+    # -- state -------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        return self._popen.pid if self._popen else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll() if self._popen else None
+
+    @property
+    def running(self) -> bool:
+        return self._popen is not None and self._popen.poll() is None
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(self.command)
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return read_tail(self.log_path, lines)
+
+    def log_since_start(self) -> bytes:
+        """What the current run has written to the log so far."""
+        try:
+            with self.log_path.open("rb") as file:
+                file.seek(self.log_offset)
+                return file.read()
+        except OSError:
+            return b""
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self) -> None:
+        """Launch the process, appending its stdout and stderr to the log file."""
+        if self.running:
+            raise ControlPlaneError(f"{self.name} is already running (pid {self.pid}).")
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as log:
+            self.log_offset = log.tell()
+            try:
+                self._popen = spawn(self.command, stdout=log, env=self.env, cwd=self.cwd)
+            except OSError as error:
+                raise ControlPlaneError(
+                    f"{self.name} could not be started: {error}.\n"
+                    f"Command: {self.command_line}\n"
+                    f"Check that {self.command[0]} exists and is an executable for this machine."
+                ) from error
+        if self.on_start:
+            self.on_start(self)
+
+    def failure(self, what: str, how_to_fix: str = "") -> ControlPlaneError:
+        """An error naming the component, its command line, exit status and log tail."""
+        code = self.returncode
+        if code is None:
+            status = "still running" if self._popen else "never started"
+        elif code < 0:
+            status = f"killed by signal {signal.Signals(-code).name}"
+        else:
+            status = f"exit status {code}"
+        tail = self.log_tail() or "(empty log)"
+        fix = f"\n{how_to_fix}" if how_to_fix else ""
+        return ControlPlaneError(
+            f"{self.name} {what} ({status}).\n"
+            f"Command: {self.command_line}\n"
+            f"Log: {self.log_path}\n"
+            f"--- last lines of the log ---\n{tail}\n--- end of log ---{fix}"
+        )
+
+    def wait_until(
+        self,
+        ready: Callable[[], bool],
+        *,
+        timeout: float,
+        interval: float = 0.025,
+        what: str = "ready",
+    ) -> None:
+        """Poll ``ready()`` until true; fail early if the process exits."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if not self.running:
+                raise self.failure(f"exited before it was {what}")
+            if ready():
+                return
+            if time.monotonic() > deadline:
+                raise self.failure(f"was not {what} after {timeout:.0f} s")
+            time.sleep(interval)
+
+    def terminate(self) -> None:
+        """Send SIGTERM to the whole process group without waiting (see :meth:`stop`)."""
+        self._signal_group(signal.SIGTERM)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, wait up to ``timeout`` seconds, then SIGKILL; reaps the child."""
+        popen = self._popen
+        if popen is None or popen.returncode is not None:
+            return
+        self._signal_group(signal.SIGTERM)
+        if not self._exited_unreaped(timeout):
+            self._signal_group(signal.SIGKILL)
+        # The child is a zombie until reaped, so its pid (the group id) cannot be
+        # reused yet: anything it forked into its group goes down safely with it.
+        self._signal_group(signal.SIGKILL)
+        popen.wait()
+        if self.on_stop:
+            self.on_stop(self)
+
+    def kill(self) -> None:
+        """SIGKILL the process group and reap the child."""
+        popen = self._popen
+        if popen is None or popen.returncode is not None:
+            return
+        self._signal_group(signal.SIGKILL)
+        popen.wait()
+        if self.on_stop:
+            self.on_stop(self)
+
+    def _exited_unreaped(self, timeout: float) -> bool:
+        """Wait until the child exits, leaving it unreaped; False on timeout."""
+        assert self._popen is not None
+        deadline = time.monotonic() + timeout
+        delay = 0.002
+        while True:
+            try:
+                info = os.waitid(
+                    os.P_PID, self._popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT
+                )
+            except ChildProcessError:  # already reaped elsewhere
+                return True
+            if info is not None:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+    def _signal_group(self, signum: int) -> None:
+        popen = self._popen
+        if popen is None or popen.returncode is not None:
+            return  # reaped: its group id may already belong to someone else
+        # start_new_session makes the child a group leader: its pgid is its pid.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(popen.pid, signum)
+
+    def __repr__(self) -> str:
+        return f"ManagedProcess({self.name!r}, pid={self.pid}, running={self.running})"
