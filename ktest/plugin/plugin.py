@@ -1,0 +1,1 @@
+"""ktest pytest plugin (being written)."""
