@@ -1,0 +1,299 @@
+"""One call of ``eventually``/``consistently``: its settings, its attempts, and the
+tenacity strategies built from them.  The sync and async front ends share it and
+differ only in how they call the check and how they sleep.
+
+tenacity stays in charge of the loop: ``retry`` decides from each attempt's verdict,
+``stop`` ends the window, ``wait`` gives the poll interval (capped so the last
+attempt lands on the deadline) and ``sleep`` is a sleep that ends early when a
+watched object changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tenacity import RetryCallState, retry_if_result, stop_after_delay, wait_fixed
+from tenacity.wait import wait_base
+
+from ktest.errors import ConfigError
+from ktest.wait import report, wakeup
+from ktest.wait.defaults import check_seconds, current_defaults
+from ktest.wait.tracking import ReadTarget, recording_reads, target_of
+from ktest.wait.transient import Verdict, classify, describe
+
+Kind = Literal["eventually", "consistently"]
+
+
+class _NoValue:
+    def __repr__(self) -> str:
+        return "<no value>"
+
+
+NO_VALUE: Any = _NoValue()
+
+
+@dataclass
+class Attempt:
+    """One evaluation of the check."""
+
+    number: int
+    at: float  # seconds since the call began
+    verdict: Verdict
+    value: Any = NO_VALUE
+    error: BaseException | None = None
+
+    @property
+    def message(self) -> str:
+        if self.error is not None:
+            return describe(self.error)
+        return f"the check returned {self.value!r}"
+
+
+class wait_within(wait_base):
+    """Wait like ``base`` but never past ``window`` seconds from the first attempt,
+    so the final attempt happens right at the deadline."""
+
+    def __init__(self, base: wait_base, window: float) -> None:
+        self.base = base
+        self.window = window
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        elapsed = retry_state.seconds_since_start or 0.0
+        return max(0.0, min(self.base(retry_state), self.window - elapsed))
+
+
+class WaitRun:
+    """Settings and history of one ``eventually``/``consistently`` call."""
+
+    def __init__(
+        self,
+        kind: Kind,
+        fn: Callable[[], Any],
+        *,
+        window: float | None,
+        interval: float | None,
+        watch: Iterable[Any] | Any | Literal[False] | None,
+        cluster: Any,
+        description: str | None,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"{kind}() needs a callable check, got {fn!r}; pass e.g. lambda: ...")
+        defaults = current_defaults()
+        window_name = "timeout" if kind == "eventually" else "duration"
+        default_window = defaults.timeout if kind == "eventually" else defaults.duration
+        self.kind = kind
+        self.fn = fn
+        self.window = check_seconds(
+            window_name, default_window if window is None else window, allow_zero=True
+        )
+        self.interval = check_seconds(
+            "interval", defaults.interval if interval is None else interval, allow_zero=False
+        )
+        self.description = description or report.describe_callable(fn)
+        self.watching = watch is not False
+        self.explicit_targets = _explicit_targets(kind, watch, cluster)
+        self.started = time.monotonic()
+        self.attempts: list[Attempt] = []
+        self.last_with_value: Attempt | None = None
+        self.last_passed: Attempt | None = None
+        self.passed = 0
+        self.wakeups = 0
+        self._attempt_began = self.started
+        self._reads: list[tuple[Any, frozenset[ReadTarget]]] = []
+
+    # -- attempts -------------------------------------------------------------------
+
+    @contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """Wrap one evaluation of the check: stamps its start, records its reads."""
+        self._attempt_began = time.monotonic()
+        with recording_reads() as recorder:
+            try:
+                yield
+            finally:
+                self._reads = recorder.by_cluster()
+
+    def verdict_for(self, exc: Exception) -> Verdict | None:
+        """The verdict for an exception of the check; None: re-raise it (annotated)."""
+        verdict = classify(exc, waiting_for_appearance=self.kind == "eventually")
+        if verdict is None and hasattr(exc, "add_note"):
+            exc.add_note(
+                f"raised by {self.kind}({self.description}) on attempt {len(self.attempts) + 1}, "
+                f"{self._elapsed():.2f}s in; only AssertionError and transient API errors "
+                "(404 while waiting, 409, 429, 5xx, connection errors) are retried"
+            )
+        return verdict
+
+    def record(self, *, value: Any = NO_VALUE, error: BaseException | None = None,
+               verdict: Verdict | None = None) -> Attempt:
+        """Remember the outcome of the attempt that just ended."""
+        if verdict is None:
+            verdict = Verdict.FAILED if value is False else Verdict.PASSED
+        attempt = Attempt(
+            len(self.attempts) + 1, self._attempt_began - self.started, verdict, value, error
+        )
+        self.attempts.append(attempt)
+        if value is not NO_VALUE:
+            self.last_with_value = attempt
+        if verdict is Verdict.PASSED:
+            self.passed += 1
+            self.last_passed = attempt
+        return attempt
+
+    # -- tenacity strategies --------------------------------------------------------
+
+    def retrying_options(self) -> dict[str, Any]:
+        """stop/wait/retry/callback for ``Retrying``/``AsyncRetrying`` (sleep is added by
+        the caller)."""
+        if self.kind == "eventually":
+            retry = retry_if_result(lambda a: a.verdict is not Verdict.PASSED)
+        else:
+            retry = retry_if_result(lambda a: a.verdict is not Verdict.FAILED)
+        return {
+            "stop": stop_after_delay(self.window),
+            "wait": wait_within(wait_fixed(self.interval), self.window),
+            "retry": retry,
+            "retry_error_callback": self._window_over,
+        }
+
+    def _window_over(self, retry_state: RetryCallState) -> Attempt:
+        """The attempt that decides the call once the window is over."""
+        if self.kind == "consistently" and self.last_passed is not None:
+            return self.last_passed
+        return self.attempts[-1]
+
+    def raise_unless_passed(self, decisive: Attempt) -> None:
+        """Raise the failure if ``decisive`` (what tenacity returned) is not a pass.
+
+        Raised here, in the caller's frame, so the traceback skips tenacity's loop.
+        """
+        __tracebackhide__ = True
+        if decisive.verdict is not Verdict.PASSED:
+            raise self.failure() from decisive.error
+
+    def wake_targets(self) -> list[tuple[Any, frozenset[ReadTarget]]]:
+        """Targets whose changes end the sleep: this attempt's reads plus ``watch=``."""
+        if not self.watching:
+            return []
+        return self._reads + self.explicit_targets
+
+    def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        targets = self.wake_targets()
+        if not targets:
+            time.sleep(seconds)
+        elif wakeup.wait_for_change(targets, self._attempt_began, seconds):
+            self.wakeups += 1
+
+    async def async_sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        targets = self.wake_targets()
+        if not targets:
+            await asyncio.sleep(seconds)
+        elif await wakeup.async_wait_for_change(targets, self._attempt_began, seconds):
+            self.wakeups += 1
+
+    # -- messages -------------------------------------------------------------------
+
+    def failure(self) -> AssertionError:
+        """The AssertionError saying how the check failed."""
+        if self.kind == "eventually":
+            return AssertionError(self._eventually_message())
+        return AssertionError(self._consistently_message())
+
+    def _eventually_message(self) -> str:
+        last = self.attempts[-1]
+        lines = [
+            f"eventually({self.description}) did not pass within {self.window:g}s: "
+            f"{report.plural(len(self.attempts), 'attempt')} in {self._elapsed():.2f}s.",
+            report.block(f"Last failure (attempt {last.number}, at {last.at:.2f}s):", last.message),
+            self._value_line(self.last_with_value, "Last value returned"),
+            self._wakeup_line(),
+        ]
+        return "\n".join(lines)
+
+    def _consistently_message(self) -> str:
+        last = self.attempts[-1]
+        if last.verdict is not Verdict.FAILED:
+            lines = [
+                f"consistently({self.description}) could not evaluate the check during its "
+                f"{self.window:g}s window: all {report.plural(len(self.attempts), 'attempt')} "
+                "hit transient API errors.",
+                report.block(f"Last error (attempt {last.number}, at {last.at:.2f}s):", last.message),
+            ]
+            return "\n".join([*lines, self._wakeup_line()])
+        if self.last_passed is None:
+            held = "it never held: the first attempt failed"
+        else:
+            held = (
+                f"{report.plural(self.passed, 'attempt')} passed before, "
+                f"the last at {self.last_passed.at:.2f}s"
+            )
+        lines = [
+            f"consistently({self.description}) broke on attempt {last.number}, "
+            f"{last.at:.2f}s into its {self.window:g}s window ({held}).",
+            report.block("Failure:", last.message),
+        ]
+        if last.value is not NO_VALUE:
+            lines.append(self._value_line(last, "Value at the break"))
+        elif self.last_with_value is not None:
+            lines.append(self._value_line(self.last_with_value, "Last value before the break"))
+        lines.append(self._wakeup_line())
+        return "\n".join(lines)
+
+    def _value_line(self, attempt: Attempt | None, title: str) -> str:
+        if attempt is None:
+            return "Last value returned: none (the check raised on every attempt)."
+        return report.block(f"{title} (attempt {attempt.number}):", report.format_value(attempt.value))
+
+    def _wakeup_line(self) -> str:
+        polling = f"polling every {self.interval:g}s"
+        if not self.watching:
+            return f"Re-evaluated by {polling} (watch wake-up turned off)."
+        targets = self.wake_targets()
+        if not targets:
+            return f"Re-evaluated by {polling} (the check read no objects through a Cluster)."
+        names = sorted(str(t) for _, group in targets for t in group)
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        line = f"Re-evaluated by {polling} and on watch events for {shown}"
+        line += f" ({report.plural(self.wakeups, 'wake-up')})."
+        problems = wakeup.describe_problems(targets)
+        if problems:
+            line += " No watch for " + "; ".join(problems) + "."
+        return line
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+def _explicit_targets(
+    kind: Kind, watch: Any, cluster: Any
+) -> list[tuple[Any, frozenset[ReadTarget]]]:
+    if watch is None or watch is False:
+        return []
+    if watch is True:
+        raise ConfigError(
+            f"{kind}(watch=True) is not a list of objects: watch-driven wake-up is on by "
+            "default for objects read through a Cluster; pass watch=[obj, ...] with "
+            "cluster=... to add objects, or watch=False to only poll"
+        )
+    single = (
+        isinstance(watch, Mapping)
+        or (isinstance(watch, tuple) and bool(watch) and isinstance(watch[0], str))
+        or hasattr(watch, "kind")
+    )
+    items = [watch] if single else list(watch)
+    if cluster is None:
+        raise ConfigError(
+            f"{kind}(watch=[...]) needs cluster=: the watched objects must be watched on a "
+            "cluster; pass cluster=<the Cluster the objects live in>"
+        )
+    return [(cluster, frozenset(target_of(item) for item in items))] if items else []
