@@ -25,6 +25,20 @@ SERVING_DNS_NAMES = (
 )
 SERVING_IPS = ("127.0.0.1", KUBERNETES_SERVICE_IP)
 
+# Flags ktest must own: changing them would point the readiness checks, the
+# kubeconfigs or etcd somewhere the API server is not.
+RESERVED_FLAGS = frozenset(
+    {
+        "bind-address",
+        "secure-port",
+        "etcd-servers",
+        "cert-dir",
+        "tls-cert-file",
+        "tls-private-key-file",
+        "client-ca-file",
+    }
+)
+
 AUDIT_POLICY = """\
 apiVersion: audit.k8s.io/v1
 kind: Policy

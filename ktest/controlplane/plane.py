@@ -21,6 +21,7 @@ from ktest.assets.assets import Assets
 from ktest.controlplane import janitor
 from ktest.controlplane.apiserver import (
     AUDIT_POLICY,
+    RESERVED_FLAGS,
     SERVING_DNS_NAMES,
     SERVING_IPS,
     ApiServerClient,
@@ -111,6 +112,17 @@ class ControlPlane:
         if isinstance(apiserver_flags, str):
             raise ControlPlaneError(
                 f"apiserver_flags must be a list such as [{apiserver_flags!r}], not a string."
+            )
+        given_flags = (
+            apiserver_flags.keys() if isinstance(apiserver_flags, Mapping) else apiserver_flags
+        )
+        reserved = sorted({flag_name(f) for f in given_flags} & RESERVED_FLAGS)
+        if reserved:
+            raise ControlPlaneError(
+                f"apiserver_flags may not set {', '.join('--' + name for name in reserved)}: "
+                "ktest chooses the API server's address, port, certificates and etcd so that "
+                "parallel control planes never collide. Remove those flags; cp.server and "
+                "cp.kubeconfig tell where the API server listens."
             )
         self._apiserver_flags = apiserver_flags
         self.audit = audit
@@ -290,16 +302,8 @@ class ControlPlane:
                     "holds etcd and kube-apiserver, or leave assets=None to let ktest find them."
                 )
             return Assets(directory=directory, version=self.k8s_version or "", origin="path")
-        try:
-            from ktest.assets import resolve_assets  # type: ignore[attr-defined]
-        except ImportError:
-            environment = os.environ.get("KTEST_ASSETS")
-            if not environment:
-                raise AssetsError(
-                    "no control-plane binaries: set KTEST_ASSETS to a directory holding etcd "
-                    "and kube-apiserver, or pass assets=Path(...)."
-                ) from None
-            return Assets(Path(environment), self.k8s_version or "", origin="KTEST_ASSETS")
+        from ktest.assets import resolve_assets  # deferred: it pulls in download machinery
+
         resolved: Assets = resolve_assets(self.k8s_version)
         return resolved
 

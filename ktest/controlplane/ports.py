@@ -36,8 +36,13 @@ def _ephemeral_start() -> int:
 
 
 def is_free(port: int, host: str = "127.0.0.1") -> bool:
-    """True when ``port`` can be bound on ``host`` right now."""
+    """True when a Go server (etcd, kube-apiserver) could listen on ``port`` right now.
+
+    Go listeners set SO_REUSEADDR, so connections of a stopped server still in
+    TIME_WAIT do not block them; the probe does the same.
+    """
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:

@@ -1,0 +1,37 @@
+"""Run by test_lifecycle in a child Python process: start a control plane from a
+short-lived worker thread, report it on stdout, then wait to be killed."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+from ktest.controlplane import ControlPlane
+
+
+def main() -> None:
+    assets = Path(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else None
+    controllers = sys.argv[2] if len(sys.argv) > 2 else "garbagecollector,namespace"
+    planes: list[ControlPlane] = []
+
+    def start() -> None:
+        planes.append(ControlPlane(assets=assets, controllers=controllers).start())
+
+    # The starting thread ends here: children must survive it (parent-death
+    # signals follow the forking thread, not the process).
+    worker = threading.Thread(target=start)
+    worker.start()
+    worker.join()
+    plane = planes[0]
+    report = {
+        "directory": str(plane.directory),
+        "pids": {name: process.pid for name, process in plane.processes().items()},
+    }
+    print(json.dumps(report), flush=True)
+    sys.stdin.read()  # until the test kills us
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""Lifecycle: nothing leaks after stop, an exception, or kill -9; restart keeps
+data; several control planes run side by side."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import pytest
+from controlplane_helpers import (
+    alive,
+    client_for,
+    descendants,
+    live_processes_using,
+    same_process_alive,
+    wait_for,
+)
+
+from ktest.assets.assets import Assets
+from ktest.controlplane import ControlPlane
+
+HERE = Path(__file__).parent
+
+
+def _assert_nothing_left(directory: Path, pids: list[int]) -> None:
+    assert not directory.exists(), f"{directory} was not removed"
+    assert not [pid for pid in pids if alive(pid)], "a component process is still running"
+    assert live_processes_using(directory) == []
+
+
+def test_stop_leaves_no_process_and_no_directory(assets: Assets) -> None:
+    plane = ControlPlane(assets=assets, controllers="none").start()
+    directory = plane.directory
+    pids = [p.pid for p in plane.processes().values() if p.pid]
+    assert len(pids) == 2 and all(alive(pid) for pid in pids)
+    janitor_pid = plane._janitor.pid if plane._janitor else None
+    assert janitor_pid is not None and alive(janitor_pid)
+    plane.stop()
+    _assert_nothing_left(directory, pids)
+    assert not alive(janitor_pid)
+    plane.stop()  # idempotent
+
+
+def test_exception_in_with_body_stops_everything(assets: Assets) -> None:
+    seen: dict[str, Any] = {}
+    with pytest.raises(RuntimeError, match="boom"), ControlPlane(assets=assets) as plane:
+        seen["directory"] = plane.directory
+        seen["pids"] = [p.pid for p in plane.processes().values()]
+        assert len(seen["pids"]) == 3  # etcd, kube-apiserver, kube-controller-manager
+        raise RuntimeError("boom")
+    _assert_nothing_left(seen["directory"], seen["pids"])
+
+
+def test_kill_9_of_the_owner_leaves_nothing(assets: Assets) -> None:
+    child = subprocess.Popen(
+        [sys.executable, str(HERE / "child_plane.py"), str(assets.directory)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = child.stdout.readline() if child.stdout else ""
+        if not line:
+            raise AssertionError(f"child failed to start a control plane:\n{child.stderr.read()}")
+        report = json.loads(line)
+        directory = Path(report["directory"])
+        tree = descendants(child.pid)
+        components = {
+            pid: start for pid, (name, start) in tree.items() if name.startswith(("etcd", "kube-"))
+        }
+        # etcd, kube-apiserver, kube-controller-manager, still up although the
+        # thread that started them has ended.
+        assert set(report["pids"].values()) == set(components), tree
+        assert len(components) == 3
+        assert directory.is_dir()
+
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+
+        wait_for(
+            lambda: not any(same_process_alive(p, s) for p, s in components.items()),
+            timeout=20,
+            what="the components to die with their owner",
+        )
+        wait_for(lambda: not directory.exists(), timeout=20, what=f"{directory} to be removed")
+        leftovers = [p for p, (_, s) in tree.items() if same_process_alive(p, s)]
+        wait_for(lambda: not [p for p in leftovers if alive(p)], timeout=20, what="the janitor")
+        assert live_processes_using(directory) == []
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_restart_keeps_data_and_kubeconfig(assets: Assets) -> None:
+    with ControlPlane(assets=assets, controllers="none") as plane:
+        client = client_for(plane.kubeconfig)
+        core = kubernetes.client.CoreV1Api(client)
+        core.create_namespaced_config_map("default", {"metadata": {"name": "survivor"}})
+        old_pids = [p.pid for p in plane.processes().values()]
+        old_server = plane.server
+
+        plane.restart()
+
+        assert not [pid for pid in old_pids if alive(pid)]
+        assert plane.server == old_server  # ports reused while free
+        # The kubeconfig written before the restart still works.
+        assert core.read_namespaced_config_map("survivor", "default").metadata.name == "survivor"
+        client.close()
+
+
+def test_several_planes_run_side_by_side(assets: Assets) -> None:
+    planes: list[ControlPlane] = []
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            planes.append(ControlPlane(assets=assets, controllers="none").start())
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=start) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert not errors, errors
+        first, second = planes
+        assert first.server != second.server
+        assert first.directory != second.directory
+        # Each has its own data: an object created in one is absent in the other.
+        one = kubernetes.client.CoreV1Api(client_for(first.kubeconfig))
+        two = kubernetes.client.CoreV1Api(client_for(second.kubeconfig))
+        one.create_namespaced_config_map("default", {"metadata": {"name": "only-in-first"}})
+        with pytest.raises(kubernetes.client.ApiException) as missing:
+            two.read_namespaced_config_map("only-in-first", "default")
+        assert missing.value.status == 404
+    finally:
+        for plane in planes:
+            plane.stop()
+
+
+def test_taken_port_is_retried_with_new_ports(
+    assets: Assets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A port grabbed between choosing and binding: the plane starts on other ports."""
+    import socket
+
+    from ktest.controlplane import plane as plane_module
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    real_free_ports = plane_module.free_ports
+    calls: list[list[int]] = []
+
+    def first_choice_taken(count: int, *, prefer: tuple[int, ...] = ()) -> list[int]:
+        ports = real_free_ports(count, prefer=prefer)
+        if not calls:
+            ports[2] = taken  # the API server's port, as if someone bound it meanwhile
+        calls.append(ports)
+        return ports
+
+    monkeypatch.setattr(plane_module, "free_ports", first_choice_taken)
+    try:
+        with ControlPlane(assets=assets, controllers="none") as plane:
+            assert len(calls) == 2
+            assert plane.server == f"https://127.0.0.1:{calls[1][2]}"
+            log = plane.log_path("kube-apiserver").read_text()
+            assert "address already in use" in log
+            core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
+            assert core.read_namespace("default").metadata.name == "default"
+    finally:
+        squatter.close()
+
+
+def test_stop_is_quick_enough_to_not_need_sigkill(assets: Assets) -> None:
+    """Components exit on SIGTERM: stop() does not fall back to SIGKILL."""
+    plane = ControlPlane(assets=assets).start()
+    processes = list(plane.processes().values())
+    assert len(processes) == 3
+    plane.stop()
+    for process in processes:
+        assert process.returncode is not None
+        assert process.returncode != -signal.SIGKILL, f"{process.name} needed SIGKILL"
