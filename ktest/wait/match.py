@@ -81,7 +81,7 @@ def _compare(
     elif isinstance(expected, list):
         if not isinstance(actual, list):
             out.append(
-                f"{_where(path)}: expected a list of {len(expected)} items, got {_typed(actual)}"
+                f"{_where(path)}: expected a list of {_items(len(expected))}, got {_typed(actual)}"
             )
             return
         key_field = _key_field(generic, list_keys)
@@ -98,7 +98,7 @@ def _compare_in_order(
     list_keys: ListKeys | None, out: list[str],
 ) -> None:
     if len(actual) != len(expected):
-        out.append(f"{_where(path)}: expected {len(expected)} items, got {len(actual)}")
+        out.append(f"{_where(path)}: expected {_items(len(expected))}, got {len(actual)}")
     for index, (have, want) in enumerate(zip(actual, expected, strict=False)):
         _compare(have, want, f"{path}[{index}]", generic, list_keys, out)
 
@@ -164,6 +164,10 @@ def _child(path: str, key: Any) -> str:
     if isinstance(key, str) and _PLAIN_KEY.match(key):
         return f"{path}.{key}" if path else key
     return f"{path}[{key!r}]" if isinstance(key, str) else f"{path}[{key}]"
+
+
+def _items(count: int) -> str:
+    return f"{count} item{'' if count == 1 else 's'}"
 
 
 def _where(path: str) -> str:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import inspect
 import pprint
 import textwrap
+import traceback
+import types
 from collections.abc import Callable
 from typing import Any
 
 MAX_VALUE_CHARS = 2000
 MAX_VALUE_LINES = 40
+MAX_LOCALS = 12
 
 
 def describe_callable(fn: Callable[..., Any]) -> str:
@@ -49,3 +52,38 @@ def block(title: str, text: str) -> str:
 
 def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def seen_locals(error: BaseException, fn: Callable[..., Any]) -> dict[str, Any]:
+    """The variables of the check's own frame when it raised ``error``: the values it
+    saw (objects it fetched, closure variables), minus functions, classes and modules."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:
+        return {}
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        if frame.f_code is code:
+            return {
+                name: value
+                for name, value in frame.f_locals.items()
+                if name.isidentifier() and not name.startswith("_") and not _is_code_like(value)
+            }
+    return {}
+
+
+def format_locals(values: dict[str, Any]) -> str:
+    """``name = value`` lines, long values indented below their name."""
+    lines = []
+    for name, value in list(values.items())[:MAX_LOCALS]:
+        text = format_value(value)
+        if "\n" in text:
+            lines.append(f"{name} =\n{textwrap.indent(text, '    ')}")
+        else:
+            lines.append(f"{name} = {text}")
+    if len(values) > MAX_LOCALS:
+        lines.append(f"... ({len(values) - MAX_LOCALS} more)")
+    return "\n".join(lines)
+
+
+def _is_code_like(value: Any) -> bool:
+    return isinstance(value, (types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+                              types.ModuleType, type))

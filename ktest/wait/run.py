@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tenacity import RetryCallState, retry_if_result, stop_after_delay, wait_fixed
@@ -46,6 +46,7 @@ class Attempt:
     verdict: Verdict
     value: Any = NO_VALUE
     error: BaseException | None = None
+    seen: dict[str, Any] = field(default_factory=dict)  # the check's locals when it raised
 
     @property
     def message(self) -> str:
@@ -134,8 +135,9 @@ class WaitRun:
         """Remember the outcome of the attempt that just ended."""
         if verdict is None:
             verdict = Verdict.FAILED if value is False else Verdict.PASSED
+        seen = report.seen_locals(error, self.fn) if error is not None else {}
         attempt = Attempt(
-            len(self.attempts) + 1, self._attempt_began - self.started, verdict, value, error
+            len(self.attempts) + 1, self._attempt_began - self.started, verdict, value, error, seen
         )
         self.attempts.append(attempt)
         if value is not NO_VALUE:
@@ -215,7 +217,7 @@ class WaitRun:
             f"eventually({self.description}) did not pass within {self.window:g}s: "
             f"{report.plural(len(self.attempts), 'attempt')} in {self._elapsed():.2f}s.",
             report.block(f"Last failure (attempt {last.number}, at {last.at:.2f}s):", last.message),
-            self._value_line(self.last_with_value, "Last value returned"),
+            *self._seen_lines(last, self.last_with_value, "Last value returned"),
             self._wakeup_line(),
         ]
         return "\n".join(lines)
@@ -243,16 +245,26 @@ class WaitRun:
             report.block("Failure:", last.message),
         ]
         if last.value is not NO_VALUE:
-            lines.append(self._value_line(last, "Value at the break"))
-        elif self.last_with_value is not None:
-            lines.append(self._value_line(self.last_with_value, "Last value before the break"))
+            lines += self._seen_lines(last, last, "Value at the break")
+        else:
+            lines += self._seen_lines(last, self.last_with_value, "Last value before the break")
         lines.append(self._wakeup_line())
         return "\n".join(lines)
 
-    def _value_line(self, attempt: Attempt | None, title: str) -> str:
-        if attempt is None:
-            return "Last value returned: none (the check raised on every attempt)."
-        return report.block(f"{title} (attempt {attempt.number}):", report.format_value(attempt.value))
+    def _seen_lines(self, last: Attempt, returned: Attempt | None, title: str) -> list[str]:
+        """The last value seen: the check's variables when it last raised, and the last
+        value it returned."""
+        lines = []
+        if last.seen:
+            lines.append(report.block(f"Values the check saw (attempt {last.number}):",
+                                      report.format_locals(last.seen)))
+        if returned is not None:
+            lines.append(report.block(f"{title} (attempt {returned.number}):",
+                                      report.format_value(returned.value)))
+        if not lines:
+            lines.append("Last value seen: none (the check raised every time, before "
+                         "returning, and has no variables to show).")
+        return lines
 
     def _wakeup_line(self) -> str:
         polling = f"polling every {self.interval:g}s"

@@ -75,7 +75,9 @@ def test_failure_message_has_elapsed_attempts_rewritten_assert_and_last_value() 
     # pytest's rewritten assertion text, not a bare "AssertionError"
     assert "AssertionError: assert 'Pending' == 'Running'" in message
     assert f"Last failure (attempt {counter.calls}, at " in message
-    assert "Last value returned: none (the check raised on every attempt)." in message
+    assert f"Values the check saw (attempt {counter.calls}):" in message
+    assert "state = {'phase': 'Pending'}" in message
+    assert "Last value returned" not in message
     assert "polling every 0.02s (the check read no objects through a Cluster)" in message
     assert isinstance(info.value.__cause__, AssertionError)
 
@@ -83,10 +85,10 @@ def test_failure_message_has_elapsed_attempts_rewritten_assert_and_last_value() 
 def test_failure_message_shows_the_last_value_returned() -> None:
     counter = Counter()
 
-    def check() -> object:
+    def check() -> bool:
         n = counter.tick()
         if n % 2:
-            return {"replicas": n, "ready": False} and False
+            return False
         raise AssertionError(f"only {n} replicas ready")
 
     with pytest.raises(AssertionError) as info:
@@ -101,12 +103,33 @@ def test_failure_message_shows_the_last_value_returned() -> None:
         assert f"AssertionError: only {last} replicas ready" in message
 
 
-def test_last_value_is_pretty_printed() -> None:
-    obj = {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+def test_values_the_check_saw_are_its_variables_pretty_printed() -> None:
+    conditions = [{"type": f"Condition{i}", "status": "False", "reason": "Waiting" * 3}
+                  for i in range(6)]
+
+    def check_ready() -> None:
+        obj = {"kind": "Widget", "status": {"conditions": conditions}}
+        ready = [c for c in obj["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready, "no Ready condition"
+
     with pytest.raises(AssertionError) as info:
-        eventually(lambda: obj["status"]["conditions"][0]["status"] == "True" and obj, **FAST)
-    assert "Last value returned" in str(info.value)
-    assert "False" in str(info.value)
+        eventually(check_ready, timeout=0.05, interval=0.01)
+    message = str(info.value)
+    seen = message[message.index("Values the check saw"):]
+    assert "    obj =\n        {'kind': 'Widget',\n" in seen  # long values go below the name
+    assert "'type': 'Condition5'" in seen
+    assert "    ready = []" in seen
+    assert "Last value seen: none" not in message
+
+
+def test_nothing_seen_is_said_plainly() -> None:
+    with pytest.raises(AssertionError) as info:
+        eventually(_fail, timeout=0.05, interval=0.01)
+    assert "Last value seen: none (the check raised every time" in str(info.value)
+
+
+def _fail() -> None:
+    raise AssertionError("never")
 
 
 def test_description_replaces_the_function_name() -> None:
@@ -260,5 +283,5 @@ def test_async_check_in_sync_eventually_points_to_aio() -> None:
     async def check() -> bool:
         return True
 
-    with pytest.raises(TypeError, match="use ktest.wait.aio.eventually"):
+    with pytest.raises(TypeError, match=r"use ktest\.wait\.aio\.eventually"):
         eventually(check, **FAST)
