@@ -1,0 +1,364 @@
+"""Build the control-plane binaries from Go modules (no release site needed).
+
+Kubernetes: a generated consumer module requires ``k8s.io/kubernetes vX.Y.Z``
+and replaces every staging module (read from the published go.mod, where they
+point at ``./staging/src/...``) with ``k8s.io/<name> v0.Y.Z``; a ``tools.go``
+keeps the three commands in the module graph. Binaries are built with
+``CGO_ENABLED=0 -trimpath`` and ``-ldflags -X`` stamping the real version so
+``--version`` and ``/version`` report ``vX.Y.Z``.
+
+etcd: a second consumer module requires ``go.etcd.io/etcd/server/v3`` at the
+version that Kubernetes release requires in its go.mod.
+
+Workspaces live under ``<cache>/ktest/gobuild/`` and are reused, so a later
+build of the same version only re-links from the Go build cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from ktest.assets.progress import Progress
+from ktest.errors import AssetsError
+
+KUBERNETES_MODULE = "k8s.io/kubernetes"
+ETCD_MODULE = "go.etcd.io/etcd/server/v3"
+KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kubectl")
+_ETCD_REQUIREMENTS = (ETCD_MODULE, "go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/api/v3")
+_VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+# The module proxy does not say which git commit a release was tagged from.
+PLACEHOLDER_COMMIT = "0" * 40
+_LOG_TAIL_LINES = 15
+
+
+@dataclass(frozen=True)
+class GoTool:
+    """The ``go`` command found on PATH and what it reports."""
+
+    path: str
+    version: str
+    toolchain: str
+
+    def go_version_tuple(self) -> tuple[int, ...]:
+        return _numbers(self.version.removeprefix("go"))
+
+
+def _numbers(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def find_go(env: Mapping[str, str] | None = None) -> GoTool | None:
+    """The ``go`` on PATH, or None when there is none (or it does not run)."""
+    env = os.environ if env is None else env
+    path = shutil.which("go", path=env.get("PATH"))
+    if path is None:
+        return None
+    try:
+        finished = subprocess.run(
+            [path, "env", "GOVERSION", "GOTOOLCHAIN"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [*finished.stdout.splitlines(), "", ""]
+    return GoTool(path=path, version=lines[0].strip(), toolchain=lines[1].strip())
+
+
+@dataclass(frozen=True)
+class KubernetesModule:
+    """What the published ``k8s.io/kubernetes`` go.mod of one release tells us."""
+
+    version: str
+    release_time: str
+    go_directive: str
+    godebug: tuple[tuple[str, str], ...]
+    staging: tuple[str, ...]
+    etcd_version: str
+
+
+def _go_env() -> dict[str, str]:
+    return {**os.environ, "GO111MODULE": "on", "GOWORK": "off", "CGO_ENABLED": "0"}
+
+
+def _run_go(go: GoTool, args: Sequence[str], cwd: Path, what: str, timeout: float = 600) -> str:
+    try:
+        finished = subprocess.run(
+            [go.path, *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=_go_env(),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise AssetsError(f"{what} failed: {error}") from error
+    if finished.returncode != 0:
+        detail = "\n".join(finished.stderr.strip().splitlines()[-_LOG_TAIL_LINES:])
+        raise AssetsError(f"{what} failed:\n{detail}")
+    return finished.stdout
+
+
+def module_info(go: GoTool, module: str, version: str, cwd: Path) -> dict[str, Any]:
+    """``go list -m -json module@version``: fetches only .info and .mod from the proxy."""
+    try:
+        output = _run_go(
+            go, ["list", "-m", "-json", f"{module}@{version}"], cwd, f"looking up {module}@{version}"
+        )
+    except AssetsError as error:
+        if "unknown revision" in str(error) or "invalid version" in str(error):
+            raise AssetsError(
+                f"{module} {version} is not on the Go module proxy "
+                f"({os.environ.get('GOPROXY') or 'default GOPROXY'}): is the version right?"
+            ) from error
+        raise
+    info: dict[str, Any] = json.loads(output)
+    return info
+
+
+def read_kubernetes_module(go: GoTool, version: str, workspace: Path) -> KubernetesModule:
+    """Read the staging modules, godebug settings and etcd version from the release's go.mod."""
+    info = module_info(go, KUBERNETES_MODULE, f"v{version}", workspace)
+    gomod = info.get("GoMod")
+    if not gomod:
+        raise AssetsError(f"the Go module proxy returned no go.mod for {KUBERNETES_MODULE} v{version}")
+    parsed = json.loads(
+        _run_go(go, ["mod", "edit", "-json", gomod], workspace, f"reading {gomod}")
+    )
+    staging = tuple(
+        sorted(
+            item["Old"]["Path"]
+            for item in parsed.get("Replace") or []
+            if item["Old"]["Path"].startswith("k8s.io/")
+            and item["New"]["Path"].startswith("./staging/")
+        )
+    )
+    if not staging:
+        raise AssetsError(
+            f"{KUBERNETES_MODULE} v{version}'s go.mod has no ./staging replacements; "
+            "ktest cannot build this release from Go modules."
+        )
+    requirements = {item["Path"]: item["Version"] for item in parsed.get("Require") or []}
+    etcd_version = next(
+        (requirements[m] for m in _ETCD_REQUIREMENTS if m in requirements), None
+    )
+    if etcd_version is None:
+        raise AssetsError(
+            f"{KUBERNETES_MODULE} v{version}'s go.mod does not require any of "
+            f"{', '.join(_ETCD_REQUIREMENTS)}; cannot tell which etcd it expects."
+        )
+    godebug = tuple(
+        (item["Key"], item["Value"]) for item in parsed.get("GoDebug") or parsed.get("Godebug") or []
+    )
+    return KubernetesModule(
+        version=version,
+        release_time=str(info.get("Time") or ""),
+        go_directive=str(parsed.get("Go") or info.get("GoVersion") or ""),
+        godebug=godebug,
+        staging=staging,
+        etcd_version=etcd_version.removeprefix("v"),
+    )
+
+
+def kubernetes_go_mod(module: KubernetesModule) -> str:
+    """The consumer go.mod for one Kubernetes release (before ``go mod tidy``)."""
+    major, minor, patch = module.version.split(".")
+    lines = [
+        f"// Generated by ktest to build Kubernetes v{module.version} from Go modules.",
+        f"module ktest.local/kubernetes-v{module.version}",
+        "",
+        f"go {module.go_directive}",
+        "",
+    ]
+    if module.godebug:
+        lines += ["godebug (", *(f"\t{k}={v}" for k, v in module.godebug), ")", ""]
+    lines += [f"require {KUBERNETES_MODULE} v{module.version}", "", "replace ("]
+    lines += [f"\t{path} => {path} v0.{minor}.{patch}" for path in module.staging]
+    lines += [")", ""]
+    del major
+    return "\n".join(lines)
+
+
+def _tools_go(packages: Sequence[str]) -> str:
+    imports = "\n".join(f'\t_ "{package}"' for package in packages)
+    return (
+        "//go:build tools\n\n"
+        "// Package tools keeps the commands ktest builds in the module graph.\n"
+        f"package tools\n\nimport (\n{imports}\n)\n"
+    )
+
+
+def _etcd_go_mod(etcd_version: str, go_directive: str) -> str:
+    return (
+        f"// Generated by ktest to build etcd v{etcd_version} from Go modules.\n"
+        f"module ktest.local/etcd-v{etcd_version}\n\n"
+        f"go {go_directive}\n\n"
+        f"require {ETCD_MODULE} v{etcd_version}\n"
+    )
+
+
+class GoBuilder:
+    """Builds one Kubernetes release's binaries into a directory, with progress."""
+
+    def __init__(self, go: GoTool, workspace_root: Path, progress: Progress) -> None:
+        self.go = go
+        self.workspace_root = workspace_root
+        self.progress = progress
+
+    def build(self, version: str, destination: Path) -> dict[str, Any]:
+        """Build kube-apiserver, kube-controller-manager, kubectl and etcd into ``destination``."""
+        self.workspace_root.mkdir(parents=True, exist_ok=True)
+        module = read_kubernetes_module(self.go, version, self.workspace_root)
+        self._check_go_version(module)
+        durations: dict[str, float] = {}
+        k8s_workspace = self.workspace_root / f"kubernetes-v{version}"
+        with _workspace_lock(k8s_workspace):
+            durations["prepare kubernetes module"] = self._prepare(
+                k8s_workspace,
+                kubernetes_go_mod(module),
+                [f"{KUBERNETES_MODULE}/cmd/{name}" for name in KUBERNETES_COMMANDS],
+                f"preparing Go modules for Kubernetes v{version} (go mod tidy)",
+            )
+            ldflags = self._kubernetes_ldflags(module)
+            for name in KUBERNETES_COMMANDS:
+                durations[name] = self._go_build(
+                    k8s_workspace,
+                    f"{KUBERNETES_MODULE}/cmd/{name}",
+                    destination / name,
+                    ldflags,
+                    f"building {name} v{version} from Go modules, first time only",
+                )
+        etcd_info = module_info(
+            self.go, ETCD_MODULE, f"v{module.etcd_version}", self.workspace_root
+        )
+        etcd_workspace = self.workspace_root / f"etcd-v{module.etcd_version}"
+        with _workspace_lock(etcd_workspace):
+            durations["prepare etcd module"] = self._prepare(
+                etcd_workspace,
+                _etcd_go_mod(module.etcd_version, str(etcd_info.get("GoVersion") or "1.22")),
+                [ETCD_MODULE],
+                f"preparing Go modules for etcd v{module.etcd_version} (go mod tidy)",
+            )
+            durations["etcd"] = self._go_build(
+                etcd_workspace,
+                ETCD_MODULE,
+                destination / "etcd",
+                "-s -w",
+                f"building etcd v{module.etcd_version} (for Kubernetes v{version}) "
+                "from Go modules, first time only",
+            )
+        return {
+            "etcd_version": module.etcd_version,
+            "go_version": self.go.version,
+            "build_seconds": {k: round(v, 1) for k, v in durations.items()},
+            "git_commit": PLACEHOLDER_COMMIT,
+            "build_date": module.release_time,
+            "staging_modules": len(module.staging),
+        }
+
+    def _check_go_version(self, module: KubernetesModule) -> None:
+        needed = _numbers(module.go_directive)
+        have = self.go.go_version_tuple()
+        if have and needed and have < needed and self.go.toolchain.startswith("local"):
+            raise AssetsError(
+                f"Kubernetes v{module.version} needs Go >= {module.go_directive}, but {self.go.path} "
+                f"is {self.go.version} and GOTOOLCHAIN=local forbids fetching a newer one.\n"
+                f"Install Go {module.go_directive} or newer, or set GOTOOLCHAIN=auto."
+            )
+
+    @staticmethod
+    def _kubernetes_ldflags(module: KubernetesModule) -> str:
+        major, minor, _ = module.version.split(".")
+        values = {
+            "gitVersion": f"v{module.version}",
+            "gitMajor": major,
+            "gitMinor": minor,
+            "gitCommit": PLACEHOLDER_COMMIT,
+            "gitTreeState": "clean",
+            "buildDate": module.release_time,
+        }
+        flags = ["-s", "-w"]
+        for package in _VERSION_PACKAGES:
+            flags += [f"-X {package}.{key}={value}" for key, value in values.items() if value]
+        return " ".join(flags)
+
+    def _prepare(self, workspace: Path, go_mod: str, packages: list[str], message: str) -> float:
+        """Write the consumer module; run ``go mod tidy`` only when its inputs changed."""
+        workspace.mkdir(parents=True, exist_ok=True)
+        inputs = go_mod + _tools_go(packages)
+        marker = workspace / ".ktest-inputs"
+        if (
+            marker.is_file()
+            and marker.read_text() == inputs
+            and (workspace / "go.sum").is_file()
+        ):
+            return 0.0
+        marker.unlink(missing_ok=True)
+        (workspace / "go.mod").write_text(go_mod)
+        (workspace / "go.sum").unlink(missing_ok=True)
+        (workspace / "tools.go").write_text(_tools_go(packages))
+        started = time.monotonic()
+        with self.progress.step(message):
+            self._logged_go(["mod", "tidy"], workspace, workspace / "tidy.log", message, 1800)
+        marker.write_text(inputs)
+        return time.monotonic() - started
+
+    def _go_build(
+        self, workspace: Path, package: str, output: Path, ldflags: str, message: str
+    ) -> float:
+        started = time.monotonic()
+        args = ["build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", str(output)]
+        log = workspace / f"build-{output.name}.log"
+        with self.progress.step(message):
+            self._logged_go([*args, package], workspace, log, message, 7200)
+        return time.monotonic() - started
+
+    def _logged_go(
+        self, args: list[str], cwd: Path, log: Path, what: str, timeout: float
+    ) -> None:
+        with log.open("w") as out:
+            try:
+                finished = subprocess.run(
+                    [self.go.path, *args],
+                    cwd=cwd,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=_go_env(),
+                    stdin=subprocess.DEVNULL,
+                    timeout=timeout,
+                    check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired) as error:
+                raise AssetsError(f"{what}: `go {' '.join(args[:1])}` failed: {error}") from error
+        if finished.returncode != 0:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-_LOG_TAIL_LINES:])
+            raise AssetsError(
+                f"{what}: `go {args[0]}` exited with {finished.returncode} (full log: {log}):\n"
+                f"{tail}"
+            )
+
+
+def _workspace_lock(workspace: Path) -> filelock.FileLock:
+    workspace.parent.mkdir(parents=True, exist_ok=True)
+    return filelock.FileLock(str(workspace.with_name(workspace.name + ".lock")))

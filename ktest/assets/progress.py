@@ -1,0 +1,121 @@
+"""Progress lines on stderr for the long steps (downloads, Go builds).
+
+stdout stays clean so that ``$(ktest binaries path)`` works in scripts. On a
+terminal the current line is rewritten in place; elsewhere (CI logs) a line is
+printed at a slow interval so logs stay short but never look stuck.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
+
+def format_duration(seconds: float) -> str:
+    """``192.4`` -> ``"3m12s"``; short durations keep one decimal."""
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def format_bytes(count: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if count < 1024 or unit == "GiB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024
+    raise AssertionError("unreachable")
+
+
+class Progress:
+    """Writes progress for one resolution; a disabled instance writes nothing."""
+
+    def __init__(
+        self,
+        enabled: bool = True,
+        stream: TextIO | None = None,
+        log_interval: float = 30.0,
+    ) -> None:
+        self.enabled = enabled
+        self._stream = stream
+        self._log_interval = log_interval
+        self._lock = threading.Lock()
+        self._last_bytes_report = 0.0
+
+    @property
+    def stream(self) -> TextIO:
+        return self._stream if self._stream is not None else sys.stderr
+
+    @property
+    def _interactive(self) -> bool:
+        isatty = getattr(self.stream, "isatty", None)
+        return bool(isatty and isatty())
+
+    def note(self, message: str) -> None:
+        """One line of information, e.g. which source is being tried."""
+        if self.enabled:
+            with self._lock:
+                self.stream.write(f"ktest: {message}\n")
+                self.stream.flush()
+
+    @contextmanager
+    def step(self, message: str) -> Iterator[None]:
+        """Show ``message`` with the elapsed time while the body runs."""
+        if not self.enabled:
+            yield
+            return
+        started = time.monotonic()
+        stop = threading.Event()
+        interval = 1.0 if self._interactive else self._log_interval
+        self._write_status(f"{message} ...", final=not self._interactive)
+
+        def tick() -> None:
+            while not stop.wait(interval):
+                elapsed = format_duration(time.monotonic() - started)
+                self._write_status(f"{message} ... {elapsed}", final=not self._interactive)
+
+        ticker = threading.Thread(target=tick, name="ktest-progress", daemon=True)
+        ticker.start()
+        outcome = "failed after"
+        try:
+            yield
+            outcome = "done in"
+        finally:
+            stop.set()
+            ticker.join()
+            elapsed = format_duration(time.monotonic() - started)
+            self._write_status(f"{message} ... {outcome} {elapsed}", final=True)
+
+    def transferred(self, name: str, done: int, total: int | None) -> None:
+        """Bytes received so far for ``name``; throttled to a few updates per second."""
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        interval = 0.25 if self._interactive else self._log_interval
+        if not finished and now - self._last_bytes_report < interval:
+            return
+        self._last_bytes_report = now
+        amount = format_bytes(done) + (f" / {format_bytes(total)}" if total else "")
+        self._write_status(
+            f"downloading {name}: {amount}", final=finished or not self._interactive
+        )
+
+    def _write_status(self, text: str, *, final: bool) -> None:
+        with self._lock:
+            if self._interactive:
+                self.stream.write(f"\r\x1b[2Kktest: {text}" + ("\n" if final else ""))
+            else:
+                self.stream.write(f"ktest: {text}\n")
+            self.stream.flush()
+
+
+def as_progress(progress: bool | Progress) -> Progress:
+    """Accept ``True``/``False`` or a ready ``Progress`` (tests pass their own stream)."""
+    if isinstance(progress, Progress):
+        return progress
+    return Progress(enabled=bool(progress))

@@ -1,0 +1,118 @@
+"""``ktest binaries install | path | list``: manage the control-plane binaries."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from typing import Any
+
+from ktest.assets import ALL_BINARIES, SOURCES, Assets, resolve_assets
+from ktest.assets import store as asset_store
+from ktest.assets.progress import format_bytes
+
+
+def register(subparsers: Any) -> None:
+    """Add ``binaries`` and its subcommands to the ``ktest`` parser."""
+    parser = subparsers.add_parser(
+        "binaries",
+        help="install, locate or list kube-apiserver/etcd/kube-controller-manager/kubectl",
+        description="Find, download or build the control-plane binaries for a Kubernetes version.",
+    )
+    commands = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
+    parser.set_defaults(handler=lambda _args: _print_help(parser))
+
+    install = commands.add_parser(
+        "install", help="make the binaries available (download or build if needed)"
+    )
+    _add_resolution_options(install)
+    install.set_defaults(handler=_install)
+
+    path = commands.add_parser(
+        "path", help="print the directory holding the binaries (installs first if needed)"
+    )
+    _add_resolution_options(path)
+    path.add_argument(
+        "--shell",
+        action="store_true",
+        help="print `export KUBEBUILDER_ASSETS=...` so Go envtest suites share the binaries",
+    )
+    path.set_defaults(handler=_path)
+
+    listing = commands.add_parser("list", help="show installed versions with their sizes")
+    listing.set_defaults(handler=_list)
+
+
+def _add_resolution_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--k8s-version",
+        default=os.environ.get("KTEST_K8S_VERSION") or None,
+        metavar="V",
+        help="1.37.2, 1.37 (newest patch) or latest (default: $KTEST_K8S_VERSION or latest)",
+    )
+    parser.add_argument(
+        "--source",
+        choices=SOURCES,
+        default="auto",
+        help="auto: reuse, then download, then build; download/build: only that way",
+    )
+    parser.add_argument(
+        "--quiet", "-q", action="store_true", help="no progress lines on stderr"
+    )
+
+
+def _print_help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _resolve(args: argparse.Namespace) -> Assets:
+    return resolve_assets(args.k8s_version, source=args.source, progress=not args.quiet)
+
+
+def _install(args: argparse.Namespace) -> int:
+    assets = _resolve(args)
+    print(f"Kubernetes {assets.version} ({assets.origin}): {assets.directory}")
+    if assets.missing:
+        print(f"  missing: {', '.join(assets.missing)}")
+    return 0
+
+
+def _path(args: argparse.Namespace) -> int:
+    assets = _resolve(args)
+    if args.shell:
+        print(f"export KUBEBUILDER_ASSETS={shlex.quote(str(assets.directory))}")
+    else:
+        print(assets.directory)
+    return 0
+
+
+def _list(_args: argparse.Namespace) -> int:
+    locations = asset_store.Locations.from_env()
+    entries = asset_store.list_cache_entries(locations) + asset_store.list_envtest_entries(
+        locations
+    )
+    if not entries:
+        print(f"no binaries installed (ktest cache: {locations.k8s_dir})")
+        print("install some with: ktest binaries install [--k8s-version V]")
+        return 0
+    header = ["VERSION", "ORIGIN", *ALL_BINARIES, "TOTAL", "DIRECTORY"]
+    rows = [header]
+    for entry in sorted(entries, key=lambda e: tuple(int(p) for p in e.version.split(".")),
+                        reverse=True):
+        sizes = entry.sizes()
+        origin = entry.origin if entry.origin == "setup-envtest" else f"cache/{entry.origin}"
+        rows.append(
+            [
+                entry.version,
+                origin,
+                *(format_bytes(sizes[name]) if name in sizes else "-" for name in ALL_BINARIES),
+                format_bytes(sum(sizes.values())),
+                str(entry.directory),
+            ]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
+    return 0

@@ -1,0 +1,59 @@
+"""The ``ktest`` command: one parser, subcommands registered by their modules.
+
+Each module in ``COMMAND_MODULES`` exposes ``register(subparsers)``, adding its
+parser(s) with ``set_defaults(handler=...)``; a handler takes the parsed
+arguments and returns the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from ktest.cli import binaries
+from ktest.errors import KtestError
+
+# Add a subcommand module here (it must define ``register(subparsers)``).
+COMMAND_MODULES: tuple[ModuleType, ...] = (binaries,)
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ktest",
+        description="envtest-style integration testing of Kubernetes operators.",
+    )
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for module in COMMAND_MODULES:
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (KtestError: message on stderr, 2)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_request:  # argparse: --help, or a usage error already printed
+        code = exit_request.code
+        return code if isinstance(code, int) else EXIT_ERROR
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    try:
+        return int(handler(args))
+    except KtestError as error:
+        print(f"ktest: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("ktest: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
