@@ -66,6 +66,20 @@ def run_context(name: str, *, test: bool = False) -> Iterator[RunContext]:
         _current.reset(token)
 
 
+@contextlib.contextmanager
+def use_context(context: RunContext) -> Iterator[RunContext]:
+    """Make an existing ``context`` current inside the block.
+
+    The pytest plugin sets session-scoped fixtures up in the session's context,
+    so what they register outlives the test that happened to request them first.
+    """
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
+
+
 def add_health_check(check: HealthCheck) -> Callable[[], None]:
     """Register ``check`` in the current scope; returns a function that unregisters it."""
     context = _current.get()

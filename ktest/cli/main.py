@@ -12,11 +12,11 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from ktest.cli import binaries
+from ktest.cli import binaries, up
 from ktest.errors import KtestError
 
 # Add a subcommand module here (it must define ``register(subparsers)``).
-COMMAND_MODULES: tuple[ModuleType, ...] = (binaries,)
+COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up)
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130

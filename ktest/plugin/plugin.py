@@ -1,1 +1,372 @@
-"""ktest pytest plugin (being written)."""
+"""The pytest plugin (entry point ``pytest11: ktest``): settings, fixtures, report hooks.
+
+A thin layer: settings come from :mod:`ktest.config`, clusters from
+:mod:`ktest.backends`, namespaces from :mod:`ktest.cluster.namespaces`, report
+text from :mod:`ktest.plugin.diagnostics`. Nothing starts until a test asks
+for ``cluster`` (or a fixture built on it), so the plugin costs nothing in
+test runs that do not use it.
+
+pytest-xdist: the controller process owns the one control plane and starts
+it when the first worker asks (see :mod:`ktest.backends.shared`); workers
+attach to it and isolate tests with per-test namespaces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ktest.config import SETTINGS, Settings, resolve_settings
+from ktest.context import RunContext
+from ktest.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ktest.backends.base import Backend
+    from ktest.backends.shared import ClusterServer
+    from ktest.cluster import Cluster
+    from ktest.controlplane import ControlPlane
+
+WORKER_ADDRESS_KEY = "ktest_cluster_address"
+
+
+class NamespaceCleanupWarning(UserWarning):
+    """A test namespace needed help to go away (finalizers removed), or could not be deleted."""
+
+
+class KeptNamespaceWarning(UserWarning):
+    """A test namespace was kept for debugging (``ktest_keep_namespaces``)."""
+
+
+class KtestSession:
+    """Per-pytest-session state: settings, the backend (opened on first use), contexts."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.backend: Backend | None = None
+        self.server: ClusterServer | None = None
+        self.notes: list[str] = []
+        self.context: RunContext | None = None
+        self.description: str | None = None
+        self._stack = contextlib.ExitStack()
+        self._warned_notes: set[str] = set()
+
+    def enter(self) -> None:
+        """Open the session's run context and wait defaults (pytest_sessionstart)."""
+        from ktest.context import run_context
+        from ktest.wait.defaults import WaitDefaults, use_defaults
+
+        settings = self.settings
+        self.context = self._stack.enter_context(run_context("session"))
+        defaults = WaitDefaults(settings.timeout, settings.interval, settings.consistently)
+        self._stack.enter_context(use_defaults(defaults))
+
+    def exit(self) -> None:
+        self._stack.close()
+
+    def open_backend(self) -> Backend:
+        if self.backend is None:
+            workerinput = getattr(self.config, "workerinput", None)
+            if workerinput and workerinput.get(WORKER_ADDRESS_KEY):
+                from ktest.backends.attached import AttachedBackend
+                from ktest.backends.shared import request_share
+
+                share = request_share(workerinput[WORKER_ADDRESS_KEY])
+                self.backend = AttachedBackend(share, name="xdist")
+            else:
+                from ktest.backends import open_session
+
+                self.backend = open_session(self.settings, self.notes)
+            self.description = self.backend.describe()
+        return self.backend
+
+    def close_backend(self) -> None:
+        backend, self.backend = self.backend, None
+        if backend is not None:
+            backend.close()
+
+    def serve_workers(self) -> str:
+        """Start (once) the server xdist workers ask for the cluster; return its address."""
+        if self.server is None:
+            from ktest.backends import open_session
+            from ktest.backends.shared import ClusterServer
+
+            self.server = ClusterServer(lambda: open_session(self.settings, self.notes))
+        return self.server.address
+
+    def close(self) -> None:
+        try:
+            self.close_backend()
+        finally:
+            server, self.server = self.server, None
+            if server is not None:
+                server.close()
+
+    def first_time(self, note: str) -> bool:
+        """True the first time ``note`` is seen (a note that would repeat for every test)."""
+        if note in self._warned_notes:
+            return False
+        self._warned_notes.add(note)
+        return True
+
+    def describe_cluster(self) -> str | None:
+        if self.server is not None and self.server.backend is not None:
+            return self.server.backend.describe()
+        return self.description
+
+
+_SESSION = pytest.StashKey[KtestSession]()
+_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+_CONTEXT = pytest.StashKey[RunContext]()
+_NAMESPACE: pytest.StashKey[tuple[Cluster, str]] = pytest.StashKey()
+
+
+def _session(config: pytest.Config) -> KtestSession:
+    return config.stash[_SESSION]
+
+
+# -------------------------------------------------------------------- options and settings
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ktest", "ktest: Kubernetes control plane for operator tests")
+    for spec in SETTINGS:
+        help_text = f"{spec.help} (ini {spec.ini}, env {spec.env}; default {spec.default_text})"
+        dest = f"ktest_{spec.name}"
+        if spec.flag:
+            group.addoption(spec.option, action="store_const", const=True, default=None, dest=dest,
+                            help=help_text)
+            group.addoption(spec.option.replace("--ktest-", "--ktest-no-"), action="store_const",
+                            const=False, dest=dest, help=f"turn {spec.option} off")
+        elif spec.multiple:
+            group.addoption(spec.option, action="append", default=None, dest=dest, metavar="PATH",
+                            help=help_text + "; may be repeated")
+        else:
+            group.addoption(spec.option, default=None, dest=dest, help=help_text)
+        if spec.multiple:
+            parser.addini(spec.ini, help=help_text, type="linelist")
+        else:
+            parser.addini(spec.ini, help=help_text, type="string")
+
+
+def settings_from_config(config: pytest.Config) -> Settings:
+    """Resolve the settings of a pytest run (option > ini > env > default)."""
+    options = {spec.name: config.getoption(f"ktest_{spec.name}") for spec in SETTINGS}
+    ini = {spec.name: config.getini(spec.ini) for spec in SETTINGS}
+    ini_dir = config.inipath.parent if config.inipath else config.rootpath
+    return resolve_settings(options=options, ini=ini, cwd=config.invocation_params.dir, ini_dir=ini_dir)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        settings = settings_from_config(config)
+        if settings.backend == "existing":
+            from ktest.backends.existing import check_context
+
+            assert settings.kubeconfig is not None and settings.context is not None
+            check_context(settings.kubeconfig, settings.context)
+    except ConfigError as error:
+        raise pytest.UsageError(f"ktest: {error}") from None
+    config.stash[_SESSION] = KtestSession(config, settings)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION, None)
+    if session is not None:
+        session.close()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"ktest: {_session(config).settings.describe()}"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: tell each worker where to ask for the shared cluster."""
+    node.workerinput[WORKER_ADDRESS_KEY] = _session(node.config).serve_workers()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _session(session.config).enter()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    ktest_session = session.config.stash.get(_SESSION, None)
+    if ktest_session is not None:
+        ktest_session.exit()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION, None)
+    if session is None or hasattr(config, "workerinput"):
+        return
+    described = session.describe_cluster()
+    if described is None and not session.notes:
+        return
+    terminalreporter.write_sep("-", "ktest")
+    if described:
+        terminalreporter.write_line(f"cluster: {described}")
+    for note in session.notes:
+        terminalreporter.write_line(f"note: {note}")
+
+
+# -------------------------------------------------------------------- contexts, health, reports
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
+    """Each test runs (setup, call, teardown) in its own run context."""
+    from ktest.context import run_context
+
+    with run_context(item.nodeid, test=True) as context:
+        item.stash[_CONTEXT] = context
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Generator[None, Any, Any]:
+    """Fixtures wider than a test register health checks and sections for the whole session."""
+    session = request.config.stash.get(_SESSION, None)
+    if fixturedef.scope == "function" or session is None or session.context is None:
+        return (yield)
+    from ktest.context import use_context
+
+    with use_context(session.context):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """After the test body, an operator that crashed meanwhile fails the test with its own error."""
+    from ktest.context import check_health
+
+    try:
+        result = yield
+    except pytest.skip.Exception:
+        raise
+    except Exception:
+        check_health()  # raised here, the operator's error is chained to the test's
+        raise
+    check_health()
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Generator[None, Any, Any]:
+    report: pytest.TestReport = yield
+    item.stash.setdefault(_REPORTS, {})[report.when] = report
+    if report.failed:
+        for title, text in _failure_sections(item, report.when):
+            report.sections.append((f"ktest: {title}", text))
+    return report
+
+
+def _failure_sections(item: pytest.Item, when: str) -> list[tuple[str, str]]:
+    sections: list[tuple[str, str]] = []
+    context = item.stash.get(_CONTEXT, None)
+    seen: set[int] = set()
+    for scope in context.chain() if context is not None else ():
+        for title, provider in scope.sections:
+            if id(provider) in seen:
+                continue
+            seen.add(id(provider))
+            try:
+                text = provider()
+            except Exception as error:
+                text = f"(this section could not be produced: {type(error).__name__}: {error})"
+            sections.append((title, text))
+    used = item.stash.get(_NAMESPACE, None)
+    if used is not None and when in ("setup", "call"):
+        from ktest.plugin.diagnostics import describe_namespace
+
+        cluster, name = used
+        sections.append((f"namespace {name}", describe_namespace(cluster, name)))
+    session = item.config.stash.get(_SESSION, None)
+    backend = session.backend if session is not None else None
+    if backend is not None:
+        for component, tail in backend.dead_components():
+            sections.append((f"{component} died; last lines of its log", tail or "(empty log)"))
+    return sections
+
+
+# -------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def ktest_settings(pytestconfig: pytest.Config) -> Settings:
+    """The resolved ktest settings of this run."""
+    return _session(pytestconfig).settings
+
+
+@pytest.fixture(scope="session")
+def ktest_backend(pytestconfig: pytest.Config) -> Iterator[Backend]:
+    """Where the session's cluster comes from (opened on first use, closed at the end)."""
+    session = _session(pytestconfig)
+    backend = session.open_backend()
+    try:
+        yield backend
+    finally:
+        session.close_backend()
+
+
+@pytest.fixture(scope="session")
+def cluster(ktest_backend: Backend) -> Cluster:
+    """The session's :class:`ktest.Cluster` (admin credentials), with ``ktest_crds`` installed."""
+    return ktest_backend.cluster
+
+
+@pytest.fixture(scope="session")
+def control_plane(ktest_backend: Backend) -> ControlPlane:
+    """The embedded :class:`ktest.ControlPlane` (backend bare, in the process running the tests)."""
+    plane = ktest_backend.control_plane
+    if plane is None:
+        pytest.skip(
+            "the control_plane fixture needs the embedded control plane in this process "
+            f"(backend bare, without pytest-xdist or reuse); this session uses {ktest_backend.describe()}"
+        )
+    return plane
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest, ktest_settings: Settings) -> Iterator[str]:
+    """A fresh namespace named after the test, deleted (and waited for) afterwards."""
+    from ktest.cluster.namespaces import delete_namespace, unique_name
+
+    name = unique_name(request.node.nodeid)
+    cluster.create_namespace(name)
+    request.node.stash[_NAMESPACE] = (cluster, name)
+    yield name
+    if _keep_namespace(request.node, ktest_settings.keep_namespaces):
+        warnings.warn(
+            KeptNamespaceWarning(
+                f"kept namespace {name} (ktest_keep_namespaces={ktest_settings.keep_namespaces}); "
+                f"cluster: {cluster.server}, kubeconfig {cluster.kubeconfig}"
+            ),
+            stacklevel=1,
+        )
+        return
+    cleanup = delete_namespace(
+        cluster,
+        name,
+        timeout=ktest_settings.namespace_timeout,
+        force_finalizers_after=ktest_settings.finalizer_grace,
+    )
+    if cleanup.forced:
+        warnings.warn(NamespaceCleanupWarning(cleanup.summary()), stacklevel=1)
+        request.node.add_report_section("teardown", "ktest namespace cleanup", cleanup.summary())
+    elif cleanup.note and _session(request.config).first_time(cleanup.note.replace(name, "<namespace>")):
+        warnings.warn(NamespaceCleanupWarning(cleanup.note), stacklevel=1)
+
+
+def _keep_namespace(item: pytest.Item, policy: str) -> bool:
+    if policy == "always":
+        return True
+    if policy == "on-failure":
+        reports = item.stash.get(_REPORTS, {})
+        return any(report.failed for report in reports.values())
+    return False

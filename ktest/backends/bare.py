@@ -1,0 +1,79 @@
+"""Backend ``bare``: an embedded control plane owned by this process."""
+
+from __future__ import annotations
+
+from ktest.backends.base import Backend, ClusterShare, Component, process_start_time
+from ktest.cluster import Cluster
+from ktest.config import Settings
+from ktest.controlplane import ControlPlane
+
+
+class BareBackend(Backend):
+    """Starts a :class:`ControlPlane` and stops it on :meth:`close`."""
+
+    name = "bare"
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self._plane = plane
+        super().__init__(
+            Cluster(
+                plane.kubeconfig,
+                user_issuer=plane.add_user,
+                controllers=frozenset(plane.controllers),
+                name="ktest",
+            )
+        )
+
+    @classmethod
+    def start(cls, settings: Settings) -> BareBackend:
+        """Start a control plane as ``settings`` say (version, controllers)."""
+        plane = ControlPlane(settings.k8s_version, controllers=settings.controllers or "none")
+        plane.start()
+        try:
+            return cls(plane)
+        except BaseException:
+            plane.stop()
+            raise
+
+    @property
+    def control_plane(self) -> ControlPlane:
+        return self._plane
+
+    def describe(self) -> str:
+        controllers = ",".join(sorted(self._plane.controllers)) or "none"
+        plane = self._plane
+        return f"embedded control plane {plane.version} at {plane.server} (controllers: {controllers})"
+
+    def share(self) -> ClusterShare:
+        return share_of(self._plane, self.describe())
+
+    def dead_components(self) -> list[tuple[str, str]]:
+        return [
+            (name, process.log_tail())
+            for name, process in self._plane.processes().items()
+            if not process.running
+        ]
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._plane.stop()
+
+
+def share_of(plane: ControlPlane, description: str) -> ClusterShare:
+    """How other processes attach to ``plane`` (admin kubeconfig, CA directory, component pids)."""
+    components = {}
+    for name, process in plane.processes().items():
+        pid = process.pid
+        start_time = process_start_time(pid) if pid else None
+        if pid and start_time:
+            components[name] = Component(pid, start_time, str(plane.log_path(name)))
+    return ClusterShare(
+        kubeconfig=str(plane.kubeconfig),
+        version=plane.version,
+        description=description,
+        controllers=tuple(sorted(plane.controllers)),
+        directory=str(plane.directory),
+        components=components,
+    )

@@ -1,0 +1,133 @@
+"""What every backend provides: a :class:`Cluster`, a way to share it, and ``close()``.
+
+A backend is where the session's cluster comes from (the embedded control
+plane, an existing kubeconfig, a warm ``ktest up``). :class:`ClusterShare` is
+the JSON-able description other processes need to attach to the same cluster:
+pytest-xdist workers get it from the controller process, and ``ktest up``
+records it for later test runs.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ktest.controlplane.process import read_tail
+
+if TYPE_CHECKING:
+    from ktest.cluster import Cluster
+    from ktest.controlplane import ControlPlane
+
+
+@dataclass(frozen=True)
+class Component:
+    """A control-plane process seen from another process: pid, its start time, its log."""
+
+    pid: int
+    start_time: str
+    log: str
+
+    def alive(self) -> bool:
+        return process_alive(self.pid, self.start_time)
+
+
+@dataclass(frozen=True)
+class ClusterShare:
+    """Everything needed to attach to a running cluster from another process.
+
+    ``directory`` is the embedded control plane's directory (its CA issues user
+    credentials), None for clusters ktest did not start; ``controllers`` is
+    None when unknown (a real cluster runs them all).
+    """
+
+    kubeconfig: str
+    version: str
+    description: str
+    context: str | None = None
+    controllers: tuple[str, ...] | None = None
+    directory: str | None = None
+    components: dict[str, Component] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ClusterShare:
+        components = {name: Component(**value) for name, value in (data.get("components") or {}).items()}
+        controllers = data.get("controllers")
+        return cls(
+            kubeconfig=data["kubeconfig"],
+            version=data["version"],
+            description=data.get("description", ""),
+            context=data.get("context"),
+            controllers=tuple(controllers) if controllers is not None else None,
+            directory=data.get("directory"),
+            components=components,
+        )
+
+    def dead_components(self) -> list[tuple[str, str]]:
+        """(name, log tail) of every recorded component that is no longer running."""
+        return [
+            (name, read_tail(Path(component.log)))
+            for name, component in self.components.items()
+            if not component.alive()
+        ]
+
+
+class Backend(abc.ABC):
+    """A source of one cluster for a test session; ``close()`` releases what it started."""
+
+    name: str = "backend"
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def control_plane(self) -> ControlPlane | None:
+        """The embedded ControlPlane object when this process owns it, else None."""
+        return None
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """One line saying what the tests run against."""
+
+    @abc.abstractmethod
+    def share(self) -> ClusterShare:
+        """How another process attaches to this cluster."""
+
+    def dead_components(self) -> list[tuple[str, str]]:
+        """(name, log tail) of control-plane components that died; empty when unknown."""
+        return []
+
+    def close(self) -> None:
+        """Close the cluster handle; subclasses also stop what they started. Idempotent."""
+        self.cluster.close()
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def process_start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (ticks since boot), None if it does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()[19]
+
+
+def process_alive(pid: int, start_time: str | None = None) -> bool:
+    """True when ``pid`` runs (not a zombie) and, if given, started at ``start_time`` (no pid reuse)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    after_name = stat[stat.rindex(")") + 2 :].split()
+    if after_name[0] in ("Z", "X"):
+        return False
+    return start_time is None or after_name[19] == start_time

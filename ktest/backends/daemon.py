@@ -1,0 +1,83 @@
+"""The background process behind ``ktest up``: runs one ControlPlane until SIGTERM.
+
+Run as ``python -m ktest.backends.daemon --record PATH --name NAME ...``. The
+control plane's processes are bound to this daemon (parent-death signal,
+janitor), so they outlive the ``ktest up`` that started it and die with it.
+The record is written once the control plane is ready and removed on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from ktest.backends.bare import share_of
+from ktest.backends.base import process_start_time
+from ktest.backends.reuse import UpRecord, read_record, write_record
+from ktest.controlplane import ControlPlane
+from ktest.errors import KtestError
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ktest.backends.daemon")
+    parser.add_argument("--record", required=True, type=Path)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--k8s-version", default=None)
+    parser.add_argument("--controllers", default="garbagecollector,namespace")
+    args = parser.parse_args(argv)
+
+    stop = threading.Event()
+    starting = True
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+        if starting:  # abort the start: ControlPlane.start() tears down what it began
+            raise SystemExit(128 + signum)
+
+    for signum in _SIGNALS:
+        signal.signal(signum, on_signal)
+
+    controllers = tuple(c for c in args.controllers.split(",") if c and c != "none")
+    plane = ControlPlane(args.k8s_version, controllers=controllers or "none")
+    try:
+        plane.start()
+    except KtestError as error:
+        print(f"ktest up: {error}", file=sys.stderr, flush=True)
+        return 1
+    starting = False
+    pid = os.getpid()
+    try:
+        record = UpRecord(
+            name=args.name,
+            pid=pid,
+            pid_start=process_start_time(pid) or "",
+            requested_version=args.k8s_version,
+            controllers=controllers,
+            started_at=time.time(),
+            share=share_of(plane, f"Kubernetes {plane.version} at {plane.server}"),
+            path=args.record,
+        )
+        write_record(record)
+        print(f"ready: {plane.version} at {plane.server}, kubeconfig {plane.kubeconfig}", flush=True)
+        while not stop.wait(1.0):
+            pass
+        print("stopping", flush=True)
+    finally:
+        current = read_record(args.record)
+        if current is not None and current.pid == pid:
+            args.record.unlink(missing_ok=True)
+        plane.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

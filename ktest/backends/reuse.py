@@ -1,0 +1,381 @@
+"""Warm control planes kept between test runs: ``ktest up`` records, health, attach, stop.
+
+``ktest up`` starts :mod:`ktest.backends.daemon` in its own session; the daemon
+runs a :class:`ControlPlane` (whose processes are bound to the daemon, not to
+``ktest up``) and writes a record to
+``${XDG_STATE_HOME:-~/.local/state}/ktest/up/<name>.json`` once it is ready.
+A test session with reuse enabled attaches to a compatible record (same
+Kubernetes version and controllers) and never stops it. A record whose daemon
+is gone or whose API server does not answer ``/readyz`` is stale: it is
+removed (and its daemon, if still there, stopped).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import filelock
+
+from ktest.backends.attached import AttachedBackend
+from ktest.backends.base import ClusterShare, process_alive, process_start_time
+from ktest.config import Settings
+from ktest.controlplane.process import read_tail
+from ktest.errors import ConfigError, ControlPlaneError
+
+DEFAULT_NAME = "default"
+DAEMON_MODULE = "ktest.backends.daemon"
+_READY_ATTEMPTS = 3
+
+
+def state_directory(env: Mapping[str, str] | None = None) -> Path:
+    """``${XDG_STATE_HOME:-~/.local/state}/ktest/up``."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".local" / "state")
+    return Path(base).expanduser() / "ktest" / "up"
+
+
+def fingerprint(requested_version: str | None, controllers: Sequence[str]) -> str:
+    """A short hash of the settings a warm control plane must share with a test run."""
+    text = json.dumps({"version": requested_version or "latest", "controllers": sorted(controllers)})
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class UpRecord:
+    """One warm control plane: the daemon's pid, what was asked for, and how to attach."""
+
+    name: str
+    pid: int
+    pid_start: str
+    requested_version: str | None
+    controllers: tuple[str, ...]
+    started_at: float
+    share: ClusterShare
+    path: Path
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.requested_version, self.controllers)
+
+    @property
+    def kubeconfig(self) -> str:
+        return self.share.kubeconfig
+
+    @property
+    def version(self) -> str:
+        return self.share.version
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "pid": self.pid,
+            "pid_start": self.pid_start,
+            "requested_version": self.requested_version,
+            "controllers": list(self.controllers),
+            "fingerprint": self.fingerprint,
+            "started_at": self.started_at,
+            "kubeconfig": self.share.kubeconfig,
+            "version": self.share.version,
+            "directory": self.share.directory,
+            "share": self.share.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], path: Path) -> UpRecord:
+        return cls(
+            name=str(data["name"]),
+            pid=int(data["pid"]),
+            pid_start=str(data["pid_start"]),
+            requested_version=data.get("requested_version"),
+            controllers=tuple(data.get("controllers") or ()),
+            started_at=float(data.get("started_at") or 0.0),
+            share=ClusterShare.from_json(dict(data["share"])),
+            path=path,
+        )
+
+    def daemon_alive(self) -> bool:
+        return process_alive(self.pid, self.pid_start)
+
+    def problem(self) -> str | None:
+        """Why this record is stale, or None when its control plane is up and ready."""
+        if not self.daemon_alive():
+            return f"its daemon (pid {self.pid}) is gone"
+        for attempt in range(_READY_ATTEMPTS):
+            if _apiserver_ready(self.share):
+                return None
+            if attempt + 1 < _READY_ATTEMPTS:
+                time.sleep(0.5)
+        return f"its API server {_server(self.share)} does not answer /readyz"
+
+    def compatible_with(self, settings: Settings) -> bool:
+        """Same controllers, and the version the settings ask for."""
+        if tuple(sorted(self.controllers)) != tuple(sorted(settings.controllers)):
+            return False
+        if settings.k8s_version is None:
+            return self.requested_version is None
+        from ktest.assets.selectors import parse_selector
+
+        return settings.k8s_version == self.requested_version or parse_selector(
+            settings.k8s_version
+        ).matches(self.version)
+
+    def summary(self) -> str:
+        controllers = ",".join(self.controllers) or "none"
+        uptime = _duration(time.time() - self.started_at)
+        return (
+            f"{self.name}: Kubernetes {self.version} at {_server(self.share)}, controllers {controllers}, "
+            f"pid {self.pid}, up {uptime}\n  kubeconfig: {self.kubeconfig}"
+        )
+
+
+def record_path(name: str, directory: Path | None = None) -> Path:
+    _check_name(name)
+    return (directory or state_directory()) / f"{name}.json"
+
+
+def read_record(path: Path) -> UpRecord | None:
+    """The record at ``path``; None if absent or unreadable (a half-written or foreign file)."""
+    try:
+        return UpRecord.from_json(json.loads(path.read_text()), path)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_record(record: UpRecord) -> None:
+    """Write atomically: readers never see half a record."""
+    record.path.parent.mkdir(parents=True, exist_ok=True)
+    partial = record.path.with_name(f".{record.path.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps(record.to_json(), indent=2) + "\n")
+    os.replace(partial, record.path)
+
+
+def list_records(directory: Path | None = None) -> list[UpRecord]:
+    """Every readable record, ``default`` first."""
+    directory = directory or state_directory()
+    records = [record for path in sorted(directory.glob("*.json")) if (record := read_record(path))]
+    return sorted(records, key=lambda record: (record.name != DEFAULT_NAME, record.name))
+
+
+def find_compatible(settings: Settings, directory: Path | None = None) -> tuple[UpRecord | None, list[str]]:
+    """A ready record compatible with ``settings``, and notes on stale records removed on the way."""
+    notes: list[str] = []
+    for record in list_records(directory):
+        if not record.daemon_alive():
+            remove_stale(record, notes)
+            continue
+        if not record.compatible_with(settings):
+            continue
+        if record.problem() is None:
+            return record, notes
+        remove_stale(record, notes)
+    return None, notes
+
+
+def remove_stale(record: UpRecord, notes: list[str] | None = None) -> None:
+    """Stop a stale record's daemon (if still there) and delete the record."""
+    with _lock(record.path):
+        current = read_record(record.path)
+        if current is None or (current.pid, current.pid_start) != (record.pid, record.pid_start):
+            return  # someone else cleaned or replaced it meanwhile
+        reason = current.problem()
+        if reason is None:
+            return
+        if current.daemon_alive():
+            _stop_daemon(current, timeout=15.0)
+        with contextlib.suppress(FileNotFoundError):
+            current.path.unlink()
+        if notes is not None:
+            notes.append(f"removed stale warm control plane {current.name!r}: {reason}")
+
+
+def attach(record: UpRecord) -> AttachedBackend:
+    """A backend on a warm control plane; closing it leaves the control plane running."""
+    share = record.share
+    description = f"warm control plane {record.name!r} (ktest up, pid {record.pid}): {share.description}"
+    return AttachedBackend(dataclasses.replace(share, description=description), name="reuse")
+
+
+def up(
+    *,
+    name: str = DEFAULT_NAME,
+    k8s_version: str | None = None,
+    controllers: Sequence[str] = ("garbagecollector", "namespace"),
+    directory: Path | None = None,
+    timeout: float = 600.0,
+) -> tuple[UpRecord, bool]:
+    """Start a warm control plane in a background daemon; return (record, started_now).
+
+    A running compatible one with the same name is returned as is.
+    """
+    path = record_path(name, directory)
+    with _lock(path):
+        existing = read_record(path)
+        if existing is not None:
+            if existing.problem() is not None:
+                if existing.daemon_alive():
+                    _stop_daemon(existing, timeout=15.0)
+                path.unlink(missing_ok=True)
+            elif existing.fingerprint == fingerprint(k8s_version, controllers):
+                return existing, False
+            else:
+                raise ConfigError(
+                    f"a warm control plane named {name!r} already runs with other settings "
+                    f"(Kubernetes {existing.requested_version or 'latest'}, controllers "
+                    f"{','.join(existing.controllers) or 'none'}); stop it with `ktest down --name {name}` "
+                    "or start this one under another --name"
+                )
+        return _start_daemon(path, name, k8s_version, tuple(controllers), timeout), True
+
+
+def down(record: UpRecord, timeout: float = 30.0) -> None:
+    """Stop a warm control plane (SIGTERM to its daemon, wait) and remove its record."""
+    with _lock(record.path):
+        if record.daemon_alive():
+            _stop_daemon(record, timeout=timeout)
+        current = read_record(record.path)
+        if current is None or current.pid == record.pid:
+            record.path.unlink(missing_ok=True)
+
+
+def log_path(path: Path) -> Path:
+    return path.with_suffix(".log")
+
+
+# -------------------------------------------------------------------- internals
+
+
+def _start_daemon(
+    path: Path, name: str, k8s_version: str | None, controllers: tuple[str, ...], timeout: float
+) -> UpRecord:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = log_path(path)
+    command = [sys.executable, "-m", DAEMON_MODULE, "--record", str(path), "--name", name]
+    command += ["--controllers", ",".join(controllers) or "none"]
+    if k8s_version:
+        command += ["--k8s-version", k8s_version]
+    with log.open("wb") as log_file:
+        # Own session: a Ctrl-C in the terminal does not reach it, and it outlives `ktest up`.
+        daemon = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            cwd="/",
+        )
+    deadline = time.monotonic() + timeout
+    while True:
+        record = read_record(path)
+        if record is not None and record.pid == daemon.pid:
+            return record
+        if daemon.poll() is not None:
+            raise ControlPlaneError(
+                f"the warm control plane {name!r} failed to start (exit status {daemon.returncode}).\n"
+                f"--- {log} ---\n{read_tail(log) or '(empty log)'}\n--- end of log ---"
+            )
+        if time.monotonic() > deadline:
+            daemon.terminate()
+            try:
+                daemon.wait(30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
+            raise ControlPlaneError(
+                f"the warm control plane {name!r} was not ready after {timeout:.0f}s; stopped it.\n"
+                f"--- {log} ---\n{read_tail(log) or '(empty log)'}\n--- end of log ---"
+            )
+        time.sleep(0.05)
+
+
+def _stop_daemon(record: UpRecord, timeout: float) -> None:
+    """SIGTERM the daemon (only if it really is the recorded ktest daemon), wait, then SIGKILL."""
+    if not _is_daemon(record.pid, record.pid_start):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(record.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while record.daemon_alive():
+        _reap(record.pid)
+        if time.monotonic() > deadline:
+            # SIGKILL of the daemon takes its control plane down too (parent-death signal, janitor).
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(record.pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10.0
+        time.sleep(0.05)
+    _reap(record.pid)
+
+
+def _reap(pid: int) -> None:
+    """Collect the daemon's exit status when it is our own child (``ktest up`` run in-process)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _is_daemon(pid: int, start_time: str) -> bool:
+    if process_start_time(pid) != start_time:
+        return False
+    try:
+        command_line = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return DAEMON_MODULE.encode() in command_line
+
+
+def _apiserver_ready(share: ClusterShare) -> bool:
+    from ktest.controlplane.apiserver import ApiServerClient
+
+    if not share.directory:
+        return False
+    certs = Path(share.directory) / "certs"
+    port = urlparse(_server(share)).port
+    if port is None:
+        return False
+    try:
+        client = ApiServerClient(port, certs / "ca.crt", certs / "admin.crt", certs / "admin.key")
+    except (OSError, ValueError):
+        return False  # the certificates are gone with the control plane's directory
+    status, _ = client.get("/readyz")
+    return status == 200
+
+
+def _server(share: ClusterShare) -> str:
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path(share.kubeconfig).read_text())
+        return str(config["clusters"][0]["cluster"]["server"])
+    except (OSError, ValueError, KeyError, IndexError, TypeError, yaml.YAMLError):
+        return "(kubeconfig gone)"
+
+
+def _lock(path: Path) -> filelock.FileLock:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return filelock.FileLock(str(path.with_suffix(".lock")), timeout=120)
+
+
+def _check_name(name: str) -> None:
+    if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith("."):
+        raise ConfigError(
+            f"{name!r} is not a valid name for a warm control plane; use letters, digits, '-', '_' or '.'"
+        )
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"

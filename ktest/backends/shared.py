@@ -1,0 +1,120 @@
+"""One cluster for several processes: a server in the owner, a client in each worker.
+
+Used for pytest-xdist: the controller process owns the control plane (it
+outlives every worker, and one API server is cheaper than one per worker on
+a small machine). It does not start anything up front: the first worker that
+needs a cluster connects to a Unix socket and asks; the server thread then
+opens the backend (and installs the session's CRDs) once, and answers every
+worker with the same :class:`ClusterShare`, or with the error that happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ktest import errors
+from ktest.backends.base import Backend, ClusterShare
+
+_ERROR_TYPES: dict[str, type[errors.KtestError]] = {
+    cls.__name__: cls
+    for cls in (
+        errors.AssetsError,
+        errors.ControlPlaneError,
+        errors.ClusterError,
+        errors.ManifestError,
+        errors.CRDError,
+        errors.ConfigError,
+    )
+}
+
+
+class ClusterServer:
+    """Opens a backend on the first request and serves its share to every client."""
+
+    def __init__(self, open_backend: Callable[[], Backend]) -> None:
+        self._open_backend = open_backend
+        self._directory = Path(tempfile.mkdtemp(prefix="ktest-share-"))
+        self.address = str(self._directory / "socket")
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._socket.bind(self.address)
+        self._socket.listen(64)
+        self._backend: Backend | None = None
+        self._answer: dict[str, Any] | None = None
+        self._closing = False
+        self._thread = threading.Thread(target=self._serve, name="ktest-cluster-server", daemon=True)
+        self._thread.start()
+
+    @property
+    def backend(self) -> Backend | None:
+        """The backend once a client asked for it."""
+        return self._backend
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._socket.accept()
+            except OSError:
+                return
+            with connection:
+                if self._closing:
+                    return
+                answer = self._get_answer()
+                with contextlib.suppress(OSError):  # the worker died meanwhile
+                    connection.sendall(json.dumps(answer).encode() + b"\n")
+
+    def _get_answer(self) -> dict[str, Any]:
+        if self._answer is None:
+            try:
+                self._backend = self._open_backend()
+                self._answer = {"share": self._backend.share().to_json()}
+            except Exception as error:
+                self._answer = {"error": str(error), "type": type(error).__name__}
+        return self._answer
+
+    def close(self) -> None:
+        """Stop serving (waiting for a start in progress), then close the backend."""
+        self._closing = True
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as wake:
+            wake.connect(self.address)
+        self._thread.join()
+        self._socket.close()
+        shutil.rmtree(self._directory, ignore_errors=True)
+        backend, self._backend = self._backend, None
+        if backend is not None:
+            backend.close()
+
+
+def request_share(address: str) -> ClusterShare:
+    """Ask the server at ``address`` for the cluster (blocks while it starts)."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(address)
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError as error:
+        raise errors.ControlPlaneError(
+            f"cannot reach the process that owns the test cluster ({address}): {error}; "
+            "did the pytest-xdist controller process exit?"
+        ) from None
+    if not data:
+        raise errors.ControlPlaneError(
+            "the process that owns the test cluster closed the connection without an answer "
+            "(the pytest-xdist controller is shutting down)"
+        )
+    answer = json.loads(data)
+    if "error" in answer:
+        error_type = _ERROR_TYPES.get(answer.get("type", ""), errors.KtestError)
+        raise error_type(f"{answer['error']}\n(raised in the pytest-xdist controller, owner of the cluster)")
+    return ClusterShare.from_json(answer["share"])

@@ -1,0 +1,111 @@
+"""``ktest up | status | down``: a control plane kept warm between test runs.
+
+``ktest up`` starts it in a background daemon and prints how to use it; a
+test run with reuse enabled (``--ktest-reuse``, ini ``ktest_reuse``,
+``KTEST_REUSE=1``) attaches to it instead of starting its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from ktest.backends import reuse
+from ktest.config import DEFAULT_CONTROLLERS, SPECS_BY_NAME, Source
+from ktest.errors import ConfigError
+
+
+def register(subparsers: Any) -> None:
+    """Add ``up``, ``status`` and ``down`` to the ``ktest`` parser."""
+    up = subparsers.add_parser(
+        "up",
+        help="start a control plane in the background, kept warm between test runs",
+        description="Start etcd + kube-apiserver + kube-controller-manager in a background process "
+        "that outlives this command; test runs with --ktest-reuse attach to it.",
+    )
+    up.add_argument(
+        "--k8s-version",
+        default=os.environ.get("KTEST_K8S_VERSION") or None,
+        metavar="V",
+        help="1.37.2, 1.37 or latest (default: $KTEST_K8S_VERSION or latest)",
+    )
+    up.add_argument(
+        "--controllers",
+        default=os.environ.get("KTEST_CONTROLLERS") or ",".join(DEFAULT_CONTROLLERS),
+        help="kube-controller-manager controllers, comma-separated, or none "
+        "(default: $KTEST_CONTROLLERS or garbagecollector,namespace)",
+    )
+    _add_name(up)
+    up.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for readiness")
+    up.set_defaults(handler=_up)
+
+    status = subparsers.add_parser("status", help="show the warm control planes started by `ktest up`")
+    status.set_defaults(handler=_status)
+
+    down = subparsers.add_parser("down", help="stop a warm control plane started by `ktest up`")
+    _add_name(down)
+    down.add_argument("--all", action="store_true", help="stop every warm control plane")
+    down.set_defaults(handler=_down)
+
+
+def _add_name(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--name", default=reuse.DEFAULT_NAME, help=f"which warm control plane (default: {reuse.DEFAULT_NAME})"
+    )
+
+
+def _parse(name: str, text: str, flag: str) -> Any:
+    spec = SPECS_BY_NAME[name]
+    return spec.parse(text, spec, Source("option", f"option {flag}", Path.cwd()))
+
+
+def _up(args: argparse.Namespace) -> int:
+    version = _parse("k8s_version", args.k8s_version or "", "--k8s-version")
+    controllers = _parse("controllers", args.controllers, "--controllers")
+    # Resolve (maybe download or build) the binaries here, where progress is visible.
+    from ktest.assets import resolve_assets
+
+    resolve_assets(version)
+    print(f"ktest up: starting control plane {args.name!r} ...", file=sys.stderr, flush=True)
+    record, started = reuse.up(name=args.name, k8s_version=version, controllers=controllers,
+                               timeout=args.timeout)
+    state = "started" if started else "already running"
+    print(f"ktest up: {state}: {record.summary()}", file=sys.stderr)
+    print(f"Tests attach to it with --ktest-reuse (or KTEST_REUSE=1); stop it with "
+          f"`ktest down{'' if args.name == reuse.DEFAULT_NAME else ' --name ' + args.name}`.",
+          file=sys.stderr)
+    print(record.kubeconfig)
+    print(f"export KUBECONFIG={shlex.quote(record.kubeconfig)}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    records = reuse.list_records()
+    if not records:
+        print(f"no warm control planes (records in {reuse.state_directory()})")
+        return 0
+    for record in records:
+        problem = record.problem()
+        print(f"{'running' if problem is None else 'STALE (' + problem + ')'}: {record.summary()}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    if args.all:
+        records = reuse.list_records()
+    else:
+        record = reuse.read_record(reuse.record_path(args.name))
+        if record is None:
+            raise ConfigError(
+                f"no warm control plane named {args.name!r} (see `ktest status`; records in "
+                f"{reuse.state_directory()})"
+            )
+        records = [record]
+    for record in records:
+        reuse.down(record)
+        print(f"ktest down: stopped {record.name!r} (pid {record.pid})", file=sys.stderr)
+    return 0

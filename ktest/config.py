@@ -1,0 +1,337 @@
+"""ktest's settings, resolved in one place: CLI option > ini key > environment variable > default.
+
+Each setting is declared once in :data:`SETTINGS` (its option, ini key,
+environment variable, default and parser); the pytest plugin registers the
+options and ini keys from that table, and plain-Python code calls
+:func:`resolve_settings` with whatever sources it has. A bad value raises
+:class:`~ktest.errors.ConfigError` naming where it came from and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ktest.errors import AssetsError, ConfigError
+
+BACKENDS = ("bare", "existing")
+PLANNED_BACKENDS = ("kind",)
+KEEP_NAMESPACES = ("never", "on-failure", "always")
+DEFAULT_CONTROLLERS = ("garbagecollector", "namespace")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the plugin (or plain Python) needs to know to provide clusters and namespaces."""
+
+    k8s_version: str | None = None
+    backend: str = "bare"
+    kubeconfig: Path | None = None
+    context: str | None = None
+    crds: tuple[Path, ...] = ()
+    controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
+    timeout: float = 10.0
+    interval: float = 0.25
+    consistently: float = 2.0
+    crd_timeout: float = 60.0
+    namespace_timeout: float = 60.0
+    finalizer_grace: float = 10.0
+    keep_namespaces: str = "never"
+    reuse: bool = False
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """Where each non-default value came from (for messages), e.g. ``{"backend": "ini ktest_backend"}``."""
+
+    def source_of(self, name: str) -> str:
+        return self.sources.get(name, "default")
+
+    def describe(self) -> str:
+        """One line for the test session header."""
+        parts = [f"backend={self.backend}", f"k8s={self.k8s_version or 'latest'}"]
+        if self.backend == "existing":
+            parts.append(f"context={self.context}")
+        else:
+            parts.append(f"controllers={','.join(self.controllers) or 'none'}")
+        if self.crds:
+            parts.append(f"crds={len(self.crds)} path(s)")
+        if self.reuse:
+            parts.append("reuse=on")
+        if self.keep_namespaces != "never":
+            parts.append(f"keep-namespaces={self.keep_namespaces}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one raw value came from: ``kind`` is option, ini or env; ``base`` anchors relative paths."""
+
+    kind: str
+    label: str
+    base: Path
+
+
+Parser = Callable[[str, "Spec", Source], Any]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One setting: its names in every source, its default and how its text is parsed."""
+
+    name: str
+    option: str
+    ini: str
+    env: str
+    parse: Parser
+    help: str
+    default_text: str
+    flag: bool = False  # the option takes no value (reuse)
+    multiple: bool = False  # the option may be repeated, the ini key holds several lines
+
+
+# -------------------------------------------------------------------- parsers
+
+
+def _choice(allowed: Sequence[str], planned: Sequence[str] = ()) -> Parser:
+    def parse(text: str, spec: Spec, source: Source) -> str:
+        value = text.strip().lower()
+        if value in allowed:
+            return value
+        if value in planned:
+            raise ConfigError(
+                f"{source.label}: ktest {spec.name} {value!r} is not available yet; "
+                f"use one of: {', '.join(allowed)}"
+            )
+        raise ConfigError(
+            f"{source.label}: {text!r} is not a valid {spec.name}; allowed values: {', '.join(allowed)}"
+        )
+
+    return parse
+
+
+def _seconds(*, allow_zero: bool) -> Parser:
+    def parse(text: str, spec: Spec, source: Source) -> float:
+        try:
+            value = float(text.strip().removesuffix("s"))
+        except ValueError:
+            value = math.nan
+        if math.isnan(value) or math.isinf(value) or value < 0 or (value == 0 and not allow_zero):
+            bound = "0 or more" if allow_zero else "more than 0"
+            raise ConfigError(
+                f"{source.label}: {text!r} is not a valid {spec.name}; "
+                f"give a finite number of seconds, {bound} (for example 5 or 0.5)"
+            )
+        return value
+
+    return parse
+
+
+def _bool(text: str, spec: Spec, source: Source) -> bool:
+    value = text.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(
+        f"{source.label}: {text!r} is not a valid {spec.name}; "
+        f"allowed values: {', '.join(_TRUE)} or {', '.join(_FALSE)}"
+    )
+
+
+def _version(text: str, spec: Spec, source: Source) -> str | None:
+    from ktest.assets.selectors import parse_selector
+
+    try:
+        selector = parse_selector(text)
+    except AssetsError as error:
+        raise ConfigError(f"{source.label}: {error}") from None
+    return None if selector.is_latest else selector.text
+
+
+def _text(text: str, spec: Spec, source: Source) -> str | None:
+    return text.strip() or None
+
+
+def _path(text: str, spec: Spec, source: Source) -> Path | None:
+    if not text.strip():
+        return None
+    path = Path(text.strip()).expanduser()
+    return path if path.is_absolute() else source.base / path
+
+
+def _paths(text: str, spec: Spec, source: Source) -> tuple[Path, ...]:
+    separators = "\n" if source.kind == "ini" else os.pathsep
+    pieces = [piece.strip() for piece in text.replace(",", separators).split(separators)]
+    result = []
+    for piece in pieces:
+        if not piece:
+            continue
+        path = Path(piece).expanduser()
+        path = path if path.is_absolute() else source.base / path
+        if not path.exists():
+            raise ConfigError(
+                f"{source.label}: CRD path {piece!r} does not exist (looked for {path}); "
+                "give files or directories holding CustomResourceDefinitions"
+                + (", relative to the directory of the ini file" if source.kind == "ini" else "")
+            )
+        result.append(path)
+    return tuple(result)
+
+
+def _controllers(text: str, spec: Spec, source: Source) -> tuple[str, ...]:
+    names = [name.strip() for name in text.replace("\n", ",").split(",") if name.strip()]
+    if not names or [name.lower() for name in names] == ["none"]:
+        return ()
+    if any(name.lower() == "none" for name in names):
+        raise ConfigError(
+            f"{source.label}: {text!r} mixes 'none' with controller names; "
+            "give either none or a comma-separated list such as garbagecollector,namespace"
+        )
+    bad = [name for name in names if not all(c.isalnum() or c in "-_" for c in name)]
+    if bad:
+        raise ConfigError(
+            f"{source.label}: {', '.join(map(repr, bad))} is not a controller name; give a "
+            "comma-separated list such as garbagecollector,namespace, or none"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+# -------------------------------------------------------------------- the table
+
+SETTINGS: tuple[Spec, ...] = (
+    Spec("k8s_version", "--k8s-version", "ktest_k8s_version", "KTEST_K8S_VERSION", _version,
+         "Kubernetes version: 1.37.2, 1.37 (newest patch) or latest", "latest"),
+    Spec("backend", "--ktest-backend", "ktest_backend", "KTEST_BACKEND", _choice(BACKENDS, PLANNED_BACKENDS),
+         "where the cluster comes from: bare (embedded control plane) or existing (kubeconfig)", "bare"),
+    Spec("kubeconfig", "--ktest-kubeconfig", "ktest_kubeconfig", "KTEST_KUBECONFIG", _path,
+         "kubeconfig for backend existing", "$KUBECONFIG, else ~/.kube/config"),
+    Spec("context", "--ktest-context", "ktest_context", "KTEST_CONTEXT", _text,
+         "kubeconfig context for backend existing; required, and must be the current context", "(none)"),
+    Spec("crds", "--ktest-crds", "ktest_crds", "KTEST_CRDS", _paths,
+         "CRD files or directories installed once per session", "(none)", multiple=True),
+    Spec("controllers", "--ktest-controllers", "ktest_controllers", "KTEST_CONTROLLERS", _controllers,
+         "kube-controller-manager controllers (comma-separated) or none", ",".join(DEFAULT_CONTROLLERS)),
+    Spec("timeout", "--ktest-timeout", "ktest_timeout", "KTEST_TIMEOUT", _seconds(allow_zero=True),
+         "default eventually() timeout, seconds", "10"),
+    Spec("interval", "--ktest-interval", "ktest_interval", "KTEST_INTERVAL", _seconds(allow_zero=False),
+         "default eventually()/consistently() poll interval, seconds", "0.25"),
+    Spec("consistently", "--ktest-consistently", "ktest_consistently", "KTEST_CONSISTENTLY",
+         _seconds(allow_zero=True), "default consistently() duration, seconds", "2"),
+    Spec("crd_timeout", "--ktest-crd-timeout", "ktest_crd_timeout", "KTEST_CRD_TIMEOUT",
+         _seconds(allow_zero=False), "how long CRDs may take to be served, seconds", "60"),
+    Spec("namespace_timeout", "--ktest-namespace-timeout", "ktest_namespace_timeout",
+         "KTEST_NAMESPACE_TIMEOUT", _seconds(allow_zero=False),
+         "how long a test namespace may take to be deleted, seconds", "60"),
+    Spec("finalizer_grace", "--ktest-finalizer-grace", "ktest_finalizer_grace", "KTEST_FINALIZER_GRACE",
+         _seconds(allow_zero=True),
+         "after this many seconds, finalizers holding a test namespace are reported and removed", "10"),
+    Spec("keep_namespaces", "--ktest-keep-namespaces", "ktest_keep_namespaces", "KTEST_KEEP_NAMESPACES",
+         _choice(KEEP_NAMESPACES), "keep test namespaces: never, on-failure or always", "never"),
+    Spec("reuse", "--ktest-reuse", "ktest_reuse", "KTEST_REUSE", _bool,
+         "attach to a compatible control plane started by `ktest up` (never stopped by the tests)", "false",
+         flag=True),
+)
+
+SPECS_BY_NAME = {spec.name: spec for spec in SETTINGS}
+
+
+def resolve_settings(
+    *,
+    options: Mapping[str, Any] | None = None,
+    ini: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    ini_dir: Path | None = None,
+) -> Settings:
+    """Build :class:`Settings` from the given sources (each keyed by setting name).
+
+    ``options`` values are strings, lists of strings (repeated options) or
+    booleans (flags), None when not given; ``ini`` values are strings or lists
+    of lines, None or empty when not set; ``env`` is keyed by variable name
+    (default: ``os.environ``). Relative paths are taken from ``cwd`` for options
+    and environment variables and from ``ini_dir`` for ini keys.
+    """
+    options = options or {}
+    ini = ini or {}
+    env = os.environ if env is None else env
+    cwd = cwd or Path.cwd()
+    ini_dir = ini_dir or cwd
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for spec in SETTINGS:
+        found = _raw_value(spec, options.get(spec.name), ini.get(spec.name), env, cwd, ini_dir)
+        if found is None:
+            continue
+        text, source = found
+        values[spec.name] = spec.parse(text, spec, source)
+        sources[spec.name] = source.label
+    settings = Settings(**{k: v for k, v in values.items() if v is not None}, sources=sources)
+    return _check_combination(settings, env)
+
+
+def settings_from_env(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
+    """Settings from environment variables only (plain Python, outside pytest)."""
+    return resolve_settings(env=env, cwd=cwd)
+
+
+def _raw_value(
+    spec: Spec, option: Any, ini_value: Any, env: Mapping[str, str], cwd: Path, ini_dir: Path
+) -> tuple[str, Source] | None:
+    if option is not None and option != []:
+        label = f"option {spec.option}"
+        if isinstance(option, bool):
+            return ("true" if option else "false"), Source("option", label, cwd)
+        if isinstance(option, (list, tuple)):
+            return os.pathsep.join(str(item) for item in option), Source("option", label, cwd)
+        return str(option), Source("option", label, cwd)
+    if ini_value is not None and ini_value not in ("", []):
+        label = f"ini key {spec.ini}"
+        if isinstance(ini_value, (list, tuple)):
+            return "\n".join(str(item) for item in ini_value), Source("ini", label, ini_dir)
+        if isinstance(ini_value, bool):
+            return ("true" if ini_value else "false"), Source("ini", label, ini_dir)
+        return str(ini_value), Source("ini", label, ini_dir)
+    raw = env.get(spec.env)
+    if raw is not None and raw.strip():
+        return raw, Source("env", f"environment variable {spec.env}", cwd)
+    return None
+
+
+def _check_combination(settings: Settings, env: Mapping[str, str]) -> Settings:
+    """Rules between settings: backend existing needs an explicit context and a kubeconfig."""
+    if settings.backend != "existing":
+        return settings
+    if not settings.context:
+        spec = SPECS_BY_NAME["context"]
+        raise ConfigError(
+            "backend existing needs the kubeconfig context named explicitly, so that a test run "
+            f"cannot land on another cluster by accident: set {spec.option}, ini {spec.ini} or "
+            f"{spec.env} to the context to test against"
+        )
+    kubeconfig = settings.kubeconfig or default_kubeconfig(env)
+    if not kubeconfig.is_file():
+        spec = SPECS_BY_NAME["kubeconfig"]
+        raise ConfigError(
+            f"backend existing: kubeconfig {kubeconfig} ({settings.source_of('kubeconfig')}) does not "
+            f"exist; point {spec.option}, ini {spec.ini} or {spec.env} at one"
+        )
+    return dataclasses.replace(settings, kubeconfig=kubeconfig)
+
+
+def default_kubeconfig(env: Mapping[str, str]) -> Path:
+    """``$KUBECONFIG`` (a single file) or ``~/.kube/config``."""
+    raw = env.get("KUBECONFIG", "")
+    entries = [entry for entry in raw.split(os.pathsep) if entry]
+    if len(entries) > 1:
+        raise ConfigError(
+            f"KUBECONFIG lists {len(entries)} files; ktest needs one: set ktest_kubeconfig "
+            "(or --ktest-kubeconfig / KTEST_KUBECONFIG) to the file that holds the test context"
+        )
+    if entries:
+        return Path(entries[0]).expanduser()
+    return Path(env.get("HOME") or Path.home()) / ".kube" / "config"
