@@ -1,5 +1,6 @@
 """Run by test_lifecycle in a child Python process: start a control plane from a
-short-lived worker thread, report it on stdout, then wait to be killed."""
+short-lived worker thread, report it on stdout, then wait to be killed (or, with
+``exit`` as third argument, exit normally on a line of input without stopping it)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ktest.controlplane import ControlPlane
 def main() -> None:
     assets = Path(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] else None
     controllers = sys.argv[2] if len(sys.argv) > 2 else "garbagecollector,namespace"
+    then = sys.argv[3] if len(sys.argv) > 3 else "wait"
     planes: list[ControlPlane] = []
 
     def start() -> None:
@@ -30,7 +32,9 @@ def main() -> None:
         "pids": {name: process.pid for name, process in plane.processes().items()},
     }
     print(json.dumps(report), flush=True)
-    sys.stdin.read()  # until the test kills us
+    sys.stdin.readline()  # until the test kills us, or says "exit"
+    if then == "exit":
+        sys.exit(0)  # without calling plane.stop()
 
 
 if __name__ == "__main__":

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import warnings
 from pathlib import Path
 
 import kubernetes
 import pytest
-from controlplane_helpers import client_for, live_processes_using
+from controlplane_helpers import alive, client_for, live_processes_using
 
 from ktest.assets.assets import Assets
 from ktest.controlplane import ControlPlane
@@ -106,12 +107,20 @@ def test_without_controller_manager_binary_warns_and_runs(assets: Assets, tmp_pa
         plane.stop()
 
 
-def test_controllers_none_runs_no_controller_manager(assets: Assets) -> None:
+def test_controllers_none_and_keep_directory(assets: Assets) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with ControlPlane(assets=assets, controllers="none") as plane:
+        with ControlPlane(assets=assets, controllers="none", keep_directory=True) as plane:
             assert plane.controllers == frozenset()
             assert "kube-controller-manager" not in plane.processes()
+            pids = [p.pid for p in plane.processes().values()]
+    try:
+        # Stopped, but the logs are kept for debugging.
+        assert plane.log_path("kube-apiserver").stat().st_size > 0
+        assert not [pid for pid in pids if pid and alive(pid)]
+        assert live_processes_using(plane.directory) == []
+    finally:
+        shutil.rmtree(plane.directory)
 
 
 def test_properties_before_start_explain_themselves() -> None:

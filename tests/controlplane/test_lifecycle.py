@@ -58,9 +58,18 @@ def test_exception_in_with_body_stops_everything(assets: Assets) -> None:
     _assert_nothing_left(seen["directory"], seen["pids"])
 
 
-def test_kill_9_of_the_owner_leaves_nothing(assets: Assets) -> None:
+@pytest.mark.parametrize("ending", ["kill -9", "exit without stop"])
+def test_owner_death_leaves_nothing(assets: Assets, ending: str) -> None:
+    """kill -9 of the Python process that started a plane (from a thread that has
+    since ended) takes its components and its directory with it."""
     child = subprocess.Popen(
-        [sys.executable, str(HERE / "child_plane.py"), str(assets.directory)],
+        [
+            sys.executable,
+            str(HERE / "child_plane.py"),
+            str(assets.directory),
+            "garbagecollector,namespace",
+            "exit" if ending == "exit without stop" else "wait",
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -82,8 +91,13 @@ def test_kill_9_of_the_owner_leaves_nothing(assets: Assets) -> None:
         assert len(components) == 3
         assert directory.is_dir()
 
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
+        if ending == "kill -9":
+            os.kill(child.pid, signal.SIGKILL)
+        else:
+            assert child.stdin is not None
+            child.stdin.write("exit\n")
+            child.stdin.flush()
+        child.wait(30)
 
         wait_for(
             lambda: not any(same_process_alive(p, s) for p, s in components.items()),
@@ -91,8 +105,12 @@ def test_kill_9_of_the_owner_leaves_nothing(assets: Assets) -> None:
             what="the components to die with their owner",
         )
         wait_for(lambda: not directory.exists(), timeout=20, what=f"{directory} to be removed")
-        leftovers = [p for p, (_, s) in tree.items() if same_process_alive(p, s)]
-        wait_for(lambda: not [p for p in leftovers if alive(p)], timeout=20, what="the janitor")
+        # The janitor too is gone once it has cleaned up.
+        wait_for(
+            lambda: not any(same_process_alive(p, s) for p, (_, s) in tree.items()),
+            timeout=20,
+            what="every descendant of the owner to exit",
+        )
         assert live_processes_using(directory) == []
     finally:
         if child.poll() is None:

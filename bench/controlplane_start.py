@@ -1,0 +1,79 @@
+"""Benchmark the embedded control plane: time to ready, time to stop, memory.
+
+    python bench/controlplane_start.py [--runs 5]
+
+Binaries come from KTEST_ASSETS (a directory) when set, else resolve_assets().
+Reports the median of ``--runs`` starts with the default controllers
+(garbage collector + namespace, waiting until the garbage collector has synced)
+and without kube-controller-manager, the time stop() takes, and each
+component's resident memory (VmRSS) right after start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+from ktest.assets.assets import Assets
+from ktest.controlplane import ControlPlane
+
+
+def _assets() -> Assets | Path:
+    directory = os.environ.get("KTEST_ASSETS")
+    if directory:
+        return Path(directory)
+    from ktest.assets import resolve_assets
+
+    return resolve_assets(None)
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _measure(assets: Assets | Path, controllers: str, runs: int) -> dict[str, list[float]]:
+    results: dict[str, list[float]] = {"ready": [], "stop": []}
+    for _ in range(runs):
+        began = time.perf_counter()
+        plane = ControlPlane(assets=assets, controllers=controllers)
+        plane.start()
+        results["ready"].append(time.perf_counter() - began)
+        for name, process in plane.processes().items():
+            if process.pid:
+                results.setdefault(f"rss {name}", []).append(_rss_mib(process.pid))
+        began = time.perf_counter()
+        plane.stop()
+        results["stop"].append(time.perf_counter() - began)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    options = parser.parse_args()
+    assets = _assets()
+    # One unmeasured start warms the page cache and the --help probe cache.
+    ControlPlane(assets=assets).start().stop()
+    scenarios = {
+        "with controllers": _measure(assets, "garbagecollector,namespace", options.runs),
+        "without controllers": _measure(assets, "none", options.runs),
+    }
+    print(f"median of {options.runs} runs (min-max)")
+    print(f"{'scenario':<22}{'metric':<32}{'median':>10}  range")
+    for scenario, results in scenarios.items():
+        for metric, values in results.items():
+            unit = "MiB" if metric.startswith("rss") else "s"
+            print(
+                f"{scenario:<22}{metric:<32}{statistics.median(values):>9.2f}{unit[0]}  "
+                f"{min(values):.2f}-{max(values):.2f} {unit}"
+            )
+
+
+if __name__ == "__main__":
+    main()
