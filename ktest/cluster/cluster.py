@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.resource import Resource
 
-    from ktest.cluster.namespaces import NamespaceCleanup
+    from ktest.cluster.namespaces import NamespaceCleanup, NamespaceReaper
 
 FIELD_MANAGER = "ktest"
 PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
@@ -66,6 +66,7 @@ class Cluster:
         self._users: dict[tuple[str, tuple[str, ...]], Cluster] = {}
         self._lock = threading.Lock()
         self._scratch: Path | None = None
+        self._reaper: NamespaceReaper | None = None
         self._closed = False
         try:
             self.api_client: ApiClient = kubernetes.config.new_client_from_config(
@@ -137,14 +138,18 @@ class Cluster:
         if self._closed:
             return
         self._closed = True
-        for user in self._users.values():
-            user.close()
-        from ktest.wait.wakeup import close_hub
+        try:
+            if self._reaper is not None:
+                self._reaper.drain()
+        finally:
+            for user in self._users.values():
+                user.close()
+            from ktest.wait.wakeup import close_hub
 
-        close_hub(self)
-        self.api_client.close()
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            close_hub(self)
+            self.api_client.close()
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
 
     def _scratch_dir(self) -> Path:
         with self._lock:
@@ -374,8 +379,15 @@ class Cluster:
         labels: Mapping[str, str] | None = None,
         keep: bool = False,
         delete_timeout: float = 60.0,
+        background: bool = False,
     ) -> Iterator[str]:
-        """A fresh namespace for the duration of the ``with`` block, then deleted and waited for."""
+        """A fresh namespace for the duration of the ``with`` block, then deleted and waited for.
+
+        With ``background=True`` the deletion is waited for on a background
+        thread (see :meth:`drain_namespaces`): the namespace controller waits a
+        fixed 5 s before it starts emptying a namespace, which a test suite
+        should not pay once per test.
+        """
         from ktest.cluster.namespaces import create_namespace, delete_namespace, unique_name
 
         ns = name or unique_name(prefix)
@@ -383,8 +395,28 @@ class Cluster:
         try:
             yield ns
         finally:
-            if not keep:
+            if keep:
+                pass
+            elif background:
+                self.namespace_reaper().submit(ns)
+            else:
                 delete_namespace(self, ns, timeout=delete_timeout)
+
+    def namespace_reaper(self) -> NamespaceReaper:
+        """The background deleter of this cluster's namespaces (created on first use)."""
+        from ktest.cluster.namespaces import NamespaceReaper
+
+        with self._lock:
+            if self._reaper is None:
+                self._reaper = NamespaceReaper(self)
+            return self._reaper
+
+    def drain_namespaces(self) -> builtins.list[NamespaceCleanup]:
+        """Wait until every namespace deleted in the background is gone; their reports.
+
+        Call it before stopping an operator that processes finalizers in them.
+        """
+        return self._reaper.drain() if self._reaper is not None else []
 
     def create_namespace(self, name: str, *, labels: Mapping[str, str] | None = None) -> str:
         from ktest.cluster.namespaces import create_namespace

@@ -1,20 +1,23 @@
 """Namespaces that really go away: creation, deletion, and stuck finalizers.
 
 Deleting a namespace only completes when the namespace controller has
-emptied it, and an object whose finalizer nobody removes (the operator under
-test already stopped, or its cleanup is broken) holds it in ``Terminating``
-forever. Teardown must not hang the session, and must not hide the cause:
-:func:`delete_namespace` reports which objects and which finalizers hold the
-namespace, then removes those finalizers and says so.
+emptied it (after a fixed 5 s grace period), and an object whose finalizer
+nobody removes (the operator under test already stopped, or its cleanup is
+broken) holds it in ``Terminating`` forever. Teardown must not hang the
+session, and must not hide the cause: :func:`delete_namespace` reports which
+objects and which finalizers hold the namespace, then removes those
+finalizers and says so.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import re
 import secrets
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -185,3 +188,72 @@ def _remove_finalizers(cluster: Cluster, ref: ObjectRef) -> None:
     except ApiError as error:
         if error.status != 404:
             raise
+
+
+class NamespaceReaper:
+    """Deletes namespaces in the background so tests do not wait out the 5 s grace period.
+
+    Each namespace is still really deleted and waited for, stuck finalizers
+    are still reported and removed; :meth:`drain` blocks until every deletion
+    handed over so far has finished (an operator must keep running until then,
+    so it can process its finalizers) and returns their reports.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        timeout: float = 60.0,
+        force_finalizers_after: float = 15.0,
+        on_report: Callable[[NamespaceCleanup], None] | None = None,
+    ) -> None:
+        self._cluster = cluster
+        self._timeout = timeout
+        self._force_after = force_finalizers_after
+        self._on_report = on_report
+        self._queue: queue.Queue[str] = queue.Queue()
+        self._reports: list[NamespaceCleanup] = []
+        self._errors: list[BaseException] = []
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, name: str) -> None:
+        """Start deleting ``name`` now; the wait happens on a background thread."""
+        thread = threading.Thread(target=self._reap, args=(name,), name=f"ktest-reap-{name}", daemon=True)
+        with self._lock:
+            self._threads.append(thread)
+        thread.start()
+
+    def pending(self) -> int:
+        with self._lock:
+            return sum(thread.is_alive() for thread in self._threads)
+
+    def drain(self) -> list[NamespaceCleanup]:
+        """Wait for every submitted deletion; re-raise the first failure; return the reports."""
+        while True:
+            with self._lock:
+                threads, self._threads = self._threads, []
+            if not threads:
+                break
+            for thread in threads:
+                thread.join()
+        with self._lock:
+            reports, self._reports = self._reports, []
+            errors, self._errors = self._errors, []
+        if errors:
+            raise errors[0]
+        return reports
+
+    def _reap(self, name: str) -> None:
+        try:
+            report = delete_namespace(
+                self._cluster, name, timeout=self._timeout, force_finalizers_after=self._force_after
+            )
+        except BaseException as error:  # handed to drain(), which re-raises it in the caller's thread
+            with self._lock:
+                self._errors.append(error)
+            return
+        with self._lock:
+            self._reports.append(report)
+        if self._on_report is not None:
+            self._on_report(report)

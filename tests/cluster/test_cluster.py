@@ -1,0 +1,195 @@
+"""The Cluster helpers against a real API server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ktest.cluster import Cluster, ObjectRef
+from ktest.errors import ApiError, ClusterError, CRDError
+
+WIDGET_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.test.ktest.dev
+spec:
+  group: test.ktest.dev
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              x-kubernetes-validations:
+                - rule: "self.size <= 10"
+                  message: "size must be at most 10"
+              properties:
+                size: {type: integer}
+            status:
+              type: object
+              properties:
+                phase: {type: string}
+"""
+
+
+def configmap(name: str, ns: str, **data: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data}
+
+
+def test_version_matches_the_control_plane(admin: Cluster, plane) -> None:
+    assert admin.version == plane.version.split("+")[0]
+    assert admin.version.count(".") == 2
+
+
+def test_apply_create_get_patch_update_delete(admin: Cluster, ns: str) -> None:
+    applied = admin.apply(configmap("a", ns, k="1"))
+    assert applied["data"] == {"k": "1"}
+    assert applied["metadata"]["managedFields"][0]["manager"] == "ktest"
+    created = admin.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}, namespace=ns)
+    assert created["metadata"]["name"].startswith("gen-")
+    with pytest.raises(ApiError) as conflict:
+        admin.create(configmap("a", ns))
+    assert conflict.value.status == 409
+    assert "already exists" in str(conflict.value)
+
+    patched = admin.patch(("v1", "ConfigMap", "a", ns), {"data": {"k": "2"}})
+    assert patched["data"] == {"k": "2"}
+    stale = dict(applied)
+    with pytest.raises(ApiError) as stale_error:
+        admin.update(stale)
+    assert stale_error.value.status == 409
+
+    assert admin.exists(ObjectRef("v1", "ConfigMap", "a", ns))
+    admin.delete(("v1", "ConfigMap", "a", ns), wait=True)
+    assert not admin.exists(ObjectRef("v1", "ConfigMap", "a", ns))
+    assert admin.delete(("v1", "ConfigMap", "a", ns), missing_ok=True) is None
+
+
+def test_apply_multi_document_yaml_file(admin: Cluster, ns: str, tmp_path: Path) -> None:
+    path = tmp_path / "objs.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\n---\n"
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: two}\nstringData: {a: b}\n"
+    )
+    applied = admin.apply(path, namespace=ns)
+    assert [o["kind"] for o in applied] == ["ConfigMap", "Secret"]
+    assert {o["metadata"]["name"] for o in admin.list("v1", "ConfigMap", ns)} >= {"one"}
+
+
+def test_rejected_apply_names_the_manifest(admin: Cluster, ns: str) -> None:
+    bad = configmap("UPPER", ns)
+    with pytest.raises(ApiError, match=r"<dict>: ConfigMap .*/UPPER .*422.*Invalid value"):
+        admin.apply(bad)
+
+
+def test_unknown_kind_suggests_installing_the_crd(admin: Cluster) -> None:
+    with pytest.raises(ClusterError, match="does not serve kind Gadget in test.ktest.dev/v1.*install_crds"):
+        admin.get(("test.ktest.dev/v1", "Gadget", "x", "default"))
+
+
+def test_crd_install_status_subresource_and_cel(admin: Cluster, ns: str) -> None:
+    assert admin.install_crds(WIDGET_CRD) == ["widgets.test.ktest.dev"]
+    assert admin.install_crds(WIDGET_CRD) == ["widgets.test.ktest.dev"]  # idempotent
+    widget = admin.apply(
+        {"apiVersion": "test.ktest.dev/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": ns},
+         "spec": {"size": 1}}
+    )
+    generation = widget["metadata"]["generation"]
+    after = admin.patch(widget, {"status": {"phase": "Ready"}}, subresource="status")
+    assert after["status"] == {"phase": "Ready"}
+    assert after["metadata"]["generation"] == generation
+    with pytest.raises(ApiError, match="size must be at most 10") as rejected:
+        admin.patch(widget, {"spec": {"size": 11}})
+    assert rejected.value.status == 422
+
+
+def test_crd_errors_name_file_and_crd(admin: Cluster, tmp_path: Path) -> None:
+    not_crd = tmp_path / "cm.yaml"
+    not_crd.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    with pytest.raises(CRDError, match=r"cm\.yaml, document 1 \(line 1\): ConfigMap x .* is not a CustomResourceDefinition"):
+        admin.install_crds(not_crd)
+    broken = WIDGET_CRD.replace("name: widgets.test.ktest.dev", "name: wrong.test.ktest.dev")
+    with pytest.raises(CRDError, match="rejected CustomResourceDefinition wrong.test.ktest.dev: .*must be spec.names.plural"):
+        admin.install_crds(broken)
+
+
+def test_delete_propagation_and_garbage_collection(admin: Cluster, ns: str) -> None:
+    owner = admin.apply(configmap("owner", ns))
+    child = configmap("child", ns)
+    child["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+    ]
+    admin.apply(child)
+    admin.delete(owner, propagation="Foreground", wait=True, timeout=30)
+    assert not admin.exists(child)
+    with pytest.raises(ValueError, match="propagation must be one of"):
+        admin.delete(child, propagation="Sideways")
+
+
+def test_user_is_denied_then_allowed_by_rbac(admin: Cluster, ns: str) -> None:
+    alice = admin.user("alice", groups=["team-a"])
+    with pytest.raises(ApiError) as denied:
+        alice.list("v1", "ConfigMap", ns)
+    assert denied.value.status == 403
+    assert 'User "alice" cannot list resource "configmaps"' in str(denied.value)
+    admin.apply(
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "read", "namespace": ns},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}
+    )
+    admin.apply(
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": "read", "namespace": ns},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read"},
+         "subjects": [{"kind": "Group", "name": "team-a", "apiGroup": "rbac.authorization.k8s.io"}]}
+    )
+    assert isinstance(alice.list("v1", "ConfigMap", ns), list)
+
+
+def test_namespace_held_by_finalizer_is_reported_and_released(admin: Cluster) -> None:
+    from ktest.cluster.namespaces import create_namespace, delete_namespace, unique_name
+
+    name = create_namespace(admin, unique_name("held"))
+    stuck = configmap("stuck", name)
+    stuck["metadata"]["finalizers"] = ["example.com/never-removed"]
+    admin.apply(stuck)
+    report = delete_namespace(admin, name, timeout=30, force_finalizers_after=1)
+    assert report.deleted and report.forced
+    assert [str(h) for h in report.held_by] == [
+        f"ConfigMap {name}/stuck (v1) (finalizers: example.com/never-removed)"
+    ]
+    assert "ktest removed these finalizers" in report.summary()
+
+
+def test_refuses_to_delete_a_namespace_ktest_did_not_create(admin: Cluster) -> None:
+    from ktest.cluster.namespaces import delete_namespace
+
+    with pytest.raises(ClusterError, match="refusing to delete namespace default: ktest did not create it"):
+        delete_namespace(admin, "default")
+
+
+def test_background_namespace_deletion_is_drained_with_reports(admin: Cluster) -> None:
+    from ktest.cluster.namespaces import NamespaceReaper, create_namespace, unique_name
+
+    seen = []
+    reaper = NamespaceReaper(admin, force_finalizers_after=1, on_report=seen.append)
+    name = create_namespace(admin, unique_name("bg"))
+    stuck = configmap("stuck", name)
+    stuck["metadata"]["finalizers"] = ["example.com/never-removed"]
+    admin.apply(stuck)
+    reaper.submit(name)
+    assert reaper.pending() == 1  # submit() did not wait for the deletion
+    reports = reaper.drain()
+    assert reports == seen
+    assert [r.name for r in reports] == [name]
+    assert reports[0].deleted and reports[0].forced
+    assert not admin.exists(("v1", "Namespace", name))
+    assert reaper.pending() == 0
