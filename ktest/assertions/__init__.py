@@ -1,0 +1,68 @@
+"""Ready assertions for what operators get wrong: finalizers, owner references and
+garbage collection, the status subresource and conditions, conflicts, hot loops.
+
+Each takes a ``Cluster`` and objects as dicts, ``ObjectRef`` or
+``(apiVersion, kind, name[, namespace])`` tuples; timeouts and windows default to
+``ktest.wait``'s settings. A failure is an ``AssertionError`` that names the
+object (kind, namespace/name, apiVersion, uid), the Kubernetes rule broken and
+what was observed. ``ktest.assertions.aio`` has the same names for async tests.
+"""
+
+from __future__ import annotations
+
+from ktest.assertions import aio
+from ktest.assertions.conflicts import (
+    ConcurrentWriter,
+    assert_conflict_on_stale_update,
+    assert_survives_concurrent_writes,
+    stale_copy,
+)
+from ktest.assertions.finalizers import (
+    FinalizerScenario,
+    assert_deletion_blocked,
+    assert_gone,
+    assert_has_finalizer,
+    finalizer_scenario,
+)
+from ktest.assertions.ownership import (
+    assert_garbage_collected,
+    assert_orphaned,
+    assert_owned_by,
+    owner_reference_problems,
+)
+from ktest.assertions.quiescence import Quiescence, assert_quiescent
+from ktest.assertions.status import (
+    StatusSubresourceReport,
+    TransitionHistory,
+    assert_condition,
+    assert_observed_generation,
+    assert_status_subresource,
+    assert_transition_time_stable,
+    condition_shape_problems,
+)
+
+__all__ = [
+    "ConcurrentWriter",
+    "FinalizerScenario",
+    "Quiescence",
+    "StatusSubresourceReport",
+    "TransitionHistory",
+    "aio",
+    "assert_condition",
+    "assert_conflict_on_stale_update",
+    "assert_deletion_blocked",
+    "assert_garbage_collected",
+    "assert_gone",
+    "assert_has_finalizer",
+    "assert_observed_generation",
+    "assert_orphaned",
+    "assert_owned_by",
+    "assert_quiescent",
+    "assert_status_subresource",
+    "assert_survives_concurrent_writes",
+    "assert_transition_time_stable",
+    "condition_shape_problems",
+    "finalizer_scenario",
+    "owner_reference_problems",
+    "stale_copy",
+]

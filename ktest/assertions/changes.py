@@ -1,0 +1,156 @@
+"""What changed between two versions of an object, as field paths, and who wrote it.
+
+``ktest.wait.diff`` compares an object with an expected *subset*; a write is a
+symmetric change (fields added, removed, changed), so quiescence and
+transition-time checks use :func:`changed_fields` instead, with the same path
+syntax (``status.conditions[type=Ready].lastTransitionTime``).
+"""
+
+from __future__ import annotations
+
+import reprlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+IGNORED_PATHS = frozenset({"metadata.resourceVersion", "metadata.managedFields"})
+"""Fields that change with every write and say nothing about what the writer did."""
+
+_LIST_KEYS = ("type", "name")
+_repr = reprlib.Repr()
+_repr.maxstring = 80
+_repr.maxother = 80
+_repr.maxdict = 4
+_repr.maxlist = 4
+_repr.maxlevel = 2
+
+
+def short(value: Any) -> str:
+    """A value cut to a readable length."""
+    return _repr.repr(value)
+
+
+def changed_fields(old: Any, new: Any) -> list[str]:
+    """One line per changed leaf: ``path: old -> new``, ``path: added new``, ``path: removed (was old)``."""
+    out: list[str] = []
+    _walk(old, new, "", out)
+    return out
+
+
+def changed_paths(old: Any, new: Any) -> list[str]:
+    """Only the paths of :func:`changed_fields` (for counting which fields keep changing)."""
+    return [line.split(": ", 1)[0] for line in changed_fields(old, new)]
+
+
+def writers(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:
+    """The field managers whose managedFields entry is new or changed in ``new``:
+    ``'operator' (Update, /status)``. Empty when managedFields do not tell."""
+    before = {_entry_key(e): e for e in _managed(old)}
+    found = []
+    for entry in _managed(new):
+        previous = before.get(_entry_key(entry))
+        if previous is None or previous.get("time") != entry.get("time") or (
+            previous.get("fieldsV1") != entry.get("fieldsV1")
+        ):
+            found.append(describe_manager(entry))
+    return found
+
+
+def owners(obj: Mapping[str, Any], path: str) -> list[str]:
+    """The managers whose managedFields claim ``path``, a field above it, or items of a
+    list on the way (list items are not followed further)."""
+    parts = [p.split("[", 1)[0] for p in path.split(".") if p]
+    found = []
+    for entry in _managed(obj):
+        root: Any = entry.get("fieldsV1") or {}
+        fields = root
+        owned = True
+        for part in parts:
+            below = fields.get(f"f:{part}") if isinstance(fields, Mapping) else None
+            if below is None:
+                owned = fields is not root and isinstance(fields, Mapping) and (
+                    not fields or any(k.startswith(("k:", "v:", "i:")) for k in fields)
+                )
+                break
+            fields = below
+        if owned:
+            found.append(describe_manager(entry))
+    return found
+
+
+def describe_manager(entry: Mapping[str, Any]) -> str:
+    sub = entry.get("subresource")
+    return f"{entry.get('manager', '?')!r} ({entry.get('operation', '?')}{', /' + sub if sub else ''})"
+
+
+def status_writers(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """managedFields entries that own something under ``status``."""
+    return [e for e in _managed(obj) if "f:status" in (e.get("fieldsV1") or {})]
+
+
+def _managed(obj: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    if not obj:
+        return []
+    return list((obj.get("metadata") or {}).get("managedFields") or [])
+
+
+def _entry_key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (entry.get("manager"), entry.get("operation"), entry.get("subresource"))
+
+
+def _walk(old: Any, new: Any, path: str, out: list[str]) -> None:
+    if path in IGNORED_PATHS:
+        return
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in list(old) + [k for k in new if k not in old]:
+            child = f"{path}.{key}" if path else str(key)
+            if key not in new:
+                if child not in IGNORED_PATHS:
+                    out.append(f"{child}: removed (was {short(old[key])})")
+            elif key not in old:
+                if child not in IGNORED_PATHS:
+                    out.append(f"{child}: added {short(new[key])}")
+            else:
+                _walk(old[key], new[key], child, out)
+        return
+    if _is_list(old) and _is_list(new):
+        key = _shared_key(old, new)
+        if key is not None:
+            _walk_keyed(old, new, path, key, out)
+            return
+        if len(old) != len(new):
+            out.append(f"{path}: {len(old)} items -> {len(new)} items")
+        for index, (a, b) in enumerate(zip(old, new, strict=False)):
+            _walk(a, b, f"{path}[{index}]", out)
+        return
+    if old != new or type(old) is not type(new):
+        out.append(f"{path or '<object>'}: {short(old)} -> {short(new)}")
+
+
+def _walk_keyed(old: Sequence[Any], new: Sequence[Any], path: str, key: str, out: list[str]) -> None:
+    before = {item[key]: item for item in old}
+    after = {item[key]: item for item in new}
+    for name in list(before) + [n for n in after if n not in before]:
+        child = f"{path}[{key}={name}]"
+        if name not in after:
+            out.append(f"{child}: removed")
+        elif name not in before:
+            out.append(f"{child}: added {short(after[name])}")
+        else:
+            _walk(before[name], after[name], child, out)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def _shared_key(old: Sequence[Any], new: Sequence[Any]) -> str | None:
+    """``type`` or ``name`` when every item of both lists is a mapping with a unique one."""
+    items = list(old) + list(new)
+    if not items or not all(isinstance(i, Mapping) for i in items):
+        return None
+    for key in _LIST_KEYS:
+        if all(key in i for i in items) and all(
+            len({i[key] for i in side}) == len(side) for side in (old, new)
+        ):
+            return key
+    return None

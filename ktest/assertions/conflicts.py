@@ -1,0 +1,296 @@
+"""Conflicts: optimistic concurrency, and operators that survive other writers.
+
+Every update carries ``metadata.resourceVersion``; when the object changed since,
+the API server answers 409 Conflict. That is not an error for a controller: it
+means someone wrote in between, so it drops the attempt and reconciles again on
+fresh state (design document 004). :func:`stale_copy` and
+:func:`assert_conflict_on_stale_update` check the first half; a
+:class:`ConcurrentWriter` keeps writing the object while the operator works, and
+:func:`assert_survives_concurrent_writes` checks the second half.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from kubernetes.client.exceptions import ApiException
+
+from ktest.assertions.objects import (
+    describe,
+    duration_or_default,
+    failure,
+    field,
+    read_existing,
+    ref_of,
+    timeout_or_default,
+    uid_of,
+)
+from ktest.assertions.waiting import until
+from ktest.cluster.refs import RefLike
+from ktest.context import check_health
+from ktest.errors import ClusterError
+from ktest.wait.transient import describe as describe_error
+
+if TYPE_CHECKING:
+    from ktest.cluster.cluster import Cluster
+
+RULE_CONFLICT = (
+    "optimistic concurrency: an update carrying metadata.resourceVersion is rejected with 409 "
+    "Conflict when the object changed since that version; a write path that drops resourceVersion "
+    "(or retries blindly, or force-applies) silently overwrites what others wrote in between"
+)
+RULE_SURVIVE = (
+    "a 409 Conflict is not an error for a controller: someone wrote in between, so it drops the "
+    "attempt and reconciles again on fresh state; it must neither crash nor give up"
+)
+STALE_ANNOTATION = "ktest/stale-copy"
+PROBE_ANNOTATION = "ktest/stale-write"
+WRITER_ANNOTATION = "ktest/concurrent-writer"
+_MAX_ERRORS_KEPT = 5
+
+
+def stale_copy(cluster: Cluster, obj: RefLike) -> dict[str, Any]:
+    """A copy of ``obj`` whose ``metadata.resourceVersion`` is out of date.
+
+    The object is read, copied, then changed once (annotation ``ktest/stale-copy``)
+    so that the copy is exactly one write behind: any update sent with it must get 409.
+    """
+    ref = ref_of(obj)
+    current = read_existing(cluster, ref, purpose="hand out a stale copy of it")
+    stale = copy.deepcopy(current)
+    cluster.patch(ref, {"metadata": {"annotations": {STALE_ANNOTATION: secrets.token_hex(4)}}})
+    return stale
+
+
+def assert_conflict_on_stale_update(
+    cluster: Cluster,
+    stale: dict[str, Any],
+    *,
+    write: Callable[[dict[str, Any]], object] | None = None,
+) -> ApiException:
+    """Writing ``stale`` (see :func:`stale_copy`) fails with 409 Conflict; returns the error.
+
+    ``write`` is the write path under test (for example the operator's own update
+    helper); it gets a copy of ``stale`` with one extra annotation, so that an update
+    wrongly accepted is visible. Default: ``cluster.update`` (a plain PUT).
+    """
+    __tracebackhide__ = True
+    ref = ref_of(stale)
+    name = describe(ref, uid_of(stale))
+    token = secrets.token_hex(4)
+    attempt = copy.deepcopy(stale)
+    metadata = attempt.setdefault("metadata", {})
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), PROBE_ANNOTATION: token}
+    stale_version = field(stale, "metadata.resourceVersion")
+    send = write if write is not None else cluster.update
+    try:
+        send(attempt)
+    except ApiException as error:
+        if error.status == 409:
+            return error
+        raise AssertionError(failure(
+            f"the update of {name} with stale resourceVersion {stale_version} was rejected, "
+            f"but not with 409 Conflict", RULE_CONFLICT, describe_error(error),
+        )) from error
+    after = cluster.get_or_none(ref)
+    annotations = ((after or {}).get("metadata") or {}).get("annotations") or {}
+    accepted = annotations.get(PROBE_ANNOTATION) == token
+    observed = [f"the stale copy was at resourceVersion {stale_version}; after the write the object "
+                f"is at {field(after, 'metadata.resourceVersion')}"]
+    if accepted:
+        observed.append("the write was accepted: the object now carries the stale copy's content "
+                        f"(annotation {PROBE_ANNOTATION}={token}), overwriting the newer changes")
+        if not field(attempt, "metadata.resourceVersion"):
+            observed.append("the copy sent had no metadata.resourceVersion: an unconditional update")
+    else:
+        observed.append("the write returned without error but the object did not change: a 409 "
+                        "was swallowed, so the caller believes its write happened")
+    raise AssertionError(failure(
+        f"a write of {name} from a stale copy did not get 409 Conflict", RULE_CONFLICT, observed,
+    ))
+
+
+class ConcurrentWriter:
+    """Keeps writing an object from a thread, to provoke conflicts in the operator.
+
+    Each write bumps annotation ``ktest/concurrent-writer`` (``mode="patch"``: a merge
+    patch, always accepted; ``mode="update"``: read then PUT, which may itself get
+    409). Use as a context manager (sync or async); it stops on exit, or by itself
+    after ``duration`` seconds. Counts are in ``writes``, ``conflicts``, ``missing``
+    (404: the object was gone); any other error stops the writer and is raised as
+    ClusterError when the ``with`` block ends.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        obj: RefLike,
+        *,
+        interval: float = 0.05,
+        duration: float | None = None,
+        mode: str = "patch",
+        annotation: str = WRITER_ANNOTATION,
+    ) -> None:
+        if mode not in ("patch", "update"):
+            raise ValueError(f"ConcurrentWriter mode must be 'patch' or 'update', not {mode!r}")
+        self.cluster = cluster
+        self.ref = ref_of(obj)
+        self.interval = interval
+        self.duration = duration
+        self.mode = mode
+        self.annotation = annotation
+        self.writes = 0
+        self.conflicts = 0
+        self.missing = 0
+        self.errors: list[str] = []
+        self.seconds = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = 0.0
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> ConcurrentWriter:
+        if self._thread is not None:
+            raise RuntimeError("this ConcurrentWriter was already started; make a new one")
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=f"ktest-writer {self.ref}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop writing and wait for the thread (idempotent)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def join(self) -> None:
+        """Wait until the writer ends by itself (after ``duration``, or on an error)."""
+        if self.duration is None:
+            raise RuntimeError("join() needs a ConcurrentWriter with a duration; use stop() otherwise")
+        if self._thread is not None:
+            self._thread.join()
+
+    def raise_errors(self) -> None:
+        """ClusterError if the writer hit errors other than 409/404."""
+        if self.errors:
+            raise ClusterError(
+                f"the concurrent writer of {self.ref} stopped on an error after {self.writes} writes: "
+                + "; ".join(self.errors)
+                + ". It needs get/update/patch rights on the object and a valid annotation key."
+            )
+
+    def __enter__(self) -> ConcurrentWriter:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.stop()
+        if kind is None:
+            self.raise_errors()
+
+    async def __aenter__(self) -> ConcurrentWriter:
+        return self.start()
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        trace: TracebackType | None) -> None:
+        await asyncio.to_thread(self.stop)
+        if kind is None:
+            self.raise_errors()
+
+    def summary(self) -> str:
+        return (f"{self.writes} writes to {self.ref} in {self.seconds:.2f}s ({self.mode}; "
+                f"{self.conflicts} conflicts, {self.missing} not found, {len(self.errors)} errors)")
+
+    def __repr__(self) -> str:
+        return f"ConcurrentWriter({self.summary()})"
+
+    # -- the thread -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        deadline = None if self.duration is None else self._started + self.duration
+        try:
+            while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
+                try:
+                    self._write_once()
+                except ApiException as error:
+                    if error.status == 409:
+                        self.conflicts += 1
+                    elif error.status == 404:
+                        self.missing += 1
+                    else:
+                        self.errors.append(describe_error(error))
+                        return
+                except Exception as error:  # surfaced by raise_errors(), never lost
+                    self.errors.append(describe_error(error))
+                    return
+                pause = self.interval
+                if deadline is not None:
+                    pause = min(pause, max(0.0, deadline - time.monotonic()))
+                self._stop.wait(pause)
+        finally:
+            self.seconds = time.monotonic() - self._started
+
+    def _write_once(self) -> None:
+        value = str(self.writes + 1)
+        if self.mode == "patch":
+            self.cluster.patch(self.ref, {"metadata": {"annotations": {self.annotation: value}}})
+        else:
+            current = self.cluster.get(self.ref)
+            annotations = dict(current["metadata"].get("annotations") or {})
+            annotations[self.annotation] = value
+            current["metadata"]["annotations"] = annotations
+            self.cluster.update(current)
+        self.writes += 1
+
+
+def assert_survives_concurrent_writes(
+    cluster: Cluster,
+    obj: RefLike,
+    converged: Callable[[], object],
+    *,
+    duration: float | None = None,
+    timeout: float | None = None,
+    interval: float = 0.05,
+    mode: str = "patch",
+    min_writes: int = 1,
+) -> ConcurrentWriter:
+    """Write ``obj`` concurrently for ``duration`` seconds while the operator reconciles it;
+    then ``converged`` (a check as for ``eventually``) must pass within ``timeout`` and
+    every registered operator health check must pass. Returns the writer (its counts).
+    """
+    __tracebackhide__ = True
+    ref = ref_of(obj)
+    window = duration_or_default(duration)
+    wait = timeout_or_default(timeout)
+    with ConcurrentWriter(cluster, ref, interval=interval, duration=window, mode=mode) as writer:
+        writer.join()
+    if writer.writes < min_writes:
+        raise AssertionError(failure(
+            f"the concurrent writer made only {writer.writes} writes to {describe(ref)}", RULE_SURVIVE,
+            [writer.summary(), "nothing was shown: lower interval= or raise duration="],
+        ))
+    _healthy(ref, writer, "during the concurrent writes")
+    until(converged, timeout=wait, description=f"{ref} converged after concurrent writes",
+          explain=lambda report: failure(
+              f"{describe(ref)} did not converge within {wait:g}s after concurrent writes",
+              RULE_SURVIVE, [writer.summary(), report]))
+    _healthy(ref, writer, "after converging")
+    return writer
+
+
+def _healthy(ref: Any, writer: ConcurrentWriter, when: str) -> None:
+    try:
+        check_health()
+    except Exception as error:
+        raise AssertionError(failure(
+            f"the operator failed {when} on {describe(ref)}", RULE_SURVIVE,
+            [writer.summary(), f"health check: {describe_error(error)}"],
+        )) from error

@@ -1,0 +1,99 @@
+"""What every assertion needs: name an object in a message, read it, fetch a field.
+
+Failure messages follow one shape, built by :func:`failure`: a headline naming
+the object (kind, namespace/name, apiVersion, uid), the Kubernetes rule that was
+broken, then what was observed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ktest.cluster.refs import ObjectRef, RefLike, as_ref
+from ktest.wait.defaults import check_seconds, current_defaults
+
+if TYPE_CHECKING:
+    from ktest.cluster.cluster import Cluster
+
+_MISSING = object()
+
+
+def describe(target: RefLike, uid: str | None = None) -> str:
+    """``Widget ns/name (example.com/v1, uid 1234...)``: how messages name an object."""
+    ref = as_ref(target)
+    if uid is None and isinstance(target, Mapping):
+        uid = (target.get("metadata") or {}).get("uid")
+    where = f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name
+    return f"{ref.kind} {where} ({ref.api_version}{f', uid {uid}' if uid else ''})"
+
+
+def failure(headline: str, rule: str, observed: str | Iterable[str]) -> str:
+    """The text of an assertion failure: what is wrong, the rule broken, what was seen."""
+    lines = [observed] if isinstance(observed, str) else list(observed)
+    body = "\n".join(f"  {line}" for text in lines for line in str(text).splitlines())
+    return f"{headline}\nRule: {rule}\nObserved:\n{body}"
+
+
+def read(cluster: Cluster, target: RefLike) -> dict[str, Any] | None:
+    """The object's current state, or None when it does not exist."""
+    return cluster.get_or_none(as_ref(target))
+
+
+def read_existing(cluster: Cluster, target: RefLike, *, purpose: str) -> dict[str, Any]:
+    """The object's current state; an AssertionError naming ``purpose`` if it does not exist."""
+    current = read(cluster, target)
+    if current is None:
+        raise AssertionError(f"{describe(target)} does not exist, so cannot {purpose}")
+    return current
+
+
+def uid_of(obj: Mapping[str, Any] | None) -> str | None:
+    if obj is None:
+        return None
+    return (obj.get("metadata") or {}).get("uid")
+
+
+def field(obj: Mapping[str, Any] | None, path: str, default: Any = None) -> Any:
+    """The value at a dotted path such as ``status.observedGeneration`` (``default`` if absent)."""
+    current: Any = obj
+    for part in path.split("."):
+        if not isinstance(current, Mapping) or part not in current:
+            return default
+        current = current[part]
+    return current
+
+
+def finalizers_of(obj: Mapping[str, Any] | None) -> list[str]:
+    return list(field(obj, "metadata.finalizers") or [])
+
+
+def ref_of(target: RefLike, namespace: str | None = None) -> ObjectRef:
+    return as_ref(target, namespace)
+
+
+def seconds(name: str, value: float | None, default: float) -> float:
+    """``value`` checked (ConfigError if invalid), or ``default`` when None."""
+    return default if value is None else check_seconds(name, value, allow_zero=True)
+
+
+def timeout_or_default(timeout: float | None) -> float:
+    return seconds("timeout", timeout, current_defaults().timeout)
+
+
+def duration_or_default(duration: float | None, name: str = "duration") -> float:
+    return seconds(name, duration, current_defaults().duration)
+
+
+class Clock:
+    """Seconds since an assertion started, for "after 0.42s" in messages."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def __str__(self) -> str:
+        return f"{self.elapsed():.2f}s"

@@ -1,0 +1,357 @@
+"""Owner references and garbage collection.
+
+A child an operator creates carries an ownerReference to its owner (apiVersion,
+kind, name and, above all, uid; ``controller: true`` for the managing
+controller). The garbage collector then deletes the child after the owner
+(propagation Background or Foreground) or strips the reference and leaves the
+child alone (Orphan). Without a garbage collector nothing of this happens, and
+the assertions say so instead of timing out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ktest.assertions.objects import (
+    Clock,
+    describe,
+    duration_or_default,
+    failure,
+    field,
+    finalizers_of,
+    read,
+    ref_of,
+    timeout_or_default,
+    uid_of,
+)
+from ktest.assertions.waiting import throughout, until
+from ktest.cluster.refs import ObjectRef, RefLike
+from ktest.errors import ClusterError
+
+if TYPE_CHECKING:
+    from ktest.cluster.cluster import Cluster
+
+RULE_OWNED = (
+    "a child created by an operator carries an ownerReference to its owner with the owner's "
+    "apiVersion, kind, name and uid (controller: true for the controller that manages it), so "
+    "that the garbage collector deletes it with the owner and the owner is reconciled when it changes"
+)
+RULE_COLLECTED = (
+    "the garbage collector deletes an object once no owner named in its ownerReferences (by uid) "
+    "exists any more; with propagationPolicy=Foreground the owner itself waits for those dependents"
+)
+RULE_ORPHANED = (
+    "deleting an owner with propagationPolicy=Orphan leaves its dependents in place: the garbage "
+    "collector only removes their ownerReference to it"
+)
+
+_POLICIES = ("Background", "Foreground")
+
+
+def assert_owned_by(
+    cluster: Cluster,
+    child: RefLike,
+    owner: RefLike,
+    *,
+    controller: bool | None = True,
+    block_owner_deletion: bool | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Eventually ``child`` has an ownerReference to ``owner`` matching its uid, group/kind
+    and name; ``controller``/``block_owner_deletion`` are checked unless None.
+
+    Returns the matching ownerReference.
+    """
+    __tracebackhide__ = True
+    child_ref, owner_ref = ref_of(child), ref_of(owner)
+    wait = timeout_or_default(timeout)
+    last: dict[str, Any] = {}
+
+    def owned() -> dict[str, Any]:
+        _owner = cluster.get(owner_ref)
+        _child = cluster.get(child_ref)
+        last.update(owner=_owner, child=_child)
+        problems = owner_reference_problems(
+            _child, _owner, controller=controller, block_owner_deletion=block_owner_deletion
+        )
+        if problems:
+            raise AssertionError("; ".join(problems))
+        return _matching(_child, _owner) or {}
+
+    def explain(report: str) -> str:
+        seen_child, seen_owner = last.get("child"), last.get("owner")
+        return failure(
+            f"{describe(child_ref, uid_of(seen_child))} is not owned by "
+            f"{describe(owner_ref, uid_of(seen_owner))} as required after {wait:g}s",
+            RULE_OWNED,
+            [f"ownerReferences of the child: {_refs_text(seen_child)}", report],
+        )
+
+    return until(owned, timeout=wait, description=f"{child_ref} owned by {owner_ref}", explain=explain)
+
+
+def owner_reference_problems(
+    child: dict[str, Any],
+    owner: dict[str, Any],
+    *,
+    controller: bool | None = True,
+    block_owner_deletion: bool | None = None,
+) -> list[str]:
+    """Why ``child``'s ownerReferences do not (correctly) point at ``owner``; empty if they do."""
+    owner_ref = ObjectRef.of(owner)
+    child_ref = ObjectRef.of(child)
+    owner_uid = uid_of(owner)
+    refs = list(field(child, "metadata.ownerReferences") or [])
+    problems = []
+    if owner_ref.namespace and child_ref.namespace != owner_ref.namespace:
+        problems.append(
+            f"the owner is namespaced in {owner_ref.namespace} but the child is "
+            f"{'cluster-scoped' if not child_ref.namespace else 'in ' + child_ref.namespace}: "
+            "a namespaced owner must be in the child's namespace, otherwise the reference is "
+            "treated as absent"
+        )
+    match = _matching(child, owner)
+    if match is None:
+        if not refs:
+            problems.append("the child has no ownerReferences at all")
+            return problems
+        by_name = [r for r in refs if r.get("kind") == owner_ref.kind and r.get("name") == owner_ref.name]
+        if by_name:
+            problems.append(
+                f"it refers to {owner_ref.kind} {owner_ref.name} with uid {by_name[0].get('uid')}, "
+                f"but the owner's uid is {owner_uid} (a stale uid: the owner was recreated, or the "
+                "uid came from an old copy)"
+            )
+        else:
+            problems.append(f"no ownerReference has the owner's uid {owner_uid}")
+        return problems
+    if _group(match.get("apiVersion", "")) != owner_ref.group or match.get("kind") != owner_ref.kind:
+        problems.append(
+            f"the reference says apiVersion {match.get('apiVersion')!r}, kind {match.get('kind')!r}; "
+            f"the owner is apiVersion {owner_ref.api_version!r}, kind {owner_ref.kind!r}"
+        )
+    if match.get("name") != owner_ref.name:
+        problems.append(f"the reference names {match.get('name')!r}, the owner is named {owner_ref.name!r}")
+    if controller is not None and bool(match.get("controller")) != controller:
+        problems.append(f"controller is {match.get('controller')!r}, expected {controller}")
+        if controller:
+            others = [r for r in refs if r.get("controller") and r is not match]
+            if others:
+                problems.append(f"the controller reference points elsewhere: {_ref_text(others[0])}")
+    if block_owner_deletion is not None and bool(match.get("blockOwnerDeletion")) != block_owner_deletion:
+        problems.append(
+            f"blockOwnerDeletion is {match.get('blockOwnerDeletion')!r}, expected {block_owner_deletion}"
+        )
+    return problems
+
+
+def assert_garbage_collected(
+    cluster: Cluster,
+    child: RefLike,
+    owner: RefLike | None = None,
+    *,
+    propagation: str = "Background",
+    delete_owner: bool = True,
+    timeout: float | None = None,
+) -> None:
+    """Delete ``owner`` (with ``propagation``: Background or Foreground), then eventually
+    ``child`` is gone (404 or recreated under a new uid); with Foreground, the owner too.
+
+    With ``delete_owner=False`` (or no owner) the owner is assumed deleted already.
+    Raises ClusterError at once if no garbage collector runs on the cluster.
+    """
+    __tracebackhide__ = True
+    if propagation not in _POLICIES:
+        raise ValueError(
+            f"propagation must be Background or Foreground for garbage collection, not {propagation!r} "
+            "(use assert_orphaned for Orphan)"
+        )
+    _require_gc(cluster, f"garbage collection of {describe(child)}")
+    child_ref = ref_of(child)
+    wait = timeout_or_default(timeout)
+    before = read(cluster, child_ref)
+    if before is None:
+        raise AssertionError(f"{describe(child_ref)} does not exist, so its garbage collection cannot be "
+                             "checked: create the child (and its owner) first")
+    child_uid = uid_of(before)
+    owner_ref = ref_of(owner) if owner is not None else None
+    owner_uid = None
+    if owner_ref is not None:
+        owner_obj = read(cluster, owner_ref)
+        owner_uid = uid_of(owner_obj)
+        if delete_owner and owner_obj is not None:
+            cluster.delete(owner_ref, propagation=propagation)
+    last: dict[str, Any] = {}
+
+    def collected() -> None:
+        _child = read(cluster, child_ref)
+        if _child is not None and uid_of(_child) == child_uid:
+            last["child"] = _child
+            raise AssertionError(f"the child still exists (finalizers {finalizers_of(_child)})")
+        if propagation == "Foreground" and owner_ref is not None:
+            _owner = read(cluster, owner_ref)
+            if _owner is not None and uid_of(_owner) == owner_uid:
+                last["owner"] = _owner
+                raise AssertionError(
+                    f"the child is gone but the owner is still there (finalizers {finalizers_of(_owner)})"
+                )
+
+    def explain(report: str) -> str:
+        seen = last.get("child") or before
+        observed = [f"{'the owner was deleted' if delete_owner and owner_ref else 'owner deletion assumed'}"
+                    f" with propagationPolicy={propagation}; waited {wait:g}s"]
+        observed += _why_not_collected(cluster, seen, owner_ref, owner_uid)
+        observed.append(report)
+        return failure(f"{describe(child_ref, child_uid)} was not garbage-collected", RULE_COLLECTED,
+                       observed)
+
+    until(collected, timeout=wait, description=f"{child_ref} garbage-collected", explain=explain)
+
+
+def assert_orphaned(
+    cluster: Cluster,
+    child: RefLike,
+    owner: RefLike,
+    *,
+    delete_owner: bool = True,
+    for_seconds: float | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Delete ``owner`` with propagation Orphan: the owner goes, ``child`` loses its
+    ownerReference to it and stays (same uid) for ``for_seconds``. Returns the child.
+
+    Raises ClusterError at once if no garbage collector runs (it does the orphaning).
+    """
+    __tracebackhide__ = True
+    _require_gc(cluster, f"orphaning of {describe(child)}")
+    child_ref, owner_ref = ref_of(child), ref_of(owner)
+    wait = timeout_or_default(timeout)
+    window = duration_or_default(for_seconds, "for_seconds")
+    before = read(cluster, child_ref)
+    if before is None:
+        raise AssertionError(f"{describe(child_ref)} does not exist, so its survival cannot be checked")
+    child_uid = uid_of(before)
+    name = describe(child_ref, child_uid)
+    owner_obj = read(cluster, owner_ref)
+    owner_uid = uid_of(owner_obj)
+    if delete_owner and owner_obj is not None:
+        cluster.delete(owner_ref, propagation="Orphan")
+    clock = Clock()
+    broke: list[str] = []
+
+    def child_alive() -> dict[str, Any]:
+        _child = read(cluster, child_ref)
+        if _child is None or uid_of(_child) != child_uid:
+            broke.append(f"at {clock} the child was {'gone (404)' if _child is None else 'recreated'}")
+            raise _ChildDeleted()
+        return _child
+
+    def orphaned() -> dict[str, Any]:
+        _child = child_alive()
+        _owner = read(cluster, owner_ref)
+        if _owner is not None and uid_of(_owner) == owner_uid:
+            raise AssertionError(f"the owner still exists (finalizers {finalizers_of(_owner)})")
+        _refs = [r.get("uid") for r in field(_child, "metadata.ownerReferences") or []]
+        if owner_uid in _refs:
+            raise AssertionError("the child still has its ownerReference to the deleted owner")
+        return _child
+
+    def deleted_message(report: str = "") -> str:
+        return failure(
+            f"{name} was deleted although its owner {describe(owner_ref, owner_uid)} was deleted with "
+            "propagationPolicy=Orphan",
+            RULE_ORPHANED,
+            [*broke, "something else deleted it: typically an operator that deletes children "
+             "explicitly instead of relying on ownerReferences", *([report] if report else [])],
+        )
+
+    try:
+        result = until(orphaned, timeout=wait, description=f"{child_ref} orphaned", explain=lambda report:
+                       failure(f"{name} was not orphaned within {wait:g}s", RULE_ORPHANED, report))
+        throughout(child_alive, duration=window, description=f"{child_ref} survives",
+                   explain=deleted_message)
+    except _ChildDeleted:
+        raise AssertionError(deleted_message()) from None
+    return result
+
+
+class _ChildDeleted(Exception):
+    """The child vanished: a definite failure, not retried."""
+
+
+def _require_gc(cluster: Cluster, what: str) -> None:
+    if not cluster.gc_available:
+        running = ", ".join(sorted(cluster.controllers or ())) or "none"
+        raise ClusterError(
+            f"cannot check {what}: no garbage collector runs on this cluster "
+            f"(kube-controller-manager controllers: {running}), so owned objects are never deleted "
+            "or orphaned. Run the control plane with the 'garbagecollector' controller, or use a "
+            "cluster that runs one"
+        )
+
+
+def _matching(child: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any] | None:
+    owner_uid = uid_of(owner)
+    for reference in field(child, "metadata.ownerReferences") or []:
+        if reference.get("uid") == owner_uid:
+            return dict(reference)
+    return None
+
+
+def _why_not_collected(
+    cluster: Cluster, child: dict[str, Any], owner_ref: ObjectRef | None, owner_uid: str | None
+) -> list[str]:
+    notes = [f"ownerReferences of the child: {_refs_text(child)}"]
+    refs = field(child, "metadata.ownerReferences") or []
+    if not refs:
+        notes.append("the child has no ownerReferences, so nothing ties it to the owner: the operator "
+                     "must set one when it creates the child")
+    elif owner_uid and owner_uid not in [r.get("uid") for r in refs]:
+        notes.append(f"none of them has the owner's uid {owner_uid}")
+    else:
+        alive = []
+        for reference in refs:
+            if reference.get("uid") == owner_uid:
+                continue
+            other = _other_owner(cluster, child, reference)
+            if other:
+                alive.append(other)
+        if alive:
+            notes.append("other owners still exist and keep it: " + "; ".join(alive))
+    if finalizers_of(child):
+        notes.append(f"the child has finalizers {finalizers_of(child)} that must be removed first")
+    if child["metadata"].get("deletionTimestamp"):
+        notes.append(f"deletion of the child started at {child['metadata']['deletionTimestamp']}")
+    if owner_ref is not None:
+        owner_now = read(cluster, owner_ref)
+        if owner_now is not None and uid_of(owner_now) == owner_uid:
+            notes.append(f"the owner still exists (finalizers {finalizers_of(owner_now)}, "
+                         f"deletionTimestamp {owner_now['metadata'].get('deletionTimestamp')})")
+    return notes
+
+
+def _other_owner(cluster: Cluster, child: dict[str, Any], reference: dict[str, Any]) -> str | None:
+    namespace = child["metadata"].get("namespace")
+    try:
+        ref = ObjectRef(reference["apiVersion"], reference["kind"], reference["name"], namespace)
+        found = cluster.get_or_none(ref)
+    except (KeyError, ClusterError):
+        return None
+    if found is not None and uid_of(found) == reference.get("uid"):
+        return _ref_text(reference)
+    return None
+
+
+def _refs_text(obj: dict[str, Any] | None) -> str:
+    refs = field(obj, "metadata.ownerReferences") or []
+    return "none" if not refs else "; ".join(_ref_text(r) for r in refs)
+
+
+def _ref_text(reference: dict[str, Any]) -> str:
+    flags = [name for name in ("controller", "blockOwnerDeletion") if reference.get(name)]
+    return (f"{reference.get('kind')} {reference.get('name')} ({reference.get('apiVersion')}, "
+            f"uid {reference.get('uid')}{', ' + ', '.join(flags) if flags else ''})")
+
+
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]

@@ -1,0 +1,506 @@
+"""The status subresource, observedGeneration and conditions.
+
+Rules (design document 004, "Status Subresource"): with a status subresource
+the API server serves ``/status``, ignores ``status`` in writes to the main
+resource and ``spec`` in writes to ``/status``, and a status write never bumps
+``metadata.generation``. A controller writes status through ``/status``, sets
+``status.observedGeneration`` to the generation it acted on, reports conditions
+in the ``metav1.Condition`` shape and moves ``lastTransitionTime`` only when a
+condition's status changes.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ktest.assertions.changes import describe_manager, short, status_writers
+from ktest.assertions.history import History, Target
+from ktest.assertions.objects import (
+    describe,
+    duration_or_default,
+    failure,
+    read_existing,
+    ref_of,
+    timeout_or_default,
+    uid_of,
+)
+from ktest.assertions.objects import field as get_field
+from ktest.assertions.waiting import until
+from ktest.cluster.refs import ObjectRef, RefLike
+from ktest.errors import ApiError, ClusterError
+from ktest.wait.match import diff
+
+if TYPE_CHECKING:
+    from ktest.cluster.cluster import Cluster
+
+RULE_SUBRESOURCE = (
+    "a kind with a status subresource serves /status; writes to the main resource ignore status, "
+    "writes to /status ignore spec, and a status write never changes metadata.generation "
+    "(CRDs: spec.versions[].subresources.status: {})"
+)
+RULE_OBSERVED = (
+    "a controller reports the generation it acted on in status.observedGeneration, written through "
+    "the status subresource; until it equals metadata.generation nobody can tell whether the "
+    "latest spec was handled"
+)
+RULE_CONDITION = (
+    "conditions follow metav1.Condition: type, status (True/False/Unknown), reason (CamelCase), "
+    "message, lastTransitionTime and observedGeneration (the generation the condition describes)"
+)
+RULE_TRANSITION = (
+    "a condition's lastTransitionTime changes when, and only when, its status changes; rewriting it "
+    "on every reconcile hides how long a state has lasted and makes every status write a real change"
+)
+_CONDITION_STATUSES = ("True", "False", "Unknown")
+
+Probe = Mapping[str, Any]
+
+
+# --------------------------------------------------------------- status subresource
+
+
+@dataclass
+class StatusSubresourceReport:
+    """What :func:`assert_status_subresource` checked, and with which probe writes."""
+
+    obj: str
+    served: bool
+    status_probe: dict[str, Any] = field(default_factory=dict)
+    spec_probe: dict[str, Any] | None = None
+    checked: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def assert_status_subresource(
+    cluster: Cluster,
+    obj: RefLike,
+    *,
+    status_probe: Probe | None = None,
+    spec_probe: Probe | None = None,
+) -> StatusSubresourceReport:
+    """``obj``'s kind serves ``/status`` and the API server enforces it, shown by real writes:
+    status through the main resource is ignored, spec through ``/status`` is ignored, a
+    status write leaves ``metadata.generation`` alone.
+
+    The probes are merge-patch fragments of ``status`` and ``spec`` (for example
+    ``{"phase": "probe"}``); by default they are derived from the CRD's schema (a
+    string, number or boolean field that accepts another value). Every probe value
+    that got stored is put back afterwards. Run it on an object no controller is
+    busy with, since controllers see the probe writes.
+    """
+    __tracebackhide__ = True
+    ref = ref_of(obj)
+    before = read_existing(cluster, ref, purpose="probe its status subresource")
+    name = describe(ref, uid_of(before))
+    info = cluster.info(ref.api_version, ref.kind)
+    schema = _crd_schema(cluster, ref, info.plural)
+    status = dict(status_probe) if status_probe is not None else _derived_probe(
+        schema, "status", before.get("status"))
+    if status is None:
+        raise ClusterError(
+            f"cannot probe the status subresource of {name}: its schema has no status field ktest "
+            "can write a test value to; pass status_probe={'someStatusField': <value>}"
+        )
+    spec = dict(spec_probe) if spec_probe is not None else _derived_probe(schema, "spec", before.get("spec"))
+    for section, probe in (("status", status), ("spec", spec)):
+        if probe is not None and not diff(before.get(section) or {}, probe):
+            raise ClusterError(
+                f"{section}_probe {probe!r} already matches {name}'s {section}: choose values that differ "
+                "from the current ones, or the probe cannot show whether a write was ignored"
+            )
+    report = StatusSubresourceReport(str(ref), "status" in info.subresources, status, spec)
+    violations: list[str] = []
+    generation = before["metadata"].get("generation")
+
+    answer = _probe_write(cluster, ref, {"status": status}, None, name)
+    stored = not diff(answer.get("status") or {}, status)
+    report.checked.append("status written through the main resource is ignored")
+    if stored:
+        violations.append(f"a merge patch of status {status!r} to the main resource was stored")
+        if answer["metadata"].get("generation") != generation:
+            violations.append(
+                f"that status write changed metadata.generation from {generation} to "
+                f"{answer['metadata'].get('generation')}"
+            )
+        _restore(cluster, ref, "status", status, before, None)
+
+    if not report.served:
+        violations.insert(0, f"the API server does not serve {info.plural}/status (discovery lists "
+                             f"subresources: {sorted(info.subresources) or 'none'})")
+        if schema is not None and not schema.get("status_subresource"):
+            violations.append("the CustomResourceDefinition declares no subresources.status for "
+                              f"{ref.api_version}: add `subresources: {{status: {{}}}}` to that version")
+    else:
+        answer = _probe_write(cluster, ref, {"status": status}, "status", name)
+        if diff(answer.get("status") or {}, status):
+            raise ClusterError(
+                f"cannot probe the status subresource of {name}: a write of status {status!r} through "
+                "/status was not stored (pruned by the schema, or rewritten by a webhook); pass "
+                "status_probe= with a field the schema keeps"
+            )
+        report.checked.append("a status write through /status leaves metadata.generation unchanged")
+        if answer["metadata"].get("generation") != generation:
+            violations.append(f"a status write through /status changed metadata.generation from "
+                              f"{generation} to {answer['metadata'].get('generation')}")
+        _restore(cluster, ref, "status", status, before, "status")
+        if spec is None:
+            report.skipped.append("spec written through /status: no spec field to probe (pass spec_probe=)")
+        else:
+            answer = _probe_write(cluster, ref, {"spec": spec}, "status", name)
+            report.checked.append("spec written through /status is ignored")
+            if not diff(answer.get("spec") or {}, spec):
+                violations.append(f"a merge patch of spec {spec!r} through /status was stored")
+                _restore(cluster, ref, "spec", spec, before, None)
+    if violations:
+        raise AssertionError(failure(f"{name} has no working status subresource", RULE_SUBRESOURCE,
+                                     violations))
+    return report
+
+
+def _probe_write(
+    cluster: Cluster, ref: ObjectRef, patch: dict[str, Any], subresource: str | None, name: str
+) -> dict[str, Any]:
+    try:
+        return cluster.patch(ref, patch, subresource=subresource)
+    except ApiError as error:
+        if error.status == 404 and subresource:
+            return cluster.get(ref)  # not served: reported by the caller
+        raise ClusterError(
+            f"cannot probe the status subresource of {name}: the probe write {patch!r}"
+            f"{' to /' + subresource if subresource else ''} was rejected ({error.status}: "
+            f"{error.message}); pass status_probe=/spec_probe= with values the schema accepts"
+        ) from None
+
+
+def _restore(
+    cluster: Cluster, ref: ObjectRef, section: str, probe: Probe, before: Mapping[str, Any],
+    subresource: str | None,
+) -> None:
+    """Put back the values the probe overwrote (``null`` removes fields that were absent)."""
+    cluster.patch(ref, {section: _restore_patch(probe, before.get(section) or {})}, subresource=subresource)
+
+
+def _restore_patch(probe: Mapping[str, Any], original: Any) -> dict[str, Any]:
+    patch: dict[str, Any] = {}
+    for key, value in probe.items():
+        old = original.get(key) if isinstance(original, Mapping) else None
+        if isinstance(value, Mapping) and isinstance(old, Mapping):
+            patch[key] = _restore_patch(value, old)
+        else:
+            patch[key] = copy.deepcopy(old)
+    return patch
+
+
+def _crd_schema(cluster: Cluster, ref: ObjectRef, plural: str) -> dict[str, Any] | None:
+    """The version's openAPIV3Schema (plus ``status_subresource``) from its CRD, if it is a CRD."""
+    if not ref.group:
+        return None
+    crd_ref = ("apiextensions.k8s.io/v1", "CustomResourceDefinition", f"{plural}.{ref.group}")
+    crd = cluster.get_or_none(crd_ref)
+    if crd is None:
+        return None
+    version = ref.api_version.rpartition("/")[2]
+    for entry in crd["spec"].get("versions") or []:
+        if entry.get("name") == version:
+            schema = dict((entry.get("schema") or {}).get("openAPIV3Schema") or {})
+            schema["status_subresource"] = "status" in (entry.get("subresources") or {})
+            return schema
+    return None
+
+
+def _derived_probe(schema: Mapping[str, Any] | None, section: str, current: Any) -> dict[str, Any] | None:
+    """A merge-patch fragment for ``section`` setting one schema field to a new valid value."""
+    if schema is None:
+        return None
+    sub = (schema.get("properties") or {}).get(section)
+    if not isinstance(sub, Mapping):
+        return None
+    found = _probe_in(sub, current if isinstance(current, Mapping) else {}, depth=0)
+    return found
+
+
+def _probe_in(schema: Mapping[str, Any], current: Mapping[str, Any], depth: int) -> dict[str, Any] | None:
+    properties = schema.get("properties") or {}
+    for key, sub in properties.items():
+        value = _scalar_probe(sub, current.get(key))
+        if value is not None:
+            return {key: value}
+    if depth < 3:
+        for key, sub in properties.items():
+            if sub.get("type") == "object" and not sub.get("x-kubernetes-validations") and not sub.get(
+                    "required"):
+                nested = current.get(key)
+                found = _probe_in(sub, nested if isinstance(nested, Mapping) else {}, depth + 1)
+                if found is not None:
+                    return {key: found}
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return {"ktestProbe": f"probe-{secrets.token_hex(4)}"}
+    return None
+
+
+def _scalar_probe(schema: Mapping[str, Any], current: Any) -> Any:
+    if schema.get("enum") is not None or schema.get("x-kubernetes-validations"):
+        return None
+    kind = schema.get("type")
+    if kind == "string":
+        if schema.get("pattern") or schema.get("format"):
+            return None
+        value = f"ktest-probe-{secrets.token_hex(4)}"
+        limit = schema.get("maxLength")
+        if limit is not None and limit < 12:
+            return None
+        return value if limit is None else value[:limit]
+    if kind == "boolean":
+        return not bool(current)
+    if kind in ("integer", "number"):
+        if schema.get("exclusiveMinimum") or schema.get("exclusiveMaximum") or schema.get("multipleOf"):
+            return None
+        low, high = schema.get("minimum"), schema.get("maximum")
+        base = current if isinstance(current, (int, float)) and not isinstance(current, bool) else 0
+        for candidate in (base + 7, base - 7, low, high):
+            if candidate is None or candidate == current:
+                continue
+            if (low is None or candidate >= low) and (high is None or candidate <= high):
+                return int(candidate) if kind == "integer" else candidate
+    return None
+
+
+# --------------------------------------------------------------- observedGeneration
+
+
+def assert_observed_generation(
+    cluster: Cluster, obj: RefLike, *, timeout: float | None = None, path: str = "status.observedGeneration"
+) -> dict[str, Any]:
+    """Eventually ``status.observedGeneration`` (or ``path``) equals ``metadata.generation``.
+
+    Returns the object.
+    """
+    __tracebackhide__ = True
+    ref = ref_of(obj)
+    wait = timeout_or_default(timeout)
+    last: dict[str, Any] = {}
+
+    def observed() -> dict[str, Any]:
+        _current = cluster.get(ref)
+        last["obj"] = _current
+        generation = _current["metadata"].get("generation")
+        reported = get_field(_current, path)
+        if reported != generation:
+            raise AssertionError(f"{path} is {reported!r} but metadata.generation is {generation!r}")
+        return _current
+
+    def explain(report: str) -> str:
+        seen = last.get("obj")
+        lines = [report]
+        if seen is not None:
+            lines = [*status_write_notes(seen), report]
+        headline = f"{describe(ref, uid_of(seen))}: {path} never caught up with metadata.generation"
+        return failure(f"{headline} within {wait:g}s", RULE_OBSERVED, lines)
+
+    return until(observed, timeout=wait, description=f"{ref} {path} == metadata.generation",
+                 explain=explain)
+
+
+def status_write_notes(obj: Mapping[str, Any]) -> list[str]:
+    """Who wrote status, per managedFields, and the classic mistake when nobody did."""
+    entries = status_writers(obj)
+    if not entries:
+        return [
+            "managedFields show no write of status by anyone. If the controller writes status "
+            "through the main resource, the API server drops it silently when the kind has a "
+            "status subresource: write it through /status (e.g. cluster.patch(obj, ..., "
+            "subresource='status'), patch_namespaced_custom_object_status, r.Status().Patch)"
+        ]
+    return ["status written by " + ", ".join(
+        f"{describe_manager(e)} at {e.get('time', '?')}" for e in entries)]
+
+
+# --------------------------------------------------------------- conditions
+
+
+def assert_condition(
+    cluster: Cluster,
+    obj: RefLike,
+    type: str,
+    status: str | None = "True",
+    *,
+    reason: str | None = None,
+    message: str | re.Pattern[str] | None = None,
+    observed_generation: int | bool | None = None,
+    timeout: float | None = None,
+    path: str = "status.conditions",
+) -> dict[str, Any]:
+    """Eventually the condition ``type`` exists with the given fields; returns it.
+
+    ``status``/``reason`` compare exactly (None: not checked); ``message`` is an exact
+    string or a compiled regex searched in the message; ``observed_generation=True``
+    requires the condition's observedGeneration to equal ``metadata.generation``, an
+    int requires that value.
+    """
+    __tracebackhide__ = True
+    ref = ref_of(obj)
+    wait = timeout_or_default(timeout)
+    last: dict[str, Any] = {}
+
+    def condition_holds() -> dict[str, Any]:
+        _current = cluster.get(ref)
+        last["obj"] = _current
+        _conditions = get_field(_current, path) or []
+        found = _find(_conditions, type)
+        if found is None:
+            present = ", ".join(f"{c.get('type')}={c.get('status')}" for c in _conditions
+                                if isinstance(c, Mapping)) or "none"
+            raise AssertionError(f"no condition of type {type!r} in {path} (present: {present})")
+        last["condition"] = found
+        mismatches = _condition_mismatches(found, _current, status, reason, message, observed_generation)
+        if mismatches:
+            raise AssertionError(f"condition {type!r}: " + "; ".join(mismatches))
+        return dict(found)
+
+    def explain(report: str) -> str:
+        seen, condition = last.get("obj"), last.get("condition")
+        headline = (f"{describe(ref, uid_of(seen))}: condition {type!r} "
+                    f"{'never appeared' if condition is None else 'is not as expected'} within {wait:g}s")
+        lines = []
+        if condition is not None:
+            lines.append(f"condition last seen: {dict(condition)}")
+            lines += [f"malformed: {problem}" for problem in condition_shape_problems(condition)]
+        elif seen is not None and not (get_field(seen, path) or []):
+            lines += status_write_notes(seen)
+        return failure(headline, RULE_CONDITION, [*lines, report])
+
+    return until(condition_holds, timeout=wait, description=f"{ref} condition {type}", explain=explain)
+
+
+def condition_shape_problems(condition: Mapping[str, Any]) -> list[str]:
+    """How a condition departs from the metav1.Condition shape."""
+    problems = []
+    if condition.get("status") not in _CONDITION_STATUSES:
+        problems.append(f"status {condition.get('status')!r} is not one of True, False, Unknown")
+    if not condition.get("reason"):
+        problems.append("reason is empty (metav1.Condition requires a CamelCase reason)")
+    elif not re.fullmatch(r"[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?", str(condition["reason"])):
+        problems.append(f"reason {condition['reason']!r} is not CamelCase")
+    if not condition.get("lastTransitionTime"):
+        problems.append("lastTransitionTime is missing")
+    return problems
+
+
+def _condition_mismatches(
+    condition: Mapping[str, Any],
+    obj: Mapping[str, Any],
+    status: str | None,
+    reason: str | None,
+    message: str | re.Pattern[str] | None,
+    observed_generation: int | bool | None,
+) -> list[str]:
+    wrong = []
+    if status is not None and condition.get("status") != status:
+        wrong.append(f"status expected {status!r}, got {condition.get('status')!r}")
+    if reason is not None and condition.get("reason") != reason:
+        wrong.append(f"reason expected {reason!r}, got {condition.get('reason')!r}")
+    text = condition.get("message")
+    if isinstance(message, re.Pattern):
+        if not isinstance(text, str) or not message.search(text):
+            wrong.append(f"message expected to match /{message.pattern}/, got {short(text)}")
+    elif message is not None and text != message:
+        wrong.append(f"message expected {message!r}, got {short(text)}")
+    if observed_generation is not None and observed_generation is not False:
+        want = obj["metadata"].get("generation") if observed_generation is True else observed_generation
+        if condition.get("observedGeneration") != want:
+            wrong.append(f"observedGeneration expected {want!r}"
+                         f"{' (metadata.generation)' if observed_generation is True else ''}, "
+                         f"got {condition.get('observedGeneration')!r}")
+    return wrong
+
+
+def _find(conditions: Any, type: str) -> Mapping[str, Any] | None:
+    for condition in conditions if isinstance(conditions, list) else []:
+        if isinstance(condition, Mapping) and condition.get("type") == type:
+            return condition
+    return None
+
+
+# --------------------------------------------------------------- lastTransitionTime
+
+
+@dataclass(frozen=True)
+class TransitionHistory:
+    """The condition's (status, lastTransitionTime) in every version seen, oldest first."""
+
+    versions: tuple[tuple[str, Any, Any], ...]  # (resourceVersion, status, lastTransitionTime)
+    window: float
+
+
+def assert_transition_time_stable(
+    cluster: Cluster,
+    obj: RefLike,
+    type: str,
+    *,
+    duration: float | None = None,
+    trigger: Callable[[], object] | None = None,
+    path: str = "status.conditions",
+) -> TransitionHistory:
+    """For ``duration`` seconds, every write of ``obj`` keeps condition ``type``'s
+    ``lastTransitionTime`` unless its status changed (and moves it when it did).
+
+    A controller only writes when it reconciles: ``trigger`` (called once the watch
+    is recording, e.g. ``lambda: cluster.patch(obj, {"metadata": {"annotations": ...}})``)
+    makes it reconcile during the window. Every version is captured with a watch.
+    """
+    __tracebackhide__ = True
+    ref = ref_of(obj)
+    seconds = duration_or_default(duration)
+    start = read_existing(cluster, ref, purpose="watch its conditions")
+    name = describe(ref, uid_of(start))
+    if _find(get_field(start, path), type) is None:
+        raise AssertionError(failure(
+            f"{name} has no condition {type!r} to watch", RULE_TRANSITION,
+            f"{path} is {get_field(start, path)!r}: wait for it first (assert_condition)",
+        ))
+    target = Target.of(ref)
+    history = History(cluster, [target])
+    history.record_for(seconds, first=trigger)
+    versions = [(start["metadata"]["resourceVersion"], start, 0.0)]
+    versions += [(w.resource_version, w.obj, w.at) for w in target.writes if w.type == "MODIFIED"]
+    seen: list[tuple[str, Any, Any]] = []
+    violations: list[str] = []
+    previous: Mapping[str, Any] | None = None
+    for resource_version, version, at in versions:
+        condition = _find(get_field(version, path), type)
+        if condition is None:
+            seen.append((resource_version, None, None))
+            violations.append(f"+{at:.2f}s rv {resource_version}: condition {type!r} was removed")
+            previous = None
+            continue
+        state = (resource_version, condition.get("status"), condition.get("lastTransitionTime"))
+        seen.append(state)
+        if previous is not None:
+            same_status = previous.get("status") == condition.get("status")
+            same_time = previous.get("lastTransitionTime") == condition.get("lastTransitionTime")
+            if same_status and not same_time:
+                violations.append(
+                    f"+{at:.2f}s rv {resource_version}: status stayed {condition.get('status')!r} but "
+                    f"lastTransitionTime moved {previous.get('lastTransitionTime')} -> "
+                    f"{condition.get('lastTransitionTime')}"
+                )
+            elif not same_status and same_time:
+                violations.append(
+                    f"+{at:.2f}s rv {resource_version}: status changed {previous.get('status')!r} -> "
+                    f"{condition.get('status')!r} but lastTransitionTime stayed "
+                    f"{condition.get('lastTransitionTime')}"
+                )
+        previous = condition
+    if violations:
+        shown = violations[:8] + ([f"... {len(violations) - 8} more"] if len(violations) > 8 else [])
+        raise AssertionError(failure(
+            f"{name}: condition {type!r} lastTransitionTime is not stable "
+            f"({len(violations)} of {len(versions) - 1} writes in {seconds:g}s)",
+            RULE_TRANSITION, [*shown, *target.problems],
+        ))
+    return TransitionHistory(tuple(seen), history.window)

@@ -1,0 +1,42 @@
+"""``eventually``/``consistently`` with the assertion's own explanation in front.
+
+The retry loop, its defaults and its watch-driven wake-up are ``ktest.wait``'s;
+these two wrappers only turn its timing report into the last part of a message
+that starts with what is wrong and the Kubernetes rule behind it.
+
+Checks are passed as ``functools.partial`` objects: ``ktest.wait`` shows the
+variables of a plain function's frame as "values the check saw", which for these
+closures would be whole objects and internals; every assertion states what it
+observed in its own message instead.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ktest.wait import consistently, eventually
+
+T = TypeVar("T")
+
+Explain = Callable[[str], str]
+"""Builds the whole failure message from the wait report (timings, attempts, last failure)."""
+
+
+def until(check: Callable[[], T], *, timeout: float, description: str, explain: Explain) -> T:
+    """``eventually(check)``; on timeout an AssertionError whose text is ``explain(report)``."""
+    __tracebackhide__ = True
+    try:
+        return eventually(functools.partial(check), timeout=timeout, description=description)
+    except AssertionError as error:
+        raise AssertionError(explain(str(error))) from None
+
+
+def throughout(check: Callable[[], Any], *, duration: float, description: str, explain: Explain) -> None:
+    """``consistently(check)``; when it breaks, an AssertionError whose text is ``explain(report)``."""
+    __tracebackhide__ = True
+    try:
+        consistently(functools.partial(check), duration=duration, description=description)
+    except AssertionError as error:
+        raise AssertionError(explain(str(error))) from None

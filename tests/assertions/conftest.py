@@ -1,0 +1,55 @@
+"""One real control plane (etcd, kube-apiserver, kube-controller-manager with the
+garbage collector) for every assertion test, the test CRDs installed, and a
+namespace per test.
+
+Binaries come from ``KTEST_ASSETS`` when set, else from ``resolve_assets()``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ktest.cluster import Cluster
+from ktest.cluster.namespaces import dns_label
+from ktest.context import run_context
+from ktest.controlplane import ControlPlane
+from ktest.wait import use_defaults
+
+CRDS = Path(__file__).parent / "crds"
+
+
+@pytest.fixture(scope="session")
+def plane() -> Iterator[ControlPlane]:
+    with ControlPlane(assets=os.environ.get("KTEST_ASSETS") or None) as cp:
+        yield cp
+
+
+@pytest.fixture(scope="session")
+def cluster(plane: ControlPlane) -> Iterator[Cluster]:
+    with Cluster(plane.kubeconfig, controllers=plane.controllers, user_issuer=plane.add_user,
+                 name="assertions") as admin:
+        admin.install_crds(CRDS)
+        yield admin
+
+
+@pytest.fixture
+def ns(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of the test's own; deleted afterwards without waiting (the control
+    plane goes away with the session anyway)."""
+    name = dns_label(request.node.name, suffix=secrets.token_hex(2), max_length=50)
+    cluster.create_namespace(name)
+    yield name
+    cluster.delete(("v1", "Namespace", name), missing_ok=True)
+
+
+@pytest.fixture(autouse=True)
+def test_context(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A run context per test (health checks of in-test controllers), with timeouts
+    short enough that failing tests fail fast."""
+    with run_context(request.node.nodeid, test=True), use_defaults(timeout=5, duration=1):
+        yield
