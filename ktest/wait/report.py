@@ -21,15 +21,40 @@ def describe_callable(fn: Callable[..., Any]) -> str:
     name = getattr(fn, "__name__", None)
     if name == "<lambda>":
         try:
-            source = inspect.getsource(fn).strip()
+            source = inspect.getsource(fn)
         except (OSError, TypeError):
             return "<lambda>"
-        start = source.find("lambda")
-        text = " ".join(source[start:].split()) if start >= 0 else source
+        text = " ".join(_lambda_expression(source).split())
         return text if len(text) <= 80 else text[:77] + "..."
     if name:
         return name
     return repr(fn)
+
+
+def _lambda_expression(source: str) -> str:
+    """``lambda ...`` cut where the enclosing call's argument ends (at a ``,`` or closing
+    bracket outside any bracket or string opened by the lambda)."""
+    start = source.find("lambda")
+    if start < 0:
+        return source.strip()
+    depth = 0
+    quote = ""
+    for index in range(start, len(source)):
+        char = source[index]
+        if quote:
+            if char == quote and source[index - 1] != "\\":
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                return source[start:index].strip()
+            depth -= 1
+        elif char == "," and depth == 0:
+            return source[start:index].strip()
+    return source[start:].strip()
 
 
 def format_value(value: Any) -> str:

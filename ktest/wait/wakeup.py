@@ -90,7 +90,13 @@ class Subscription:
 class _Watch:
     """One thread streaming the events of (api_version, kind, namespace)."""
 
-    def __init__(self, hub: WatchHub, api_version: str, kind: str, namespace: str | None) -> None:
+    def __init__(
+        self,
+        hub: WatchHub,
+        api_version: str,
+        kind: str,
+        namespace: str | None,
+    ) -> None:
         self.hub = hub
         self.api_version = api_version
         self.kind = kind
@@ -98,6 +104,7 @@ class _Watch:
         self.users = 0
         self.last_used = time.monotonic()
         self.synced = threading.Event()
+        self.lists = 0  # fresh lists taken so far: the first, then one per expiry (410)
         self.failure: str | None = None
         self.failed_at = 0.0
         self._stopping = threading.Event()
@@ -139,7 +146,8 @@ class _Watch:
                     listing = resource.get(namespace=self.namespace, limit=1)
                     resource_version = listing.metadata.resourceVersion
                     self.hub.publish(self.api_version, self.kind, self.namespace, None)
-                    self.synced.set()
+                    self.lists += 1
+                self.synced.set()
                 resource_version = self._stream(resource, resource_version)
                 backoff = 0.05
             except ApiException as exc:
@@ -259,6 +267,11 @@ class WatchHub:
                 if probe.matches(change):
                     return True
         return False
+
+    def watches(self) -> dict[tuple[str, str, str | None], _Watch]:
+        """The current watches by (api_version, kind, namespace); for diagnostics and tests."""
+        with self._lock:
+            return dict(self._watches)
 
     def problems(self, targets: Iterable[ReadTarget]) -> list[str]:
         """Why some targets get no wake-up (for failure messages)."""

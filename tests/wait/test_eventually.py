@@ -141,7 +141,7 @@ def test_description_replaces_the_function_name() -> None:
 def test_lambda_is_described_by_its_source() -> None:
     with pytest.raises(AssertionError) as info:
         eventually(lambda: 1 + 1 == 3, **FAST)
-    assert str(info.value).startswith("eventually(lambda: 1 + 1 == 3, **FAST)")
+    assert str(info.value).startswith("eventually(lambda: 1 + 1 == 3) did not pass within 0.3s")
 
 
 def test_other_exceptions_propagate_at_once_with_their_traceback() -> None:
