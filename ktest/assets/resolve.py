@@ -193,9 +193,7 @@ class Resolution:
                     try:
                         return _assets(self._build(installer, version), "build")
                     except AssetsError as error:
-                        if self.source == "build" and "not on the Go module proxy" not in str(
-                            error
-                        ):
+                        if self.source == "build":
                             raise
                         self.tried.append(f"build from Go modules: {_indented(error)}")
         raise AssetsError(self._nothing_worked(version))

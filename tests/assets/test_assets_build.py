@@ -1,0 +1,67 @@
+"""The Go-module build path, for real, for the default Kubernetes version.
+
+It uses the real ktest cache (~/.cache/ktest) on purpose: the first run builds
+(minutes), later runs find the cached entry and only re-check the binaries.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ktest.assets import resolve_assets, store
+from ktest.assets.gobuild import find_go, kubernetes_go_mod, read_kubernetes_module
+
+pytestmark = pytest.mark.slow
+
+
+def _run(binary: Path, *args: str) -> str:
+    finished = subprocess.run(
+        [str(binary), *args], capture_output=True, text=True, timeout=60, check=True
+    )
+    return finished.stdout + finished.stderr
+
+
+@pytest.mark.timeout(3600)
+def test_default_version_builds_from_go_modules_and_reports_its_version() -> None:
+    assets = resolve_assets(None, source="build")
+    version = assets.version
+    assert assets.missing == ()
+
+    assert _run(assets.binary("kube-apiserver"), "--version").strip() == f"Kubernetes v{version}"
+    assert _run(assets.binary("kube-controller-manager"), "--version").strip() == (
+        f"Kubernetes v{version}"
+    )
+    assert f"Client Version: v{version}" in _run(assets.binary("kubectl"), "version", "--client")
+
+    metadata = json.loads((assets.directory / store.METADATA_FILE).read_text())
+    etcd_version = metadata["reported_versions"]["etcd"]
+    assert f"etcd Version: {etcd_version}" in _run(assets.binary("etcd"), "--version")
+    if metadata["origin"] == "build":
+        # The etcd built is the one this Kubernetes release requires in its go.mod.
+        assert metadata["etcd_version"] == etcd_version
+        assert set(metadata["build_seconds"]) >= {
+            "kube-apiserver", "kube-controller-manager", "kubectl", "etcd"
+        }
+
+
+def test_consumer_module_replaces_every_staging_module(tmp_path: Path) -> None:
+    go = find_go()
+    assert go is not None, "this test needs `go` on PATH (as the build path does)"
+    module = read_kubernetes_module(go, "1.37.2", tmp_path)
+
+    assert {"k8s.io/api", "k8s.io/apiserver", "k8s.io/client-go", "k8s.io/component-base",
+            "k8s.io/kubectl"} <= set(module.staging)
+    assert all(path.startswith("k8s.io/") for path in module.staging)
+    assert module.etcd_version == "3.7.0"
+    assert module.go_directive == "1.26.0"
+    assert ("default", "go1.26") in module.godebug
+
+    go_mod = kubernetes_go_mod(module)
+    assert "require k8s.io/kubernetes v1.37.2" in go_mod
+    assert "\tk8s.io/api => k8s.io/api v0.37.2" in go_mod
+    assert "\tdefault=go1.26" in go_mod
+    assert go_mod.count(" => ") == len(module.staging)
