@@ -36,7 +36,7 @@ from ktest.wait.tracking import ReadTarget
 
 log = logging.getLogger(__name__)
 
-IDLE_TIMEOUT = 60.0
+IDLE_TIMEOUT = 30.0
 """Seconds a watch nobody waits on is kept before it is stopped."""
 
 SERVER_TIMEOUT = 50
