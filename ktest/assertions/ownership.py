@@ -10,6 +10,7 @@ the assertions say so instead of timing out.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ktest.assertions.objects import (
@@ -46,6 +47,9 @@ RULE_ORPHANED = (
 )
 
 _POLICIES = ("Background", "Foreground")
+GC_RESYNC_HINT = 90.0
+"""Seconds after a CRD's creation during which a slow collection may be the garbage
+collector not watching that kind yet (it rediscovers kinds every 30 s)."""
 
 
 def assert_owned_by(
@@ -267,7 +271,8 @@ def assert_orphaned(
 
     try:
         result = until(orphaned, timeout=wait, description=f"{child_ref} orphaned", explain=lambda report:
-                       failure(f"{name} was not orphaned within {wait:g}s", RULE_ORPHANED, report))
+                       failure(f"{name} was not orphaned within {wait:g}s", RULE_ORPHANED,
+                               [*_gc_discovery_note(cluster, owner_ref), report]))
         throughout(child_alive, duration=window, description=f"{child_ref} survives",
                    explain=deleted_message)
     except _ChildDeleted:
@@ -290,6 +295,35 @@ def _require_gc(cluster: Cluster, what: str) -> None:
         )
 
 
+def _gc_discovery_note(cluster: Cluster, owner_ref: ObjectRef | None) -> list[str]:
+    """A hint when the owner's kind is a recently created CRD: kube-controller-manager's
+    garbage collector looks for new kinds only every 30 seconds."""
+    if owner_ref is None or not owner_ref.group:
+        return []
+    try:
+        plural = cluster.info(owner_ref.api_version, owner_ref.kind).plural
+        crd = cluster.get_or_none(("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                   f"{plural}.{owner_ref.group}"))
+    except ClusterError:
+        return []
+    created = field(crd, "metadata.creationTimestamp")
+    if not created:
+        return []
+    try:
+        age = (datetime.now(timezone.utc) - datetime.fromisoformat(created.replace("Z", "+00:00")))
+    except ValueError:
+        return []
+    if age.total_seconds() > GC_RESYNC_HINT:
+        return []
+    return [
+        f"the owner's kind comes from CustomResourceDefinition {plural}.{owner_ref.group}, created "
+        f"{age.total_seconds():.0f}s ago: kube-controller-manager's garbage collector picks up new "
+        "resource kinds only on its 30-second discovery sync, and until it watches a kind it does not "
+        "notice owners of that kind going away. Install CRDs before the controller-manager starts "
+        "(or restart it afterwards), or allow a longer timeout"
+    ]
+
+
 def _matching(child: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any] | None:
     owner_uid = uid_of(owner)
     for reference in field(child, "metadata.ownerReferences") or []:
@@ -309,6 +343,7 @@ def _why_not_collected(
     elif owner_uid and owner_uid not in [r.get("uid") for r in refs]:
         notes.append(f"none of them has the owner's uid {owner_uid}")
     else:
+        notes += _gc_discovery_note(cluster, owner_ref)
         alive = []
         for reference in refs:
             if reference.get("uid") == owner_uid:

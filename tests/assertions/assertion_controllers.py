@@ -10,6 +10,7 @@ the test modules, run by this loop against the real API server.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +29,9 @@ GADGET = "Gadget"
 Reconcile = Callable[[dict[str, Any]], None]
 
 
-def widget(name: str, namespace: str, *, size: int = 1, kind: str = WIDGET, **metadata: Any) -> dict[str, Any]:
+def widget(
+    name: str, namespace: str, *, size: int = 1, kind: str = WIDGET, **metadata: Any
+) -> dict[str, Any]:
     return {
         "apiVersion": API,
         "kind": kind,
@@ -178,10 +181,8 @@ class Controller:
         def again() -> None:
             fresh = self.cluster.get_or_none(ObjectRef.of(obj))
             if fresh is not None and not self._stop.is_set():
-                try:
+                with contextlib.suppress(_Crash):
                     self._handle("MODIFIED", fresh)
-                except _Crash:
-                    pass
 
         timer = threading.Timer(self.retry_after, again)
         timer.daemon = True

@@ -25,7 +25,13 @@ CRDS = Path(__file__).parent / "crds"
 
 @pytest.fixture(scope="session")
 def plane() -> Iterator[ControlPlane]:
+    """The control plane, with the test CRDs installed *before* kube-controller-manager's
+    last start: its garbage collector looks for new resource kinds only every 30 s, so
+    owners of a kind installed later go unnoticed for up to that long."""
     with ControlPlane(assets=os.environ.get("KTEST_ASSETS") or None) as cp:
+        with Cluster(cp.kubeconfig, controllers=cp.controllers, name="installer") as installer:
+            installer.install_crds(CRDS)
+        cp.restart()
         yield cp
 
 
@@ -33,7 +39,6 @@ def plane() -> Iterator[ControlPlane]:
 def cluster(plane: ControlPlane) -> Iterator[Cluster]:
     with Cluster(plane.kubeconfig, controllers=plane.controllers, user_issuer=plane.add_user,
                  name="assertions") as admin:
-        admin.install_crds(CRDS)
         yield admin
 
 
