@@ -137,6 +137,7 @@ class _Watch:
     def _run(self) -> None:
         resource_version: str | None = None
         backoff = 0.05
+        expired_in_a_row = False
         while not self._stopping.is_set():
             try:
                 resource = self._resource()
@@ -150,11 +151,16 @@ class _Watch:
                 self.synced.set()
                 resource_version = self._stream(resource, resource_version)
                 backoff = 0.05
+                expired_in_a_row = False
             except ApiException as exc:
                 if self._stopping.is_set():
                     return
-                if exc.status == 410:
+                if exc.status == 410:  # expired: list again, at once the first time
                     resource_version = None
+                    if expired_in_a_row:
+                        self._pause(backoff)
+                        backoff = min(backoff * 2, _MAX_BACKOFF)
+                    expired_in_a_row = True
                     continue
                 if exc.status in (401, 403):
                     self.failure = f"{exc.status} {exc.reason}: not allowed to list/watch"

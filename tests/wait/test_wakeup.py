@@ -345,3 +345,42 @@ def test_wake_up_survives_an_api_server_restart() -> None:
         eventually(check, timeout=2 * SLOW_POLL, interval=SLOW_POLL)
         assert time.monotonic() - started < PROMPT
         writer.join()
+
+
+GADGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.wait.ktest.dev"},
+    "spec": {
+        "group": "wait.ktest.dev",
+        "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget"},
+        "scope": "Namespaced",
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        }],
+    },
+}
+
+
+def test_custom_resources_installed_after_the_cluster_started_wake_too(
+    admin: Cluster, ns: str
+) -> None:
+    hub_for(admin)  # the hub (and the dynamic client's discovery) exist before the CRD
+    admin.install_crds(GADGET_CRD)
+    gadget = admin.create({"apiVersion": "wait.ktest.dev/v1", "kind": "Gadget",
+                           "metadata": {"name": "g", "namespace": ns}})
+    writer = Background(lambda: admin.patch(gadget, {"status": {"phase": "Ready"}},
+                                            subresource="status"))
+
+    def ready() -> None:
+        phase = admin.get(gadget).get("status", {}).get("phase")
+        writer.trigger.set()
+        assert phase == "Ready"
+
+    started = time.monotonic()
+    eventually(ready, timeout=2 * SLOW_POLL, interval=SLOW_POLL)
+    assert time.monotonic() - started < PROMPT
+    writer.join()
