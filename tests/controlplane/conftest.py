@@ -21,14 +21,14 @@ from ktest.controlplane import ControlPlane
 
 
 @pytest.fixture(scope="session")
-def assets() -> Assets:
-    """One resolution of the binaries for the whole session."""
+def assets(pytestconfig: pytest.Config) -> Assets:
+    """One resolution of the binaries for the whole session (``--k8s-version`` if given)."""
     directory = os.environ.get("KTEST_ASSETS")
     if directory:
         return Assets(directory=Path(directory), version="", origin="KTEST_ASSETS")
     from ktest.assets import resolve_assets
 
-    return resolve_assets(None)
+    return resolve_assets(pytestconfig.getoption("--k8s-version", default=None))
 
 
 @pytest.fixture(scope="session")
