@@ -41,7 +41,9 @@ def dns_label(text: str, *, suffix: str = "", max_length: int = DNS_LABEL_MAX) -
     >>> dns_label("tests/test_x.py::test_Finalizer[param-1]", suffix="a1b2")
     'test-x-py-test-finalizer-param-1-a1b2'
     """
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower().rsplit("/", 1)[-1]).strip("-") or "ns"
+    path, separator, rest = text.partition("::")  # drop a node id's directories, not a param's '/'
+    text = path.rsplit("/", 1)[-1] + separator + rest
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "ns"
     if slug[0].isdigit():
         slug = "n" + slug
     room = max_length - (len(suffix) + 1 if suffix else 0)

@@ -1,0 +1,146 @@
+"""Settings: CLI option > ini key > environment variable > default, and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ktest.config import Settings, resolve_settings
+from ktest.errors import ConfigError
+
+
+def test_defaults() -> None:
+    settings = resolve_settings(env={})
+    assert settings == Settings()
+    assert settings.backend == "bare"
+    assert settings.controllers == ("garbagecollector", "namespace")
+    assert (settings.timeout, settings.interval, settings.consistently) == (10.0, 0.25, 2.0)
+    assert settings.keep_namespaces == "never"
+    assert settings.reuse is False
+
+
+def test_option_beats_ini_beats_env(tmp_path: Path) -> None:
+    env = {"KTEST_TIMEOUT": "3", "KTEST_INTERVAL": "0.5", "KTEST_CONSISTENTLY": "4", "KTEST_REUSE": "yes"}
+    ini = {"timeout": "2", "interval": "0.1"}
+    options = {"timeout": "1"}
+    settings = resolve_settings(options=options, ini=ini, env=env, cwd=tmp_path)
+    assert settings.timeout == 1.0
+    assert settings.interval == 0.1
+    assert settings.consistently == 4.0
+    assert settings.reuse is True
+    assert settings.source_of("timeout") == "option --ktest-timeout"
+    assert settings.source_of("interval") == "ini key ktest_interval"
+    assert settings.source_of("consistently") == "environment variable KTEST_CONSISTENTLY"
+    assert settings.source_of("keep_namespaces") == "default"
+
+
+def test_flag_option_turns_reuse_off_over_env(tmp_path: Path) -> None:
+    settings = resolve_settings(options={"reuse": False}, env={"KTEST_REUSE": "1"}, cwd=tmp_path)
+    assert settings.reuse is False
+
+
+def test_crd_paths_relative_to_ini_dir_and_cwd(tmp_path: Path) -> None:
+    (tmp_path / "ini" / "config" / "crd").mkdir(parents=True)
+    (tmp_path / "cwd" / "more").mkdir(parents=True)
+    from_ini = resolve_settings(ini={"crds": ["config/crd"]}, env={}, ini_dir=tmp_path / "ini")
+    assert from_ini.crds == (tmp_path / "ini" / "config" / "crd",)
+    from_env = resolve_settings(env={"KTEST_CRDS": "more"}, cwd=tmp_path / "cwd")
+    assert from_env.crds == (tmp_path / "cwd" / "more",)
+
+
+@pytest.mark.parametrize(
+    ("sources", "expected"),
+    [
+        ({"env": {"KTEST_BACKEND": "kube"}}, "environment variable KTEST_BACKEND: 'kube' is not a valid "
+         "backend; allowed values: bare, existing"),
+        ({"env": {"KTEST_BACKEND": "kind"}}, "backend 'kind' is not available yet"),
+        ({"ini": {"keep_namespaces": "sometimes"}}, "ini key ktest_keep_namespaces: 'sometimes' is not a "
+         "valid keep_namespaces; allowed values: never, on-failure, always"),
+        ({"options": {"timeout": "ten"}}, "option --ktest-timeout: 'ten' is not a valid timeout"),
+        ({"options": {"interval": "0"}}, "more than 0"),
+        ({"env": {"KTEST_REUSE": "maybe"}}, "'maybe' is not a valid reuse"),
+        ({"env": {"KTEST_K8S_VERSION": "2.1"}}, "environment variable KTEST_K8S_VERSION: Kubernetes version "
+         "selector '2.1' asks for major version 2"),
+        ({"ini": {"controllers": "none,namespace"}}, "mixes 'none' with controller names"),
+        ({"ini": {"crds": ["no/such/dir"]}}, "ini key ktest_crds: CRD path 'no/such/dir' does not exist"),
+        ({"env": {"KTEST_BACKEND": "existing"}}, "backend existing needs the kubeconfig context named"),
+    ],
+)
+def test_bad_values_name_their_source(tmp_path: Path, sources: dict, expected: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        resolve_settings(
+            options=sources.get("options"), ini=sources.get("ini"), env=sources.get("env", {}),
+            cwd=tmp_path, ini_dir=tmp_path,
+        )
+    assert expected in str(raised.value)
+
+
+def test_existing_needs_a_kubeconfig_that_exists(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"kubeconfig .*missing.* does not exist"):
+        resolve_settings(
+            env={"KTEST_BACKEND": "existing", "KTEST_CONTEXT": "dev", "KTEST_KUBECONFIG": "missing"},
+            cwd=tmp_path,
+        )
+
+
+def test_controllers_none_and_version_latest(tmp_path: Path) -> None:
+    env = {"KTEST_CONTROLLERS": "none", "KTEST_K8S_VERSION": "latest"}
+    settings = resolve_settings(env=env, cwd=tmp_path)
+    assert settings.controllers == ()
+    assert settings.k8s_version is None
+    assert resolve_settings(env={"KTEST_K8S_VERSION": "v1.36"}, cwd=tmp_path).k8s_version == "1.36"
+
+
+PRINT_SETTINGS = """
+def test_show(ktest_settings):
+    s = ktest_settings
+    print("SETTINGS", s.timeout, s.interval, s.consistently, s.keep_namespaces, s.controllers)
+"""
+
+
+def test_precedence_through_pytest(pytester: pytest.Pytester, inner_env: dict, monkeypatch) -> None:
+    pytester.makepyfile(PRINT_SETTINGS)
+    pytester.makeini(
+        """
+        [pytest]
+        ktest_timeout = 2
+        ktest_interval = 0.1
+        ktest_keep_namespaces = on-failure
+        """
+    )
+    monkeypatch.setenv("KTEST_TIMEOUT", "3")
+    monkeypatch.setenv("KTEST_CONSISTENTLY", "4")
+    monkeypatch.setenv("KTEST_CONTROLLERS", "namespace")
+    result = pytester.runpytest_inprocess("-s", "--ktest-timeout=1", "--ktest-keep-namespaces=always")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*SETTINGS 1.0 0.1 4.0 always ('namespace',)"])
+    header = "ktest: backend=bare k8s=latest controllers=namespace keep-namespaces=always"
+    result.stdout.fnmatch_lines([header])
+
+
+def test_bad_setting_is_a_usage_error(pytester: pytest.Pytester, inner_env: dict, monkeypatch) -> None:
+    pytester.makepyfile(PRINT_SETTINGS)
+    monkeypatch.setenv("KTEST_KEEP_NAMESPACES", "sometimes")
+    result = pytester.runpytest_inprocess()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*ktest: environment variable KTEST_KEEP_NAMESPACES: 'sometimes' is not a valid keep_namespaces; "
+         "allowed values: never, on-failure, always*"]
+    )
+
+
+def test_wait_defaults_follow_the_settings(pytester: pytest.Pytester, inner_env: dict) -> None:
+    pytester.makepyfile(
+        """
+        from ktest.wait.defaults import current_defaults
+
+        def test_defaults():
+            d = current_defaults()
+            assert (d.timeout, d.interval, d.duration) == (7.0, 0.5, 1.5)
+        """
+    )
+    result = pytester.runpytest_inprocess(
+        "--ktest-timeout=7", "--ktest-interval=0.5", "--ktest-consistently=1.5"
+    )
+    result.assert_outcomes(passed=1)
