@@ -1,5 +1,19 @@
 """The embedded control plane: etcd + kube-apiserver + kube-controller-manager as
-child processes bound to the life of the Python process that started them."""
+child processes bound to the life of the Python process that started them.
+
+    from ktest.controlplane import ControlPlane
+
+    with ControlPlane("1.37") as cp:              # or assets=Path("/dir/with/binaries")
+        cp.kubeconfig                              # admin kubeconfig (system:masters)
+        cp.add_user("my-operator", groups=["g"])   # kubeconfig for a client-cert identity
+        cp.restart()                               # same etcd data, same ports if free
+
+Components start in parallel where they can (etcd and kube-apiserver together),
+readiness is polled every 20 ms, and ``start()`` returns once the API server is
+ready, the ``default`` namespace exists and the garbage collector has synced.
+Every child runs in its own session, gets SIGKILL from the kernel when this
+process dies, and a small janitor process removes what is left after ``kill -9``.
+"""
 
 from __future__ import annotations
 

@@ -407,6 +407,12 @@ class ControlPlane:
                         "free some ports or retry."
                     ) from None
 
+    def _launch(self, process: ManagedProcess) -> ManagedProcess:
+        if not self.keep_directory:
+            process.log_note = "(removed on failure; keep_directory=True keeps it)"
+        process.start()
+        return process
+
     def _start_once(self, prefer_ports: tuple[int, ...]) -> None:
         assert self._assets is not None
         etcd_port, peer_port, api_port = free_ports(3, prefer=prefer_ports)
@@ -418,7 +424,7 @@ class ControlPlane:
             peer_port=peer_port,
             log_path=self.log_path("etcd"),
         )
-        self._etcd.start()
+        self._launch(self._etcd)
         self._make_certificates()  # while etcd starts
         assert self._files is not None and self._admin is not None and self._ca is not None
         self._apiserver = apiserver_process(
@@ -429,7 +435,7 @@ class ControlPlane:
             extra_flags=self._apiserver_flags,
             log_path=self.log_path("kube-apiserver"),
         )
-        self._apiserver.start()
+        self._launch(self._apiserver)
         self._write_kubeconfigs()
         self._client = ApiServerClient(
             api_port, self._ca.cert_path, self._admin.cert_path, self._admin.key_path
@@ -510,7 +516,7 @@ class ControlPlane:
             known=probe(binary),
             log_path=self.log_path("kube-controller-manager"),
         )
-        process.start()
+        self._launch(process)
         if self.wait_for_controllers:
             markers = ready_markers(self._controller_names.values())
             process.wait_until(

@@ -150,6 +150,8 @@ class ManagedProcess:
         # Size of the log when the current run started: restarts append to the same file.
         self.log_offset = 0
         self.on_start: Callable[[ManagedProcess], None] | None = None
+        # Said after the log's path in errors, e.g. that the file will be removed.
+        self.log_note = ""
         self.on_stop: Callable[[ManagedProcess], None] | None = None
 
     # -- state -------------------------------------------------------------
@@ -214,7 +216,7 @@ class ManagedProcess:
         return ControlPlaneError(
             f"{self.name} {what} ({status}).\n"
             f"Command: {self.command_line}\n"
-            f"Log: {self.log_path}\n"
+            f"Log: {self.log_path}{' ' + self.log_note if self.log_note else ''}\n"
             f"--- last lines of the log ---\n{tail}\n--- end of log ---{fix}"
         )
 
