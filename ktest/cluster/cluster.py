@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import kubernetes.config
-from kubernetes.client import ApiClient
+from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 
 from ktest.cluster.discovery import Discovery, ResourceInfo
@@ -69,8 +69,14 @@ class Cluster:
         self._reaper: NamespaceReaper | None = None
         self._closed = False
         try:
+            configuration = Configuration()
+            # Watches used by eventually's wake-up each hold a connection; keep them pooled.
+            configuration.connection_pool_maxsize = 32
             self.api_client: ApiClient = kubernetes.config.new_client_from_config(
-                config_file=str(self.kubeconfig), context=context, persist_config=False
+                config_file=str(self.kubeconfig),
+                context=context,
+                persist_config=False,
+                client_configuration=configuration,
             )
         except (kubernetes.config.ConfigException, OSError) as error:
             raise ClusterError(
