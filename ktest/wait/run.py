@@ -20,6 +20,7 @@ from typing import Any, Literal
 from tenacity import RetryCallState, retry_if_result, stop_after_delay, wait_fixed
 from tenacity.wait import wait_base
 
+from ktest.context import check_health
 from ktest.errors import ConfigError
 from ktest.wait import report, wakeup
 from ktest.wait.defaults import check_seconds, current_defaults
@@ -111,7 +112,12 @@ class WaitRun:
 
     @contextmanager
     def evaluating(self) -> Iterator[None]:
-        """Wrap one evaluation of the check: stamps its start, records its reads."""
+        """Wrap one evaluation of the check: stamps its start, records its reads.
+
+        First, an operator registered with :mod:`ktest.context` that has crashed
+        fails the wait at once with its own error, rather than after the timeout.
+        """
+        check_health()
         self._attempt_began = time.monotonic()
         with recording_reads() as recorder:
             try:
