@@ -1,0 +1,101 @@
+"""Fixtures of the demo suite: CRDs, the two fixture operators and the fake storage backend.
+
+Copy this file as the starting point of your own suite. The ``cluster`` (one
+per session) and ``namespace`` (one per test) fixtures come from ktest's
+pytest plugin; the rest is here:
+
+- ``crds``: the project's CRDs, installed once per session and waited for;
+- ``storage``: a fresh in-memory storage backend per test (it is outside
+  Kubernetes, so it is the only thing faked);
+- ``bucket_operator``: the kopf BucketClaim operator, one per test, limited to
+  the test's namespace and wired to that test's ``storage``;
+- ``webapp_operator``: the WebApp operator (plain ``kubernetes`` client), one
+  for the whole session, watching every namespace.
+
+Fixture order matters for operators that own finalizers: an operator must
+still run while the objects it finalizes are deleted. The session operator
+outlives every test namespace by construction; the per-test one deletes what
+is left of its claims before it stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fixtures.operators.bucketclaim.storage import FakeStorage
+from fixtures.operators.webapp import operator as webapp
+from ktest.cluster import Cluster
+from ktest.operators.handle import OperatorHandle
+from ktest.operators.inprocess import run_callable
+from ktest.operators.kopf_runner import run_kopf
+from ktest.wait import eventually
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+BUCKETCLAIM_OPERATOR = FIXTURES / "operators" / "bucketclaim" / "operator.py"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "operator_errors_expected: the test makes the operator fail on purpose (e.g. a failing "
+        "backend), so errors in its log do not fail the test",
+    )
+
+
+@pytest.fixture(scope="session")
+def crds(cluster: Cluster) -> list[str]:
+    """Install ``fixtures/crds/`` once; returns the CRD names."""
+    return cluster.install_crds(FIXTURES / "crds")
+
+
+@pytest.fixture
+def storage() -> Iterator[FakeStorage]:
+    """The storage backend the BucketClaim operator provisions into (fresh per test)."""
+    backend = FakeStorage()
+    yield backend
+    backend.recover()
+
+
+@pytest.fixture
+def bucket_operator(
+    cluster: Cluster, crds: list[str], namespace: str, storage: FakeStorage, request: pytest.FixtureRequest
+) -> Iterator[OperatorHandle]:
+    """The BucketClaim operator, watching the test's namespace, provisioning into ``storage``.
+
+    kopf logs every retried handler failure as an error, and ktest fails the test on
+    an operator's errors, unless the test is marked ``operator_errors_expected``.
+    """
+    errors_expected = request.node.get_closest_marker("operator_errors_expected") is not None
+    with run_kopf(
+        BUCKETCLAIM_OPERATOR,
+        cluster,
+        namespaces=[namespace],
+        memo={"storage": storage, "retry_delay": 0.5},
+        name="bucketclaim-operator",
+        fail_on_errors=not errors_expected,
+    ) as operator:
+        yield operator
+        # Let the operator finalize what the test left behind before it stops.
+        storage.recover()
+        if not operator.alive:
+            operator.restart()
+        for claim in cluster.list("storage.example.com/v1alpha1", "BucketClaim", namespace):
+            cluster.delete(claim, missing_ok=True)
+        eventually(
+            lambda: not cluster.list("storage.example.com/v1alpha1", "BucketClaim", namespace),
+            description="the test's BucketClaims are finalized and gone",
+        )
+
+
+@pytest.fixture(scope="session")
+def webapp_operator(cluster: Cluster, crds: list[str]) -> Iterator[OperatorHandle]:
+    """The WebApp operator for the whole session (no finalizers, so it may stop last)."""
+
+    def operator(ctx):  # adapts ktest's OperatorContext to the operator's own entry point
+        webapp.run(str(ctx.kubeconfig), ctx.stop, ctx.ready)
+
+    with run_callable(operator, cluster, name="webapp-operator") as handle:
+        yield handle
