@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -15,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO
 
 from ktest.assets.assets import Assets
 from ktest.controlplane import janitor
@@ -38,9 +35,10 @@ from ktest.controlplane.controller_manager import (
 )
 from ktest.controlplane.etcd import etcd_healthy, etcd_process
 from ktest.controlplane.flags import flag_name, probe
+from ktest.controlplane.janitor_client import JanitorHandle
 from ktest.controlplane.kubeconfig import write_kubeconfig
 from ktest.controlplane.ports import free_ports, is_address_in_use
-from ktest.controlplane.process import ManagedProcess, spawn
+from ktest.controlplane.process import ManagedProcess
 from ktest.errors import AssetsError, ControlPlaneError
 
 ADMIN_USER = "ktest-admin"
@@ -73,10 +71,6 @@ def _default_base_directory() -> Path:
     except OSError:
         pass
     return Path(tempfile.gettempdir())
-
-
-def _janitor_script() -> str:
-    return str(Path(janitor.__file__).resolve())
 
 
 class ControlPlane:
@@ -134,7 +128,7 @@ class ControlPlane:
         self._lock = threading.RLock()
         self._assets: Assets | None = None
         self._directory: Path | None = None
-        self._janitor: subprocess.Popen[bytes] | None = None
+        self._janitor: JanitorHandle | None = None
         self._ca: CertificateAuthority | None = None
         self._admin: KeyPair | None = None
         self._files: ApiServerFiles | None = None
@@ -342,31 +336,8 @@ class ControlPlane:
         janitor.write_owner(directory)
         if self.keep_directory:
             (directory / janitor.KEEP_FILE).touch()
-        self._start_janitor(directory)
+        self._janitor = JanitorHandle(directory, keep_directory=self.keep_directory)
         (directory / "logs").mkdir()
-
-    def _start_janitor(self, directory: Path) -> None:
-        self._janitor = spawn(
-            [sys.executable, "-I", "-S", _janitor_script()],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=Path("/"),
-            bind_to_parent=False,
-        )
-        self._tell_janitor(f"dir {directory}")
-        if self.keep_directory:
-            self._tell_janitor("keep")
-
-    def _tell_janitor(self, line: str) -> None:
-        stdin: IO[bytes] | None = self._janitor.stdin if self._janitor else None
-        if stdin is None:
-            return
-        try:
-            stdin.write(line.encode("utf-8", "surrogateescape") + b"\n")
-            stdin.flush()
-        except OSError:
-            pass
 
     def _make_certificates(self) -> None:
         if self._ca is not None:
@@ -578,17 +549,6 @@ class ControlPlane:
             self._release_janitor()
 
     def _release_janitor(self) -> None:
-        janitor_process, self._janitor = self._janitor, None
-        if janitor_process is None:
-            return
-        if janitor_process.stdin is not None:
-            try:
-                janitor_process.stdin.write(b"release\n")
-                janitor_process.stdin.close()
-            except OSError:
-                pass
-        try:
-            janitor_process.wait(5)
-        except subprocess.TimeoutExpired:
-            janitor_process.kill()
-            janitor_process.wait()
+        janitor_handle, self._janitor = self._janitor, None
+        if janitor_handle is not None:
+            janitor_handle.release()

@@ -149,10 +149,8 @@ class ManagedProcess:
         self._popen: subprocess.Popen[bytes] | None = None
         # Size of the log when the current run started: restarts append to the same file.
         self.log_offset = 0
-        self.on_start: Callable[[ManagedProcess], None] | None = None
         # Said after the log's path in errors, e.g. that the file will be removed.
         self.log_note = ""
-        self.on_stop: Callable[[ManagedProcess], None] | None = None
 
     # -- state -------------------------------------------------------------
     @property
@@ -199,8 +197,6 @@ class ManagedProcess:
                     f"Command: {self.command_line}\n"
                     f"Check that {self.command[0]} exists and is an executable for this machine."
                 ) from error
-        if self.on_start:
-            self.on_start(self)
 
     def failure(self, what: str, how_to_fix: str = "") -> ControlPlaneError:
         """An error naming the component, its command line, exit status and log tail."""
@@ -255,8 +251,6 @@ class ManagedProcess:
         # reused yet: anything it forked into its group goes down safely with it.
         self._signal_group(signal.SIGKILL)
         popen.wait()
-        if self.on_stop:
-            self.on_stop(self)
 
     def kill(self) -> None:
         """SIGKILL the process group and reap the child."""
@@ -265,8 +259,6 @@ class ManagedProcess:
             return
         self._signal_group(signal.SIGKILL)
         popen.wait()
-        if self.on_stop:
-            self.on_stop(self)
 
     def _exited_unreaped(self, timeout: float) -> bool:
         """Wait until the child exits, leaving it unreaped; False on timeout."""

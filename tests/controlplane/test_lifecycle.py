@@ -58,7 +58,7 @@ def test_exception_in_with_body_stops_everything(assets: Assets) -> None:
     _assert_nothing_left(seen["directory"], seen["pids"])
 
 
-@pytest.mark.parametrize("ending", ["kill -9", "exit without stop"])
+@pytest.mark.parametrize("ending", ["kill -9", "exit without stop", "kill -9 with a forked child"])
 def test_owner_death_leaves_nothing(assets: Assets, ending: str) -> None:
     """kill -9 of the Python process that started a plane (from a thread that has
     since ended) takes its components and its directory with it."""
@@ -69,19 +69,22 @@ def test_owner_death_leaves_nothing(assets: Assets, ending: str) -> None:
             str(assets.directory),
             "garbagecollector,namespace",
             "exit" if ending == "exit without stop" else "wait",
+            "fork" if "forked" in ending else "",
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    report: dict[str, Any] = {}
     try:
         line = child.stdout.readline() if child.stdout else ""
         if not line:
             raise AssertionError(f"child failed to start a control plane:\n{child.stderr.read()}")
         report = json.loads(line)
         directory = Path(report["directory"])
-        tree = descendants(child.pid)
+        forked = report.get("forked")
+        tree = {pid: info for pid, info in descendants(child.pid).items() if pid != forked}
         components = {
             pid: start for pid, (name, start) in tree.items() if name.startswith(("etcd", "kube-"))
         }
@@ -91,7 +94,7 @@ def test_owner_death_leaves_nothing(assets: Assets, ending: str) -> None:
         assert len(components) == 3
         assert directory.is_dir()
 
-        if ending == "kill -9":
+        if ending.startswith("kill -9"):
             os.kill(child.pid, signal.SIGKILL)
         else:
             assert child.stdin is not None
@@ -112,10 +115,14 @@ def test_owner_death_leaves_nothing(assets: Assets, ending: str) -> None:
             what="every descendant of the owner to exit",
         )
         assert live_processes_using(directory) == []
+        if forked:  # cleanup did not wait for the forked child, which still runs
+            assert alive(forked)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
+        if report.get("forked") and alive(report["forked"]):
+            os.kill(report["forked"], signal.SIGKILL)
 
 
 def test_restart_keeps_data_and_kubeconfig(assets: Assets) -> None:
