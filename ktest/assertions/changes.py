@@ -55,6 +55,17 @@ def writers(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def who_wrote(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The managers behind the write from ``old`` to ``new``: those whose managedFields
+    entry changed, else (entries keep one-second timestamps) those owning the first
+    changed field."""
+    found = writers(old, new)
+    if found:
+        return found
+    paths = changed_paths(old, new)
+    return owners(new, paths[0]) if paths else []
+
+
 def owners(obj: Mapping[str, Any], path: str) -> list[str]:
     """The managers whose managedFields claim ``path``, a field above it, or items of a
     list on the way (list items are not followed further)."""

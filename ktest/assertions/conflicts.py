@@ -106,9 +106,9 @@ def assert_conflict_on_stale_update(
                 f"is at {field(after, 'metadata.resourceVersion')}"]
     if accepted:
         observed.append("the write was accepted: the object now carries the stale copy's content "
-                        f"(annotation {PROBE_ANNOTATION}={token}), overwriting the newer changes")
-        if not field(attempt, "metadata.resourceVersion"):
-            observed.append("the copy sent had no metadata.resourceVersion: an unconditional update")
+                        f"(annotation {PROBE_ANNOTATION}={token}), overwriting the newer changes; the "
+                        "write path dropped metadata.resourceVersion, re-read the object before "
+                        "writing, or force-applied")
     else:
         observed.append("the write returned without error but the object did not change: a 409 "
                         "was swallowed, so the caller believes its write happened")

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ktest.assertions.changes import changed_fields, changed_paths, owners, writers
+from ktest.assertions.changes import changed_fields, changed_paths, who_wrote
 from ktest.assertions.history import History, Target, Write
 from ktest.assertions.objects import duration_or_default, failure, read_existing, ref_of
 from ktest.cluster.refs import ObjectRef, RefLike
@@ -107,14 +107,12 @@ def describe_writes(target: Target) -> list[str]:
 
 
 def _write_line(target: Target, write: Write, before: dict[str, Any] | None) -> str:
-    who = writers(before, write.obj) if before is not None else []
     name = f"{write.name} " if target.name is None else ""
     head = f"+{write.at:.2f}s {name}{write.type} rv {write.resource_version}"
     if write.type != "MODIFIED" or before is None:
         return head
     fields = changed_fields(before, write.obj)
-    if not who and fields:
-        who = owners(write.obj, fields[0].split(": ", 1)[0])
+    who = who_wrote(before, write.obj)
     by = f" by {', '.join(who)}" if who else ""
     if not fields:
         return f"{head}{by}: only metadata.managedFields changed"

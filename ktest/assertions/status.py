@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ktest.assertions.changes import describe_manager, short, status_writers
+from ktest.assertions.changes import describe_manager, short, status_writers, who_wrote
 from ktest.assertions.history import History, Target
 from ktest.assertions.objects import (
     describe,
@@ -471,11 +471,15 @@ def assert_transition_time_stable(
     seen: list[tuple[str, Any, Any]] = []
     violations: list[str] = []
     previous: Mapping[str, Any] | None = None
+    previous_version: Mapping[str, Any] | None = None
     for resource_version, version, at in versions:
+        who = who_wrote(previous_version, version) if previous_version is not None else []
+        by = f" (written by {', '.join(who)})" if who else ""
+        previous_version = version
         condition = _find(get_field(version, path), type)
         if condition is None:
             seen.append((resource_version, None, None))
-            violations.append(f"+{at:.2f}s rv {resource_version}: condition {type!r} was removed")
+            violations.append(f"+{at:.2f}s rv {resource_version}: condition {type!r} was removed{by}")
             previous = None
             continue
         state = (resource_version, condition.get("status"), condition.get("lastTransitionTime"))
@@ -487,13 +491,13 @@ def assert_transition_time_stable(
                 violations.append(
                     f"+{at:.2f}s rv {resource_version}: status stayed {condition.get('status')!r} but "
                     f"lastTransitionTime moved {previous.get('lastTransitionTime')} -> "
-                    f"{condition.get('lastTransitionTime')}"
+                    f"{condition.get('lastTransitionTime')}{by}"
                 )
             elif not same_status and same_time:
                 violations.append(
                     f"+{at:.2f}s rv {resource_version}: status changed {previous.get('status')!r} -> "
                     f"{condition.get('status')!r} but lastTransitionTime stayed "
-                    f"{condition.get('lastTransitionTime')}"
+                    f"{condition.get('lastTransitionTime')}{by}"
                 )
         previous = condition
     if violations:

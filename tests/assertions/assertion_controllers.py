@@ -76,11 +76,14 @@ def write(cluster: Cluster, obj: dict[str, Any], patch: dict[str, Any], *, manag
 
 
 class Controller:
-    """Runs ``reconcile`` for every event of ``kind`` in ``namespace`` until stopped.
+    """Runs ``reconcile`` for every object of ``kind`` in ``namespace`` until stopped.
 
-    With ``crash_on_error`` the first exception ends the loop, like an operator
-    process dying; :meth:`health` (registered as a health check by tests that need
-    it) then raises OperatorError. Otherwise errors are collected and it goes on.
+    Like a real controller: a watch thread feeds a de-duplicating work queue (only
+    the latest event per object waits), a worker thread reconciles one object at a
+    time, and a failed reconcile is retried after ``retry_after`` on a fresh read.
+    With ``crash_on_error`` the first exception ends the worker instead, like an
+    operator process dying; :meth:`health` (register it with
+    ``ktest.context.add_health_check``) then raises OperatorError.
     """
 
     def __init__(
@@ -102,34 +105,47 @@ class Controller:
         self.api_version = api_version
         self.on_delete = on_delete
         self.crash_on_error = crash_on_error
+        self.retry_after = retry_after
         self.errors: list[BaseException] = []
         self.crashed: BaseException | None = None
         self.passes = 0
-        self.retry_after = retry_after
-        self._lock = threading.Lock()
-        self._retries: list[threading.Timer] = []
+        self._queue: dict[str, tuple[str, dict[str, Any]]] = {}  # name -> latest (event, object)
+        self._ready = threading.Condition()
         self._stop = threading.Event()
         self._watcher = k8s_watch.Watch()
-        self._thread = threading.Thread(target=self._run, name=f"test-controller {kind}", daemon=True)
+        self._threads = [
+            threading.Thread(target=self._watch, name=f"test-controller watch {kind}", daemon=True),
+            threading.Thread(target=self._work, name=f"test-controller worker {kind}", daemon=True),
+        ]
 
     def __enter__(self) -> Controller:
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
-        for timer in list(self._retries):
-            timer.cancel()
+        with self._ready:
+            self._ready.notify_all()
         deadline = time.monotonic() + 5
-        while self._thread.is_alive() and time.monotonic() < deadline:
-            self._watcher.stop()
-            self._thread.join(0.05)
+        for thread in self._threads:
+            while thread.is_alive() and time.monotonic() < deadline:
+                self._watcher.stop()
+                thread.join(0.05)
 
     def health(self) -> None:
         if self.crashed is not None:
             raise OperatorError(f"test controller for {self.kind} crashed: {self.crashed!r}")
 
-    def _run(self) -> None:
+    def _enqueue(self, event: str, obj: dict[str, Any], *, only_if_idle: bool = False) -> None:
+        with self._ready:
+            name = obj["metadata"]["name"]
+            if only_if_idle and name in self._queue:
+                return
+            self._queue[name] = (event, obj)
+            self._ready.notify_all()
+
+    def _watch(self) -> None:
         try:
             resource = self.cluster.resource(self.api_version, self.kind)
             listing = self.cluster.rest.request(
@@ -139,7 +155,7 @@ class Controller:
             for item in listing.get("items") or []:
                 item.setdefault("apiVersion", self.api_version)
                 item.setdefault("kind", self.kind)
-                self._handle("ADDED", item)
+                self._enqueue("ADDED", item)
             while not self._stop.is_set():
                 for event in resource.watch(namespace=self.namespace, resource_version=version,
                                             timeout=60, watcher=self._watcher):
@@ -147,48 +163,49 @@ class Controller:
                         return
                     raw = event["raw_object"]
                     version = raw["metadata"]["resourceVersion"]
-                    self._handle(event["type"], raw)
-        except _Crash:
-            return
+                    if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                        self._enqueue(event["type"], raw)
         except Exception as error:
             if not self._stop.is_set():
                 self.crashed = error
 
-    def _handle(self, kind: str, obj: dict[str, Any]) -> None:
-        try:
-            with self._lock:
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            with self._ready:
+                while not self._queue and not self._stop.is_set():
+                    self._ready.wait()
                 if self._stop.is_set():
                     return
-                if kind == "DELETED":
+                name = next(iter(self._queue))
+                event, obj = self._queue.pop(name)
+            try:
+                if event == "DELETED":
                     if self.on_delete is not None:
                         self.on_delete(obj)
-                elif kind in ("ADDED", "MODIFIED"):
+                else:
                     self.passes += 1
                     self.reconcile(obj)
-        except Exception as error:
-            if self._stop.is_set():
-                raise _Crash() from error
-            self.errors.append(error)
-            if self.crash_on_error:
-                self.crashed = error
-                raise _Crash() from error
-            if kind != "DELETED":
-                self._requeue(obj)
+            except Exception as error:
+                if self._stop.is_set():
+                    return
+                self.errors.append(error)
+                if self.crash_on_error:
+                    self.crashed = error
+                    return
+                if event != "DELETED":
+                    self._retry(obj)
 
-    def _requeue(self, obj: dict[str, Any]) -> None:
-        """Reconcile the object again after ``retry_after`` (a workqueue's rate-limited retry)."""
+    def _retry(self, obj: dict[str, Any]) -> None:
+        """Reconcile again after ``retry_after``, on a fresh read (a workqueue's rate-limited retry)."""
 
         def again() -> None:
-            fresh = self.cluster.get_or_none(ObjectRef.of(obj))
-            if fresh is not None and not self._stop.is_set():
-                with contextlib.suppress(_Crash):
-                    self._handle("MODIFIED", fresh)
+            if self._stop.is_set():
+                return
+            with contextlib.suppress(Exception):
+                fresh = self.cluster.get_or_none(ObjectRef.of(obj))
+                if fresh is not None:
+                    self._enqueue("MODIFIED", fresh, only_if_idle=True)
 
         timer = threading.Timer(self.retry_after, again)
         timer.daemon = True
-        self._retries = [t for t in self._retries if t.is_alive()] + [timer]
         timer.start()
-
-
-class _Crash(Exception):
-    pass
