@@ -1,0 +1,86 @@
+"""Backend bare: the inner run starts (and stops) its own embedded control plane."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def _printed(result: pytest.RunResult, tag: str) -> list[str]:
+    return [line.split(tag, 1)[1].strip() for line in result.outlines if tag in line]
+
+
+def test_bare_backend_fixtures_users_and_dead_component_report(
+    pytester: pytest.Pytester, inner_env: dict
+) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        from kubernetes.client.exceptions import ApiException
+        from ktest.wait import eventually
+
+        def test_control_plane(cluster, control_plane, namespace):
+            print("DIR", control_plane.directory)
+            assert cluster.server == control_plane.server
+            assert cluster.version == control_plane.version
+            assert control_plane.controllers == {"garbagecollector", "namespace"}
+            assert cluster.gc_available and cluster.namespace_controller_available
+
+        def test_users_get_rbac(cluster, namespace):
+            alice = cluster.user("alice", ["devs"])
+            with pytest.raises(ApiException) as denied:
+                alice.list("v1", "ConfigMap", namespace)
+            assert denied.value.status == 403
+            rbac = "rbac.authorization.k8s.io"
+            cluster.apply({"apiVersion": rbac + "/v1", "kind": "Role",
+                           "metadata": {"name": "cm-reader", "namespace": namespace},
+                           "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                                      "verbs": ["get", "list", "watch"]}]})
+            cluster.apply({"apiVersion": rbac + "/v1", "kind": "RoleBinding",
+                           "metadata": {"name": "devs-read", "namespace": namespace},
+                           "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "cm-reader"},
+                           "subjects": [{"apiGroup": rbac, "kind": "Group", "name": "devs"}]})
+
+            def alice_can_list():  # RBAC sees the new binding a moment later
+                try:
+                    return alice.list("v1", "ConfigMap", namespace) == []
+                except ApiException as error:
+                    raise AssertionError(f"still {error.status}") from None
+
+            eventually(alice_can_list)
+
+        def test_zz_controller_manager_dies(control_plane):
+            control_plane.processes()["kube-controller-manager"].kill()
+            assert False, "operator stopped making progress"
+        """
+    )
+    result = pytester.runpytest_inprocess("-s")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ktest: kube-controller-manager died; last lines of its log*",
+            "*I1*",  # klog lines of the controller manager's log
+        ]
+    )
+    result.stdout.fnmatch_lines(["cluster: embedded control plane * at https://127.0.0.1:*"])
+    (directory,) = _printed(result, "DIR ")
+    assert not Path(directory).exists(), "the control plane's directory outlived the session"
+
+
+def test_bare_without_controllers(pytester: pytest.Pytester, inner_env: dict) -> None:
+    pytester.makepyfile(
+        """
+        def test_one(cluster, control_plane, namespace):
+            assert control_plane.controllers == frozenset()
+            assert not cluster.namespace_controller_available
+
+        def test_two(namespace):
+            pass
+        """
+    )
+    result = pytester.runpytest_inprocess("--ktest-controllers=none")
+    result.assert_outcomes(passed=2)
+    # Namespaces cannot finish deleting without the namespace controller: said once, not per test.
+    assert result.stdout.str().count("NamespaceCleanupWarning: namespace ") == 1
+    result.stdout.fnmatch_lines(["*left Terminating: no namespace controller runs on this cluster*"])
