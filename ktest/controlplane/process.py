@@ -13,7 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import ctypes
-import ctypes.util
+import functools
 import os
 import queue
 import shlex
@@ -70,10 +70,15 @@ def _spawner() -> _Spawner:
         return spawner
 
 
+@functools.lru_cache(maxsize=1)
+def _prctl() -> Any:
+    # CDLL(None) is the running program, which links libc: no library search needed.
+    return ctypes.CDLL(None, use_errno=True).prctl
+
+
 def _parent_death_hook(parent_pid: int) -> Callable[[], None]:
     """A ``preexec_fn`` that asks the kernel to SIGKILL the child when the parent dies."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    prctl = libc.prctl
+    prctl = _prctl()
 
     def hook() -> None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
