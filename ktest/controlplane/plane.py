@@ -198,6 +198,17 @@ class ControlPlane:
         }
         return {name: process for name, process in found.items() if process is not None}
 
+    def check(self) -> None:
+        """Raise ControlPlaneError (with its log tail) if a component has died since start."""
+        with self._lock:
+            self._require_started()
+            for process in self.processes().values():
+                if not process.running:
+                    raise process.failure(
+                        "died while the control plane was in use",
+                        "Its log above says why; cp.restart() starts it again on the same data.",
+                    )
+
     def __repr__(self) -> str:
         state = f"server={self.server}" if self._started else "stopped"
         return f"ControlPlane({state}, directory={self._directory})"

@@ -25,6 +25,7 @@ from controlplane_helpers import (
 
 from ktest.assets.assets import Assets
 from ktest.controlplane import ControlPlane
+from ktest.errors import ControlPlaneError
 
 HERE = Path(__file__).parent
 
@@ -133,8 +134,14 @@ def test_restart_keeps_data_and_kubeconfig(assets: Assets) -> None:
         old_pids = [p.pid for p in plane.processes().values()]
         old_server = plane.server
 
+        plane.check()
+        plane.processes()["kube-apiserver"].kill()  # a crash, as far as the plane knows
+        with pytest.raises(ControlPlaneError, match=r"kube-apiserver died .*SIGKILL"):
+            plane.check()
+
         plane.restart()
 
+        plane.check()
         assert not [pid for pid in old_pids if alive(pid)]
         assert plane.server == old_server  # ports reused while free
         # The kubeconfig written before the restart still works.
