@@ -5,10 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-
-def _printed(result: pytest.RunResult, tag: str) -> list[str]:
-    return [line.split(tag, 1)[1].strip() for line in result.outlines if tag in line]
+from plugin_helpers import printed
 
 
 def test_bare_backend_fixtures_users_and_dead_component_report(
@@ -64,7 +61,7 @@ def test_bare_backend_fixtures_users_and_dead_component_report(
         ]
     )
     result.stdout.fnmatch_lines(["cluster: embedded control plane * at https://127.0.0.1:*"])
-    (directory,) = _printed(result, "DIR ")
+    (directory,) = printed(result, "DIR ")
     assert not Path(directory).exists(), "the control plane's directory outlived the session"
 
 

@@ -10,36 +10,11 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
+from plugin_helpers import crd_yaml as crd
 
 from ktest.cluster import Cluster
 
 CRD_API = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
-
-
-def crd(plural: str, kind: str, group: str, versions: tuple[str, ...] = ("v1",)) -> str:
-    """A minimal valid CRD as YAML."""
-    listed = "".join(
-        f"""
-  - name: {version}
-    served: true
-    storage: {"true" if index == 0 else "false"}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}"""
-        for index, version in enumerate(versions)
-    )
-    return f"""apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: {plural}.{group}
-spec:
-  group: {group}
-  scope: Namespaced
-  names: {{plural: {plural}, singular: {plural[:-1]}, kind: {kind}}}
-  versions:{listed}
-"""
 
 
 def setup_errors(reports: pytest.HookRecorder) -> list[str]:

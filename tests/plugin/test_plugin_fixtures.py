@@ -10,15 +10,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from plugin_helpers import printed
 
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
-
-def _printed(result: pytest.RunResult, tag: str) -> list[str]:
-    return [line.split(tag, 1)[1].strip() for line in result.outlines if tag in line]
 
 
 def test_cluster_and_namespace_fixtures(
@@ -48,7 +46,7 @@ def test_cluster_and_namespace_fixtures(
     )
     result = pytester.runpytest_inprocess("-s", *existing_args)
     result.assert_outcomes(passed=4)
-    names = _printed(result, "NS ")
+    names = printed(result, "NS ")
     assert len(names) == 4 and len(set(names)) == 4
     for name in names:
         assert DNS_LABEL.match(name) and len(name) <= 63, name
@@ -75,7 +73,7 @@ def test_keep_namespaces_on_failure(
     )
     result = pytester.runpytest_inprocess("-s", "--ktest-keep-namespaces=on-failure", *existing_args)
     result.assert_outcomes(passed=1, failed=1)
-    passed_ns, failed_ns = _printed(result, "NS ")
+    passed_ns, failed_ns = printed(result, "NS ")
     assert admin.get_or_none(("v1", "Namespace", passed_ns)) is None
     assert admin.exists(("v1", "Namespace", failed_ns))
     result.stdout.fnmatch_lines([f"*KeptNamespaceWarning: kept namespace {failed_ns}*"])
@@ -133,7 +131,7 @@ def test_failure_report_and_stuck_finalizer(
         "-s", "--ktest-crds=crd.yaml", "--ktest-finalizer-grace=0.5", *existing_args
     )
     result.assert_outcomes(failed=1)
-    (name,) = _printed(result, "NS ")
+    (name,) = printed(result, "NS ")
     result.stdout.fnmatch_lines(
         [
             "*ktest: operator log*",

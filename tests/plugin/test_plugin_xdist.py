@@ -1,0 +1,63 @@
+"""pytest-xdist: one control plane owned by the controller process, shared by two workers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from plugin_helpers import crd_yaml
+
+WORKER_TESTS = """
+import json, os, pytest
+from kubernetes.client.exceptions import ApiException
+
+OUT = os.environ["KTEST_TEST_OUT"]
+
+@pytest.mark.parametrize("n", range(4))
+def test_worker(cluster, namespace, n):
+    cluster.create({"apiVersion": "xdist.example.com/v1", "kind": "Crate",
+                    "metadata": {"name": "c"}, "spec": {"n": n}}, namespace=namespace)
+    bob = cluster.user("bob")
+    with pytest.raises(ApiException) as denied:
+        bob.get(("v1", "Namespace", namespace))
+    assert denied.value.status == 403
+    with open(os.path.join(OUT, f"{n}.json"), "w") as out:
+        json.dump({"worker": os.environ["PYTEST_XDIST_WORKER"], "pid": os.getpid(),
+                   "server": cluster.server, "kubeconfig": str(cluster.kubeconfig),
+                   "namespace": namespace}, out)
+"""
+
+
+def test_two_workers_share_one_control_plane(
+    pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setenv("KTEST_TEST_OUT", str(out))
+    pytester.path.joinpath("crd.yaml").write_text(crd_yaml("crates", "Crate", "xdist.example.com"))
+    pytester.makepyfile(test_workers=WORKER_TESTS)
+    result = pytester.runpytest_subprocess("-n", "2", "--ktest-crds=crd.yaml", timeout=300)
+    result.assert_outcomes(passed=4)
+    seen = [json.loads(path.read_text()) for path in sorted(out.glob("*.json"))]
+    assert len(seen) == 4
+    assert {entry["worker"] for entry in seen} == {"gw0", "gw1"}
+    assert len({entry["pid"] for entry in seen}) == 2
+    assert len({entry["server"] for entry in seen}) == 1, "workers must share one API server"
+    assert len({entry["namespace"] for entry in seen}) == 4
+    result.stdout.fnmatch_lines(["cluster: embedded control plane * at https://127.0.0.1:*"])
+    # The controller stopped the control plane at the end: its directory is gone.
+    assert not Path(seen[0]["kubeconfig"]).parent.exists()
+
+
+def test_worker_reports_the_controllers_start_error(
+    pytester: pytest.Pytester, inner_env: dict
+) -> None:
+    pytester.path.joinpath("crd.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    pytester.makepyfile("def test_a(cluster):\n    pass\n\ndef test_b(cluster):\n    pass\n")
+    result = pytester.runpytest_subprocess("-n", "2", "--ktest-crds=crd.yaml", timeout=300)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(
+        ["*CRDError: *crd.yaml, document 1 (line 1): ConfigMap x (v1) is not a CustomResourceDefinition*"]
+    )
+    result.stdout.fnmatch_lines(["*raised in the pytest-xdist controller*"])
