@@ -37,3 +37,8 @@ lint: venv
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The seeded-bug detection matrix: the demo suite against the correct operators and every seeded bug.
+.PHONY: matrix
+matrix: venv binaries
+	$(BIN)/python scripts/detection_matrix.py $(if $(PYTEST_ARGS),-- $(PYTEST_ARGS),)

@@ -89,6 +89,7 @@ def _wait_served(cluster: Cluster, crd: _Pending, deadline: float, timeout: floa
         if conditions.get("Established", {}).get("status") == "True" and names.get("status") == "True":
             remaining = [gv for gv in remaining if not cluster.discovery.served(gv, crd.kind)]
             if not remaining:
+                _wait_storage_ready(cluster, crd, deadline, timeout)
                 return
         if time.monotonic() >= deadline:
             seen = ", ".join(f"{t}={c.get('status')}" for t, c in sorted(conditions.items())) or "none"
@@ -97,3 +98,24 @@ def _wait_served(cluster: Cluster, crd: _Pending, deadline: float, timeout: floa
                 f"{timeout:.0f}s: versions not served yet: {', '.join(remaining)}; conditions: {seen}"
             )
         time.sleep(_POLL)
+
+
+def _wait_storage_ready(cluster: Cluster, crd: _Pending, deadline: float, timeout: float) -> None:
+    """Wait until a LIST of each version answers: a resource that is served can still answer
+    429 "storage is (re)initializing" while its watch cache fills, and operators started
+    right after the installation would log that as an error."""
+    for group_version in crd.group_versions:
+        path = cluster.info(group_version, crd.kind).path()
+        while True:
+            try:
+                cluster.rest.request("GET", path)
+                break
+            except ApiError as error:
+                if error.status != 429:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise CRDError(
+                        f"{crd.manifest.origin}: CustomResourceDefinition {crd.name}: {group_version} "
+                        f"is served but its storage was not ready within {timeout:.0f}s: {error.message}"
+                    ) from None
+            time.sleep(_POLL)
