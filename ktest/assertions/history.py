@@ -141,11 +141,14 @@ class History:
                     for target in self.targets:
                         if not self._delivered(target):
                             target.problems.append(
-                                f"the watch had not delivered every write {SETTLE_TIMEOUT:g}s after "
-                                "the window: some writes may be missing below"
+                                f"the watch had not caught up with the end of the window "
+                                f"{SETTLE_TIMEOUT:g}s later: the last writes are missing below"
                             )
                     break
                 self._condition.wait(remaining)
+            self._stopping.set()  # record nothing more
+            for target in self.targets:
+                self._trim(target)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -204,6 +207,8 @@ class History:
                     continue
                 write = Write(time.monotonic() - self.started, str(kind), dict(raw))
                 with self._condition:
+                    if self._stopping.is_set():
+                        return
                     target.writes.append(write)
                     self._condition.notify_all()
         except Exception as error:
@@ -220,16 +225,41 @@ class History:
             return True
         if target.watch_ended:
             return True
-        last_seen: dict[str, str | None] = {}
-        for write in target.writes:
-            last_seen[write.name] = None if write.type == "DELETED" else write.resource_version
-        for name, obj in target.final.items():
-            if _version(obj) != _version(target.baseline.get(name)) and (
-                last_seen.get(name) != obj["metadata"]["resourceVersion"]
-            ):
-                return False
-        return all(name in target.final or (name in last_seen and last_seen[name] is None)
-                   for name in target.baseline)
+        return all(_end_index(target, name) is not None for name in _ended(target))
+
+    def _trim(self, target: Target) -> None:
+        """Drop writes made after the end read (a loop that goes on after the window)."""
+        cut: dict[str, int] = {}
+        for name in _ended(target):
+            index = _end_index(target, name)
+            if index is not None:
+                cut[name] = index
+        window = self.ended - self.started
+        target.writes = [
+            write for index, write in enumerate(target.writes)
+            if (index <= cut[write.name] if write.name in cut else write.at <= window)
+        ]
+
+
+def _ended(target: Target) -> list[str]:
+    """Names whose end state differs from their start: the watch must reach that state."""
+    return [name for name in {**target.baseline, **target.final}
+            if _version(target.final.get(name)) != _version(target.baseline.get(name))]
+
+
+def _end_index(target: Target, name: str) -> int | None:
+    """Index of the write that produced ``name``'s end state, if delivered yet."""
+    final = target.final.get(name)
+    for index, write in enumerate(target.writes):
+        if write.name != name:
+            continue
+        if final is None and write.type == "DELETED":
+            return index
+        if final is not None and write.type != "DELETED" and (
+            write.resource_version == final["metadata"]["resourceVersion"]
+        ):
+            return index
+    return None
 
 
 def _version(obj: Mapping[str, Any] | None) -> tuple[Any, Any] | None:

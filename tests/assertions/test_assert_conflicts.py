@@ -1,0 +1,148 @@
+"""Conflict assertions: stale copies get 409, and operators survive concurrent writers
+(or crash on the first conflict, the bug the design documents warn about)."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from assertion_controllers import Controller, widget
+from kubernetes.client.exceptions import ApiException
+
+from ktest.assertions import (
+    ConcurrentWriter,
+    assert_conflict_on_stale_update,
+    assert_survives_concurrent_writes,
+    stale_copy,
+)
+from ktest.cluster import Cluster
+from ktest.context import add_health_check
+from ktest.errors import ClusterError
+
+LABEL = "assertions.ktest.test/size"
+Reconcile = Callable[[dict[str, Any]], None]
+
+
+def slow_labeler(cluster: Cluster) -> Reconcile:
+    """Labels the object with its size through a read-modify-write PUT, after a slow
+    call to the outside world: the copy it writes is often stale by then."""
+
+    def reconcile(obj: dict[str, Any]) -> None:
+        wanted = str(obj["spec"]["size"])
+        if (obj["metadata"].get("labels") or {}).get(LABEL) == wanted:
+            return
+        time.sleep(0.2)  # the external call the reconcile waits for
+        updated = copy.deepcopy(obj)
+        updated["metadata"]["labels"] = {**(obj["metadata"].get("labels") or {}), LABEL: wanted}
+        cluster.update(updated)
+
+    return reconcile
+
+
+def labelled(cluster: Cluster, obj: dict[str, Any]) -> Callable[[], bool]:
+    return lambda: (cluster.get(obj)["metadata"].get("labels") or {}).get(LABEL) == str(obj["spec"]["size"])
+
+
+# ----------------------------------------------------------------- stale copies
+
+
+def test_stale_copy_gets_409_conflict(cluster: Cluster, ns: str) -> None:
+    created = cluster.create(widget("w1", ns))
+    stale = stale_copy(cluster, created)
+    error = assert_conflict_on_stale_update(cluster, stale)
+    assert error.status == 409
+    current = cluster.get(created)
+    assert current["metadata"]["resourceVersion"] != stale["metadata"]["resourceVersion"]
+    assert "ktest/stale-write" not in (current["metadata"].get("annotations") or {})
+
+
+def test_conflict_assertion_fails_when_writes_refresh_the_version(cluster: Cluster, ns: str) -> None:
+    created = cluster.create(widget("w1", ns))
+    stale = stale_copy(cluster, created)
+
+    def last_write_wins(obj: dict[str, Any]) -> None:
+        """The classic 'fix' for conflicts: take the latest resourceVersion, keep stale content."""
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["resourceVersion"] = cluster.get(obj)["metadata"]["resourceVersion"]
+        cluster.update(obj)
+
+    with pytest.raises(AssertionError) as failure:
+        assert_conflict_on_stale_update(cluster, stale, write=last_write_wins)
+    message = str(failure.value)
+    assert (f"a write of Widget {ns}/w1 (assertions.ktest.test/v1, uid {created['metadata']['uid']}) from a "
+            "stale copy did not get 409 Conflict") in message
+    assert "Rule: optimistic concurrency" in message
+    assert f"the stale copy was at resourceVersion {stale['metadata']['resourceVersion']}" in message
+    assert "the write was accepted: the object now carries the stale copy's content" in message
+    overwritten = cluster.get(created)["metadata"].get("annotations") or {}
+    assert "ktest/stale-copy" not in overwritten  # the newer change is lost
+
+
+def test_conflict_assertion_fails_when_the_conflict_is_swallowed(cluster: Cluster, ns: str) -> None:
+    created = cluster.create(widget("w1", ns))
+    stale = stale_copy(cluster, created)
+
+    def swallowing(obj: dict[str, Any]) -> None:
+        try:
+            cluster.update(obj)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+
+    with pytest.raises(AssertionError) as failure:
+        assert_conflict_on_stale_update(cluster, stale, write=swallowing)
+    assert "a 409 was swallowed, so the caller believes its write happened" in str(failure.value)
+
+
+# ----------------------------------------------------------------- concurrent writers
+
+
+@pytest.mark.parametrize("mode", ["patch", "update"])
+def test_concurrent_writer_writes_and_counts(cluster: Cluster, ns: str, mode: str) -> None:
+    created = cluster.create(widget("w1", ns))
+    with ConcurrentWriter(cluster, created, duration=0.5, mode=mode) as writer:
+        writer.join()
+    assert writer.writes >= 3
+    assert writer.errors == []
+    annotations = cluster.get(created)["metadata"]["annotations"]
+    assert annotations["ktest/concurrent-writer"] == str(writer.writes)
+    assert f"{writer.writes} writes to Widget {ns}/w1" in writer.summary()
+
+
+def test_concurrent_writer_surfaces_its_errors(cluster: Cluster, ns: str) -> None:
+    created = cluster.create(widget("w1", ns))
+    outsider = cluster.user("outsider")  # no RBAC grants: every write is forbidden
+    with pytest.raises(ClusterError) as failure, ConcurrentWriter(outsider, created) as writer:
+        writer._thread.join() if writer._thread else None  # it stops by itself on the error
+    message = str(failure.value)
+    assert f"the concurrent writer of Widget {ns}/w1" in message
+    assert "stopped on an error after 0 writes: ApiError: 403 Forbidden" in message
+
+
+def test_survives_concurrent_writes_passes_when_conflicts_are_retried(cluster: Cluster, ns: str) -> None:
+    with Controller(cluster, ns, slow_labeler(cluster)) as controller:
+        add_health_check(controller.health)
+        created = cluster.create(widget("w1", ns, size=3))
+        writer = assert_survives_concurrent_writes(cluster, created, labelled(cluster, created), duration=1)
+    assert writer.writes >= 5
+    assert any(getattr(error, "status", None) == 409 for error in controller.errors)  # it did see conflicts
+
+
+def test_survives_concurrent_writes_fails_when_a_conflict_crashes_the_operator(
+    cluster: Cluster, ns: str
+) -> None:
+    with Controller(cluster, ns, slow_labeler(cluster), crash_on_error=True) as controller:
+        forget = add_health_check(controller.health)
+        created = cluster.create(widget("w1", ns, size=3))
+        with pytest.raises(AssertionError) as failure:
+            assert_survives_concurrent_writes(cluster, created, labelled(cluster, created), duration=1)
+        forget()  # the crash is this test's expected outcome: do not fail it at teardown
+    message = str(failure.value)
+    assert (f"the operator failed during the concurrent writes on Widget {ns}/w1 "
+            "(assertions.ktest.test/v1)") in message
+    assert "Rule: a 409 Conflict is not an error for a controller" in message
+    assert "health check: OperatorError: test controller for Widget crashed" in message
+    assert "409" in message
