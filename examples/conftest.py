@@ -28,9 +28,7 @@ import pytest
 from fixtures.operators.bucketclaim.storage import FakeStorage
 from fixtures.operators.webapp import operator as webapp
 from ktest.cluster import Cluster
-from ktest.operators.handle import OperatorHandle
-from ktest.operators.inprocess import run_callable
-from ktest.operators.kopf_runner import run_kopf
+from ktest.operators import OperatorContext, OperatorHandle, run_callable, run_kopf
 from ktest.wait import eventually
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -94,7 +92,7 @@ def bucket_operator(
 def webapp_operator(cluster: Cluster, crds: list[str]) -> Iterator[OperatorHandle]:
     """The WebApp operator for the whole session (no finalizers, so it may stop last)."""
 
-    def operator(ctx):  # adapts ktest's OperatorContext to the operator's own entry point
+    def operator(ctx: OperatorContext) -> None:  # ktest's OperatorContext -> the operator's entry point
         webapp.run(str(ctx.kubeconfig), ctx.stop, ctx.ready)
 
     with run_callable(operator, cluster, name="webapp-operator") as handle:

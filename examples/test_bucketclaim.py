@@ -31,7 +31,7 @@ from ktest.assertions import (
     finalizer_scenario,
 )
 from ktest.cluster import Cluster
-from ktest.operators.handle import OperatorHandle
+from ktest.operators import OperatorHandle
 from ktest.wait import assert_matches, consistently
 
 pytestmark = pytest.mark.usefixtures("bucket_operator")
