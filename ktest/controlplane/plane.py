@@ -264,6 +264,27 @@ class ControlPlane:
                 raise
             self._started = True
 
+    def restart_controllers(self) -> None:
+        """Restart kube-controller-manager alone (a no-op when none runs).
+
+        The garbage collector discovers resource types at start and then only every
+        30 s, so for custom resources whose CRD was installed after start, deleting an
+        owner may take that long to reach its dependents. Call this after installing
+        CRDs: the restarted garbage collector watches them at once.
+        """
+        with self._lock:
+            self._require_started()
+            if self._controller_manager is None:
+                return
+            self._running_controllers = frozenset()
+            self._controller_manager.stop(_STOP_TIMEOUT)
+            self._controller_manager = None
+            try:
+                self._start_controller_manager()
+            except BaseException:
+                self._teardown()
+                raise
+
     def add_user(self, name: str, groups: Iterable[str] = ()) -> Path:
         """A kubeconfig for a client-certificate identity (CN=name, O=groups)."""
         with self._lock:

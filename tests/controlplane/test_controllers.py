@@ -9,6 +9,8 @@ import kubernetes
 import pytest
 from controlplane_helpers import wait_for
 
+from ktest.controlplane import ControlPlane
+
 ApiException = kubernetes.client.ApiException
 
 
@@ -108,3 +110,81 @@ def test_namespace_deletion_completes(admin_client: Any) -> None:
     with pytest.raises(ApiException) as gone:
         core.read_namespaced_config_map("cm-0", name)
     assert gone.value.status == 404
+
+
+GADGET_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def test_custom_resource_owner_is_collected_after_restart_controllers(
+    shared_plane: ControlPlane, admin_client: Any, namespace: str
+) -> None:
+    """A CRD installed after start: restart_controllers() makes the garbage collector
+    watch it, so deleting a custom-resource owner collects its dependents at once
+    (without it, the next periodic rediscovery comes up to 30 s later)."""
+    kubernetes.client.ApiextensionsV1Api(admin_client).create_custom_resource_definition(
+        GADGET_CRD
+    )
+    custom = kubernetes.client.CustomObjectsApi(admin_client)
+    core = kubernetes.client.CoreV1Api(admin_client)
+
+    def create_owner() -> Any:
+        try:
+            return custom.create_namespaced_custom_object(
+                "example.com",
+                "v1",
+                namespace,
+                "gadgets",
+                {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}},
+            )
+        except ApiException as error:
+            if error.status == 404:  # not served yet
+                return None
+            raise
+
+    owner = wait_for(create_owner, timeout=30, what="the Gadget CRD to be served")
+    shared_plane.restart_controllers()
+    assert shared_plane.controllers == frozenset({"garbagecollector", "namespace"})
+    core.create_namespaced_config_map(
+        namespace,
+        {
+            "metadata": {
+                "name": "gadget-part",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "example.com/v1",
+                        "kind": "Gadget",
+                        "name": "g",
+                        "uid": owner["metadata"]["uid"],
+                    }
+                ],
+            }
+        },
+    )
+    custom.delete_namespaced_custom_object("example.com", "v1", namespace, "gadgets", "g")
+    wait_for(
+        lambda: _exists(core.read_namespaced_config_map, "gadget-part", namespace) is None,
+        timeout=15,  # well under the 30 s rediscovery period
+        what="the garbage collector to delete the Gadget's dependent",
+    )
