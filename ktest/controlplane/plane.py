@@ -146,7 +146,10 @@ class ControlPlane:
     # -- public state ------------------------------------------------------------
     @property
     def directory(self) -> Path:
-        """The private temporary directory (logs/, certs/, etcd/, kubeconfigs)."""
+        """The private temporary directory. Its layout is relied upon elsewhere:
+        ``admin.kubeconfig``, ``users/<name>.kubeconfig``, ``certs/ca.crt`` and
+        ``certs/ca.key`` (ECDSA), ``logs/<component>.log``, ``etcd/`` (data),
+        ``audit.log``."""
         if self._directory is None:
             raise ControlPlaneError("the control plane has no directory yet: call start() first.")
         return self._directory
