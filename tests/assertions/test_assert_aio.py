@@ -1,0 +1,165 @@
+"""The async variants: they await without blocking the event loop (an asyncio
+operator keeps reconciling meanwhile), fail with the same messages, and accept
+coroutine callables."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from assertion_controllers import Controller, now, widget, write
+from test_assert_finalizers import FINALIZER, Store, finalizing_reconciler
+from test_assert_ownership import child_maker, child_of
+from test_assert_quiescence import status_loop
+from test_assert_status import status_writer
+
+from ktest.assertions import ConcurrentWriter, aio
+from ktest.cluster import Cluster
+
+pytestmark = pytest.mark.asyncio
+
+
+async def async_operator(cluster: Cluster, obj: dict[str, Any], stop: asyncio.Event) -> None:
+    """An operator running on the test's event loop: adds the finalizer, then reports Ready.
+    If an assertion blocked the loop, it would never get to do either."""
+    while not stop.is_set():
+        current = await asyncio.to_thread(cluster.get, obj)
+        finalizers = current["metadata"].get("finalizers") or []
+        if FINALIZER not in finalizers:
+            await asyncio.to_thread(write, cluster, current,
+                                    {"metadata": {"finalizers": [*finalizers, FINALIZER]}}, manager="aio-op")
+        elif (current.get("status") or {}).get("observedGeneration") != current["metadata"]["generation"]:
+            condition = {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "ok",
+                         "lastTransitionTime": now()}
+            await asyncio.to_thread(write, cluster, current, {"status": {
+                "observedGeneration": current["metadata"]["generation"], "conditions": [condition]}},
+                manager="aio-op", subresource="status")
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.05)
+
+
+async def test_aio_assertions_leave_the_event_loop_to_the_operator(cluster: Cluster, ns: str) -> None:
+    created = cluster.create(widget("w1", ns))
+    stop = asyncio.Event()
+    operator = asyncio.create_task(async_operator(cluster, created, stop))
+    try:
+        obj = await aio.assert_has_finalizer(cluster, created, FINALIZER)
+        condition = await aio.assert_condition(cluster, created, "Ready", reason="Reconciled")
+        await aio.assert_observed_generation(cluster, created)
+    finally:
+        stop.set()
+        await operator
+    assert FINALIZER in obj["metadata"]["finalizers"]
+    assert condition["status"] == "True"
+    cluster.patch(created, {"metadata": {"finalizers": None}})
+
+
+async def test_aio_assertion_fails_with_the_same_message(cluster: Cluster, ns: str) -> None:
+    created = cluster.create(widget("w1", ns))
+    with pytest.raises(AssertionError) as failure:
+        await aio.assert_has_finalizer(cluster, created, FINALIZER, timeout=0.5)
+    message = str(failure.value)
+    uid = created["metadata"]["uid"]
+    assert f"Widget {ns}/w1 (assertions.ktest.test/v1, uid {uid}) never got finalizer" in message
+    assert "Rule: an operator that cleans up on deletion adds its finalizer" in message
+
+
+async def test_aio_finalizer_scenario_with_coroutine_callables(cluster: Cluster, ns: str) -> None:
+    store = Store()
+    calls: list[str] = []
+
+    async def break_cleanup() -> None:
+        calls.append("break")
+        store.fail_deletes = True
+
+    async def fix_cleanup() -> None:
+        calls.append("fix")
+        store.fail_deletes = False
+
+    with Controller(cluster, ns, finalizing_reconciler(cluster, store)):
+        created = cluster.create(widget("w1", ns))
+        result = await aio.finalizer_scenario(cluster, created, FINALIZER, break_cleanup=break_cleanup,
+                                              fix_cleanup=fix_cleanup, blocked_for=1)
+    assert calls == ["break", "fix"]
+    assert result.uid == created["metadata"]["uid"]
+    assert store.buckets == set()
+
+
+async def test_aio_finalizer_scenario_fails_with_an_async_context_manager(cluster: Cluster, ns: str) -> None:
+    store = Store()
+
+    @contextlib.asynccontextmanager
+    async def cleanup_failing() -> AsyncIterator[None]:
+        store.fail_deletes = True
+        try:
+            yield
+        finally:
+            store.fail_deletes = False
+
+    with Controller(cluster, ns, finalizing_reconciler(cluster, store, remove_first=True)):
+        created = cluster.create(widget("w1", ns))
+        with pytest.raises(AssertionError) as failure:
+            await aio.finalizer_scenario(cluster, created, FINALIZER, cleanup_failing=cleanup_failing(),
+                                         blocked_for=1)
+    assert "step 'deletion blocked while cleanup fails' failed" in str(failure.value)
+    assert store.fail_deletes is False
+
+
+async def test_aio_ownership_and_garbage_collection(cluster: Cluster, ns: str) -> None:
+    with Controller(cluster, ns, child_maker(cluster)):
+        owner = cluster.create(widget("w1", ns))
+        reference = await aio.assert_owned_by(cluster, child_of(owner), owner)
+        await aio.assert_garbage_collected(cluster, child_of(owner), owner)
+    assert reference["uid"] == owner["metadata"]["uid"]
+    assert not cluster.exists(child_of(owner))
+
+
+async def test_aio_quiescent_fails_on_a_status_loop(cluster: Cluster, ns: str) -> None:
+    with Controller(cluster, ns, status_loop(cluster)):
+        created = cluster.create(widget("w1", ns))
+        await aio.assert_observed_generation(cluster, created)
+        with pytest.raises(AssertionError, match=r"is not quiescent: \d+ writes in a 1s window"):
+            await aio.assert_quiescent(cluster, created, window=1)
+
+
+async def test_aio_transition_time_with_an_async_trigger(cluster: Cluster, ns: str) -> None:
+    with Controller(cluster, ns, status_writer(cluster)):
+        created = cluster.create(widget("w1", ns))
+        await aio.assert_condition(cluster, created, "Ready")
+
+        async def poke() -> None:
+            await asyncio.to_thread(cluster.patch, created, {"spec": {"message": "poke"}})
+
+        history = await aio.assert_transition_time_stable(cluster, created, "Ready", duration=1, trigger=poke)
+    assert len(history.versions) >= 3
+
+
+async def test_aio_conflicts_with_async_write_and_converged(cluster: Cluster, ns: str) -> None:
+    created = cluster.create(widget("w1", ns))
+    stale = await aio.stale_copy(cluster, created)
+
+    async def put(obj: dict[str, Any]) -> None:
+        await asyncio.to_thread(cluster.update, copy.deepcopy(obj))
+
+    error = await aio.assert_conflict_on_stale_update(cluster, stale, write=put)
+    assert error.status == 409
+
+    async def converged() -> bool:
+        current = await asyncio.to_thread(cluster.get, created)
+        return bool(current["metadata"]["annotations"].get("ktest/concurrent-writer"))
+
+    writer = await aio.assert_survives_concurrent_writes(cluster, created, converged, duration=0.5)
+    assert writer.writes >= 3
+
+
+async def test_aio_concurrent_writer_as_async_context_manager(cluster: Cluster, ns: str) -> None:
+    created = cluster.create(widget("w1", ns))
+    async with ConcurrentWriter(cluster, created, interval=0.02) as writer:
+        await asyncio.sleep(0.3)  # the event loop runs while the writer thread writes
+    assert writer.writes >= 3
+    assert re.match(rf"{writer.writes} writes to Widget {ns}/w1", writer.summary())
