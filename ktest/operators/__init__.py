@@ -1,0 +1,42 @@
+"""Run the operator under test: a Python callable (thread or asyncio), kopf, or any command.
+
+Every kind returns an :class:`OperatorHandle` (``stop``, ``crash``, ``restart``,
+``logs``, ``alive``, ``wait_ready``, ``error``), a context manager that stops the
+operator on exit and reports its failures to the test run. ``operator_identity``
+runs it with least privilege; ``build_go_binary`` builds a Go manager once.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "OperatorHandle": "ktest.operators.handle",
+    "OperatorContext": "ktest.operators.inprocess",
+    "CallableOperator": "ktest.operators.inprocess",
+    "run_callable": "ktest.operators.inprocess",
+    "KopfOperator": "ktest.operators.kopf_runner",
+    "run_kopf": "ktest.operators.kopf_runner",
+    "ProcessOperator": "ktest.operators.process_runner",
+    "run_subprocess": "ktest.operators.process_runner",
+    "OperatorIdentity": "ktest.operators.rbac",
+    "operator_identity": "ktest.operators.rbac",
+    "load_roles": "ktest.operators.rbac",
+    "build_go_binary": "ktest.operators.gobuild",
+    "Denial": "ktest.operators.denials",
+    "find_denials": "ktest.operators.denials",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ktest.operators' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

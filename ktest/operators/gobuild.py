@@ -1,0 +1,165 @@
+"""Build a Go operator (e.g. a controller-runtime manager) once and cache the binary.
+
+The cache key is a hash of the module's Go sources (``*.go`` without tests,
+``go.mod``, ``go.sum``, ``go.work*``, ``vendor/modules.txt``), the Go
+version, the target platform, the package and the build flags, so an
+unchanged operator is never rebuilt, across test runs and xdist workers.
+Binaries are built with ``CGO_ENABLED=0 -trimpath -buildvcs=false`` into
+``<ktest cache>/operators/<name>-<hash>/<name>``, written to a temporary name
+and renamed into place under a file lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shlex
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import filelock
+
+from ktest.errors import OperatorError
+
+_SOURCE_NAMES = frozenset({"go.mod", "go.sum", "go.work", "go.work.sum"})
+_SKIP_DIRECTORIES = frozenset({"bin", "dist", "testdata", "node_modules"})
+_LOG_TAIL_LINES = 30
+
+
+def operators_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``<ktest cache>/operators`` (the cache root honours ``KTEST_CACHE_DIR`` and ``XDG_CACHE_HOME``)."""
+    from ktest.assets.store import Locations
+
+    return Locations.from_env(env).cache_root / "operators"
+
+
+def source_files(source_dir: Path) -> Iterator[Path]:
+    """The files whose content decides the binary, in a stable order."""
+    for root, directories, files in os.walk(source_dir):
+        directories[:] = sorted(
+            d for d in directories if not d.startswith((".", "_")) and d not in _SKIP_DIRECTORIES
+        )
+        for file in sorted(files):
+            path = Path(root) / file
+            relative = path.relative_to(source_dir)
+            if file in _SOURCE_NAMES or relative.as_posix() == "vendor/modules.txt" or (
+                file.endswith(".go") and not file.endswith("_test.go")
+            ):
+                yield path
+
+
+def build_go_binary(
+    source_dir: Path | str,
+    *,
+    package: str = ".",
+    name: str | None = None,
+    ldflags: str = "",
+    tags: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    cache_dir: Path | str | None = None,
+    timeout: float = 1800.0,
+) -> Path:
+    """The path of the built binary of ``package`` in the Go module at ``source_dir``.
+
+    Built only when no binary for the same sources, Go version and flags is
+    cached. Raises ``OperatorError`` with the compiler's output when the build fails.
+    """
+    from ktest.assets.gobuild import find_go
+
+    source = Path(source_dir).expanduser().resolve()
+    if not (source / "go.mod").is_file():
+        raise OperatorError(
+            f"{source} has no go.mod; pass the directory of the operator's Go module "
+            "(the one holding go.mod), and package= for a main package below it (e.g. './cmd')."
+        )
+    build_env = {**os.environ, **(env or {}), "CGO_ENABLED": "0", "GO111MODULE": "on"}
+    go = find_go(build_env)
+    if go is None:
+        raise OperatorError(
+            "the 'go' command was not found on PATH (or does not run), so the Go operator in "
+            f"{source} cannot be built. Install Go (https://go.dev/dl/) or put it on PATH."
+        )
+    binary_name = name or (Path(package).name if package not in (".", "./") else source.name)
+    flags = ["-trimpath", "-buildvcs=false"]
+    if tags:
+        flags.append(f"-tags={','.join(tags)}")
+    if ldflags:
+        flags.append(f"-ldflags={ldflags}")
+    digest = _digest(source, go.version, package, flags, build_env)
+    root = Path(cache_dir) if cache_dir is not None else operators_cache_dir(build_env)
+    entry = root / f"{binary_name}-{digest[:16]}"
+    binary = entry / binary_name
+    if _is_executable(binary):
+        return binary
+    root.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(entry) + ".lock"):
+        if _is_executable(binary):  # another process built it while we waited
+            return binary
+        entry.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{binary_name}-", dir=entry)
+        os.close(handle)
+        command = [go.path, "build", *flags, "-o", temporary, package]
+        try:
+            _run_build(command, source, build_env, timeout)
+            os.chmod(temporary, 0o755)
+            os.replace(temporary, binary)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    return binary
+
+
+def _run_build(command: list[str], source: Path, env: Mapping[str, str], timeout: float) -> None:
+    started = time.monotonic()
+    try:
+        finished = subprocess.run(
+            command,
+            cwd=source,
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise OperatorError(
+            f"building the Go operator in {source} took longer than {timeout:g} s and was stopped.\n"
+            f"Command: {shlex.join(command)}\nPass a larger timeout= on a slow or busy machine."
+        ) from None
+    except OSError as error:
+        raise OperatorError(f"could not run {shlex.join(command)}: {error}") from None
+    if finished.returncode != 0:
+        output = (finished.stderr or "") + (finished.stdout or "")
+        tail = "\n".join(output.strip().splitlines()[-_LOG_TAIL_LINES:])
+        raise OperatorError(
+            f"building the Go operator in {source} failed (exit status {finished.returncode} after "
+            f"{time.monotonic() - started:.0f} s).\nCommand: {shlex.join(command)}\n"
+            f"--- go build output ---\n{tail}\n--- end ---\n"
+            "Fix the compile error above; if a module is missing, run 'go mod tidy' in that directory."
+        )
+
+
+def _digest(source: Path, go_version: str, package: str, flags: Sequence[str], env: Mapping[str, str]) -> str:
+    digest = hashlib.sha256()
+    goos = env.get("GOOS") or platform.system().lower()
+    goarch = env.get("GOARCH") or _machine()
+    for part in (go_version, goos, goarch, package, *flags):
+        digest.update(part.encode() + b"\0")
+    for path in source_files(source):
+        digest.update(path.relative_to(source).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _machine() -> str:
+    machine = platform.machine().lower()
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)

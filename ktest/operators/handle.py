@@ -1,0 +1,403 @@
+"""``OperatorHandle``: what a test holds for a running operator, whatever its kind.
+
+A handle starts the operator, waits until it is ready, and can stop it,
+crash it (no cleanup) and restart it. While it runs it takes part in the
+test run (``ktest.context``): a health check raises ``OperatorError`` once
+the operator died, raised, or (optionally) logged an error or was refused
+by RBAC, so the next ``eventually`` or the test's teardown fails with the
+operator's own error instead of a timeout; and its log is attached to the
+report of a failing test (for a session-scoped operator: the part written
+during that test).
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, ClassVar, TypeVar
+
+from ktest import context
+from ktest.errors import OperatorError
+from ktest.operators.denials import Denial, find_denials
+from ktest.operators.logs import TAIL_LINES, OperatorLog
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    from ktest.cluster import Cluster
+
+DEFAULT_READY_TIMEOUT = 60.0
+DEFAULT_STOP_TIMEOUT = 10.0
+_POLL = 0.02
+
+
+class OperatorHandle(abc.ABC):
+    """A running operator under test: ``stop()``, ``crash()``, ``restart()``, ``logs``, ``alive``,
+    ``wait_ready()``, ``error``; a context manager that stops it on exit.
+
+    ``fail_on_forbidden`` turns an RBAC refusal found in the operator's output into
+    a failure naming the verb and resource; ``fail_on_errors`` does the same for
+    ERROR log records of in-process operators (kopf handler exceptions).
+    """
+
+    kind: ClassVar[str] = "operator"
+
+    def __init__(
+        self,
+        name: str,
+        cluster: Cluster,
+        *,
+        ready_timeout: float = DEFAULT_READY_TIMEOUT,
+        stop_timeout: float = DEFAULT_STOP_TIMEOUT,
+        fail_on_errors: bool = True,
+        fail_on_forbidden: bool = True,
+        log_dir: Path | str | None = None,
+    ) -> None:
+        self.name = name
+        self.cluster = cluster
+        self.ready_timeout = ready_timeout
+        self.stop_timeout = stop_timeout
+        self.fail_on_errors = fail_on_errors
+        self.fail_on_forbidden = fail_on_forbidden
+        self.log = OperatorLog(name, Path(log_dir) if log_dir is not None else None)
+        self.starts = 0
+        self._state = "new"  # new, running, stopped, crashed, closed
+        self._failure: OperatorError | None = None
+        self._failure_raised = False
+        self._run_mark = 0
+        self._scanned = 0
+        self._lock = threading.RLock()
+        self._wake = threading.Event()
+        self._cleanups: list[object] = []
+
+    # ------------------------------------------------------------ subclass hooks
+
+    @abc.abstractmethod
+    def _launch(self) -> None:
+        """Start one run of the operator (return once it is launched, not ready)."""
+
+    @abc.abstractmethod
+    def _halt(self, timeout: float) -> bool:
+        """Ask the current run to stop and wait; False if it did not stop within ``timeout``."""
+
+    @abc.abstractmethod
+    def _kill(self) -> None:
+        """End the current run abruptly, without letting it clean up."""
+
+    @abc.abstractmethod
+    def _running(self) -> bool:
+        """Whether the current run is still going."""
+
+    @abc.abstractmethod
+    def _death_reason(self) -> str:
+        """How the current run ended by itself (exit status, exception with traceback)."""
+
+    @abc.abstractmethod
+    def _is_ready(self) -> bool:
+        """Whether the current run is ready now."""
+
+    def _not_ready_reason(self) -> str:
+        """Why the run is not ready yet (shown when ``wait_ready`` times out)."""
+        return ""
+
+    def _describe(self) -> str:
+        """What was run (command line, modules), for error messages."""
+        return ""
+
+    def _release(self) -> None:  # noqa: B027 - optional hook
+        """Free what the handle holds beyond the run (called once, by :meth:`close`)."""
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def alive(self) -> bool:
+        """Whether the operator is running now."""
+        return self._state == "running" and self._running()
+
+    @property
+    def state(self) -> str:
+        """new, running, stopped, crashed or closed (a run that died is still "running" until stopped)."""
+        return self._state
+
+    @property
+    def logs(self) -> str:
+        """Everything the operator wrote, over all its runs."""
+        return self.log.since(0)
+
+    @property
+    def run_logs(self) -> str:
+        """What the current (or last) run wrote."""
+        return self.log.since(self._run_mark)
+
+    @property
+    def log_path(self) -> Path:
+        return self.log.path
+
+    @property
+    def denials(self) -> list[Denial]:
+        """RBAC refusals found in the output of the current run."""
+        return find_denials(self.run_logs)
+
+    @property
+    def error(self) -> OperatorError | None:
+        """Why the operator is unhealthy (died, raised, denied), or None.
+
+        Stopping or crashing it on purpose is not an error.
+        """
+        with self._lock:
+            if self._failure is None and self._state == "running":
+                self._failure = self._detect_failure()
+            return self._failure
+
+    def check(self) -> None:
+        """Raise the operator's error if it has one (this is the registered health check)."""
+        __tracebackhide__ = True
+        failure = self.error
+        if failure is not None:
+            self._failure_raised = True
+            raise OperatorError(str(failure))
+
+    def acknowledge_error(self) -> OperatorError | None:
+        """Return the current error and forget it, for tests that provoke one on purpose.
+
+        Errors found later (a new log line, the operator dying) are reported again.
+        """
+        with self._lock:
+            failure = self.error
+            self._failure = None
+            self._failure_raised = False
+            if failure is not None:
+                self._scanned = self.log.mark()
+                if self._state == "running" and not self._running():
+                    self._state = "stopped"
+            return failure
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self, *, wait: bool = True) -> Self:
+        """Start a run; with ``wait``, return once it is ready (raising ``OperatorError`` if not)."""
+        with self._lock:
+            if self._state == "closed":
+                raise OperatorError(f"operator {self.name!r} was closed; start a new one instead.")
+            if self._state == "running" and self._running():
+                raise OperatorError(
+                    f"operator {self.name!r} is already running; call restart() to run it again."
+                )
+            if self.starts == 0:
+                self._register()
+            if self.starts:
+                self.log.write(f"---- ktest: restart #{self.starts} of {self.name} ----")
+            self._run_mark = self._scanned = self.log.mark()
+            self._failure = None
+            self._failure_raised = False
+            self._wake.clear()
+            self._state = "running"
+            self.starts += 1
+            try:
+                self._launch()
+            except BaseException:
+                self._state = "stopped"
+                raise
+        if wait:
+            try:
+                self.wait_ready()
+            except BaseException:
+                self._quietly_end_run()
+                raise
+        return self
+
+    def wait_ready(self, timeout: float | None = None) -> Self:
+        """Block until the operator is ready; ``OperatorError`` if it fails first or times out."""
+        __tracebackhide__ = True
+        timeout = self.ready_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while True:
+            failure = self.error
+            if failure is not None:
+                self._failure_raised = True
+                raise OperatorError(f"operator {self.name!r} failed before it was ready.\n{failure}")
+            if self._state != "running":
+                raise OperatorError(
+                    f"operator {self.name!r} is {self._state}, so it cannot become ready; "
+                    "call start() or restart() first."
+                )
+            if self._is_ready():
+                return self
+            if time.monotonic() >= deadline:
+                reason = self._not_ready_reason()
+                raise self._make_error(
+                    f"was not ready after {timeout:g} s" + (f": {reason}" if reason else ""),
+                    hint="If it is just slow, pass a larger ready_timeout; otherwise its log above "
+                    "says what it is waiting for.",
+                )
+            self._wake.wait(_POLL)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop gracefully (stop signal, SIGTERM); an operator that ignores it is killed and
+        ``OperatorError`` says so."""
+        timeout = self.stop_timeout if timeout is None else timeout
+        with self._lock:
+            if self._state != "running":
+                return
+            self.error  # noqa: B018 - record a death that happened before the stop request
+            self._state = "stopped"
+            if not self._running():
+                return
+            if self._halt(timeout):
+                return
+            self._kill()
+        raise self._make_error(
+            f"did not stop within {timeout:g} s of being asked to, so it was killed",
+            hint="An operator must honour its stop signal (the stop event, SIGTERM) and return promptly.",
+        )
+
+    def crash(self) -> None:
+        """End the operator abruptly: no cleanup, no finalizer handling, like a killed pod."""
+        with self._lock:
+            if self._state != "running":
+                return
+            self.error  # noqa: B018
+            self._state = "crashed"
+            if self._running():
+                self._kill()
+            self.log.write(f"---- ktest: crashed {self.name} on purpose ----")
+
+    def restart(self, *, wait: bool = True) -> Self:
+        """Stop the current run if any, then start a new one (after ``crash()``: a fresh start)."""
+        with self._lock:
+            if self._state == "running":
+                self.stop()
+        return self.start(wait=wait)
+
+    def close(self) -> None:
+        """Stop, leave the test run, keep the log in memory.
+
+        Raises the operator's error if it had one that no check reported yet,
+        so a failure is never lost because the operator was stopped first.
+        """
+        with self._lock:
+            if self._state == "closed":
+                return
+            failure = self.error
+            pending = failure is not None and not self._failure_raised
+            try:
+                self.stop()
+            finally:
+                self._state = "closed"
+                for cleanup in self._cleanups:
+                    cleanup()  # type: ignore[operator]
+                self._cleanups.clear()
+                self._release()
+                self.log.close()
+        if pending and failure is not None:
+            raise OperatorError(str(failure))
+
+    def __enter__(self) -> Self:
+        if self._state == "new":
+            self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is None:
+            self.close()
+            return
+        with contextlib.suppress(OperatorError):  # the exception in flight already fails the block
+            self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} {self._state}{' alive' if self.alive else ''}>"
+
+    # ------------------------------------------------------------ internals
+
+    def _register(self) -> None:
+        self._cleanups.append(context.add_health_check(self.check))
+        current = context.current()
+        if current is not None and current.parent is not None:
+            # Started inside a test: its whole log belongs to that test.
+            context.add_report_section(f"operator {self.name} log", lambda: self.logs)
+        else:
+            # Session-scoped: attach to each failing test what was written during it.
+            self._cleanups.append(context.on_each_test(self._on_test_start))
+
+    def _on_test_start(self, test_context: context.RunContext) -> None:
+        mark = self.log.mark()
+        test_context.sections.append(
+            (f"operator {self.name} log during this test", lambda: self.log.since(mark))
+        )
+
+    def _detect_failure(self) -> OperatorError | None:
+        if not self._running():
+            return self._make_error(self._death_reason(), hint=self._denial_hint())
+        if self.fail_on_forbidden:
+            # Only complete lines count; a partial last line is scanned again next time.
+            new = self.log.read(self._scanned)
+            complete = new[: new.rfind(b"\n") + 1]
+            self._scanned += len(complete)
+            found = find_denials(complete.decode("utf-8", "replace"))
+            if found:
+                return self._denial_error(found[0])
+        return None
+
+    def _denial_error(self, denial: Denial) -> OperatorError:
+        return self._make_error(
+            f"was refused by RBAC: {denial.describe()}",
+            details=f"Log line: {denial.line}",
+            hint=f"Grant it in the operator's RBAC (e.g. config/rbac/role.yaml): add the rule "
+            f"{denial.missing_rule()}. Pass fail_on_forbidden=False if the operator expects this refusal.",
+        )
+
+    def _denial_hint(self) -> str:
+        found = self.denials
+        if not found:
+            return ""
+        return (
+            f"It was refused by RBAC first: {found[0].describe()}; add the rule "
+            f"{found[0].missing_rule()} to its role."
+        )
+
+    def _record_failure(self, what: str, details: str = "", hint: str = "") -> None:
+        """Mark the current run failed (first failure wins); used by in-process kinds."""
+        with self._lock:
+            if self._state == "running" and self._failure is None:
+                self._failure = self._make_error(what, details=details, hint=hint)
+        self._wake.set()
+
+    def _make_error(self, what: str, *, details: str = "", hint: str = "") -> OperatorError:
+        described = self._describe()
+        tail = self.log.tail(TAIL_LINES, start=self._run_mark) or "(nothing logged)"
+        parts = [f"operator {self.name!r} ({self.kind}) {what}."]
+        if details:
+            parts.append(details.rstrip())
+        if described:
+            parts.append(described)
+        parts.append(f"--- last lines of its log ({self.log.path}) ---\n{tail}\n--- end of log ---")
+        if hint:
+            parts.append(hint)
+        return OperatorError("\n".join(parts))
+
+    def _quietly_end_run(self) -> None:
+        with self._lock:
+            if self._state == "running":
+                self._state = "stopped"
+                if self._running() and not self._halt(self.stop_timeout):
+                    self._kill()
+
+
+H = TypeVar("H", bound=OperatorHandle)
+
+
+def launch(handle: H, wait: bool) -> H:
+    """Start ``handle``; on failure leave nothing behind (no thread, process or health check)."""
+    try:
+        handle.start(wait=wait)
+    except BaseException:
+        with contextlib.suppress(OperatorError):  # the error being raised already says it
+            handle.close()
+        raise
+    return handle

@@ -1,0 +1,160 @@
+"""Load kopf operator modules into a fresh ``kopf.OperatorRegistry`` for one run.
+
+kopf's decorators register into the process-wide default registry at import
+time, so importing an operator twice (two tests, a restart) would register
+its handlers twice, and handlers imported by the test itself would leak into
+every run. Instead, each run:
+
+* swaps in a fresh registry as kopf's default for the duration of the import
+  (under a lock, restored afterwards);
+* executes the operator's modules afresh: every module of the operator's
+  top-level package is taken out of ``sys.modules`` for the import and put
+  back afterwards, so the run gets its own copies and the rest of the process
+  keeps the modules it had (new modules of that package are removed again);
+* loads files (``path/to/handlers.py``) under a private module name.
+
+Modules outside the operator's package (kopf, libraries) are imported
+normally and shared.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import sys
+import threading
+import types
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ktest.errors import OperatorError
+from ktest.operators.logs import format_exception
+
+Source = str | Path
+_lock = threading.Lock()
+_counter = itertools.count(1)
+_SHARED_PACKAGES = frozenset({"kopf", "ktest", "kubernetes", "aiohttp", "asyncio"})
+
+
+def is_path(source: Source) -> bool:
+    """A file path (``x.py`` or containing a slash) rather than a module name."""
+    text = str(source)
+    return isinstance(source, Path) or text.endswith(".py") or "/" in text
+
+
+def load_registry(sources: Sequence[Source]) -> Any:
+    """A new ``kopf.OperatorRegistry`` holding the handlers of ``sources`` (modules or files)."""
+    import kopf
+
+    if isinstance(sources, (str, Path)):
+        sources = [sources]
+    if not sources:
+        raise OperatorError("run_kopf needs at least one module name or file path with kopf handlers.")
+    registry = kopf.OperatorRegistry()
+    with _lock:
+        previous = kopf.get_default_registry()
+        kopf.set_default_registry(registry)
+        modules = _ModuleSwap()
+        try:
+            for source in sources:
+                if is_path(source):
+                    _exec_file(Path(source), modules)
+                else:
+                    _import_fresh(str(source), modules)
+        finally:
+            kopf.set_default_registry(previous)
+            modules.restore()
+    if handler_count(registry) == 0:
+        raise OperatorError(
+            f"kopf operator {describe_sources(sources)} registered no handlers. Its decorators must use "
+            "kopf's default registry (plain @kopf.on.create(...), no registry=...) so that ktest can "
+            "load them into a registry of its own; or the name points at the wrong module."
+        )
+    return registry
+
+
+def handler_count(registry: Any) -> int:
+    """How many handlers (of every kind) a registry holds."""
+    parts = ("_activities", "_indexing", "_watching", "_spawning", "_changing", "_webhooks")
+    return sum(len(getattr(registry, part).get_all_handlers()) for part in parts)
+
+
+def describe_sources(sources: Iterable[Source]) -> str:
+    return ", ".join(str(source) for source in sources)
+
+
+class _ModuleSwap:
+    """``sys.modules`` entries taken out for a fresh import, and how to put them back."""
+
+    def __init__(self) -> None:
+        self.saved: dict[str, types.ModuleType | None] = {}
+        self.packages: set[str] = set()
+
+    def take_out_package(self, top: str) -> None:
+        self.packages.add(top)
+        for key in [key for key in sys.modules if self._in_packages(key)]:
+            self.saved.setdefault(key, sys.modules.pop(key))
+
+    def add_private(self, name: str, module: types.ModuleType) -> None:
+        self.saved.setdefault(name, None)
+        sys.modules[name] = module
+
+    def restore(self) -> None:
+        for key in [key for key in sys.modules if key not in self.saved and self._in_packages(key)]:
+            del sys.modules[key]
+        for key, module in self.saved.items():
+            if module is None:
+                sys.modules.pop(key, None)
+            else:
+                sys.modules[key] = module
+
+    def _in_packages(self, key: str) -> bool:
+        top = key.partition(".")[0]
+        return top in self.packages
+
+
+def _import_fresh(name: str, modules: _ModuleSwap) -> None:
+    top = name.partition(".")[0]
+    if top in _SHARED_PACKAGES:
+        raise OperatorError(f"{name!r} is not an operator module; pass the module with your kopf handlers.")
+    modules.take_out_package(top)
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name and (name == error.name or name.startswith(error.name + ".")):
+            raise OperatorError(
+                f"kopf operator module {name!r} was not found: {error}. It must be importable from "
+                "sys.path (the tests' rootdir or an installed package), or pass a file path instead."
+            ) from None
+        raise _import_error(name, error) from None
+    except Exception as error:
+        raise _import_error(name, error) from None
+
+
+def _exec_file(path: Path, modules: _ModuleSwap) -> None:
+    path = path.expanduser().resolve()
+    if not path.is_file():
+        raise OperatorError(f"kopf operator file {path} does not exist; pass the path of a .py file.")
+    name = f"_ktest_kopf_{_identifier(path.stem)}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise OperatorError(f"kopf operator file {path} cannot be loaded as a Python module.")
+    module = importlib.util.module_from_spec(spec)
+    modules.add_private(name, module)  # dataclasses and pickling look the module up while it executes
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        raise _import_error(str(path), error) from None
+
+
+def _import_error(what: str, error: BaseException) -> OperatorError:
+    return OperatorError(
+        f"kopf operator {what} raised {type(error).__name__} while being imported: {error}\n"
+        f"{format_exception(error)}"
+    )
+
+
+def _identifier(text: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in text)

@@ -1,0 +1,366 @@
+"""Run a kopf operator in-process: its own thread, event loop, registry and credentials.
+
+Nothing process-wide is changed while it runs: the handlers live in a fresh
+``kopf.OperatorRegistry`` (see ``kopf_loading``), the credentials come from a
+login handler ktest adds to that registry (the operator's own
+``@kopf.on.login`` handlers, which would read production credentials, are
+left out), and settings are a fresh ``kopf.OperatorSettings`` per run.
+
+Ready means: kopf's startup handlers finished (its ``ready_flag``), it has
+resolved every resource its handlers name (a missing CRD keeps it not ready,
+and the wait says so), and a watch stream runs for every resource in every
+namespace it serves. kopf lists before it watches, so nothing created after
+that point is missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ktest.errors import OperatorError
+from ktest.operators import logs
+from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, OperatorHandle, launch
+from ktest.operators.inprocess import close_loop
+from ktest.operators.kopf_loading import Source, describe_sources, is_path, load_registry
+
+if TYPE_CHECKING:
+    from ktest.cluster import Cluster
+
+_LOGIN_ID = "ktest-test-cluster-login"
+_RESOURCE_REGISTRIES = ("_indexing", "_watching", "_spawning", "_changing")
+
+
+@dataclass
+class _KopfRun:
+    thread: threading.Thread | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    task: asyncio.Task[Any] | None = None
+    stop_flag: asyncio.Event | None = None
+    registry: Any = None
+    settings: Any = None
+    started: threading.Event = field(default_factory=threading.Event)
+    ready: threading.Event = field(default_factory=threading.Event)
+    phase: str = "starting"
+    exception: BaseException | None = None
+    returned: bool = False
+    killed: bool = False
+
+
+class KopfOperator(OperatorHandle):
+    """A kopf operator run in-process against the test cluster."""
+
+    kind = "kopf"
+
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        cluster: Cluster,
+        *,
+        namespaces: Sequence[str] | None = None,
+        cluster_wide: bool = False,
+        configure: Callable[[Any], None] | None = None,
+        memo: dict[str, Any] | None = None,
+        name: str | None = None,
+        log_level: int = logging.INFO,
+        **options: Any,
+    ) -> None:
+        import kopf  # noqa: F401 - fail here, with ImportError, when kopf is not installed
+
+        sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
+        if namespaces is not None and isinstance(namespaces, str):
+            raise OperatorError(f"namespaces must be a list such as [{namespaces!r}], not a string.")
+        if namespaces is not None and cluster_wide:
+            raise OperatorError(
+                "run_kopf: pass either namespaces=[...] or cluster_wide=True, not both "
+                "(kopf serves some namespaces or all of them)."
+            )
+        if namespaces is not None and not namespaces:
+            raise OperatorError(
+                "run_kopf: namespaces=[] serves nothing; pass names or globs, or cluster_wide=True."
+            )
+        default_name = Path(str(sources[0])).stem if sources and is_path(sources[0]) else str(sources[0])
+        super().__init__(name or default_name, cluster, **options)
+        self.sources = sources
+        self.namespaces = list(namespaces) if namespaces is not None else None
+        self.cluster_wide = namespaces is None
+        self.configure = configure
+        self.memo = dict(memo or {})
+        self.log_level = log_level
+        self._run = _KopfRun()
+
+    @property
+    def registry(self) -> Any:
+        """The ``kopf.OperatorRegistry`` of the current run (fresh for every run)."""
+        return self._run.registry
+
+    @property
+    def settings(self) -> Any:
+        """The ``kopf.OperatorSettings`` of the current run."""
+        return self._run.settings
+
+    # ------------------------------------------------------------ hooks
+
+    def _launch(self) -> None:
+        import kopf
+
+        registry = load_registry(self.sources)
+        _bind_credentials(registry, self.cluster)
+        settings = kopf.OperatorSettings()
+        if self.configure is not None:
+            self.configure(settings)
+        # kopf SIGKILLs its own thread (i.e. this whole process) if a cancelled operator takes
+        # too long to exit; a test process must never be killed by the operator under test.
+        settings.process.ultimate_exiting_timeout = None
+        run = self._run = _KopfRun(registry=registry, settings=settings)
+        run.thread = threading.Thread(
+            target=self._thread_main, args=(run,), name=f"ktest-kopf-{self.name}", daemon=True
+        )
+        logs.acquire_routing(self.log_level)
+        try:
+            run.thread.start()
+        except BaseException:
+            logs.release_routing()
+            raise
+        run.started.wait()
+
+    def _thread_main(self, run: _KopfRun) -> None:
+        import kopf
+        from kopf._cogs.structs.references import Insights  # kopf.operator(insights=...) takes one
+
+        logs.bind_sink(self._sink)
+        loop = run.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            insights = Insights()
+            ready_flag = asyncio.Event()
+            run.stop_flag = asyncio.Event()
+            memo = kopf.Memo(self.memo)
+            memo.setdefault("kubeconfig", str(self.cluster.kubeconfig))
+            # Created before the operator, so kopf's shutdown does not count it as its own.
+            watcher = loop.create_task(self._readiness(run, ready_flag, insights), name="ktest readiness")
+            run.task = loop.create_task(
+                kopf.operator(
+                    registry=run.registry,
+                    settings=run.settings,
+                    insights=insights,
+                    ready_flag=ready_flag,
+                    stop_flag=run.stop_flag,
+                    standalone=True,
+                    clusterwide=self.cluster_wide,
+                    namespaces=self.namespaces or (),
+                    memo=memo,
+                ),
+                name=f"kopf operator {self.name}",
+            )
+            run.started.set()
+            try:
+                loop.run_until_complete(run.task)
+                run.returned = True
+            finally:
+                watcher.cancel()
+        except asyncio.CancelledError as error:
+            if not run.killed:
+                run.exception = error
+        except BaseException as error:
+            run.exception = error
+        finally:
+            run.started.set()
+            try:
+                close_loop(loop)
+            finally:
+                executor = getattr(run.settings.execution, "executor", None)
+                if executor is not None:
+                    executor.shutdown(wait=False, cancel_futures=True)
+                logs.release_routing()
+                self._wake.set()
+
+    async def _readiness(self, run: _KopfRun, ready_flag: asyncio.Event, insights: Any) -> None:
+        run.phase = "running its startup handlers"
+        await ready_flag.wait()
+        run.settings.process.ultimate_exiting_timeout = None  # a startup handler may have set it
+        run.phase = "discovering resources and namespaces"
+        await insights.ready_resources.wait()
+        await insights.ready_namespaces.wait()
+        while True:
+            unresolved = _unresolved_selectors(run.registry, insights)
+            missing = _missing_watchers(insights)
+            if not unresolved and not missing:
+                break
+            if unresolved:
+                run.phase = (
+                    f"the cluster does not serve {', '.join(unresolved)} (is its CRD installed?)"
+                )
+            else:
+                run.phase = f"starting watch streams: {', '.join(sorted(missing))}"
+            await asyncio.sleep(0.02)
+        run.phase = "ready"
+        run.ready.set()
+        self._wake.set()
+
+    def _halt(self, timeout: float) -> bool:
+        run = self._run
+        if run.loop is not None and run.stop_flag is not None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: the run is over
+                run.loop.call_soon_threadsafe(run.stop_flag.set)
+        assert run.thread is not None
+        run.thread.join(timeout)
+        return not run.thread.is_alive()
+
+    def _kill(self) -> None:
+        run = self._run
+        run.killed = True
+        if run.loop is not None and run.task is not None:
+            with contextlib.suppress(RuntimeError):
+                run.loop.call_soon_threadsafe(run.task.cancel)
+        if run.thread is not None:
+            run.thread.join(self.stop_timeout)
+            if run.thread.is_alive():
+                self.log.write(
+                    f"---- ktest: kopf operator {self.name} still runs {self.stop_timeout:g} s after "
+                    "crash(); a sync handler is probably blocked ----"
+                )
+
+    def _running(self) -> bool:
+        thread = self._run.thread
+        return thread is not None and thread.is_alive()
+
+    def _death_reason(self) -> str:
+        run = self._run
+        if run.exception is not None:
+            error = run.exception
+            return f"stopped with {type(error).__name__}: {error}\n{logs.format_exception(error)}"
+        if run.returned:
+            return "exited although it was not asked to stop (one of kopf's root tasks ended)"
+        return "ended without a result"
+
+    def _is_ready(self) -> bool:
+        return self._run.ready.is_set()
+
+    def _not_ready_reason(self) -> str:
+        return f"kopf is {self._run.phase}"
+
+    def _describe(self) -> str:
+        where = "cluster-wide" if self.cluster_wide else f"namespaces {self.namespaces}"
+        return f"kopf handlers from: {describe_sources(self.sources)} ({where})"
+
+    # ------------------------------------------------------------ internals
+
+    def _sink(self, record: logging.LogRecord, text: str) -> None:
+        self.log.write(text)
+        if self.fail_on_errors and record.levelno >= logging.ERROR:
+            self._record_failure(
+                "logged an error",
+                details=text,
+                hint="kopf logs handler exceptions and failed API requests as errors. "
+                "Pass fail_on_errors=False if the test expects them.",
+            )
+
+
+def _bind_credentials(registry: Any, cluster: Cluster) -> None:
+    """Replace the operator's login handlers by one returning the test cluster's credentials."""
+    import kopf
+
+    activities = registry._activities
+    activities._handlers = [
+        handler
+        for handler in activities.get_all_handlers()
+        if getattr(handler.activity, "value", handler.activity) != "authentication"
+    ]
+    configuration = cluster.api_client.configuration
+    scheme = token = None
+    authorization = (configuration.api_key or {}).get("authorization")
+    if authorization:
+        scheme, _, token = str(authorization).partition(" ")
+        if not token:
+            scheme, token = "Bearer", scheme
+
+    def login(**_: Any) -> Any:
+        return kopf.ConnectionInfo(
+            server=str(configuration.host),
+            ca_path=configuration.ssl_ca_cert or None,
+            insecure=not configuration.verify_ssl,
+            certificate_path=configuration.cert_file or None,
+            private_key_path=configuration.key_file or None,
+            username=configuration.username or None,
+            password=configuration.password or None,
+            scheme=scheme,
+            token=token,
+        )
+
+    kopf.on.login(registry=registry, id=_LOGIN_ID)(login)
+
+
+def _resource_handlers(registry: Any) -> list[Any]:
+    found: list[Any] = []
+    for part in _RESOURCE_REGISTRIES:
+        found.extend(getattr(registry, part).get_all_handlers())
+    return found
+
+
+def _unresolved_selectors(registry: Any, insights: Any) -> list[str]:
+    unresolved = []
+    for handler in _resource_handlers(registry):
+        selector = handler.selector
+        if selector is not None and not any(selector.check(r) for r in insights.watched_resources):
+            unresolved.append(str(selector))
+    return sorted(set(unresolved))
+
+
+def _missing_watchers(insights: Any) -> set[str]:
+    expected = {
+        f"watcher for {resource}@{namespace if resource.namespaced else None}"
+        for resource in insights.watched_resources
+        for namespace in insights.namespaces
+    }
+    running = {task.get_name() for task in asyncio.all_tasks() if not task.done()}
+    return expected - running
+
+
+def run_kopf(
+    modules_or_paths: Source | Sequence[Source],
+    cluster: Cluster,
+    *,
+    namespaces: Sequence[str] | None = None,
+    cluster_wide: bool = False,
+    configure: Callable[[Any], None] | None = None,
+    memo: dict[str, Any] | None = None,
+    name: str | None = None,
+    wait: bool = True,
+    ready_timeout: float = DEFAULT_READY_TIMEOUT,
+    stop_timeout: float = DEFAULT_STOP_TIMEOUT,
+    fail_on_errors: bool = True,
+    fail_on_forbidden: bool = True,
+    log_level: int = logging.INFO,
+    log_dir: Path | str | None = None,
+) -> KopfOperator:
+    """Run kopf handlers (module names such as ``"my_op.handlers"`` or ``.py`` paths) in-process.
+
+    ``namespaces=[...]`` (names or kopf globs) limits the operator to those
+    namespaces; without it, it serves the whole cluster. ``configure(settings)``
+    adjusts each run's fresh ``kopf.OperatorSettings``. Handlers find the
+    kubeconfig path in ``memo.kubeconfig`` for clients of their own. Every run
+    (``restart()`` too) loads the modules afresh into a new registry.
+    """
+    handle = KopfOperator(
+        [modules_or_paths] if isinstance(modules_or_paths, (str, Path)) else list(modules_or_paths),
+        cluster,
+        namespaces=namespaces,
+        cluster_wide=cluster_wide,
+        configure=configure,
+        memo=memo,
+        name=name,
+        log_level=log_level,
+        ready_timeout=ready_timeout,
+        stop_timeout=stop_timeout,
+        fail_on_errors=fail_on_errors,
+        fail_on_forbidden=fail_on_forbidden,
+        log_dir=log_dir,
+    )
+    return launch(handle, wait)

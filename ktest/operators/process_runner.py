@@ -1,0 +1,233 @@
+"""Run any command as the operator under test (a Go manager, ``python -m my_operator``, a script).
+
+The process gets ``KUBECONFIG`` pointing at the test cluster (and none of
+the in-cluster service-account variables that would make a client library
+ignore it), runs in its own process group, and is killed by the kernel if
+the test process dies (``ktest.controlplane.process``). Its stdout and
+stderr go to the handle's log file. ``crash()`` is SIGKILL; ``stop()`` is
+SIGTERM, then SIGKILL after ``stop_timeout``.
+
+``{port}`` in the command, ``args``, ``env`` values or ``ready_http`` is
+replaced by a free local port chosen once per handle (kept across restarts),
+for probe or metrics addresses.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ktest.errors import ControlPlaneError, OperatorError
+from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, OperatorHandle, launch
+
+if TYPE_CHECKING:
+    from ktest.cluster import Cluster
+    from ktest.controlplane.process import ManagedProcess
+
+IN_CLUSTER_VARIABLES = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "KUBERNETES_SERVICE_PORT_HTTPS")
+_HTTP_TIMEOUT = 1.0
+
+
+class ProcessOperator(OperatorHandle):
+    """An operator run as a child process."""
+
+    kind = "subprocess"
+
+    def __init__(
+        self,
+        cmd: str | Sequence[str | Path],
+        cluster: Cluster,
+        *,
+        args: Sequence[str | Path] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: Path | str | None = None,
+        ready_log: str | re.Pattern[str] | None = None,
+        ready_http: str | None = None,
+        name: str | None = None,
+        **options: Any,
+    ) -> None:
+        command = shlex.split(cmd) if isinstance(cmd, str) else [str(part) for part in cmd]
+        if not command:
+            raise OperatorError(
+                "run_subprocess needs a command, e.g. ['./bin/manager'] or 'python -m my_op'."
+            )
+        if ready_log is not None and ready_http is not None:
+            raise OperatorError("run_subprocess: pass ready_log or ready_http, not both.")
+        super().__init__(name or Path(command[0]).name, cluster, **options)
+        self.command = command + [str(arg) for arg in args]
+        self.extra_env = dict(env or {})
+        self.cwd = Path(cwd) if cwd is not None else None
+        self.ready_pattern = _compile(ready_log)
+        self.ready_http = ready_http
+        self._port: int | None = None
+        self._process: ManagedProcess | None = None
+        self._ready_scanned = 0
+        self._last_probe = ""
+
+    @property
+    def port(self) -> int:
+        """The free port substituted for ``{port}`` (chosen on first use)."""
+        if self._port is None:
+            from ktest.controlplane.ports import free_ports
+
+            self._port = free_ports(1)[0]
+        return self._port
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode if self._process else None
+
+    @property
+    def ready_url(self) -> str | None:
+        return self._expand(self.ready_http) if self.ready_http else None
+
+    # ------------------------------------------------------------ hooks
+
+    def _launch(self) -> None:
+        from ktest.controlplane.process import ManagedProcess
+
+        command = [self._expand(part) for part in self.command]
+        env = {key: value for key, value in os.environ.items() if key not in IN_CLUSTER_VARIABLES}
+        env["KUBECONFIG"] = str(self.cluster.kubeconfig)
+        env.update({key: self._expand(str(value)) for key, value in self.extra_env.items()})
+        self._ready_scanned = self._run_mark
+        self._last_probe = ""
+        process = ManagedProcess(self.name, command, self.log.path, env=env, cwd=self.cwd)
+        try:
+            process.start()
+        except ControlPlaneError as error:
+            raise OperatorError(
+                f"operator {self.name!r} could not be started: {error.__cause__ or error}.\n"
+                f"Command: {shlex.join(command)}\n"
+                "Check that the program exists, is executable, and that cwd= is right."
+            ) from None
+        self._process = process
+
+    def _halt(self, timeout: float) -> bool:
+        assert self._process is not None
+        self._process.stop(timeout)
+        return self._process.returncode != -signal.SIGKILL
+
+    def _kill(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+
+    def _running(self) -> bool:
+        return self._process is not None and self._process.running
+
+    def _death_reason(self) -> str:
+        code = self.returncode
+        if code is None:
+            return "is not running"
+        if code < 0:
+            return f"was killed by signal {signal.Signals(-code).name}"
+        return f"exited with status {code}"
+
+    def _is_ready(self) -> bool:
+        if self.ready_pattern is not None:
+            return self._log_matches()
+        if self.ready_http is not None:
+            return self._http_ready()
+        return True
+
+    def _not_ready_reason(self) -> str:
+        if self.ready_pattern is not None:
+            return f"no log line matched {self.ready_pattern.pattern!r}"
+        if self.ready_http is not None:
+            return f"GET {self.ready_url} did not answer 200 (last answer: {self._last_probe or 'none'})"
+        return ""
+
+    def _describe(self) -> str:
+        command = shlex.join(self._expand(part) for part in self.command)
+        return f"Command: {command}\nKUBECONFIG={self.cluster.kubeconfig}"
+
+    # ------------------------------------------------------------ internals
+
+    def _expand(self, text: str) -> str:
+        return text.replace("{port}", str(self.port)) if "{port}" in text else text
+
+    def _log_matches(self) -> bool:
+        assert self.ready_pattern is not None
+        new = self.log.read(self._ready_scanned)
+        complete = new[: new.rfind(b"\n") + 1]
+        self._ready_scanned += len(complete)
+        lines = complete.decode("utf-8", "replace").splitlines()
+        return any(self.ready_pattern.search(line) for line in lines)
+
+    def _http_ready(self) -> bool:
+        url = self.ready_url
+        assert url is not None
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        try:
+            with urllib.request.urlopen(url, timeout=_HTTP_TIMEOUT, context=insecure) as answer:
+                self._last_probe = f"{answer.status}"
+                return bool(answer.status == 200)
+        except urllib.error.HTTPError as error:
+            body = error.read(300).decode("utf-8", "replace").strip()
+            self._last_probe = f"{error.code} {body}".strip()
+        except (urllib.error.URLError, OSError) as error:
+            self._last_probe = str(getattr(error, "reason", error))
+        return False
+
+
+def _compile(pattern: str | re.Pattern[str] | None) -> re.Pattern[str] | None:
+    if pattern is None or isinstance(pattern, re.Pattern):
+        return pattern
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        raise OperatorError(f"ready_log={pattern!r} is not a valid regular expression: {error}.") from None
+
+
+def run_subprocess(
+    cmd: str | Sequence[str | Path],
+    cluster: Cluster,
+    *,
+    args: Sequence[str | Path] = (),
+    env: Mapping[str, str] | None = None,
+    cwd: Path | str | None = None,
+    ready_log: str | re.Pattern[str] | None = None,
+    ready_http: str | None = None,
+    name: str | None = None,
+    wait: bool = True,
+    ready_timeout: float = DEFAULT_READY_TIMEOUT,
+    stop_timeout: float = DEFAULT_STOP_TIMEOUT,
+    fail_on_forbidden: bool = True,
+    log_dir: Path | str | None = None,
+) -> ProcessOperator:
+    """Start ``cmd`` (+ ``args``) with ``KUBECONFIG`` set and wait until it is ready.
+
+    Ready when a line of its output matches ``ready_log`` or when
+    ``ready_http`` answers 200 (e.g. ``"http://127.0.0.1:{port}/readyz"`` with
+    ``--health-probe-bind-address=127.0.0.1:{port}`` in ``args``); with
+    neither, as soon as it started.
+    """
+    handle = ProcessOperator(
+        cmd,
+        cluster,
+        args=args,
+        env=env,
+        cwd=cwd,
+        ready_log=ready_log,
+        ready_http=ready_http,
+        name=name,
+        ready_timeout=ready_timeout,
+        stop_timeout=stop_timeout,
+        fail_on_forbidden=fail_on_forbidden,
+        log_dir=log_dir,
+    )
+    return launch(handle, wait)
