@@ -1,0 +1,120 @@
+"""Benchmark of the pytest plugin: session start-up, namespace fixture cost, xdist speed-up.
+
+    python bench/plugin_startup.py [--runs 5] [--suite tests/plugin] [--skip-suite]
+
+Measures (medians of ``--runs``):
+* start-up to the first test body: from launching ``python -m pytest`` to the
+  first line of a test using ``cluster``; cold (backend bare starts a control
+  plane) and with reuse (attached to a ``ktest up`` control plane); plus pytest
+  alone on the same file (``-p no:ktest``, test not using ktest) as the floor;
+* the ``namespace`` fixture per test: create + real deletion waited for
+  (library calls the fixture makes, on one control plane);
+* wall time of a test suite with ``-n 0`` and ``-n 2`` (once each; slow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIRST_TEST = """
+import os, time
+
+def test_first(cluster):
+    with open(os.environ["BENCH_MARK_FILE"], "w") as out:
+        out.write(repr(time.time()))
+"""
+PLAIN_TEST = FIRST_TEST.replace("def test_first(cluster):", "def test_first():")
+
+
+def _ktest(*args: str, env: dict[str, str]) -> None:
+    command = [sys.executable, "-c", "from ktest.cli.main import main; raise SystemExit(main())", *args]
+    subprocess.run(command, env=env, check=True, capture_output=True, timeout=900)
+
+
+def startup(directory: Path, extra: list[str], env: dict[str, str], plain: bool = False) -> float:
+    """Seconds from launching pytest to the first test body."""
+    test_file = directory / ("test_plain.py" if plain else "test_first.py")
+    test_file.write_text(PLAIN_TEST if plain else FIRST_TEST)
+    mark = directory / "mark"
+    mark.unlink(missing_ok=True)
+    run_env = dict(env, BENCH_MARK_FILE=str(mark))
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file), *extra]
+    launched = time.time()
+    subprocess.run(command, env=run_env, cwd=directory, check=True, capture_output=True, timeout=600)
+    return float(mark.read_text()) - launched
+
+
+def namespace_cost(runs: int) -> list[float]:
+    """Seconds per create + waited deletion of a namespace, the namespace fixture's work."""
+    from ktest.cluster import Cluster
+    from ktest.cluster.namespaces import delete_namespace, unique_name
+    from ktest.controlplane import ControlPlane
+
+    costs = []
+    with ControlPlane() as plane, Cluster(plane.kubeconfig, controllers=plane.controllers) as cluster:
+        for index in range(runs + 1):
+            started = time.monotonic()
+            name = cluster.create_namespace(unique_name(f"bench-{index}"))
+            delete_namespace(cluster, name)
+            if index:  # the first one warms discovery caches
+                costs.append(time.monotonic() - started)
+    return costs
+
+
+def suite(path: str, workers: str, env: dict[str, str]) -> float:
+    started = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, path],
+        cwd=ROOT, env=env, check=False, capture_output=True, timeout=3600,
+    )
+    return time.monotonic() - started
+
+
+def _row(label: str, values: list[float]) -> str:
+    spread = f"min {min(values):.2f} max {max(values):.2f}" if len(values) > 1 else ""
+    return f"{label:<46} median {statistics.median(values):7.2f} s  ({len(values)} runs; {spread})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--suite", default="tests/plugin")
+    parser.add_argument("--skip-suite", action="store_true")
+    args = parser.parse_args()
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KTEST_") or k == "KTEST_CACHE_DIR"}
+    with tempfile.TemporaryDirectory(prefix="ktest-bench-") as raw:
+        directory = Path(raw)
+        env["XDG_STATE_HOME"] = str(directory / "state")
+        print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
+        floor = [startup(directory, ["-p", "no:ktest"], env, plain=True) for _ in range(args.runs)]
+        print(_row("pytest alone to first test body", floor), flush=True)
+        cold = [startup(directory, [], env) for _ in range(args.runs)]
+        print(_row("start-up to first test body, cold (bare)", cold), flush=True)
+        _ktest("up", env=env)
+        try:
+            warm = [startup(directory, ["--ktest-reuse"], env) for _ in range(args.runs)]
+        finally:
+            _ktest("down", env=env)
+        print(_row("start-up to first test body, reuse (ktest up)", warm), flush=True)
+    print(_row("namespace fixture: create + waited deletion", namespace_cost(args.runs)), flush=True)
+    if not args.skip_suite:
+        serial = suite(args.suite, "0", env)
+        print(f"{'suite ' + args.suite + ' with -n 0':<46} {serial:7.1f} s", flush=True)
+        parallel = suite(args.suite, "2", env)
+        print(f"{'suite ' + args.suite + ' with -n 2':<46} {parallel:7.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
