@@ -35,6 +35,8 @@ class RunContext:
     health_checks: list[HealthCheck] = field(default_factory=list)
     sections: list[tuple[str, SectionProvider]] = field(default_factory=list)
     test_start_hooks: list[Callable[[RunContext], None]] = field(default_factory=list)
+    is_test: bool = False
+    """Opened for one test (``run_context(..., test=True)``) rather than a wider scope."""
 
     def chain(self) -> Iterator[RunContext]:
         context: RunContext | None = self
@@ -54,7 +56,7 @@ def current() -> RunContext | None:
 def run_context(name: str, *, test: bool = False) -> Iterator[RunContext]:
     """Open a nested context; with ``test=True``, run the enclosing scopes' test-start hooks."""
     parent = _current.get()
-    context = RunContext(name, parent)
+    context = RunContext(name, parent, is_test=test)
     token = _current.set(context)
     try:
         if test:
