@@ -17,8 +17,6 @@ from ktest.wait.defaults import check_seconds, current_defaults
 if TYPE_CHECKING:
     from ktest.cluster.cluster import Cluster
 
-_MISSING = object()
-
 
 def describe(target: RefLike, uid: str | None = None) -> str:
     """``Widget ns/name (example.com/v1, uid 1234...)``: how messages name an object."""
