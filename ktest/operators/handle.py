@@ -318,7 +318,7 @@ class OperatorHandle(abc.ABC):
     def _register(self) -> None:
         self._cleanups.append(context.add_health_check(self.check))
         current = context.current()
-        if current is not None and current.parent is not None:
+        if current is not None and any(scope.is_test for scope in current.chain()):
             # Started inside a test: its whole log belongs to that test.
             context.add_report_section(f"operator {self.name} log", lambda: self.logs)
         else:
