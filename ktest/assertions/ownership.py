@@ -319,8 +319,8 @@ def _gc_discovery_note(cluster: Cluster, owner_ref: ObjectRef | None) -> list[st
         f"the owner's kind comes from CustomResourceDefinition {plural}.{owner_ref.group}, created "
         f"{age.total_seconds():.0f}s ago: kube-controller-manager's garbage collector picks up new "
         "resource kinds only on its 30-second discovery sync, and until it watches a kind it does not "
-        "notice owners of that kind going away. Install CRDs before the controller-manager starts "
-        "(or restart it afterwards), or allow a longer timeout"
+        "notice owners of that kind going away. Install CRDs before the controller-manager starts, "
+        "restart it afterwards (ControlPlane.restart_controllers()), or allow a longer timeout"
     ]
 
 

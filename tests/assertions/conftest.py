@@ -31,7 +31,7 @@ def plane() -> Iterator[ControlPlane]:
     with ControlPlane(assets=os.environ.get("KTEST_ASSETS") or None) as cp:
         with Cluster(cp.kubeconfig, controllers=cp.controllers, name="installer") as installer:
             installer.install_crds(CRDS)
-        cp.restart()
+        cp.restart_controllers()
         yield cp
 
 
