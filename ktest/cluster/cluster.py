@@ -255,10 +255,17 @@ class Cluster:
             results.append(self._write(what, "POST", info.path(ns, None, None), {}, obj, None))
         return _one_or_list(results)
 
-    def update(self, obj: Mapping[str, Any], *, subresource: str | None = None) -> dict[str, Any]:
+    def update(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        subresource: str | None = None,
+        field_manager: str = FIELD_MANAGER,
+    ) -> dict[str, Any]:
         """PUT the whole object; its ``metadata.resourceVersion`` makes this optimistic (409 if stale)."""
         ref, info = self._locate(obj)
-        return dict(self.rest.request("PUT", info.path(ref.namespace, ref.name, subresource), body=dict(obj)))
+        path = info.path(ref.namespace, ref.name, subresource)
+        return dict(self.rest.request("PUT", path, query={"fieldManager": field_manager}, body=dict(obj)))
 
     def patch(
         self,
@@ -268,6 +275,7 @@ class Cluster:
         type: str = "merge",
         subresource: str | None = None,
         namespace: str | None = None,
+        field_manager: str = FIELD_MANAGER,
     ) -> dict[str, Any]:
         """Patch an object: ``type`` is merge (default), strategic, json or apply.
 
@@ -277,11 +285,9 @@ class Cluster:
             raise ValueError(f"patch type must be one of {sorted(PATCH_CONTENT_TYPES)}, not {type!r}")
         ref = as_ref(target, namespace)
         info = self.info(ref.api_version, ref.kind)
-        query = (
-            {"fieldManager": FIELD_MANAGER}
-            if type != "apply"
-            else {"fieldManager": FIELD_MANAGER, "force": True}
-        )
+        query: dict[str, Any] = {"fieldManager": field_manager}
+        if type == "apply":
+            query["force"] = True
         return dict(
             self.rest.request(
                 "PATCH",
