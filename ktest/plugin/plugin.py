@@ -132,6 +132,16 @@ def _session(config: pytest.Config) -> KtestSession:
 # -------------------------------------------------------------------- options and settings
 
 
+_METAVARS = {
+    "k8s_version": "V",
+    "backend": "NAME",
+    "kubeconfig": "PATH",
+    "context": "NAME",
+    "controllers": "LIST",
+    "keep_namespaces": "WHEN",
+}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ktest", "ktest: Kubernetes control plane for operator tests")
     for spec in SETTINGS:
@@ -146,7 +156,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(spec.option, action="append", default=None, dest=dest, metavar="PATH",
                             help=help_text + "; may be repeated")
         else:
-            group.addoption(spec.option, default=None, dest=dest, help=help_text)
+            metavar = _METAVARS.get(spec.name, "SECONDS")
+            group.addoption(spec.option, default=None, dest=dest, metavar=metavar, help=help_text)
         if spec.multiple:
             parser.addini(spec.ini, help=help_text, type="linelist")
         else:
@@ -247,9 +258,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
     try:
         result = yield
-    except pytest.skip.Exception:
-        raise
-    except Exception:
+    except Exception:  # not skip/fail/exit outcomes: those are BaseExceptions
         check_health()  # raised here, the operator's error is chained to the test's
         raise
     check_health()
