@@ -47,6 +47,9 @@ class Cluster:
     ``controllers`` is what the backend knows runs there: a set such as
     ``{"garbagecollector", "namespace"}``, or ``None`` when unknown (an
     existing cluster, where a full controller-manager is assumed).
+    ``on_crds_installed(names)`` runs after :meth:`install_crds` created new
+    CRDs: the embedded control plane restarts its garbage collector there,
+    which otherwise notices new kinds only on its 30 s discovery resync.
     """
 
     def __init__(
@@ -57,12 +60,14 @@ class Cluster:
         user_issuer: UserIssuer | None = None,
         controllers: frozenset[str] | None = None,
         name: str = "cluster",
+        on_crds_installed: Callable[[builtins.list[str]], None] | None = None,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
         self.context = context
         self.name = name
         self.controllers = controllers
         self._user_issuer = user_issuer
+        self.on_crds_installed = on_crds_installed
         self._users: dict[tuple[str, tuple[str, ...]], Cluster] = {}
         self._lock = threading.Lock()
         self._scratch: Path | None = None

@@ -41,6 +41,7 @@ def install_crds(cluster: Cluster, *sources: ManifestSource, timeout: float = 60
     except ManifestError as error:
         raise CRDError(f"cannot read CRDs: {error}") from None
     pending = [_check_is_crd(m) for m in manifests]
+    new = [crd.name for crd in pending if not cluster.exists((CRD_API_VERSION, CRD_KIND, crd.name))]
     for crd in pending:
         try:
             cluster.apply(crd.manifest.obj)
@@ -53,6 +54,8 @@ def install_crds(cluster: Cluster, *sources: ManifestSource, timeout: float = 60
     for crd in pending:
         _wait_served(cluster, crd, deadline, timeout)
     cluster.discovery.invalidate()
+    if new and cluster.on_crds_installed is not None:
+        cluster.on_crds_installed(new)
     return [crd.name for crd in pending]
 
 

@@ -19,7 +19,12 @@ def plane() -> Iterator[ControlPlane]:
 
 @pytest.fixture(scope="session")
 def admin(plane: ControlPlane) -> Iterator[Cluster]:
-    with Cluster(plane.kubeconfig, controllers=plane.controllers, user_issuer=plane.add_user) as cluster:
+    with Cluster(
+        plane.kubeconfig,
+        controllers=plane.controllers,
+        user_issuer=plane.add_user,
+        on_crds_installed=lambda names: plane.restart_controllers(),
+    ) as cluster:
         yield cluster
 
 

@@ -193,3 +193,21 @@ def test_background_namespace_deletion_is_drained_with_reports(admin: Cluster) -
     assert reports[0].deleted and reports[0].forced
     assert not admin.exists(("v1", "Namespace", name))
     assert reaper.pending() == 0
+
+
+def test_children_of_a_freshly_installed_kind_are_collected_promptly(admin: Cluster, ns: str) -> None:
+    """The GC sees new kinds only on its 30 s resync unless install_crds' hook restarts it."""
+    from ktest.wait import eventually
+
+    crd = WIDGET_CRD.replace("widgets", "sprockets").replace("Widget", "Sprocket").replace("widget", "sprocket")
+    admin.install_crds(crd)
+    owner = admin.apply(
+        {"apiVersion": "test.ktest.dev/v1", "kind": "Sprocket", "metadata": {"name": "s", "namespace": ns}}
+    )
+    child = configmap("owned", ns)
+    child["metadata"]["ownerReferences"] = [
+        {"apiVersion": "test.ktest.dev/v1", "kind": "Sprocket", "name": "s", "uid": owner["metadata"]["uid"]}
+    ]
+    admin.apply(child)
+    admin.delete(owner)
+    eventually(lambda: not admin.exists(child), timeout=10)
