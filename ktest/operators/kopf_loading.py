@@ -152,8 +152,20 @@ def _exec_file(path: Path, modules: _ModuleSwap) -> None:
 def _import_error(what: str, error: BaseException) -> OperatorError:
     return OperatorError(
         f"kopf operator {what} raised {type(error).__name__} while being imported: {error}\n"
-        f"{format_exception(error)}"
+        f"{_operator_traceback(error)}"
     )
+
+
+def _operator_traceback(error: BaseException) -> str:
+    """The traceback without the import machinery's frames (ktest's and importlib's)."""
+    tb = error.__traceback__
+    while tb is not None and _machinery(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return format_exception(error.with_traceback(tb)) if tb is not None else format_exception(error)
+
+
+def _machinery(filename: str) -> bool:
+    return filename == __file__ or filename.startswith("<frozen") or "importlib" in filename
 
 
 def _identifier(text: str) -> str:

@@ -244,7 +244,7 @@ class KopfOperator(OperatorHandle):
         return self._run.ready.is_set()
 
     def _not_ready_reason(self) -> str:
-        return f"kopf is {self._run.phase}"
+        return f"kopf: {self._run.phase}"
 
     def _describe(self) -> str:
         where = "cluster-wide" if self.cluster_wide else f"namespaces {self.namespaces}"
@@ -309,8 +309,16 @@ def _unresolved_selectors(registry: Any, insights: Any) -> list[str]:
     for handler in _resource_handlers(registry):
         selector = handler.selector
         if selector is not None and not any(selector.check(r) for r in insights.watched_resources):
-            unresolved.append(str(selector))
+            unresolved.append(_selector_text(selector))
     return sorted(set(unresolved))
+
+
+def _selector_text(selector: Any) -> str:
+    names = (getattr(selector, attribute, None) for attribute in ("plural", "any_name", "kind", "singular"))
+    name = next((candidate for candidate in names if candidate), str(selector))
+    group = getattr(selector, "group", None)
+    version = getattr(selector, "version", None)
+    return f"{name}.{group}" + (f"/{version}" if version else "") if group else str(name)
 
 
 def _missing_watchers(insights: Any) -> set[str]:

@@ -32,7 +32,7 @@ def admin(plane: ControlPlane) -> Iterator[Cluster]:
 
 @pytest.fixture
 def ns(admin: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
-    with admin.namespace(prefix="op") as name:
+    with admin.namespace(prefix="op", background=True) as name:
         yield name
 
 

@@ -19,7 +19,7 @@ def copy(body: Any, name: str, namespace: str, memo: Any, logger: Any, **_: Any)
     api = core_api(memo.kubeconfig)
     data = dict(body.get("data") or {})
     target = {"metadata": {"name": f"{name}-kopf"}, "data": data}
-    kopf.adopt(target, owner=body)
+    kopf.append_owner_reference(target, owner=body)  # adopt() would copy the labels too
     try:
         api.create_namespaced_config_map(namespace, target)
     except ApiException as error:
