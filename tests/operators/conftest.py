@@ -11,11 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from operator_helpers import GO_MANAGER
 
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
-
-from operator_helpers import GO_MANAGER
 
 
 @pytest.fixture(scope="session")

@@ -167,7 +167,7 @@ def test_readiness_check_and_its_timeout_message(admin: Cluster, ns: str) -> Non
         run_callable(operator, admin, ready=lambda: state["ready"], ready_timeout=0.3)
     assert "was not ready after 0.3 s: the readiness check kept returning False" in str(raised.value)
 
-    with pytest.raises(OperatorError, match="never called ctx.ready"):
+    with pytest.raises(OperatorError, match=r"never called ctx\.ready"):
         run_callable(operator, admin, ready_timeout=0.3)
 
     admin.create(configmap("flag", ns))
@@ -182,7 +182,7 @@ def test_stop_signal_ignored_is_reported(admin: Cluster) -> None:
             time.sleep(0.01)
 
     op = run_callable(stubborn, admin, stop_timeout=0.5)
-    with pytest.raises(OperatorError, match="did not stop within 0.5 s"):
+    with pytest.raises(OperatorError, match=r"did not stop within 0\.5 s"):
         op.stop()
     assert not op.alive  # it was crashed instead
     op.close()

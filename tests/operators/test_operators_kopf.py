@@ -116,7 +116,9 @@ def test_exception_in_a_handler_reaches_the_test(admin: Cluster, ns: str) -> Non
 
 
 def test_handler_errors_can_be_expected(admin: Cluster, ns: str) -> None:
-    with run_kopf("sample_operators.kopf_failing_handler", admin, namespaces=[ns], fail_on_errors=False) as op:
+    with run_kopf(
+        "sample_operators.kopf_failing_handler", admin, namespaces=[ns], fail_on_errors=False
+    ) as op:
         admin.create(configmap("bad", ns, {"ktest.dev/explode": "true"}))
         eventually(lambda: "data.size must be a positive number" in op.logs)
         assert op.error is None

@@ -8,6 +8,7 @@ into ``<name>-copy`` (owned by the source), with the official Python client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -114,8 +115,6 @@ async def async_mirror(ctx: Any) -> None:
                 continue
             await asyncio.to_thread(reconcile, api, item)
         ctx.ready()
-        try:
+        with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(ctx.stop.wait(), 0.1)
-        except asyncio.TimeoutError:
-            pass
     log.info("stopped")

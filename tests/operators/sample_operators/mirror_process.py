@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sample_operators.mirror import mirror_loop  # noqa: E402
+from sample_operators.mirror import mirror_loop
 
 
 def main() -> int:
