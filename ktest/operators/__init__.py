@@ -24,6 +24,7 @@ _EXPORTS = {
     "operator_identity": "ktest.operators.rbac",
     "load_roles": "ktest.operators.rbac",
     "build_go_binary": "ktest.operators.gobuild",
+    "plan_go_build": "ktest.operators.gobuild",
     "Denial": "ktest.operators.denials",
     "find_denials": "ktest.operators.denials",
 }

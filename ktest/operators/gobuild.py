@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import filelock
@@ -52,7 +53,21 @@ def source_files(source_dir: Path) -> Iterator[Path]:
                 yield path
 
 
-def build_go_binary(
+@dataclass(frozen=True)
+class GoBuild:
+    """Where the binary of one Go package goes for the current sources, and how it is built."""
+
+    source: Path
+    binary: Path
+    command: tuple[str, ...]
+    env: Mapping[str, str]
+
+    @property
+    def cached(self) -> bool:
+        return _is_executable(self.binary)
+
+
+def plan_go_build(
     source_dir: Path | str,
     *,
     package: str = ".",
@@ -61,13 +76,8 @@ def build_go_binary(
     tags: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     cache_dir: Path | str | None = None,
-    timeout: float = 1800.0,
-) -> Path:
-    """The path of the built binary of ``package`` in the Go module at ``source_dir``.
-
-    Built only when no binary for the same sources, Go version and flags is
-    cached. Raises ``OperatorError`` with the compiler's output when the build fails.
-    """
+) -> GoBuild:
+    """The cache location and build command for ``package`` of the Go module at ``source_dir``."""
     from ktest.assets.gobuild import find_go
 
     source = Path(source_dir).expanduser().resolve()
@@ -91,26 +101,48 @@ def build_go_binary(
         flags.append(f"-ldflags={ldflags}")
     digest = _digest(source, go.version, package, flags, build_env)
     root = Path(cache_dir) if cache_dir is not None else operators_cache_dir(build_env)
-    entry = root / f"{binary_name}-{digest[:16]}"
-    binary = entry / binary_name
-    if _is_executable(binary):
-        return binary
-    root.mkdir(parents=True, exist_ok=True)
+    binary = root / f"{binary_name}-{digest[:16]}" / binary_name
+    return GoBuild(source, binary, (go.path, "build", *flags, "-o", "{output}", package), build_env)
+
+
+def build_go_binary(
+    source_dir: Path | str,
+    *,
+    package: str = ".",
+    name: str | None = None,
+    ldflags: str = "",
+    tags: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    cache_dir: Path | str | None = None,
+    timeout: float = 1800.0,
+) -> Path:
+    """The path of the built binary of ``package`` in the Go module at ``source_dir``.
+
+    Built only when no binary for the same sources, Go version and flags is
+    cached. Raises ``OperatorError`` with the compiler's output when the build fails.
+    """
+    plan = plan_go_build(
+        source_dir, package=package, name=name, ldflags=ldflags, tags=tags, env=env, cache_dir=cache_dir
+    )
+    if plan.cached:
+        return plan.binary
+    entry = plan.binary.parent
+    entry.parent.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(str(entry) + ".lock"):
-        if _is_executable(binary):  # another process built it while we waited
-            return binary
+        if plan.cached:  # another process built it while we waited
+            return plan.binary
         entry.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{binary_name}-", dir=entry)
+        handle, temporary = tempfile.mkstemp(prefix=f".{plan.binary.name}-", dir=entry)
         os.close(handle)
-        command = [go.path, "build", *flags, "-o", temporary, package]
+        command = [temporary if part == "{output}" else part for part in plan.command]
         try:
-            _run_build(command, source, build_env, timeout)
+            _run_build(command, plan.source, plan.env, timeout)
             os.chmod(temporary, 0o755)
-            os.replace(temporary, binary)
+            os.replace(temporary, plan.binary)
         finally:
             if os.path.exists(temporary):
                 os.unlink(temporary)
-    return binary
+    return plan.binary
 
 
 def _run_build(command: list[str], source: Path, env: Mapping[str, str], timeout: float) -> None:

@@ -361,6 +361,17 @@ class OperatorHandle(abc.ABC):
             f"{found[0].missing_rule()} to its role."
         )
 
+    def _record_logged_error(self, text: str, hint: str = "") -> None:
+        """An ERROR record of an in-process operator: a failure, named precisely if it is an RBAC denial."""
+        denials = find_denials(text) if self.fail_on_forbidden else []
+        if denials:
+            with self._lock:
+                if self._state == "running" and self._failure is None:
+                    self._failure = self._denial_error(denials[0])
+            self._wake.set()
+        elif self.fail_on_errors:
+            self._record_failure("logged an error", details=text, hint=hint)
+
     def _record_failure(self, what: str, details: str = "", hint: str = "") -> None:
         """Mark the current run failed (first failure wins); used by in-process kinds."""
         with self._lock:

@@ -220,8 +220,8 @@ class CallableOperator(OperatorHandle):
 
     def _sink(self, record: logging.LogRecord, text: str) -> None:
         self.log.write(text)
-        if self.fail_on_errors and record.levelno >= logging.ERROR:
-            self._record_failure("logged an error", details=text)
+        if record.levelno >= logging.ERROR:
+            self._record_logged_error(text)
 
 
 def close_loop(loop: asyncio.AbstractEventLoop) -> None:

@@ -254,10 +254,9 @@ class KopfOperator(OperatorHandle):
 
     def _sink(self, record: logging.LogRecord, text: str) -> None:
         self.log.write(text)
-        if self.fail_on_errors and record.levelno >= logging.ERROR:
-            self._record_failure(
-                "logged an error",
-                details=text,
+        if record.levelno >= logging.ERROR:
+            self._record_logged_error(
+                text,
                 hint="kopf logs handler exceptions and failed API requests as errors. "
                 "Pass fail_on_errors=False if the test expects them.",
             )

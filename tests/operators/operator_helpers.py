@@ -11,8 +11,9 @@ SAMPLES = HERE / "sample_operators"
 GO_MANAGER = HERE.parent.parent / "fixtures" / "go-manager"
 
 
-def configmap(name: str, namespace: str, labels: dict[str, str] | None = None,
-              data: dict[str, str] | None = None) -> dict[str, Any]:
+def configmap(
+    name: str, namespace: str, labels: dict[str, str] | None = None, data: dict[str, str] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

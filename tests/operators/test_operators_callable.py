@@ -233,7 +233,7 @@ def test_session_scoped_operator_attaches_logs_during_each_test(admin: Cluster) 
         op.log.write("before the test")
         with run_context("test", test=True) as test:
             op.log.write("during the test")
-            (title, provider), = test.sections
+            ((title, provider),) = test.sections
             assert "during this test" in title
             assert provider() == "during the test\n"
         op.close()
@@ -248,7 +248,7 @@ def test_per_test_operator_attaches_its_whole_log(admin: Cluster) -> None:
     with use_context(RunContext("session")), run_context("test", test=True) as test:
         with run_callable(operator, admin, name="per-test") as op:
             op.log.write("hello")
-        (title, provider), = test.sections
+        ((title, provider),) = test.sections
         assert title == "operator per-test log"
         assert "hello" in provider()  # still readable after the operator was closed
 

@@ -19,6 +19,4 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 @kopf.on.create("configmaps", labels={"ktest.dev/seen": "true"}, backoff=30)
 def seen(name: str, namespace: str, memo: Any, **_: Any) -> None:
-    core_api(memo.kubeconfig).create_namespaced_config_map(
-        namespace, {"metadata": {"name": f"{name}-seen"}}
-    )
+    core_api(memo.kubeconfig).create_namespaced_config_map(namespace, {"metadata": {"name": f"{name}-seen"}})

@@ -35,8 +35,15 @@ def reconcile(api: kubernetes.client.CoreV1Api, source: Any) -> None:
     mirror = {
         "metadata": {
             "name": meta.name + SUFFIX,
-            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": meta.name,
-                                 "uid": meta.uid, "controller": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": meta.name,
+                    "uid": meta.uid,
+                    "controller": True,
+                }
+            ],
         },
         "data": source.data or {},
     }

@@ -24,8 +24,10 @@ def main() -> int:
     options = parser.parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(levelname)s %(name)s: %(message)s")
     if options.exit_with is not None:
-        print(f"fatal: cannot load configuration: OPERATOR_MODE is not set (exit {options.exit_with})",
-              flush=True)
+        print(
+            f"fatal: cannot load configuration: OPERATOR_MODE is not set (exit {options.exit_with})",
+            flush=True,
+        )
         return options.exit_with
     stop = threading.Event()
     if options.ignore_sigterm:
