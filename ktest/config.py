@@ -22,6 +22,7 @@ from ktest.errors import AssetsError, ConfigError
 BACKENDS = ("bare", "existing")
 PLANNED_BACKENDS = ("kind",)
 KEEP_NAMESPACES = ("never", "on-failure", "always")
+NAMESPACE_DELETION = ("wait", "background")
 DEFAULT_CONTROLLERS = ("garbagecollector", "namespace")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -44,6 +45,7 @@ class Settings:
     namespace_timeout: float = 60.0
     finalizer_grace: float = 10.0
     keep_namespaces: str = "never"
+    namespace_deletion: str = "wait"
     reuse: bool = False
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """Where each non-default value came from (for messages), e.g. ``{"backend": "ini ktest_backend"}``."""
@@ -64,6 +66,8 @@ class Settings:
             parts.append("reuse=on")
         if self.keep_namespaces != "never":
             parts.append(f"keep-namespaces={self.keep_namespaces}")
+        if self.namespace_deletion != "wait":
+            parts.append(f"namespace-deletion={self.namespace_deletion}")
         return " ".join(parts)
 
 
@@ -232,6 +236,10 @@ SETTINGS: tuple[Spec, ...] = (
          "after this many seconds, finalizers holding a test namespace are reported and removed", "10"),
     Spec("keep_namespaces", "--ktest-keep-namespaces", "ktest_keep_namespaces", "KTEST_KEEP_NAMESPACES",
          _choice(KEEP_NAMESPACES), "keep test namespaces: never, on-failure or always", "never"),
+    Spec("namespace_deletion", "--ktest-namespace-deletion", "ktest_namespace_deletion",
+         "KTEST_NAMESPACE_DELETION", _choice(NAMESPACE_DELETION),
+         "wait: each test's teardown waits until its namespace is gone; background: deletions are "
+         "waited for while later tests run, and all of them before the session ends", "wait"),
     Spec("reuse", "--ktest-reuse", "ktest_reuse", "KTEST_REUSE", _bool,
          "attach to a compatible control plane started by `ktest up` (never stopped by the tests)", "false",
          flag=True),

@@ -126,7 +126,8 @@ def delete_namespace(
             f"refusing to delete namespace {name}: ktest did not create it "
             f"(it lacks the label {MANAGED_BY_LABEL}={MANAGED_BY_VALUE})"
         )
-    cluster.delete(ref, missing_ok=True)
+    if not current["metadata"].get("deletionTimestamp"):  # deleting it again would be a 409 Conflict
+        cluster.delete(ref, missing_ok=True)
     if not cluster.namespace_controller_available:
         report.note = (
             f"namespace {name} left Terminating: no namespace controller runs on this cluster "

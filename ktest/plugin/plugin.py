@@ -14,6 +14,7 @@ attach to it and isolate tests with per-test namespaces.
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from ktest.backends.shared import ClusterServer
     from ktest.cluster import Cluster
     from ktest.controlplane import ControlPlane
+    from ktest.plugin.reaper import NamespaceReaper
 
 WORKER_ADDRESS_KEY = "ktest_cluster_address"
 
@@ -54,6 +56,7 @@ class KtestSession:
         self.description: str | None = None
         self._stack = contextlib.ExitStack()
         self._warned_notes: set[str] = set()
+        self._reaper: NamespaceReaper | None = None
 
     def enter(self) -> None:
         """Open the session's run context and wait defaults (pytest_sessionstart)."""
@@ -88,6 +91,37 @@ class KtestSession:
         backend, self.backend = self.backend, None
         if backend is not None:
             backend.close()
+
+    @property
+    def reaper(self) -> NamespaceReaper:
+        """Background namespace deletions (``ktest_namespace_deletion = background``)."""
+        if self._reaper is None:
+            from ktest.plugin.reaper import NamespaceReaper
+
+            self._reaper = NamespaceReaper()
+        return self._reaper
+
+    def finish_deletions(self) -> None:
+        """Wait for background namespace deletions; warn about forced ones, raise on failures."""
+        reaper, self._reaper = self._reaper, None
+        if reaper is None:
+            return
+        failures = []
+        for reaped in reaper.close():
+            cleanup = reaped.cleanup
+            if reaped.error is not None:
+                failures.append(f"namespace of {reaped.owner}: {reaped.error}")
+            elif cleanup is not None and cleanup.forced:
+                warnings.warn(
+                    NamespaceCleanupWarning(f"namespace of {reaped.owner}: {cleanup.summary()}"),
+                    stacklevel=1,
+                )
+            elif cleanup and cleanup.note and self.first_time(cleanup.note.replace(cleanup.name, "<ns>")):
+                warnings.warn(NamespaceCleanupWarning(cleanup.note), stacklevel=1)
+        if failures:
+            from ktest.errors import ClusterError
+
+            raise ClusterError("background deletion of test namespaces failed:\n" + "\n".join(failures))
 
     def serve_workers(self) -> str:
         """Start (once) the server xdist workers ask for the cluster; return its address."""
@@ -139,6 +173,7 @@ _METAVARS = {
     "context": "NAME",
     "controllers": "LIST",
     "keep_namespaces": "WHEN",
+    "namespace_deletion": "HOW",
 }
 
 
@@ -320,7 +355,10 @@ def ktest_backend(pytestconfig: pytest.Config) -> Iterator[Backend]:
     try:
         yield backend
     finally:
-        session.close_backend()
+        try:
+            session.finish_deletions()
+        finally:
+            session.close_backend()
 
 
 @pytest.fixture(scope="session")
@@ -359,16 +397,23 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest, ktest_settings: 
             stacklevel=1,
         )
         return
-    cleanup = delete_namespace(
+    delete = functools.partial(
+        delete_namespace,
         cluster,
         name,
         timeout=ktest_settings.namespace_timeout,
         force_finalizers_after=ktest_settings.finalizer_grace,
     )
+    if ktest_settings.namespace_deletion == "background":
+        # Delete now (the namespace is ours: created above), wait for it on the reaper's threads.
+        cluster.delete(("v1", "Namespace", name), missing_ok=True)
+        _session(request.config).reaper.submit(request.node.nodeid, delete)
+        return
+    cleanup = delete()
     if cleanup.forced:
         warnings.warn(NamespaceCleanupWarning(cleanup.summary()), stacklevel=1)
         request.node.add_report_section("teardown", "ktest namespace cleanup", cleanup.summary())
-    elif cleanup.note and _session(request.config).first_time(cleanup.note.replace(name, "<namespace>")):
+    elif cleanup.note and _session(request.config).first_time(cleanup.note.replace(name, "<ns>")):
         warnings.warn(NamespaceCleanupWarning(cleanup.note), stacklevel=1)
 
 

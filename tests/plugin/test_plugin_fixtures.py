@@ -252,3 +252,41 @@ def test_existing_refuses_a_context_that_is_not_current(
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*context 'staging' is not in * (it has: ktest-admin@ktest, production)*"])
+
+
+def test_background_namespace_deletion(
+    pytester: pytest.Pytester, existing_args: list[str], admin: Cluster
+) -> None:
+    pytester.makefile(".yaml", crd=CRD)
+    pytester.makepyfile(
+        """
+        seen = []
+
+        def test_first(cluster, namespace):
+            seen.append(namespace)
+            cluster.create({"apiVersion": "report.example.com/v1", "kind": "Gizmo",
+                            "metadata": {"name": "held", "finalizers": ["report.example.com/cleanup"]}},
+                           namespace=namespace)
+
+        def test_second(cluster):
+            # The first test's teardown did not wait: its namespace is still being deleted.
+            first = cluster.get(("v1", "Namespace", seen[0]))
+            assert first["metadata"].get("deletionTimestamp")
+            print("NS", seen[0])
+        """
+    )
+    result = pytester.runpytest_inprocess(
+        "-s", "--ktest-crds=crd.yaml", "--ktest-namespace-deletion=background",
+        "--ktest-finalizer-grace=1", *existing_args,
+    )
+    result.assert_outcomes(passed=2)
+    (name,) = printed(result, "NS ")
+    assert admin.get_or_none(("v1", "Namespace", name)) is None, "deletions are waited for by session end"
+    result.stdout.fnmatch_lines(
+        [
+            "*NamespaceCleanupWarning: namespace of test_background_namespace_deletion.py::test_first: "
+            f"namespace {name} was held in Terminating by:",
+            f"*Gizmo {name}/held (report.example.com/v1) (finalizers: report.example.com/cleanup)",
+        ]
+    )
+    admin.delete(("apiextensions.k8s.io/v1", "CustomResourceDefinition", "gizmos.report.example.com"))
