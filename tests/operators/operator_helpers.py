@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,3 +30,12 @@ def ref(name: str, namespace: str) -> dict[str, Any]:
 
 def python() -> str:
     return sys.executable
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll ``condition`` without running health checks (``eventually`` would raise the very
+    operator error a test is waiting to inspect)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"condition not met within {timeout} s"
+        time.sleep(0.02)

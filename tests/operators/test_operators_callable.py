@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from operator_helpers import configmap, ref
+from operator_helpers import configmap, ref, wait_for
 from sample_operators import mirror
 
 from ktest.cluster import Cluster
@@ -215,7 +215,7 @@ def test_logs_are_captured_per_operator_and_errors_fail_it(admin: Cluster) -> No
         eventually(lambda: "conflict" in lenient.logs)
         assert lenient.error is None
     strict = run_callable(complains, admin, wait=False)
-    eventually(lambda: strict.error is not None)
+    wait_for(lambda: strict.error is not None)
     assert "logged an error" in str(strict.error)
     assert "could not update status of ns/b: conflict" in str(strict.error)
     with pytest.raises(OperatorError, match="could not update status"):

@@ -48,13 +48,19 @@ def reconcile(api: kubernetes.client.CoreV1Api, source: Any) -> None:
         "data": source.data or {},
     }
     try:
-        api.create_namespaced_config_map(meta.namespace, mirror)
-        log.info("created %s/%s", meta.namespace, meta.name + SUFFIX)
+        try:
+            api.create_namespaced_config_map(meta.namespace, mirror)
+            log.info("created %s/%s", meta.namespace, meta.name + SUFFIX)
+        except ApiException as error:
+            if error.status != 409:
+                raise
+            api.patch_namespaced_config_map(meta.name + SUFFIX, meta.namespace, {"data": source.data or {}})
+            log.info("updated %s/%s", meta.namespace, meta.name + SUFFIX)
     except ApiException as error:
-        if error.status != 409:
-            raise
-        api.patch_namespaced_config_map(meta.name + SUFFIX, meta.namespace, {"data": source.data or {}})
-        log.info("updated %s/%s", meta.namespace, meta.name + SUFFIX)
+        if error.status == 404 or "NamespaceTerminating" in str(error.body):
+            log.info("skipped %s/%s: its namespace is going away", meta.namespace, meta.name)
+            return
+        raise
 
 
 def _list(api: kubernetes.client.CoreV1Api, namespace: str | None, **kwargs: Any) -> Any:
