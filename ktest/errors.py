@@ -6,9 +6,10 @@ callers catch one family (``except ktest.AssetsError``) or all of them.
 
 from __future__ import annotations
 
-import json
+from typing import TYPE_CHECKING
 
-from kubernetes.client.exceptions import ApiException
+if TYPE_CHECKING:
+    from ktest.api_error import ApiError as ApiError
 
 
 class KtestError(Exception):
@@ -43,51 +44,11 @@ class ConfigError(KtestError):
     """A ktest setting (option, ini key or environment variable) is invalid."""
 
 
-class ApiError(ClusterError, ApiException):
-    """The API server answered with an error status.
+def __getattr__(name: str) -> type:
+    # ApiError subclasses kubernetes' ApiException; importing the kubernetes
+    # package costs about a second, which the CLI and the control plane do not need.
+    if name == "ApiError":
+        from ktest.api_error import ApiError
 
-    A ``kubernetes.client.ApiException`` too (``.status``, ``.reason``,
-    ``.body``), so code written for the official client keeps working, but its
-    message is the server's own explanation rather than raw HTTP headers.
-    """
-
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        body: str,
-        *,
-        method: str,
-        path: str,
-        context: str = "",
-    ) -> None:
-        ApiException.__init__(self, status=status, reason=reason, body=body)
-        self.method = method
-        self.path = path
-        self.context = context
-        self.message = _server_message(body) or reason
-
-    def with_context(self, context: str) -> ApiError:
-        """The same error, prefixed with where the request came from (file, document)."""
-        return ApiError(
-            self.status,
-            self.reason,
-            self.body or "",
-            method=self.method,
-            path=self.path,
-            context=context,
-        )
-
-    def __str__(self) -> str:
-        prefix = f"{self.context}: " if self.context else ""
-        return f"{prefix}{self.method} {self.path}: {self.status} {self.reason}: {self.message}"
-
-
-def _server_message(body: str) -> str:
-    try:
-        parsed = json.loads(body)
-    except (TypeError, ValueError):
-        return body.strip()
-    if isinstance(parsed, dict):
-        return str(parsed.get("message") or "")
-    return ""
+        return ApiError
+    raise AttributeError(f"module 'ktest.errors' has no attribute {name!r}")

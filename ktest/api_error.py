@@ -1,0 +1,59 @@
+"""``ApiError``: an error answer of the API server, readable and still an ``ApiException``."""
+
+from __future__ import annotations
+
+import json
+
+from kubernetes.client.exceptions import ApiException
+
+from ktest.errors import ClusterError
+
+
+class ApiError(ClusterError, ApiException):
+    """The API server answered with an error status.
+
+    A ``kubernetes.client.ApiException`` too (``.status``, ``.reason``,
+    ``.body``), so code written for the official client keeps working, but its
+    message is the server's own explanation rather than raw HTTP headers.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        body: str,
+        *,
+        method: str,
+        path: str,
+        context: str = "",
+    ) -> None:
+        ApiException.__init__(self, status=status, reason=reason, body=body)
+        self.method = method
+        self.path = path
+        self.context = context
+        self.message = _server_message(body) or reason
+
+    def with_context(self, context: str) -> ApiError:
+        """The same error, prefixed with where the request came from (file, document)."""
+        return ApiError(
+            self.status,
+            self.reason,
+            self.body or "",
+            method=self.method,
+            path=self.path,
+            context=context,
+        )
+
+    def __str__(self) -> str:
+        prefix = f"{self.context}: " if self.context else ""
+        return f"{prefix}{self.method} {self.path}: {self.status} {self.reason}: {self.message}"
+
+
+def _server_message(body: str) -> str:
+    try:
+        parsed = json.loads(body)
+    except (TypeError, ValueError):
+        return body.strip()
+    if isinstance(parsed, dict):
+        return str(parsed.get("message") or "")
+    return ""
