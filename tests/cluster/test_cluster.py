@@ -8,6 +8,7 @@ import pytest
 
 from ktest.cluster import Cluster, ObjectRef
 from ktest.errors import ApiError, ClusterError, CRDError
+from ktest.wait import eventually
 
 WIDGET_CRD = """
 apiVersion: apiextensions.k8s.io/v1
@@ -151,7 +152,14 @@ def test_user_is_denied_then_allowed_by_rbac(admin: Cluster, ns: str) -> None:
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read"},
          "subjects": [{"kind": "Group", "name": "team-a", "apiGroup": "rbac.authorization.k8s.io"}]}
     )
-    assert isinstance(alice.list("v1", "ConfigMap", ns), list)
+
+    def allowed() -> None:  # the authorizer sees the binding through an informer, shortly after
+        try:
+            alice.list("v1", "ConfigMap", ns)
+        except ApiError as error:
+            raise AssertionError(f"still denied: {error}") from None
+
+    eventually(allowed, timeout=10)
 
 
 def test_namespace_held_by_finalizer_is_reported_and_released(admin: Cluster) -> None:
@@ -197,8 +205,6 @@ def test_background_namespace_deletion_is_drained_with_reports(admin: Cluster) -
 
 def test_children_of_a_freshly_installed_kind_are_collected_promptly(admin: Cluster, ns: str) -> None:
     """The GC sees new kinds only on its 30 s resync unless install_crds' hook restarts it."""
-    from ktest.wait import eventually
-
     crd = WIDGET_CRD.replace("widgets", "sprockets").replace("Widget", "Sprocket").replace("widget", "sprocket")
     admin.install_crds(crd)
     owner = admin.apply(
