@@ -118,6 +118,10 @@ class _RoutingHandler(logging.Handler):
             text = self.format(record)
         except Exception:
             text = f"{record.levelname} {record.name}: {record.msg!r} (unformattable: {record.args!r})"
+        ref = getattr(record, "k8s_ref", None)  # kopf's per-object records name their object this way
+        if isinstance(ref, dict) and ref.get("name"):
+            where = f"{ref['namespace']}/{ref['name']}" if ref.get("namespace") else str(ref["name"])
+            text = text.replace(f"{record.name}: ", f"{record.name}: [{where}] ", 1)
         sink(record, text)
 
 
