@@ -32,10 +32,14 @@ def resolve_assets(
 ) -> Assets:
     """Return a directory of binaries for ``selector`` (``"1.37.2"``, ``"1.37"``, ``"latest"``).
 
-    None means the newest stable release known. Installs into the cache when
+    None means the newest stable release known, or whatever version a directory
+    named by ``KTEST_ASSETS``/``KUBEBUILDER_ASSETS`` holds: pointing at binaries
+    without asking for a version means "use these". Installs into the cache when
     needed (download or Go build); raises AssetsError saying what was tried.
     """
-    return Resolution(parse_selector(selector), source, as_progress(progress)).run()
+    resolution = Resolution(parse_selector(selector), source, as_progress(progress))
+    resolution.version_requested = selector is not None
+    return resolution.run()
 
 
 class Resolution:
@@ -52,6 +56,7 @@ class Resolution:
         self.locations = store.Locations.from_env()
         self.settings = download.DownloadSettings.from_env()
         self.tried: list[str] = []
+        self.version_requested = True
         self._go: gobuild.GoTool | None = None
         self._go_looked_up = False
 
@@ -111,7 +116,7 @@ class Resolution:
                 f"or unset {variable} so ktest finds, downloads or builds them."
             )
         version = probe.reported_version(directory / "kube-apiserver", "kube-apiserver")
-        if not self.selector.matches(version):
+        if self.version_requested and not self.selector.matches(version):
             if variable == "KTEST_ASSETS":
                 raise AssetsError(
                     f"KTEST_ASSETS={directory} holds Kubernetes {version}, but {self.selector} "

@@ -205,3 +205,20 @@ def test_nothing_available_explains_the_three_ways_out(isolated: Path, no_go: Pa
 def test_unknown_source_is_rejected(isolated: Path) -> None:
     with pytest.raises(AssetsError, match="unknown binaries source 'ftp'"):
         resolve_assets("1.37.2", source="ftp", progress=False)
+
+
+def test_user_directory_of_any_version_is_used_when_no_version_is_requested(
+    tmp_path, monkeypatch
+) -> None:
+    """Pointing KTEST_ASSETS at binaries without asking for a version means "use these"."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    for name in ("kube-apiserver", "etcd"):
+        script = directory / name
+        script.write_text("#!/bin/sh\necho 'Kubernetes v1.31.7'\n")
+        script.chmod(0o755)
+    monkeypatch.setenv("KTEST_ASSETS", str(directory))
+    assets = resolve_assets(None, progress=False)
+    assert (assets.directory, assets.version, assets.origin) == (directory, "1.31.7", "KTEST_ASSETS")
+    with pytest.raises(AssetsError, match="holds Kubernetes 1.31.7, but 1.37 was requested"):
+        resolve_assets("1.37", progress=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +12,7 @@ from ktest.controlplane import ControlPlane
 
 @pytest.fixture(scope="session")
 def plane() -> Iterator[ControlPlane]:
-    with ControlPlane(assets=os.environ.get("KTEST_DEV_ASSETS")) as cp:
+    with ControlPlane() as cp:
         yield cp
 
 
