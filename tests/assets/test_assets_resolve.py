@@ -220,5 +220,5 @@ def test_user_directory_of_any_version_is_used_when_no_version_is_requested(
     monkeypatch.setenv("KTEST_ASSETS", str(directory))
     assets = resolve_assets(None, progress=False)
     assert (assets.directory, assets.version, assets.origin) == (directory, "1.31.7", "KTEST_ASSETS")
-    with pytest.raises(AssetsError, match="holds Kubernetes 1.31.7, but 1.37 was requested"):
+    with pytest.raises(AssetsError, match=r"holds Kubernetes 1\.31\.7, but 1\.37 was requested"):
         resolve_assets("1.37", progress=False)

@@ -43,7 +43,12 @@ spec:
 
 
 def configmap(name: str, ns: str, **data: str) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns},
+        "data": data,
+    }
 
 
 def test_version_matches_the_control_plane(admin: Cluster, plane) -> None:
@@ -55,7 +60,9 @@ def test_apply_create_get_patch_update_delete(admin: Cluster, ns: str) -> None:
     applied = admin.apply(configmap("a", ns, k="1"))
     assert applied["data"] == {"k": "1"}
     assert applied["metadata"]["managedFields"][0]["manager"] == "ktest"
-    created = admin.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}, namespace=ns)
+    created = admin.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}, namespace=ns
+    )
     assert created["metadata"]["name"].startswith("gen-")
     with pytest.raises(ApiError) as conflict:
         admin.create(configmap("a", ns))
@@ -93,7 +100,7 @@ def test_rejected_apply_names_the_manifest(admin: Cluster, ns: str) -> None:
 
 
 def test_unknown_kind_suggests_installing_the_crd(admin: Cluster) -> None:
-    with pytest.raises(ClusterError, match="does not serve kind Gadget in test.ktest.dev/v1.*install_crds"):
+    with pytest.raises(ClusterError, match=r"does not serve kind Gadget in test.ktest.dev/v1.*install_crds"):
         admin.get(("test.ktest.dev/v1", "Gadget", "x", "default"))
 
 
@@ -101,14 +108,18 @@ def test_crd_install_status_subresource_and_cel(admin: Cluster, ns: str) -> None
     assert admin.install_crds(WIDGET_CRD) == ["widgets.test.ktest.dev"]
     assert admin.install_crds(WIDGET_CRD) == ["widgets.test.ktest.dev"]  # idempotent
     widget = admin.apply(
-        {"apiVersion": "test.ktest.dev/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": ns},
-         "spec": {"size": 1}}
+        {
+            "apiVersion": "test.ktest.dev/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": ns},
+            "spec": {"size": 1},
+        }
     )
     generation = widget["metadata"]["generation"]
     after = admin.patch(widget, {"status": {"phase": "Ready"}}, subresource="status")
     assert after["status"] == {"phase": "Ready"}
     assert after["metadata"]["generation"] == generation
-    with pytest.raises(ApiError, match="size must be at most 10") as rejected:
+    with pytest.raises(ApiError, match=r"size must be at most 10") as rejected:
         admin.patch(widget, {"spec": {"size": 11}})
     assert rejected.value.status == 422
 
@@ -116,10 +127,14 @@ def test_crd_install_status_subresource_and_cel(admin: Cluster, ns: str) -> None
 def test_crd_errors_name_file_and_crd(admin: Cluster, tmp_path: Path) -> None:
     not_crd = tmp_path / "cm.yaml"
     not_crd.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
-    with pytest.raises(CRDError, match=r"cm\.yaml, document 1 \(line 1\): ConfigMap x .* is not a CustomResourceDefinition"):
+    with pytest.raises(
+        CRDError, match=r"cm\.yaml, document 1 \(line 1\): ConfigMap x .* is not a CustomResourceDefinition"
+    ):
         admin.install_crds(not_crd)
     broken = WIDGET_CRD.replace("name: widgets.test.ktest.dev", "name: wrong.test.ktest.dev")
-    with pytest.raises(CRDError, match="rejected CustomResourceDefinition wrong.test.ktest.dev: .*must be spec.names.plural"):
+    with pytest.raises(
+        CRDError, match=r"rejected CustomResourceDefinition wrong.test.ktest.dev: .*must be spec.names.plural"
+    ):
         admin.install_crds(broken)
 
 
@@ -132,7 +147,7 @@ def test_delete_propagation_and_garbage_collection(admin: Cluster, ns: str) -> N
     admin.apply(child)
     admin.delete(owner, propagation="Foreground", wait=True, timeout=30)
     assert not admin.exists(child)
-    with pytest.raises(ValueError, match="propagation must be one of"):
+    with pytest.raises(ValueError, match=r"propagation must be one of"):
         admin.delete(child, propagation="Sideways")
 
 
@@ -143,14 +158,21 @@ def test_user_is_denied_then_allowed_by_rbac(admin: Cluster, ns: str) -> None:
     assert denied.value.status == 403
     assert 'User "alice" cannot list resource "configmaps"' in str(denied.value)
     admin.apply(
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "read", "namespace": ns},
-         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}]}
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "read", "namespace": ns},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
+        }
     )
     admin.apply(
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": "read", "namespace": ns},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read"},
-         "subjects": [{"kind": "Group", "name": "team-a", "apiGroup": "rbac.authorization.k8s.io"}]}
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "read", "namespace": ns},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "read"},
+            "subjects": [{"kind": "Group", "name": "team-a", "apiGroup": "rbac.authorization.k8s.io"}],
+        }
     )
 
     def allowed() -> None:  # the authorizer sees the binding through an informer, shortly after
@@ -180,7 +202,7 @@ def test_namespace_held_by_finalizer_is_reported_and_released(admin: Cluster) ->
 def test_refuses_to_delete_a_namespace_ktest_did_not_create(admin: Cluster) -> None:
     from ktest.cluster.namespaces import delete_namespace
 
-    with pytest.raises(ClusterError, match="refusing to delete namespace default: ktest did not create it"):
+    with pytest.raises(ClusterError, match=r"refusing to delete namespace default: ktest did not create it"):
         delete_namespace(admin, "default")
 
 
@@ -205,7 +227,9 @@ def test_background_namespace_deletion_is_drained_with_reports(admin: Cluster) -
 
 def test_children_of_a_freshly_installed_kind_are_collected_promptly(admin: Cluster, ns: str) -> None:
     """The GC sees new kinds only on its 30 s resync unless install_crds' hook restarts it."""
-    crd = WIDGET_CRD.replace("widgets", "sprockets").replace("Widget", "Sprocket").replace("widget", "sprocket")
+    crd = (
+        WIDGET_CRD.replace("widgets", "sprockets").replace("Widget", "Sprocket").replace("widget", "sprocket")
+    )
     admin.install_crds(crd)
     owner = admin.apply(
         {"apiVersion": "test.ktest.dev/v1", "kind": "Sprocket", "metadata": {"name": "s", "namespace": ns}}

@@ -20,19 +20,28 @@ def test_dict_is_copied_not_mutated() -> None:
 
 
 def test_multi_document_yaml_string_skips_empty_documents() -> None:
-    text = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: b}\n"
+    text = (
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\n"
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: b}\n"
+    )
     assert [o["kind"] for o in load_manifests(text)] == ["ConfigMap", "Secret"]
 
 
 def test_list_objects_are_expanded() -> None:
-    listing = {"apiVersion": "v1", "kind": "List", "items": [CONFIGMAP, {**CONFIGMAP, "metadata": {"name": "b"}}]}
+    listing = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [CONFIGMAP, {**CONFIGMAP, "metadata": {"name": "b"}}],
+    }
     assert [o["metadata"]["name"] for o in load_manifests(listing)] == ["a", "b"]
 
 
 def test_directory_is_searched_recursively_in_order_skipping_kustomization(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "b.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n")
-    (tmp_path / "sub" / "c.json").write_text('{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}')
+    (tmp_path / "sub" / "c.json").write_text(
+        '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}'
+    )
     (tmp_path / "a.yml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
     (tmp_path / "kustomization.yaml").write_text("resources: [a.yml]\n")
     (tmp_path / "notes.txt").write_text("not a manifest")
@@ -49,18 +58,22 @@ def test_yaml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
 
 def test_document_without_kind_names_document_and_line(tmp_path: Path) -> None:
     path = tmp_path / "two.yaml"
-    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nmetadata: {name: b}\n")
-    with pytest.raises(ManifestError, match=r"two\.yaml, document 2 \(line 5\): not a Kubernetes object: missing kind"):
+    path.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nmetadata: {name: b}\n"
+    )
+    with pytest.raises(
+        ManifestError, match=r"two\.yaml, document 2 \(line 5\): not a Kubernetes object: missing kind"
+    ):
         load_manifests(path)
 
 
 def test_scalar_document_is_rejected() -> None:
-    with pytest.raises(ManifestError, match="expected a Kubernetes object.*got a str"):
+    with pytest.raises(ManifestError, match=r"expected a Kubernetes object.*got a str"):
         load_manifests("just a string\n")
 
 
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ManifestError, match="no such file or directory"):
+    with pytest.raises(ManifestError, match=r"no such file or directory"):
         load_manifests(tmp_path / "absent.yaml")
 
 
@@ -70,7 +83,7 @@ def test_refs_from_dicts_tuples_and_refs() -> None:
     assert as_ref(("v1", "ConfigMap", "a", "ns")) == ref
     assert as_ref(ref) is ref
     assert str(ref) == "ConfigMap ns/a (v1)"
-    with pytest.raises(ManifestError, match="missing 'metadata'"):
+    with pytest.raises(ManifestError, match=r"missing 'metadata'"):
         as_ref({"apiVersion": "v1", "kind": "ConfigMap"})
 
 
