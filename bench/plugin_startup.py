@@ -69,13 +69,15 @@ def namespace_cost(runs: int) -> list[float]:
     return costs
 
 
-def suite(path: str, workers: str, env: dict[str, str]) -> float:
+def suite(path: str, workers: str, env: dict[str, str]) -> tuple[float, str]:
+    """Wall time of the suite and pytest's closing line (it must say the tests passed)."""
     started = time.monotonic()
-    subprocess.run(
+    result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, path],
-        cwd=ROOT, env=env, check=False, capture_output=True, timeout=3600,
+        cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=3600,
     )
-    return time.monotonic() - started
+    lines = result.stdout.strip().splitlines()
+    return time.monotonic() - started, lines[-1] if lines else f"exit status {result.returncode}"
 
 
 def _row(label: str, values: list[float]) -> str:
@@ -109,10 +111,10 @@ def main() -> int:
         print(_row("start-up to first test body, reuse (ktest up)", warm), flush=True)
     print(_row("namespace fixture: create + waited deletion", namespace_cost(args.runs)), flush=True)
     if not args.skip_suite:
-        serial = suite(args.suite, "0", env)
-        print(f"{'suite ' + args.suite + ' with -n 0':<46} {serial:7.1f} s", flush=True)
-        parallel = suite(args.suite, "2", env)
-        print(f"{'suite ' + args.suite + ' with -n 2':<46} {parallel:7.1f} s", flush=True)
+        for workers in ("0", "2"):
+            seconds, outcome = suite(args.suite, workers, env)
+            label = f"suite {args.suite} with -n {workers}"
+            print(f"{label:<46} {seconds:7.1f} s  ({outcome})", flush=True)
     return 0
 
 

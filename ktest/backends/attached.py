@@ -7,8 +7,11 @@ owns it. Users are issued from the control plane's CA files, so
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+
 from ktest.backends.base import Backend, ClusterShare
-from ktest.backends.users import user_issuer_for
 from ktest.cluster import Cluster
 
 
@@ -21,7 +24,7 @@ class AttachedBackend(Backend):
         self.name = name
         self._share = share
         controllers = frozenset(share.controllers) if share.controllers is not None else None
-        issuer = user_issuer_for(share.directory) if share.directory else None
+        issuer = partial(_issue_user, Path(share.directory)) if share.directory else None
         super().__init__(
             Cluster(
                 share.kubeconfig,
@@ -40,3 +43,9 @@ class AttachedBackend(Backend):
 
     def dead_components(self) -> list[tuple[str, str]]:
         return self._share.dead_components()
+
+
+def _issue_user(directory: Path, name: str, groups: Sequence[str]) -> Path:
+    from ktest.backends.users import issue_user  # cryptography: imported only when a user is needed
+
+    return issue_user(directory, name, groups)

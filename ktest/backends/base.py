@@ -14,8 +14,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ktest.controlplane.process import read_tail
-
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
     from ktest.controlplane import ControlPlane
@@ -69,6 +67,8 @@ class ClusterShare:
 
     def dead_components(self) -> list[tuple[str, str]]:
         """(name, log tail) of every recorded component that is no longer running."""
+        from ktest.controlplane.process import read_tail
+
         return [
             (name, read_tail(Path(component.log)))
             for name, component in self.components.items()

@@ -32,7 +32,6 @@ import filelock
 from ktest.backends.attached import AttachedBackend
 from ktest.backends.base import ClusterShare, process_alive, process_start_time
 from ktest.config import Settings
-from ktest.controlplane.process import read_tail
 from ktest.errors import ConfigError, ControlPlaneError
 
 DEFAULT_NAME = "default"
@@ -260,6 +259,8 @@ def log_path(path: Path) -> Path:
 def _start_daemon(
     path: Path, name: str, k8s_version: str | None, controllers: tuple[str, ...], timeout: float
 ) -> UpRecord:
+    from ktest.controlplane.process import read_tail
+
     path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path(path)
     command = [sys.executable, "-m", DAEMON_MODULE, "--record", str(path), "--name", name]
