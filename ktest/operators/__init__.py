@@ -2,8 +2,16 @@
 
 Every kind returns an :class:`OperatorHandle` (``stop``, ``crash``, ``restart``,
 ``logs``, ``alive``, ``wait_ready``, ``error``), a context manager that stops the
-operator on exit and reports its failures to the test run. ``operator_identity``
-runs it with least privilege; ``build_go_binary`` builds a Go manager once.
+operator on exit and reports its failures to the test run::
+
+    with run_callable(main, cluster) as op:            # main(ctx): ctx.kubeconfig, ctx.stop, ctx.ready()
+    with run_kopf("my_op.handlers", cluster, namespaces=[ns]) as op:
+    with run_subprocess([build_go_binary("./"), "--health-probe-bind-address=127.0.0.1:{port}"],
+                        cluster, ready_http="http://127.0.0.1:{port}/readyz") as op:
+
+Least privilege: ``with operator_identity(cluster, "config/rbac/role.yaml") as me:``
+then run the operator with ``me.cluster``; a request its role lacks fails the
+test naming the verb and resource. Fixture patterns: ``ktest.operators.pytest_fixtures``.
 """
 
 from __future__ import annotations

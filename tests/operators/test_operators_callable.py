@@ -222,6 +222,23 @@ def test_logs_are_captured_per_operator_and_errors_fail_it(admin: Cluster) -> No
         strict.close()  # a failure nobody reported yet is raised when the operator is closed
 
 
+def test_concurrent_operators_keep_separate_logs(admin: Cluster) -> None:
+    root_level = logging.getLogger().level
+
+    def named(ctx: OperatorContext) -> None:
+        log = logging.getLogger("shared.logger")
+        ctx.ready()
+        while not ctx.stop.is_set():
+            log.info("line from %s", ctx.name)
+            ctx.stop.wait(0.01)  # type: ignore[call-arg]
+
+    with run_callable(named, admin, name="left") as left, run_callable(named, admin, name="right") as right:
+        wait_for(lambda: "line from left" in left.logs and "line from right" in right.logs)
+    assert "line from right" not in left.logs
+    assert "line from left" not in right.logs
+    assert logging.getLogger().level == root_level  # the level lowered for capture is restored
+
+
 def test_session_scoped_operator_attaches_logs_during_each_test(admin: Cluster) -> None:
     def operator(ctx: OperatorContext) -> None:
         ctx.ready()
