@@ -72,6 +72,8 @@ def test_a_deployment_and_a_service_are_owned_by_the_webapp(cluster: Cluster, na
 @pytest.mark.parametrize("child", [deployment_of, service_of], ids=["deployment", "service"])
 def test_a_deleted_child_is_recreated(cluster: Cluster, namespace: str, child: Any) -> None:
     app = reconciled(cluster, namespace, web_app())
+    # Wait until the operator is idle, so that only the deletion can make it act again.
+    assert_quiescent(cluster, app, children=[child(app)], window=1)
     original = cluster.get(child(app))
 
     cluster.delete(original)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -158,15 +159,41 @@ def read_junit(path: Path) -> dict[str, Outcome]:
     return outcomes
 
 
-def symptom(message: str) -> str:
-    """The first meaningful line of a failure message."""
-    for line in message.splitlines():
-        text = line.strip()
-        for prefix in ("AssertionError: ", "E   ", "failed on setup with ", "failed on teardown with "):
-            text = text.removeprefix(prefix).strip()
-        if text and text not in ("AssertionError", '"'):
-            return text.strip('"')
-    return message.strip()
+_NOISE = (
+    "Last failure",
+    "Values the check saw",
+    "[+",
+    "assert ",
+    "+ ",
+    "Rule:",
+    "Observed:",
+    "kopf ",
+    "Traceback",
+)
+_PREFIXES = (
+    "AssertionError: ",
+    "ktest.errors.OperatorError: ",
+    "E   ",
+    "failed on setup with ",
+    "failed on teardown with ",
+)
+_LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d+ (ERROR|WARNING|INFO)\s+[\w.]+: (\[[^]]*\] )?")
+
+
+def symptom(message: str, lines: int = 3) -> str:
+    """The first meaningful lines of a failure message (headline, then the innermost failure)."""
+    found: list[str] = []
+    for raw in message.splitlines():
+        text = raw.strip().strip('"')
+        for prefix in _PREFIXES:
+            text = text.removeprefix(prefix).strip().strip('"')
+        text = _LOG_LINE.sub("", text)
+        if not text or text == "AssertionError" or text.startswith(_NOISE):
+            continue
+        found.append(text if len(text) <= 400 else text[:397] + "...")
+        if len(found) == lines:
+            break
+    return "\n".join(found) or message.strip()
 
 
 def render(runs: list[Run]) -> tuple[str, bool]:
@@ -206,7 +233,7 @@ def render(runs: list[Run]) -> tuple[str, bool]:
         lines.append(f"  {numbers[run.variant]:>2}. {run.variant}: {verdict} ({run.seconds:.0f}s)")
         for test in run.failing:
             lines.append(f"      {test}")
-            lines.append(f"        -> {run.outcomes[test].message}")
+            lines += [f"        | {line}" for line in run.outcomes[test].message.splitlines()]
     if clean.failing or clean.exit_code != 0:
         ok = False
         lines += ["", f"The correct operators FAILED {len(clean.failing)} test(s) (see {clean.log}):"]
