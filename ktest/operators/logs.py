@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -39,6 +40,8 @@ class OperatorLog:
         base.mkdir(parents=True, exist_ok=True)
         self.path = base / f"{_safe(name)}.log"
         self.path.touch()
+        if self._own_directory:  # a handle nobody closed still leaves no files behind
+            self._remove = weakref.finalize(self, shutil.rmtree, base, True)
         self._lock = threading.Lock()
         self._frozen: bytes | None = None
 
@@ -90,7 +93,7 @@ class OperatorLog:
             except OSError:
                 self._frozen = b""
         if self._own_directory:
-            shutil.rmtree(self.path.parent, ignore_errors=True)
+            self._remove()
 
 
 def _safe(name: str) -> str:

@@ -61,11 +61,12 @@ class ProcessOperator(OperatorHandle):
             )
         if ready_log is not None and ready_http is not None:
             raise OperatorError("run_subprocess: pass ready_log or ready_http, not both.")
+        ready_pattern = _compile(ready_log)
         super().__init__(name or Path(command[0]).name, cluster, **options)
         self.command = command + [str(arg) for arg in args]
         self.extra_env = dict(env or {})
         self.cwd = Path(cwd) if cwd is not None else None
-        self.ready_pattern = _compile(ready_log)
+        self.ready_pattern = ready_pattern
         self.ready_http = ready_http
         self._port: int | None = None
         self._process: ManagedProcess | None = None
