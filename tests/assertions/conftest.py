@@ -7,13 +7,13 @@ Binaries come from ``KTEST_ASSETS`` when set, else from ``resolve_assets()``.
 
 from __future__ import annotations
 
-import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from ktest.assets import Assets
 from ktest.cluster import Cluster
 from ktest.cluster.namespaces import dns_label
 from ktest.context import run_context
@@ -24,11 +24,11 @@ CRDS = Path(__file__).parent / "crds"
 
 
 @pytest.fixture(scope="session")
-def plane() -> Iterator[ControlPlane]:
+def plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
     """The control plane, with the test CRDs installed *before* kube-controller-manager's
     last start: its garbage collector looks for new resource kinds only every 30 s, so
     owners of a kind installed later go unnoticed for up to that long."""
-    with ControlPlane(assets=os.environ.get("KTEST_ASSETS") or None) as cp:
+    with ControlPlane(assets=k8s_assets) as cp:
         with Cluster(cp.kubeconfig, controllers=cp.controllers, name="installer") as installer:
             installer.install_crds(CRDS)
         cp.restart_controllers()

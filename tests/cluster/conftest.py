@@ -6,13 +6,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from ktest.assets import Assets
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 
 
 @pytest.fixture(scope="session")
-def plane() -> Iterator[ControlPlane]:
-    with ControlPlane() as cp:
+def plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
+    with ControlPlane(assets=k8s_assets) as cp:
         yield cp
 
 

@@ -1,15 +1,12 @@
 """Fixtures for the control-plane tests: real etcd, kube-apiserver and
 kube-controller-manager binaries, no fakes.
 
-Binaries come from ``KTEST_ASSETS`` when set (used as a plain directory, so
-unversioned development builds work too), else from ``resolve_assets()``.
+Binaries come from the ``k8s_assets`` fixture of tests/conftest.py.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import kubernetes
@@ -21,14 +18,9 @@ from ktest.controlplane import ControlPlane
 
 
 @pytest.fixture(scope="session")
-def assets(pytestconfig: pytest.Config) -> Assets:
-    """One resolution of the binaries for the whole session (``--k8s-version`` if given)."""
-    directory = os.environ.get("KTEST_ASSETS")
-    if directory:
-        return Assets(directory=Path(directory), version="", origin="KTEST_ASSETS")
-    from ktest.assets import resolve_assets
-
-    return resolve_assets(pytestconfig.getoption("--k8s-version", default=None))
+def assets(k8s_assets: Assets) -> Assets:
+    """The session's binaries (see tests/conftest.py)."""
+    return k8s_assets
 
 
 @pytest.fixture(scope="session")

@@ -6,20 +6,20 @@ written for these tests import as ``sample_operators.<name>``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from operator_helpers import GO_MANAGER
 
+from ktest.assets import Assets
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 
 
 @pytest.fixture(scope="session")
-def plane() -> Iterator[ControlPlane]:
-    with ControlPlane(assets=os.environ.get("KTEST_DEV_ASSETS")) as cp:
+def plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
+    with ControlPlane(assets=k8s_assets) as cp:
         yield cp
 
 

@@ -5,19 +5,18 @@ Binaries come from ``KTEST_ASSETS`` when set, else from ``resolve_assets()``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 
+from ktest.assets import Assets
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 
 
 @pytest.fixture(scope="session")
-def plane() -> Iterator[ControlPlane]:
-    assets = os.environ.get("KTEST_ASSETS") or None
-    with ControlPlane(assets=assets) as cp:
+def plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
+    with ControlPlane(assets=k8s_assets) as cp:
         yield cp
 
 
