@@ -6,11 +6,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 K8S_VERSION ?=
+# The suite also checks that an older minor runs (tests/controlplane/test_versions.py).
+OLDER_K8S_VERSION ?= 1.35
 PYTEST_ARGS ?=
 KTEST := $(BIN)/ktest
 VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
 
-.PHONY: all venv binaries test demo lint bench clean-venv
+.PHONY: all venv binaries binaries-older test demo lint bench clean-venv
 
 all: venv binaries
 
@@ -25,8 +27,11 @@ $(VENV)/.installed: pyproject.toml
 binaries: venv
 	$(KTEST) binaries install $(VERSION_FLAG)
 
-test: venv binaries
-	$(BIN)/python -m pytest $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+binaries-older: venv
+	$(KTEST) binaries install --k8s-version $(OLDER_K8S_VERSION)
+
+test: venv binaries binaries-older
+	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
 demo: venv binaries
 	$(BIN)/python -m pytest examples $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
