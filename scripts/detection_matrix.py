@@ -235,6 +235,7 @@ _NOISE = (
     "Observed:",
     "kopf ",
     "Traceback",
+    "current = ",
 )
 _PREFIXES = (
     "AssertionError: ",
@@ -277,7 +278,7 @@ def render(runs: list[Run]) -> tuple[str, bool]:
     header = " ".join(f"{numbers[run.variant]:>2}" for run in bug_runs)
     lines += [
         "",
-        "Detection matrix (X: the test failed with that bug; the first column is the correct run):",
+        "Detection matrix (X: the test failed with that bug; column ok: the correct operators):",
         "",
     ]
     lines.append(f"{'test':<{width}}  ok  {header}")
