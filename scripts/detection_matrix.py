@@ -235,8 +235,8 @@ _NOISE = (
     "Observed:",
     "kopf ",
     "Traceback",
-    "current = ",
 )
+_END = ("Values the check saw", "Rule:")  # what follows is context, not the symptom
 _PREFIXES = (
     "AssertionError: ",
     "ktest.errors.OperatorError: ",
@@ -255,6 +255,8 @@ def symptom(message: str, lines: int = 3) -> str:
         for prefix in _PREFIXES:
             text = text.removeprefix(prefix).strip().strip('"')
         text = _LOG_LINE.sub("", text)
+        if text.startswith(_END) and found:
+            break
         if not text or text == "AssertionError" or text.startswith(_NOISE):
             continue
         found.append(text if len(text) <= 400 else text[:397] + "...")
