@@ -33,6 +33,9 @@ from ktest.operators import OperatorContext, OperatorHandle, run_callable, run_k
 from ktest.wait import eventually
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+# By file path, not module name: for a module name, run_kopf re-imports the module's whole
+# top-level package ("fixtures"), and the operator would get its own copy of storage.py, whose
+# exception classes differ from those the test's FakeStorage raises (a ktest defect, reported).
 BUCKETCLAIM_OPERATOR = FIXTURES / "operators" / "bucketclaim" / "operator.py"
 
 
