@@ -45,7 +45,7 @@ class Settings:
     namespace_timeout: float = 60.0
     finalizer_grace: float = 10.0
     keep_namespaces: str = "never"
-    namespace_deletion: str = "wait"
+    namespace_deletion: str = "background"
     reuse: bool = False
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """Where each non-default value came from (for messages), e.g. ``{"backend": "ini ktest_backend"}``."""
@@ -66,7 +66,7 @@ class Settings:
             parts.append("reuse=on")
         if self.keep_namespaces != "never":
             parts.append(f"keep-namespaces={self.keep_namespaces}")
-        if self.namespace_deletion != "wait":
+        if self.namespace_deletion != "background":
             parts.append(f"namespace-deletion={self.namespace_deletion}")
         return " ".join(parts)
 
@@ -239,7 +239,7 @@ SETTINGS: tuple[Spec, ...] = (
     Spec("namespace_deletion", "--ktest-namespace-deletion", "ktest_namespace_deletion",
          "KTEST_NAMESPACE_DELETION", _choice(NAMESPACE_DELETION),
          "wait: each test's teardown waits until its namespace is gone; background: deletions are "
-         "waited for while later tests run, and all of them before the session ends", "wait"),
+         "waited for while later tests run, and all of them before the session ends", "background"),
     Spec("reuse", "--ktest-reuse", "ktest_reuse", "KTEST_REUSE", _bool,
          "attach to a compatible control plane started by `ktest up` (never stopped by the tests)", "false",
          flag=True),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import logging
 import shutil
 import tempfile
 import threading
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from ktest.cluster.namespaces import NamespaceCleanup, NamespaceReaper
 
 FIELD_MANAGER = "ktest"
+log = logging.getLogger("ktest.cluster")
 PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
 
 UserIssuer = Callable[[str, Sequence[str]], Path]
@@ -61,6 +63,7 @@ class Cluster:
         controllers: frozenset[str] | None = None,
         name: str = "cluster",
         on_crds_installed: Callable[[builtins.list[str]], None] | None = None,
+        parent: Cluster | None = None,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
         self.context = context
@@ -68,6 +71,7 @@ class Cluster:
         self.controllers = controllers
         self._user_issuer = user_issuer
         self.on_crds_installed = on_crds_installed
+        self.parent = parent  # the cluster this one is a user() of; it owns the namespace reaper
         self._users: dict[tuple[str, tuple[str, ...]], Cluster] = {}
         self._lock = threading.Lock()
         self._scratch: Path | None = None
@@ -150,8 +154,9 @@ class Cluster:
             return
         self._closed = True
         try:
-            if self._reaper is not None:
-                self._reaper.drain()
+            for report in self.drain_namespaces():
+                if report.error is not None:
+                    log.warning("background deletion of namespace %s failed: %s", report.name, report.error)
         finally:
             for user in self._users.values():
                 user.close()
@@ -383,7 +388,7 @@ class Cluster:
             if key not in self._users:
                 kubeconfig = self._user_issuer(name, list(groups))
                 self._users[key] = Cluster(
-                    kubeconfig, controllers=self.controllers, name=f"{self.name} as {name}"
+                    kubeconfig, controllers=self.controllers, name=f"{self.name} as {name}", parent=self
                 )
             return self._users[key]
 
@@ -415,12 +420,18 @@ class Cluster:
             if keep:
                 pass
             elif background:
-                self.namespace_reaper().submit(ns)
+                self.namespace_reaper().submit(ns, owner=prefix)
             else:
                 delete_namespace(self, ns, timeout=delete_timeout)
 
     def namespace_reaper(self) -> NamespaceReaper:
-        """The background deleter of this cluster's namespaces (created on first use)."""
+        """The background deleter of this API server's test namespaces (created on first use).
+
+        Shared with every :meth:`user` of this cluster, so draining through any
+        of them waits for all deletions.
+        """
+        if self.parent is not None:
+            return self.parent.namespace_reaper()
         from ktest.cluster.namespaces import NamespaceReaper
 
         with self._lock:
@@ -433,6 +444,8 @@ class Cluster:
 
         Call it before stopping an operator that processes finalizers in them.
         """
+        if self.parent is not None:
+            return self.parent.drain_namespaces()
         return self._reaper.drain() if self._reaper is not None else []
 
     def create_namespace(self, name: str, *, labels: Mapping[str, str] | None = None) -> str:

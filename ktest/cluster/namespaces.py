@@ -12,12 +12,11 @@ finalizers and says so.
 from __future__ import annotations
 
 import logging
-import queue
 import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -77,6 +76,8 @@ class NamespaceCleanup:
     held_by: list[HeldObject] = field(default_factory=list)
     forced: bool = False
     note: str = ""
+    owner: str = ""  # who asked for it (a test id), for reports of background deletions
+    error: BaseException | None = None  # why a background deletion failed
 
     def summary(self) -> str:
         if not self.held_by:
@@ -109,8 +110,9 @@ def delete_namespace(
 ) -> NamespaceCleanup:
     """Delete a namespace ktest created and wait until it is gone.
 
-    After ``force_finalizers_after`` seconds, objects still carrying finalizers
-    are reported and their finalizers removed. Raises :class:`ClusterError`
+    When the namespace controller reports that only finalizers are left and
+    ``force_finalizers_after`` more seconds pass, the objects those finalizers
+    hold are reported and their finalizers removed. Raises :class:`ClusterError`
     if the namespace is not ktest's or is still there after ``timeout``.
     """
     started = time.monotonic()
@@ -134,19 +136,23 @@ def delete_namespace(
             "(controllers turned off), so nothing empties and removes it"
         )
         return report
-    forced_at = started + force_finalizers_after
     deadline = started + timeout
+    held_since: float | None = None
     while time.monotonic() < deadline:
-        if cluster.get_or_none(ref) is None:
+        current = cluster.get_or_none(ref)
+        if current is None:
             report.deleted = True
             break
-        if not report.forced and time.monotonic() >= forced_at:
-            report.held_by = objects_with_finalizers(cluster, name)
-            if report.held_by:
-                for held in report.held_by:
-                    log.warning("namespace %s held by %s: removing its finalizers", name, held)
-                    _remove_finalizers(cluster, held.ref)
-                report.forced = True
+        # The namespace controller says when only finalizers are left; the grace counts from then.
+        if held_since is None and _finalizers_remaining(current):
+            held_since = time.monotonic()
+        grace_over = held_since is not None and time.monotonic() - held_since >= force_finalizers_after
+        if grace_over and not report.forced:
+            report.held_by = objects_with_finalizers(cluster, name, deleting_only=True)
+            for held in report.held_by:
+                log.warning("namespace %s held by %s: removing its finalizers", name, held)
+                _remove_finalizers(cluster, held.ref)
+            report.forced = bool(report.held_by)
         time.sleep(_POLL)
     report.seconds = time.monotonic() - started
     if not report.deleted:
@@ -158,8 +164,17 @@ def delete_namespace(
     return report
 
 
-def objects_with_finalizers(cluster: Cluster, namespace: str) -> list[HeldObject]:
-    """Every object in ``namespace`` that carries at least one finalizer."""
+def _finalizers_remaining(namespace: dict) -> bool:
+    conditions = (namespace.get("status") or {}).get("conditions") or ()
+    return any(
+        c.get("type") == "NamespaceFinalizersRemaining" and c.get("status") == "True" for c in conditions
+    )
+
+
+def objects_with_finalizers(
+    cluster: Cluster, namespace: str, *, deleting_only: bool = False
+) -> list[HeldObject]:
+    """Every object in ``namespace`` that carries at least one finalizer (and is being deleted)."""
     held = []
     for api_version in _preferred_api_versions(cluster):
         for info in cluster.discovery.group_version_resources(api_version).values():
@@ -171,7 +186,7 @@ def objects_with_finalizers(cluster: Cluster, namespace: str) -> list[HeldObject
                 continue  # e.g. aggregated APIs that are unavailable; nothing we can clear there
             for item in items:
                 finalizers = tuple(item["metadata"].get("finalizers") or ())
-                if finalizers:
+                if finalizers and (item["metadata"].get("deletionTimestamp") or not deleting_only):
                     held.append(HeldObject(ObjectRef.of(item), finalizers))
     return held
 
@@ -196,33 +211,29 @@ def _remove_finalizers(cluster: Cluster, ref: ObjectRef) -> None:
 class NamespaceReaper:
     """Deletes namespaces in the background so tests do not wait out the 5 s grace period.
 
-    Each namespace is still really deleted and waited for, stuck finalizers
-    are still reported and removed; :meth:`drain` blocks until every deletion
-    handed over so far has finished (an operator must keep running until then,
-    so it can process its finalizers) and returns their reports.
+    Each namespace is still really deleted and waited for, and stuck
+    finalizers are still reported and removed, on a background thread while
+    later tests run. :meth:`drain` blocks until every deletion handed over so
+    far has finished (operators must keep running until then, to process
+    their finalizers: :class:`~ktest.operators.OperatorHandle` drains before
+    it stops) and returns one report per namespace, failures included.
     """
 
     def __init__(
-        self,
-        cluster: Cluster,
-        *,
-        timeout: float = 60.0,
-        force_finalizers_after: float = 15.0,
-        on_report: Callable[[NamespaceCleanup], None] | None = None,
+        self, cluster: Cluster, *, timeout: float = 60.0, force_finalizers_after: float = 15.0
     ) -> None:
-        self._cluster = cluster
-        self._timeout = timeout
-        self._force_after = force_finalizers_after
-        self._on_report = on_report
-        self._queue: queue.Queue[str] = queue.Queue()
-        self._reports: list[NamespaceCleanup] = []
-        self._errors: list[BaseException] = []
+        self.cluster = cluster
+        self.timeout = timeout
+        self.force_finalizers_after = force_finalizers_after
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._reports: list[NamespaceCleanup] = []
 
-    def submit(self, name: str) -> None:
-        """Start deleting ``name`` now; the wait happens on a background thread."""
-        thread = threading.Thread(target=self._reap, args=(name,), name=f"ktest-reap-{name}", daemon=True)
+    def submit(self, name: str, *, owner: str = "") -> None:
+        """Delete ``name`` now and wait for it on a background thread."""
+        thread = threading.Thread(
+            target=self._reap, args=(name, owner), name=f"ktest-reap-{name}", daemon=True
+        )
         with self._lock:
             self._threads.append(thread)
         thread.start()
@@ -231,32 +242,31 @@ class NamespaceReaper:
         with self._lock:
             return sum(thread.is_alive() for thread in self._threads)
 
-    def drain(self) -> list[NamespaceCleanup]:
-        """Wait for every submitted deletion; re-raise the first failure; return the reports."""
+    def join(self) -> None:
+        """Wait for every deletion submitted so far (their reports stay for :meth:`drain`)."""
         while True:
             with self._lock:
-                threads, self._threads = self._threads, []
+                threads = [thread for thread in self._threads if thread.is_alive()]
+                self._threads = threads
             if not threads:
-                break
+                return
             for thread in threads:
                 thread.join()
+
+    def drain(self) -> list[NamespaceCleanup]:
+        """Wait for every submitted deletion; one report each (``error`` set on failures)."""
+        self.join()
         with self._lock:
             reports, self._reports = self._reports, []
-            errors, self._errors = self._errors, []
-        if errors:
-            raise errors[0]
         return reports
 
-    def _reap(self, name: str) -> None:
+    def _reap(self, name: str, owner: str) -> None:
         try:
             report = delete_namespace(
-                self._cluster, name, timeout=self._timeout, force_finalizers_after=self._force_after
+                self.cluster, name, timeout=self.timeout, force_finalizers_after=self.force_finalizers_after
             )
-        except BaseException as error:  # handed to drain(), which re-raises it in the caller's thread
-            with self._lock:
-                self._errors.append(error)
-            return
+        except Exception as error:  # reported by drain(), in the caller's thread
+            report = NamespaceCleanup(name, error=error)
+        report.owner = owner
         with self._lock:
             self._reports.append(report)
-        if self._on_report is not None:
-            self._on_report(report)

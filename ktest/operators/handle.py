@@ -276,9 +276,13 @@ class OperatorHandle(abc.ABC):
     def close(self) -> None:
         """Stop, leave the test run, keep the log in memory.
 
+        Namespaces still being deleted in the background are waited for first,
+        while the operator runs, so it can process the finalizers in them.
         Raises the operator's error if it had one that no check reported yet,
         so a failure is never lost because the operator was stopped first.
         """
+        if self._state == "running":
+            self.cluster.namespace_reaper().join()
         with self._lock:
             if self._state == "closed":
                 return

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from ktest.backends.shared import ClusterServer
     from ktest.cluster import Cluster
     from ktest.controlplane import ControlPlane
-    from ktest.plugin.reaper import NamespaceReaper
 
 WORKER_ADDRESS_KEY = "ktest_cluster_address"
 
@@ -56,7 +55,6 @@ class KtestSession:
         self.description: str | None = None
         self._stack = contextlib.ExitStack()
         self._warned_notes: set[str] = set()
-        self._reaper: NamespaceReaper | None = None
 
     def enter(self) -> None:
         """Open the session's run context and wait defaults (pytest_sessionstart)."""
@@ -92,31 +90,20 @@ class KtestSession:
         if backend is not None:
             backend.close()
 
-    @property
-    def reaper(self) -> NamespaceReaper:
-        """Background namespace deletions (``ktest_namespace_deletion = background``)."""
-        if self._reaper is None:
-            from ktest.plugin.reaper import NamespaceReaper
-
-            self._reaper = NamespaceReaper()
-        return self._reaper
-
     def finish_deletions(self) -> None:
         """Wait for background namespace deletions; warn about forced ones, raise on failures."""
-        reaper, self._reaper = self._reaper, None
-        if reaper is None:
+        if self.backend is None:
             return
         failures = []
-        for reaped in reaper.close():
-            cleanup = reaped.cleanup
-            if reaped.error is not None:
-                failures.append(f"namespace of {reaped.owner}: {reaped.error}")
-            elif cleanup is not None and cleanup.forced:
+        for cleanup in self.backend.cluster.drain_namespaces():
+            if cleanup.error is not None:
+                failures.append(f"namespace of {cleanup.owner}: {cleanup.error}")
+            elif cleanup.forced:
                 warnings.warn(
-                    NamespaceCleanupWarning(f"namespace of {reaped.owner}: {cleanup.summary()}"),
+                    NamespaceCleanupWarning(f"namespace of {cleanup.owner}: {cleanup.summary()}"),
                     stacklevel=1,
                 )
-            elif cleanup and cleanup.note and self.first_time(cleanup.note.replace(cleanup.name, "<ns>")):
+            elif cleanup.note and self.first_time(cleanup.note.replace(cleanup.name, "<ns>")):
                 warnings.warn(NamespaceCleanupWarning(cleanup.note), stacklevel=1)
         if failures:
             from ktest.errors import ClusterError
@@ -397,6 +384,14 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest, ktest_settings: 
             stacklevel=1,
         )
         return
+    if ktest_settings.namespace_deletion == "background":
+        # Deleted now; waited for on a background thread while the next tests run (see
+        # Cluster.namespace_reaper: operators drain it before they stop).
+        reaper = cluster.namespace_reaper()
+        reaper.timeout = ktest_settings.namespace_timeout
+        reaper.force_finalizers_after = ktest_settings.finalizer_grace
+        reaper.submit(name, owner=request.node.nodeid)
+        return
     delete = functools.partial(
         delete_namespace,
         cluster,
@@ -404,11 +399,6 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest, ktest_settings: 
         timeout=ktest_settings.namespace_timeout,
         force_finalizers_after=ktest_settings.finalizer_grace,
     )
-    if ktest_settings.namespace_deletion == "background":
-        # Delete now (the namespace is ours: created above), wait for it on the reaper's threads.
-        cluster.delete(("v1", "Namespace", name), missing_ok=True)
-        _session(request.config).reaper.submit(request.node.nodeid, delete)
-        return
     cleanup = delete()
     if cleanup.forced:
         warnings.warn(NamespaceCleanupWarning(cleanup.summary()), stacklevel=1)

@@ -209,17 +209,15 @@ def test_refuses_to_delete_a_namespace_ktest_did_not_create(admin: Cluster) -> N
 def test_background_namespace_deletion_is_drained_with_reports(admin: Cluster) -> None:
     from ktest.cluster.namespaces import NamespaceReaper, create_namespace, unique_name
 
-    seen = []
-    reaper = NamespaceReaper(admin, force_finalizers_after=1, on_report=seen.append)
+    reaper = NamespaceReaper(admin, force_finalizers_after=1)
     name = create_namespace(admin, unique_name("bg"))
     stuck = configmap("stuck", name)
     stuck["metadata"]["finalizers"] = ["example.com/never-removed"]
     admin.apply(stuck)
-    reaper.submit(name)
+    reaper.submit(name, owner="test-x")
     assert reaper.pending() == 1  # submit() did not wait for the deletion
     reports = reaper.drain()
-    assert reports == seen
-    assert [r.name for r in reports] == [name]
+    assert [(r.name, r.owner, r.error) for r in reports] == [(name, "test-x", None)]
     assert reports[0].deleted and reports[0].forced
     assert not admin.exists(("v1", "Namespace", name))
     assert reaper.pending() == 0
@@ -241,3 +239,15 @@ def test_children_of_a_freshly_installed_kind_are_collected_promptly(admin: Clus
     admin.apply(child)
     admin.delete(owner)
     eventually(lambda: not admin.exists(child), timeout=10)
+
+
+def test_background_deletion_failures_are_reported_not_lost(admin: Cluster) -> None:
+    from ktest.cluster.namespaces import NamespaceReaper
+
+    reaper = NamespaceReaper(admin)
+    reaper.submit("default", owner="test-y")
+    [report] = reaper.drain()
+    assert report.owner == "test-y" and not report.deleted
+    assert isinstance(report.error, ClusterError)
+    assert "refusing to delete namespace default" in str(report.error)
+    assert admin.exists(("v1", "Namespace", "default"))

@@ -3,6 +3,7 @@ and a session-scoped operator outlives the namespaces it works in."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,54 @@ def test_failures_and_logs_through_the_plugin(
             admin.get_or_none({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}) is None
         )
     assert "removed finalizers by force" not in output
+
+
+BACKGROUND_CONFTEST = """
+import sys
+sys.path.insert(0, {tests!r})
+
+import pytest
+from ktest.operators import run_kopf
+
+
+@pytest.fixture(scope="session")
+def guard(cluster):
+    with run_kopf({samples!r} + "/kopf_finalizer.py", cluster, cluster_wide=True, name="guard") as op:
+        yield op
+"""
+
+BACKGROUND_TESTS = """
+from ktest.wait import eventually
+
+FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"
+
+
+def test_guarded_object_in_the_plain_namespace_fixture(cluster, guard, namespace):
+    cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "kept", "namespace": namespace,
+                                 "labels": {"ktest.dev/guarded": "true"}}})
+    ref = ("v1", "ConfigMap", "kept", namespace)
+    eventually(lambda: FINALIZER in (cluster.get(ref)["metadata"].get("finalizers") or []))
+    print("NS", namespace)
+"""
+
+
+def test_session_operator_waits_for_background_namespace_deletions(
+    pytester: pytest.Pytester, plane: ControlPlane, admin: Cluster
+) -> None:
+    """Teardown only starts the namespace deletion (the default); the session-scoped operator's
+    close() waits for it, so the operator itself removes its finalizer: nothing is forced."""
+    pytester.makeconftest(BACKGROUND_CONFTEST.format(tests=str(HERE), samples=str(SAMPLES)))
+    pytester.makepyfile(test_inner=BACKGROUND_TESTS)
+    context = yaml.safe_load(Path(plane.kubeconfig).read_text())["current-context"]
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-s",
+        "--ktest-backend=existing", f"--ktest-kubeconfig={plane.kubeconfig}", f"--ktest-context={context}",
+        "--ktest-finalizer-grace=1",
+        timeout=300,
+    )
+    result.assert_outcomes(passed=1)
+    output = result.stdout.str()
+    [name] = re.findall(r"NS (\S+)", output)
+    assert admin.get_or_none(("v1", "Namespace", name)) is None
+    assert "NamespaceCleanupWarning" not in output, output

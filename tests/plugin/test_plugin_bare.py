@@ -52,7 +52,8 @@ def test_bare_backend_fixtures_users_and_dead_component_report(
             assert False, "operator stopped making progress"
         """
     )
-    result = pytester.runpytest_inprocess("-s")
+    # The last test kills the namespace controller: the earlier namespaces must be gone by then.
+    result = pytester.runpytest_inprocess("-s", "--ktest-namespace-deletion=wait")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [

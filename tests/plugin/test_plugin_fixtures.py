@@ -147,10 +147,12 @@ def test_failure_report_and_stuck_finalizer(
             "  * Warning ProvisionFailed Gizmo/g1: bucket quota exceeded",
         ]
     )
-    # Teardown: the finalizer nobody removes was reported, removed, and the namespace is gone.
+    # Background deletion (the default): the finalizer nobody removes was reported, removed,
+    # and the namespace is gone by the end of the session.
     result.stdout.fnmatch_lines(
         [
-            f"*NamespaceCleanupWarning: namespace {name} was held in Terminating by:",
+            f"*NamespaceCleanupWarning: namespace of *::test_broken: namespace {name} "
+            "was held in Terminating by:",
             f"*Gizmo {name}/g1 (report.example.com/v1) (finalizers: report.example.com/cleanup)",
             "*ktest removed these finalizers*",
         ]
