@@ -7,7 +7,7 @@ owns it. Users are issued from the control plane's CA files, so
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -32,6 +32,7 @@ class AttachedBackend(Backend):
                 user_issuer=issuer,
                 controllers=controllers,
                 name="ktest",
+                on_crds_installed=_restart_controllers_of(share),
             )
         )
 
@@ -49,3 +50,13 @@ def _issue_user(directory: Path, name: str, groups: Sequence[str]) -> Path:
     from ktest.backends.users import issue_user  # cryptography: imported only when a user is needed
 
     return issue_user(directory, name, groups)
+
+
+def _restart_controllers_of(share: ClusterShare) -> Callable[[list[str]], None] | None:
+    """Ask the owning process to restart its garbage collector after new CRDs (if it serves that)."""
+    address = share.control_address
+    if address is None or not share.controllers or "garbagecollector" not in share.controllers:
+        return None
+    from ktest.backends.shared import request_restart_controllers
+
+    return lambda names: request_restart_controllers(address)

@@ -47,6 +47,9 @@ class ClusterShare:
     controllers: tuple[str, ...] | None = None
     directory: str | None = None
     components: dict[str, Component] = field(default_factory=dict)
+    # Unix socket of the owning process (see backends/shared.py), for requests such as
+    # restarting the controllers after new CRDs; None when nobody serves one.
+    control_address: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,6 +66,7 @@ class ClusterShare:
             controllers=tuple(controllers) if controllers is not None else None,
             directory=data.get("directory"),
             components=components,
+            control_address=data.get("control_address"),
         )
 
     def dead_components(self) -> list[tuple[str, str]]:

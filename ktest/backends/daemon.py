@@ -9,6 +9,7 @@ The record is written once the control plane is ready and removed on exit.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
@@ -18,9 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from ktest.backends.bare import share_of
+from ktest.backends.bare import BareBackend
 from ktest.backends.base import process_start_time
 from ktest.backends.reuse import UpRecord, read_record, write_record
+from ktest.backends.shared import ClusterServer
 from ktest.controlplane import ControlPlane
 from ktest.errors import KtestError
 
@@ -55,7 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     starting = False
     pid = os.getpid()
+    # Reusing sessions ask through this socket to restart the controllers after new CRDs.
+    server = ClusterServer(lambda: BareBackend(plane))
     try:
+        share = server.open()
         record = UpRecord(
             name=args.name,
             pid=pid,
@@ -63,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             requested_version=args.k8s_version,
             controllers=controllers,
             started_at=time.time(),
-            share=share_of(plane, f"Kubernetes {plane.version} at {plane.server}"),
+            share=dataclasses.replace(share, description=f"Kubernetes {plane.version} at {plane.server}"),
             path=args.record,
         )
         write_record(record)
@@ -75,7 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         current = read_record(args.record)
         if current is not None and current.pid == pid:
             args.record.unlink(missing_ok=True)
-        plane.stop()
+        try:
+            server.close()
+        finally:
+            plane.stop()
     return 0
 
 

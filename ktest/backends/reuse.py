@@ -127,9 +127,9 @@ class UpRecord:
             return self.requested_version is None
         from ktest.assets.selectors import parse_selector
 
-        return settings.k8s_version == self.requested_version or parse_selector(
-            settings.k8s_version
-        ).matches(self.version)
+        return settings.k8s_version == self.requested_version or parse_selector(settings.k8s_version).matches(
+            self.version
+        )
 
     def summary(self) -> str:
         controllers = ",".join(self.controllers) or "none"

@@ -6,11 +6,17 @@ a small machine). It does not start anything up front: the first worker that
 needs a cluster connects to a Unix socket and asks; the server thread then
 opens the backend (and installs the session's CRDs) once, and answers every
 worker with the same :class:`ClusterShare`, or with the error that happened.
+
+A client sends one request line: ``share`` (the default) or
+``restart-controllers``: CRDs installed by a worker are new kinds the owner's
+garbage collector would otherwise only notice on its 30 s discovery resync.
+The ``ktest up`` daemon serves the same socket for reusing sessions.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import shutil
 import socket
@@ -66,18 +72,39 @@ class ClusterServer:
             with connection:
                 if self._closing:
                     return
-                answer = self._get_answer()
+                request = _read_line(connection)
+                answer = (
+                    self._restart_controllers() if request == "restart-controllers" else self._get_answer()
+                )
                 with contextlib.suppress(OSError):  # the worker died meanwhile
                     connection.sendall(json.dumps(answer).encode() + b"\n")
+
+    def open(self) -> ClusterShare:
+        """Open the backend now rather than on the first request; its share (with this address)."""
+        answer = self._get_answer()
+        if "error" in answer:
+            raise _ERROR_TYPES.get(answer["type"], errors.KtestError)(answer["error"])
+        return ClusterShare.from_json(answer["share"])
 
     def _get_answer(self) -> dict[str, Any]:
         if self._answer is None:
             try:
                 self._backend = self._open_backend()
-                self._answer = {"share": self._backend.share().to_json()}
+                share = dataclasses.replace(self._backend.share(), control_address=self.address)
+                self._answer = {"share": share.to_json()}
             except Exception as error:
                 self._answer = {"error": str(error), "type": type(error).__name__}
         return self._answer
+
+    def _restart_controllers(self) -> dict[str, Any]:
+        plane = self._backend.control_plane if self._backend is not None else None
+        if plane is None:
+            return {"restarted": False}
+        try:
+            plane.restart_controllers()
+        except Exception as error:
+            return {"error": str(error), "type": type(error).__name__}
+        return {"restarted": True}
 
     def close(self) -> None:
         """Stop serving (waiting for a start in progress), then close the backend."""
@@ -94,9 +121,31 @@ class ClusterServer:
 
 def request_share(address: str) -> ClusterShare:
     """Ask the server at ``address`` for the cluster (blocks while it starts)."""
+    return ClusterShare.from_json(_request(address, "share")["share"])
+
+
+def request_restart_controllers(address: str) -> None:
+    """Ask the owner at ``address`` to restart its controllers (after new CRDs)."""
+    _request(address, "restart-controllers")
+
+
+def _read_line(connection: socket.socket) -> str:
+    connection.settimeout(5)
+    data = b""
+    with contextlib.suppress(OSError):
+        while not data.endswith(b"\n"):
+            chunk = connection.recv(1024)
+            if not chunk:
+                break
+            data += chunk
+    return data.decode(errors="replace").strip()
+
+
+def _request(address: str, request: str) -> dict[str, Any]:
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.connect(address)
+            connection.sendall(request.encode() + b"\n")
             data = b""
             while not data.endswith(b"\n"):
                 chunk = connection.recv(65536)
@@ -116,5 +165,5 @@ def request_share(address: str) -> ClusterShare:
     answer = json.loads(data)
     if "error" in answer:
         error_type = _ERROR_TYPES.get(answer.get("type", ""), errors.KtestError)
-        raise error_type(f"{answer['error']}\n(raised in the pytest-xdist controller, owner of the cluster)")
-    return ClusterShare.from_json(answer["share"])
+        raise error_type(f"{answer['error']}\n(raised in the process that owns the cluster)")
+    return dict(answer)

@@ -34,3 +34,20 @@ spec:
 def printed(result: pytest.RunResult, tag: str) -> list[str]:
     """What the inner tests printed after ``tag`` (run with -s)."""
     return [line.split(tag, 1)[1].strip() for line in result.outlines if tag in line]
+
+
+GC_OF_NEW_KIND_TEST = '''
+def test_children_of_a_kind_installed_here_are_collected(cluster, namespace):
+    # The owner process restarts its garbage collector when asked (else: 30 s discovery resync).
+    from ktest.wait import eventually
+    cluster.install_crds(CRD)
+    owner = cluster.create({{"apiVersion": "gc.example.com/v1", "kind": "Sprocket",
+                            "metadata": {{"name": "o"}}}}, namespace=namespace)
+    child = cluster.create({{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "c",
+        "ownerReferences": [{{"apiVersion": "gc.example.com/v1", "kind": "Sprocket", "name": "o",
+                             "uid": owner["metadata"]["uid"]}}]}}}}, namespace=namespace)
+    cluster.delete(owner)
+    eventually(lambda: not cluster.exists(child), timeout=12)
+
+CRD = """{crd}"""
+'''

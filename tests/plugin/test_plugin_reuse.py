@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from plugin_helpers import printed
+from plugin_helpers import GC_OF_NEW_KIND_TEST, crd_yaml, printed
 
 from ktest.backends import reuse
 
@@ -59,10 +59,11 @@ def test_up_attach_twice_then_down(pytester: pytest.Pytester, state: Path) -> No
     assert again.returncode == 0 and "already running" in again.stderr
 
     pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(ATTACHING_TESTS)
+    gc_test = GC_OF_NEW_KIND_TEST.format(crd=crd_yaml("sprockets", "Sprocket", "gc.example.com"))
+    pytester.makepyfile(test_attach=ATTACHING_TESTS, test_gc=gc_test)
     for _run in range(2):
         result = pytester.runpytest_inprocess("-s", "--ktest-reuse")
-        result.assert_outcomes(passed=1)
+        result.assert_outcomes(passed=2)
         (kubeconfig,) = printed(result, "KUBECONFIG ")
         assert kubeconfig == record.kubeconfig
         result.stdout.fnmatch_lines([f"cluster: warm control plane 'default' (ktest up, pid {record.pid})*"])

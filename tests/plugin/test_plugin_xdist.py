@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from plugin_helpers import crd_yaml
+from plugin_helpers import GC_OF_NEW_KIND_TEST, crd_yaml
 
 WORKER_TESTS = """
 import json, os, pytest
@@ -36,11 +36,12 @@ def test_two_workers_share_one_control_plane(
     out.mkdir()
     monkeypatch.setenv("KTEST_TEST_OUT", str(out))
     pytester.path.joinpath("crd.yaml").write_text(crd_yaml("crates", "Crate", "xdist.example.com"))
-    pytester.makepyfile(test_workers=WORKER_TESTS)
+    gc_test = GC_OF_NEW_KIND_TEST.format(crd=crd_yaml("sprockets", "Sprocket", "gc.example.com"))
+    pytester.makepyfile(test_workers=WORKER_TESTS, test_gc=gc_test)
     result = pytester.runpytest_subprocess("-n", "2", "--ktest-crds=crd.yaml", timeout=300)
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=5)
     seen = [json.loads(path.read_text()) for path in sorted(out.glob("*.json"))]
-    assert len(seen) == 4
+    assert len(seen) == 4  # the GC test writes nothing
     assert {entry["worker"] for entry in seen} == {"gw0", "gw1"}
     assert len({entry["pid"] for entry in seen}) == 2
     assert len({entry["server"] for entry in seen}) == 1, "workers must share one API server"
@@ -60,4 +61,4 @@ def test_worker_reports_the_controllers_start_error(
     result.stdout.fnmatch_lines(
         ["*CRDError: *crd.yaml, document 1 (line 1): ConfigMap x (v1) is not a CustomResourceDefinition*"]
     )
-    result.stdout.fnmatch_lines(["*raised in the pytest-xdist controller*"])
+    result.stdout.fnmatch_lines(["*raised in the process that owns the cluster*"])
