@@ -20,7 +20,10 @@ OLDER = os.environ.get("KTEST_OLDER_K8S_VERSION", "1.35")
 def test_older_minor_starts_with_controllers_and_collects_garbage() -> None:
     assets = resolve_assets(OLDER)
     assert assets.version.startswith(OLDER + ".")
-    with ControlPlane(assets=assets) as plane, Cluster(plane.kubeconfig, controllers=plane.controllers) as cluster:
+    with (
+        ControlPlane(assets=assets) as plane,
+        Cluster(plane.kubeconfig, controllers=plane.controllers) as cluster,
+    ):
         assert cluster.version == assets.version
         assert plane.controllers == {"garbagecollector", "namespace"}
         owner = cluster.apply(
@@ -33,7 +36,12 @@ def test_older_minor_starts_with_controllers_and_collects_garbage() -> None:
                 "name": "child",
                 "namespace": "default",
                 "ownerReferences": [
-                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "name": "owner",
+                        "uid": owner["metadata"]["uid"],
+                    }
                 ],
             },
         }
