@@ -27,7 +27,6 @@ import pytest
 
 from fixtures.operators.bucketclaim.storage import FakeStorage
 from fixtures.operators.webapp import operator as webapp
-from ktest.backends.base import Backend
 from ktest.cluster import Cluster
 from ktest.operators import OperatorContext, OperatorHandle, run_callable, run_kopf
 from ktest.wait import eventually
@@ -48,16 +47,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def crds(cluster: Cluster, ktest_backend: Backend) -> list[str]:
-    """Install ``fixtures/crds/`` once; returns the CRD names.
-
-    kube-controller-manager's garbage collector looks for new kinds only every 30 s, so
-    on the embedded control plane it is restarted to collect children of these kinds at once.
-    """
-    names = cluster.install_crds(FIXTURES / "crds")
-    if ktest_backend.control_plane is not None:
-        ktest_backend.control_plane.restart_controllers()
-    return names
+def crds(cluster: Cluster) -> list[str]:
+    """Install ``fixtures/crds/`` once (waited for until served); returns the CRD names."""
+    return cluster.install_crds(FIXTURES / "crds")
 
 
 @pytest.fixture

@@ -28,7 +28,6 @@ import time
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -66,11 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     bugs = [SeededBug(name) for name in options.bug] if options.bug else list(SeededBug)
     workdir = Path(tempfile.mkdtemp(prefix="ktest-detection-matrix-"))
     started_plane = False
-    # Namespaces are deleted in the background: no test waits for its namespace to go.
-    pytest_args = ["--ktest-namespace-deletion=background", *options.pytest_args]
+    pytest_args = list(options.pytest_args)
     if not options.no_reuse:
         started_plane = warm_up()
-        prepare_warm_plane()
         pytest_args.append("--ktest-reuse")
     runs: list[Run] = []
     try:
@@ -114,67 +111,6 @@ def warm_up() -> bool:
     already = f"running: {WARM_PLANE}:" in status.stdout
     subprocess.run([sys.executable, "-m", "ktest", "up", "--name", WARM_PLANE], check=True, cwd=ROOT)
     return not already
-
-
-def prepare_warm_plane() -> None:
-    """Install the CRDs into the warm control plane the runs will attach to, and wait until its
-    garbage collector watches their kinds: it looks for new kinds only every 30 s, and a warm
-    control plane cannot be restarted from here (the embedded one is, by the demo's conftest)."""
-    from ktest.backends import reuse
-    from ktest.cluster import Cluster
-    from ktest.config import Settings
-    from ktest.wait import eventually
-
-    record, _ = reuse.find_compatible(Settings(reuse=True))
-    if record is None:
-        return
-    started = time.monotonic()
-    with Cluster(record.kubeconfig) as cluster, cluster.namespace(prefix="matrix-gc-probe") as namespace:
-        cluster.install_crds(ROOT / "fixtures" / "crds")
-        owners = [
-            {
-                "apiVersion": "storage.example.com/v1alpha1",
-                "kind": "BucketClaim",
-                "spec": {"region": "eu-west-1"},
-            },
-            {"apiVersion": "platform.example.com/v1alpha1", "kind": "WebApp", "spec": {"image": "probe"}},
-        ]
-        for number, manifest in enumerate(owners):
-            owner = cluster.create({**manifest, "metadata": {"name": f"probe-{number}"}}, namespace=namespace)
-            child = cluster.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": f"probe-{number}", "ownerReferences": [reference_to(owner)]},
-                },
-                namespace=namespace,
-            )
-            cluster.delete(owner)
-
-            def collected(child: dict[str, Any] = child) -> bool:
-                return not cluster.exists(child)
-
-            eventually(
-                collected,
-                timeout=60,
-                description=f"the garbage collector collects children of a deleted {owner['kind']}",
-            )
-    print(
-        f"warm control plane ready: CRDs installed, garbage collector watching them "
-        f"({time.monotonic() - started:.0f}s)",
-        flush=True,
-    )
-
-
-def reference_to(owner: dict[str, object]) -> dict[str, object]:
-    meta = owner["metadata"]
-    assert isinstance(meta, dict)
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-    }
 
 
 def run_suite(variant: str, pytest_args: list[str], workdir: Path) -> Run:
