@@ -97,14 +97,8 @@ class _TimedHTTPConnection(http.client.HTTPConnection):
         self.sock.settimeout(self._read_timeout)
 
 
-class _TimedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, read_timeout: float, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._read_timeout = read_timeout
-
-    def connect(self) -> None:
-        super().connect()
-        self.sock.settimeout(self._read_timeout)
+class _TimedHTTPSConnection(_TimedHTTPConnection, http.client.HTTPSConnection):
+    """The same over TLS: the read timeout is set on the socket once the TLS handshake is done."""
 
 
 class _TimedHTTPHandler(urllib.request.HTTPHandler):
