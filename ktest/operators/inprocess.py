@@ -9,7 +9,6 @@ cluster it must use, a stop signal it must honour, and a ``ready()`` callback.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ctypes
 import inspect
 import logging
@@ -22,6 +21,13 @@ from typing import TYPE_CHECKING, Any
 from ktest.errors import OperatorError
 from ktest.operators import logs
 from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, OperatorHandle, launch
+from ktest.operators.threads import (
+    call_in_loop,
+    close_loop,
+    is_running,
+    join_or_report,
+    start_operator_thread,
+)
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
@@ -108,9 +114,7 @@ class CallableOperator(OperatorHandle):
         run.thread = threading.Thread(
             target=self._thread_main, args=(run, ctx), name=f"ktest-operator-{self.name}", daemon=True
         )
-        logs.acquire_routing(self.log_level)
-        run.thread.start()
-        run.started.wait()
+        start_operator_thread(run.thread, run.started, self.log_level)
 
     def _thread_main(self, run: _Run, ctx: OperatorContext) -> None:
         logs.bind_sink(self._sink)
@@ -143,8 +147,7 @@ class CallableOperator(OperatorHandle):
     def _halt(self, timeout: float) -> bool:
         run = self._run
         if isinstance(run.stop, asyncio.Event) and run.loop is not None:
-            with contextlib.suppress(RuntimeError):  # a closed loop: the run is over
-                run.loop.call_soon_threadsafe(run.stop.set)
+            call_in_loop(run.loop, run.stop.set)
         elif isinstance(run.stop, threading.Event):
             run.stop.set()
         assert run.thread is not None
@@ -158,23 +161,22 @@ class CallableOperator(OperatorHandle):
         if thread is None or not thread.is_alive():
             return
         if run.task is not None and run.loop is not None:
-            with contextlib.suppress(RuntimeError):
-                run.loop.call_soon_threadsafe(run.task.cancel)
+            call_in_loop(run.loop, run.task.cancel)
         elif thread.ident is not None:
             # The closest thing to killing a thread: raise in it at its next bytecode.
             ctypes.pythonapi.PyThreadState_SetAsyncExc(
                 ctypes.c_ulong(thread.ident), ctypes.py_object(OperatorCrash)
             )
-        thread.join(self.stop_timeout)
-        if thread.is_alive():
-            self.log.write(
-                f"---- ktest: {self.name} is still running {self.stop_timeout:g} s after crash(); "
-                "it is blocked outside Python code and is left behind as a daemon thread ----"
-            )
+        join_or_report(
+            thread,
+            self.stop_timeout,
+            self.log,
+            f"---- ktest: {self.name} is still running {self.stop_timeout:g} s after crash(); "
+            "it is blocked outside Python code and is left behind as a daemon thread ----",
+        )
 
     def _running(self) -> bool:
-        thread = self._run.thread
-        return thread is not None and thread.is_alive()
+        return is_running(self._run.thread)
 
     def _death_reason(self) -> str:
         run = self._run
@@ -222,21 +224,6 @@ class CallableOperator(OperatorHandle):
         self.log.write(text)
         if record.levelno >= logging.ERROR:
             self._record_logged_error(text)
-
-
-def close_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """Cancel what the operator left running, then close its loop."""
-    try:
-        pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.run_until_complete(loop.shutdown_default_executor())
-    finally:
-        asyncio.set_event_loop(None)
-        loop.close()
 
 
 def run_callable(

@@ -16,7 +16,6 @@ that point is missed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -27,8 +26,14 @@ from typing import TYPE_CHECKING, Any
 from ktest.errors import OperatorError
 from ktest.operators import logs
 from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, OperatorHandle, launch
-from ktest.operators.inprocess import close_loop
 from ktest.operators.kopf_loading import Source, describe_sources, is_path, load_registry
+from ktest.operators.threads import (
+    call_in_loop,
+    close_loop,
+    is_running,
+    join_or_report,
+    start_operator_thread,
+)
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
@@ -122,13 +127,7 @@ class KopfOperator(OperatorHandle):
         run.thread = threading.Thread(
             target=self._thread_main, args=(run,), name=f"ktest-kopf-{self.name}", daemon=True
         )
-        logs.acquire_routing(self.log_level)
-        try:
-            run.thread.start()
-        except BaseException:
-            logs.release_routing()
-            raise
-        run.started.wait()
+        start_operator_thread(run.thread, run.started, self.log_level)
 
     def _thread_main(self, run: _KopfRun) -> None:
         import kopf
@@ -207,8 +206,7 @@ class KopfOperator(OperatorHandle):
     def _halt(self, timeout: float) -> bool:
         run = self._run
         if run.loop is not None and run.stop_flag is not None:
-            with contextlib.suppress(RuntimeError):  # a closed loop: the run is over
-                run.loop.call_soon_threadsafe(run.stop_flag.set)
+            call_in_loop(run.loop, run.stop_flag.set)
         assert run.thread is not None
         run.thread.join(timeout)
         return not run.thread.is_alive()
@@ -217,19 +215,18 @@ class KopfOperator(OperatorHandle):
         run = self._run
         run.killed = True
         if run.loop is not None and run.task is not None:
-            with contextlib.suppress(RuntimeError):
-                run.loop.call_soon_threadsafe(run.task.cancel)
+            call_in_loop(run.loop, run.task.cancel)
         if run.thread is not None:
-            run.thread.join(self.stop_timeout)
-            if run.thread.is_alive():
-                self.log.write(
-                    f"---- ktest: kopf operator {self.name} still runs {self.stop_timeout:g} s after "
-                    "crash(); a sync handler is probably blocked ----"
-                )
+            join_or_report(
+                run.thread,
+                self.stop_timeout,
+                self.log,
+                f"---- ktest: kopf operator {self.name} still runs {self.stop_timeout:g} s after "
+                "crash(); a sync handler is probably blocked ----",
+            )
 
     def _running(self) -> bool:
-        thread = self._run.thread
-        return thread is not None and thread.is_alive()
+        return is_running(self._run.thread)
 
     def _death_reason(self) -> str:
         run = self._run
