@@ -6,17 +6,9 @@ import time
 
 import pytest
 from kubernetes.client.exceptions import ApiException
+from wait_helpers import Counter
 
 from ktest.wait import consistently, use_defaults
-
-
-class Counter:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def tick(self) -> int:
-        self.calls += 1
-        return self.calls
 
 
 def test_passes_when_the_check_holds_for_the_whole_window() -> None:

@@ -13,20 +13,12 @@ import pytest
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import NotFoundError, ServiceUnavailableError
+from wait_helpers import Counter
 
 from ktest.errors import ApiError, ConfigError
 from ktest.wait import eventually, use_defaults
 
 FAST = {"timeout": 0.3, "interval": 0.01}
-
-
-class Counter:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def tick(self) -> int:
-        self.calls += 1
-        return self.calls
 
 
 def test_returns_value_of_first_passing_attempt() -> None:
