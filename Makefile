@@ -8,7 +8,8 @@ BIN := $(VENV)/bin
 K8S_VERSION ?=
 # The suite also checks that an older minor runs (tests/controlplane/test_versions.py).
 OLDER_K8S_VERSION ?= 1.35
-# Two xdist workers: the suite's control planes and tests overlap well on 2 cores.
+# ktest's tests and the demo suite, on two xdist workers (control planes and tests overlap
+# well on 2 cores).
 TEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 KTEST := $(BIN)/ktest
@@ -33,7 +34,7 @@ binaries-older: venv
 	$(KTEST) binaries install --k8s-version $(OLDER_K8S_VERSION)
 
 test: venv binaries binaries-older
-	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest -n $(TEST_WORKERS) $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest -n $(TEST_WORKERS) tests examples $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
 demo: venv binaries
 	$(BIN)/python -m pytest examples $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
