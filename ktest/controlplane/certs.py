@@ -58,37 +58,48 @@ def _name(common_name: str, organizations: Iterable[str] = ()) -> x509.Name:
     return x509.Name(attributes)
 
 
+def _builder(
+    subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey, *, ca: bool
+) -> x509.CertificateBuilder:
+    """What every certificate here has: names, key, a random serial, a year's validity
+    (from an hour ago, for clock skew), and the basic constraints and key usage of a CA
+    (``ca=True``: may sign certificates) or of a leaf."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _CLOCK_SKEW)
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=ca,
+                crl_sign=ca,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+    )
+
+
 class CertificateAuthority:
     """A self-signed CA that signs serving and client certificates."""
 
     def __init__(self, directory: Path, common_name: str = "ktest-ca") -> None:
         self.directory = directory
         self._key = _new_key()
-        now = datetime.datetime.now(datetime.timezone.utc)
         subject = _name(common_name)
         self._cert = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(subject)
-            .public_key(self._key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - _CLOCK_SKEW)
-            .not_valid_after(now + _VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
+            _builder(subject, subject, self._key, ca=True)
             .add_extension(
                 x509.SubjectKeyIdentifier.from_public_key(self._key.public_key()), critical=False
             )
@@ -108,30 +119,8 @@ class CertificateAuthority:
         alternative_names: list[x509.GeneralName] | None = None,
     ) -> KeyPair:
         key = _new_key()
-        now = datetime.datetime.now(datetime.timezone.utc)
         builder = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(self._cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - _CLOCK_SKEW)
-            .not_valid_after(now + _VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    key_encipherment=False,
-                    key_cert_sign=False,
-                    crl_sign=False,
-                    content_commitment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
+            _builder(subject, self._cert.subject, key, ca=False)
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()),
