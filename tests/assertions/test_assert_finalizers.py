@@ -19,6 +19,7 @@ from ktest.assertions import (
     finalizer_scenario,
 )
 from ktest.cluster import Cluster
+from ktest.wait import eventually
 
 FINALIZER = "assertions.ktest.test/cleanup"
 
@@ -108,6 +109,7 @@ def test_deletion_blocked_passes_while_cleanup_fails(cluster: Cluster, ns: str, 
     with Controller(cluster, ns, finalizing_reconciler(cluster, store)):
         created = cluster.create(widget("w1", ns))
         assert_has_finalizer(cluster, created, FINALIZER)
+        eventually(lambda: store.buckets == {"w1"})  # the pass after the finalizer provisions it
         store.fail_deletes = True
         seen = assert_deletion_blocked(cluster, created, FINALIZER, for_seconds=1, delete=True)
         assert seen["metadata"]["deletionTimestamp"]
@@ -123,6 +125,7 @@ def test_deletion_blocked_fails_when_the_finalizer_goes_before_cleanup(
     with Controller(cluster, ns, finalizing_reconciler(cluster, store, remove_first=True)):
         created = cluster.create(widget("w1", ns))
         assert_has_finalizer(cluster, created, FINALIZER)
+        eventually(lambda: store.buckets == {"w1"})
         store.fail_deletes = True
         with pytest.raises(AssertionError) as failure:
             assert_deletion_blocked(cluster, created, FINALIZER, for_seconds=1, delete=True)
