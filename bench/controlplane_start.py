@@ -7,13 +7,20 @@ Reports the median of ``--runs`` starts with the default controllers
 (garbage collector + namespace, waiting until the garbage collector has synced)
 and without kube-controller-manager, the time stop() takes, and each
 component's resident memory (VmRSS) right after start.
+
+Baseline, measured in the same run on the same binaries: controller-runtime's
+Go envtest (etcd + kube-apiserver, no controllers), built from
+bench/envtest-baseline when ``go`` is available. The ratio compares it with
+ktest without controllers (the same components).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
+import subprocess
 import time
 from pathlib import Path
 
@@ -53,6 +60,26 @@ def _measure(assets: Assets | Path, controllers: str, runs: int) -> dict[str, li
     return results
 
 
+def _envtest_baseline(assets: Assets | Path, runs: int) -> dict[str, list[float]] | None:
+    """Go envtest's start/stop times on the same binaries, or None without Go."""
+    if shutil.which("go") is None:
+        return None
+    from ktest.operators.gobuild import build_go_binary
+
+    binary = build_go_binary(Path(__file__).parent / "envtest-baseline")
+    directory = assets.directory if isinstance(assets, Assets) else assets
+    output = subprocess.run(
+        [str(binary), "-runs", str(runs)],
+        env={**os.environ, "KUBEBUILDER_ASSETS": str(directory)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout
+    pairs = [line.split() for line in output.splitlines() if line.strip()]
+    return {"ready": [float(p[0]) for p in pairs], "stop": [float(p[1]) for p in pairs]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
@@ -64,6 +91,9 @@ def main() -> None:
         "with controllers": _measure(assets, "garbagecollector,namespace", options.runs),
         "without controllers": _measure(assets, "none", options.runs),
     }
+    baseline = _envtest_baseline(assets, options.runs)
+    if baseline is not None:
+        scenarios["Go envtest (baseline)"] = baseline
     print(f"median of {options.runs} runs (min-max)")
     print(f"{'scenario':<22}{'metric':<32}{'median':>10}  range")
     for scenario, results in scenarios.items():
@@ -73,6 +103,13 @@ def main() -> None:
                 f"{scenario:<22}{metric:<32}{statistics.median(values):>9.2f}{unit[0]}  "
                 f"{min(values):.2f}-{max(values):.2f} {unit}"
             )
+
+    if baseline is not None:
+        ours = statistics.median(scenarios["without controllers"]["ready"])
+        theirs = statistics.median(baseline["ready"])
+        print(f"ready, ktest without controllers / Go envtest: {ours / theirs:.2f}x")
+        with_controllers = statistics.median(scenarios["with controllers"]["ready"])
+        print(f"ready, ktest with GC + namespace controllers / Go envtest: {with_controllers / theirs:.2f}x")
 
 
 if __name__ == "__main__":
