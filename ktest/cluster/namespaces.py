@@ -16,7 +16,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -227,6 +227,7 @@ class NamespaceReaper:
         self.force_finalizers_after = force_finalizers_after
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._names: dict[threading.Thread, str] = {}
         self._reports: list[NamespaceCleanup] = []
 
     def submit(self, name: str, *, owner: str = "") -> None:
@@ -236,18 +237,22 @@ class NamespaceReaper:
         )
         with self._lock:
             self._threads.append(thread)
+            self._names[thread] = name
         thread.start()
 
     def pending(self) -> int:
         with self._lock:
             return sum(thread.is_alive() for thread in self._threads)
 
-    def join(self) -> None:
-        """Wait for every deletion submitted so far (their reports stay for :meth:`drain`)."""
+    def join(self, only: Callable[[str], bool] | None = None) -> None:
+        """Wait for the deletions submitted so far (of the namespaces ``only`` accepts, if given).
+
+        Their reports stay for :meth:`drain`.
+        """
         while True:
             with self._lock:
-                threads = [thread for thread in self._threads if thread.is_alive()]
-                self._threads = threads
+                self._threads = [thread for thread in self._threads if thread.is_alive()]
+                threads = [t for t in self._threads if only is None or only(self._names[t])]
             if not threads:
                 return
             for thread in threads:

@@ -276,13 +276,14 @@ class OperatorHandle(abc.ABC):
     def close(self) -> None:
         """Stop, leave the test run, keep the log in memory.
 
-        Namespaces still being deleted in the background are waited for first,
-        while the operator runs, so it can process the finalizers in them.
+        Namespaces it serves that are still being deleted in the background are
+        waited for first, while the operator runs, so it can process the
+        finalizers in them.
         Raises the operator's error if it had one that no check reported yet,
         so a failure is never lost because the operator was stopped first.
         """
         if self._state == "running":
-            self.cluster.namespace_reaper().join()
+            self.cluster.namespace_reaper().join(only=self.serves_namespace)
         with self._lock:
             if self._state == "closed":
                 return
@@ -299,6 +300,10 @@ class OperatorHandle(abc.ABC):
                 self.log.close()
         if pending and failure is not None:
             raise OperatorError(str(failure))
+
+    def serves_namespace(self, namespace: str) -> bool:
+        """Whether this operator may act in ``namespace`` (unknown: assume it does)."""
+        return True
 
     def __enter__(self) -> Self:
         if self._state == "new":

@@ -16,6 +16,7 @@ that point is missed.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -99,6 +100,11 @@ class KopfOperator(OperatorHandle):
         self.memo = dict(memo or {})
         self.log_level = log_level
         self._run = _KopfRun()
+
+    def serves_namespace(self, namespace: str) -> bool:
+        return self.cluster_wide or any(
+            fnmatch.fnmatchcase(namespace, glob) for glob in self.namespaces or ()
+        )
 
     @property
     def registry(self) -> Any:
@@ -193,9 +199,7 @@ class KopfOperator(OperatorHandle):
             if not unresolved and not missing:
                 break
             if unresolved:
-                run.phase = (
-                    f"the cluster does not serve {', '.join(unresolved)} (is its CRD installed?)"
-                )
+                run.phase = f"the cluster does not serve {', '.join(unresolved)} (is its CRD installed?)"
             else:
                 run.phase = f"starting watch streams: {', '.join(sorted(missing))}"
             await asyncio.sleep(0.02)

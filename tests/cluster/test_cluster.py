@@ -251,3 +251,24 @@ def test_background_deletion_failures_are_reported_not_lost(admin: Cluster) -> N
     assert isinstance(report.error, ClusterError)
     assert "refusing to delete namespace default" in str(report.error)
     assert admin.exists(("v1", "Namespace", "default"))
+
+
+def test_join_can_wait_for_some_namespaces_only(admin: Cluster) -> None:
+    """An operator limited to some namespaces waits only for their deletion before it stops."""
+    from ktest.cluster.namespaces import NamespaceReaper, create_namespace, unique_name
+
+    reaper = NamespaceReaper(admin, force_finalizers_after=60)
+    quick = create_namespace(admin, unique_name("quick"))
+    held = create_namespace(admin, unique_name("held"))
+    stuck = configmap("stuck", held)
+    stuck["metadata"]["finalizers"] = ["example.com/released-by-the-test"]
+    admin.apply(stuck)
+    reaper.submit(quick)
+    reaper.submit(held)
+    reaper.join(only=lambda name: name == quick)
+    assert not admin.exists(("v1", "Namespace", quick))
+    assert reaper.pending() == 1  # the held namespace is still being deleted
+    admin.patch(stuck, {"metadata": {"finalizers": None}})
+    reports = reaper.drain()
+    assert sorted(r.name for r in reports) == sorted([quick, held])
+    assert not any(r.forced for r in reports)
