@@ -20,6 +20,7 @@ from test_assert_status import status_writer
 
 from ktest.assertions import ConcurrentWriter, aio
 from ktest.cluster import Cluster
+from ktest.wait import aio as wait_aio
 
 pytestmark = pytest.mark.asyncio
 
@@ -160,6 +161,7 @@ async def test_aio_conflicts_with_async_write_and_converged(cluster: Cluster, ns
 async def test_aio_concurrent_writer_as_async_context_manager(cluster: Cluster, ns: str) -> None:
     created = cluster.create(widget("w1", ns))
     async with ConcurrentWriter(cluster, created, interval=0.02) as writer:
-        await asyncio.sleep(0.3)  # the event loop runs while the writer thread writes
+        # The event loop keeps running while the writer thread writes.
+        await wait_aio.eventually(lambda: writer.writes >= 3, timeout=10, watch=False)
     assert writer.writes >= 3
     assert re.match(rf"{writer.writes} writes to Widget {ns}/w1", writer.summary())
