@@ -418,7 +418,7 @@ class Cluster:
             yield ns
         finally:
             if keep:
-                pass
+                log.info("keeping namespace %s", ns)
             elif background:
                 self.namespace_reaper().submit(ns, owner=prefix)
             else:
