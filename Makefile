@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 KTEST := $(BIN)/ktest
 VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
 
-.PHONY: all venv binaries binaries-older test demo lint bench clean-venv
+.PHONY: all venv binaries binaries-older test demo lint bench clean-venv docker-engine
 
 all: venv binaries
 
@@ -45,6 +45,11 @@ lint: venv
 
 clean-venv:
 	rm -rf $(VENV)
+
+# A Docker engine for the kind tests (Debian, root): installs docker.io, starts dockerd, and on
+# machines lacking CAP_SYS_RESOURCE installs the runc wrapper kind nodes need. Idempotent.
+docker-engine:
+	scripts/docker-engine
 
 # The seeded-bug detection matrix: the demo suite against the correct operators and every seeded bug.
 .PHONY: matrix

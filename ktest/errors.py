@@ -44,6 +44,10 @@ class ConfigError(KtestError):
     """A ktest setting (option, ini key or environment variable) is invalid."""
 
 
+class KindError(KtestError):
+    """The Docker engine, the kind binary, a kind node image or a kind cluster is not usable."""
+
+
 def __getattr__(name: str) -> type:
     # ApiError subclasses kubernetes' ApiException; importing the kubernetes
     # package costs about a second, which the CLI and the control plane do not need.
