@@ -19,8 +19,8 @@ from typing import Any
 
 from ktest.errors import AssetsError, ConfigError
 
-BACKENDS = ("bare", "existing")
-PLANNED_BACKENDS = ("kind",)
+BACKENDS = ("bare", "existing", "kind")
+PLANNED_BACKENDS: tuple[str, ...] = ()
 KEEP_NAMESPACES = ("never", "on-failure", "always")
 NAMESPACE_DELETION = ("wait", "background")
 DEFAULT_CONTROLLERS = ("garbagecollector", "namespace")
@@ -47,6 +47,10 @@ class Settings:
     keep_namespaces: str = "never"
     namespace_deletion: str = "background"
     reuse: bool = False
+    kind_config: Path | None = None
+    keep_cluster: bool = False
+    artifacts_dir: Path | None = None
+    run_dir: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """Where each non-default value came from (for messages), e.g. ``{"backend": "ini ktest_backend"}``."""
 
@@ -211,7 +215,8 @@ SETTINGS: tuple[Spec, ...] = (
     Spec("k8s_version", "--k8s-version", "ktest_k8s_version", "KTEST_K8S_VERSION", _version,
          "Kubernetes version: 1.37.2, 1.37 (newest patch) or latest", "latest"),
     Spec("backend", "--ktest-backend", "ktest_backend", "KTEST_BACKEND", _choice(BACKENDS, PLANNED_BACKENDS),
-         "where the cluster comes from: bare (embedded control plane) or existing (kubeconfig)", "bare"),
+         "where the cluster comes from: bare (embedded control plane), kind (a kind cluster with real "
+         "nodes) or existing (kubeconfig)", "bare"),
     Spec("kubeconfig", "--ktest-kubeconfig", "ktest_kubeconfig", "KTEST_KUBECONFIG", _path,
          "kubeconfig for backend existing", "$KUBECONFIG, else ~/.kube/config"),
     Spec("context", "--ktest-context", "ktest_context", "KTEST_CONTEXT", _text,
@@ -243,6 +248,17 @@ SETTINGS: tuple[Spec, ...] = (
     Spec("reuse", "--ktest-reuse", "ktest_reuse", "KTEST_REUSE", _bool,
          "attach to a compatible control plane started by `ktest up` (never stopped by the tests)", "false",
          flag=True),
+    Spec("kind_config", "--ktest-kind-config", "ktest_kind_config", "KTEST_KIND_CONFIG", _path,
+         "extra kind Cluster config (YAML file) merged with what ktest needs (backend kind)", "(none)"),
+    Spec("keep_cluster", "--ktest-keep-cluster", "ktest_keep_cluster", "KTEST_KEEP_CLUSTER", _bool,
+         "keep the kind cluster after the run and print how to attach or delete it (backend kind)", "false",
+         flag=True),
+    Spec("artifacts_dir", "--ktest-artifacts", "ktest_artifacts", "KTEST_ARTIFACTS", _path,
+         "where diagnostics too big for a report go (kind export logs after a failed run)",
+         ".ktest-artifacts in the rootdir"),
+    Spec("run_dir", "--ktest-run-dir", "ktest_run_dir", "KTEST_RUN_DIR", _path,
+         "where embedded control planes keep their private directory (etcd data, certificates, logs)",
+         "/dev/shm when it has 1 GiB free, else the temp directory"),
 )
 
 SPECS_BY_NAME = {spec.name: spec for spec in SETTINGS}

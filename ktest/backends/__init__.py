@@ -1,4 +1,4 @@
-"""Where the session's cluster comes from: ``bare``, ``existing``, or a warm ``ktest up`` (reuse).
+"""Where the session's cluster comes from: ``bare``, ``kind``, ``existing``, or a warm ``ktest up`` (reuse).
 
 ``open_session(settings)`` is what the pytest plugin calls, and what plain
 Python can call too::
@@ -29,6 +29,16 @@ def open_backend(settings: Settings, notes: list[str] | None = None) -> Backend:
 
         assert settings.kubeconfig is not None and settings.context is not None  # checked by config
         return ExistingBackend(settings.kubeconfig, settings.context)
+    if settings.backend == "kind":
+        from ktest.backends.kind import KindBackend, find_kept
+
+        if settings.reuse:
+            kept = find_kept(settings, notes)
+            if kept is not None:
+                return kept
+            notes.append("reuse: no kept kind cluster matches; created one for this session "
+                         "(`ktest up --backend kind` keeps one warm between runs)")
+        return KindBackend.start(settings)
     if settings.reuse:
         from ktest.backends import reuse
 

@@ -50,6 +50,8 @@ class ClusterShare:
     # Unix socket of the owning process (see backends/shared.py), for requests such as
     # restarting the controllers after new CRDs; None when nobody serves one.
     control_address: str | None = None
+    # Name of the kind cluster (backend kind): node-level helpers (load_image, kubectl) need it.
+    kind_cluster: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,6 +69,7 @@ class ClusterShare:
             directory=data.get("directory"),
             components=components,
             control_address=data.get("control_address"),
+            kind_cluster=data.get("kind_cluster"),
         )
 
     def dead_components(self) -> list[tuple[str, str]]:

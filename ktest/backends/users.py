@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ktest.cluster import UserIssuer
@@ -53,8 +53,9 @@ def issue_user(directory: Path, name: str, groups: Sequence[str] = ()) -> Path:
             f"cannot issue credentials for user {name!r}: the control plane's files in {directory} "
             f"are unreadable or gone ({error}); is the control plane still running?"
         ) from None
-    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
-        raise ClusterError(f"{ca_key_path}: expected an ECDSA key, found {type(ca_key).__name__}")
+    if not isinstance(ca_key, (ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey)):
+        # ktest's own CA is ECDSA; kubeadm's (kind) is RSA.
+        raise ClusterError(f"{ca_key_path}: expected an ECDSA or RSA key, found {type(ca_key).__name__}")
     key = ec.generate_private_key(ec.SECP256R1())
     subject = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, group) for group in groups]
     subject.append(x509.NameAttribute(NameOID.COMMON_NAME, name))

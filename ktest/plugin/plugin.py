@@ -17,6 +17,7 @@ import contextlib
 import functools
 import warnings
 from collections.abc import Generator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -54,6 +55,7 @@ class KtestSession:
         self.context: RunContext | None = None
         self.description: str | None = None
         self._stack = contextlib.ExitStack()
+        self.failed = False  # a test failed: worth exporting a kind cluster's logs before it goes
         self._warned_notes: set[str] = set()
 
     def enter(self) -> None:
@@ -88,7 +90,31 @@ class KtestSession:
     def close_backend(self) -> None:
         backend, self.backend = self.backend, None
         if backend is not None:
+            self.export_kind_logs(backend)
             backend.close()
+
+    def kind_logs_directory(self, backend: Backend) -> Path | None:
+        """Where ``kind export logs`` goes for this session's kind cluster (None: not kind)."""
+        name = backend.share().kind_cluster
+        if not name:
+            return None
+        base = self.settings.artifacts_dir or self.config.rootpath / ".ktest-artifacts"
+        return base / "kind-logs" / name
+
+    def export_kind_logs(self, backend: Backend) -> None:
+        """After a failed run, keep the owned kind cluster's node logs (it is deleted next)."""
+        kind_cluster = getattr(backend, "kind_cluster", None)
+        directory = self.kind_logs_directory(backend)
+        owned = getattr(backend, "owned", False)
+        if not self.failed or kind_cluster is None or directory is None or not owned:
+            return
+        try:
+            kind_cluster.export_logs(directory)
+            self.notes.append(
+                f"kind logs of the failed run (node journal, kubelet, containerd, pods): {directory}"
+            )
+        except Exception as error:
+            self.notes.append(f"could not export the kind cluster's logs to {directory}: {error}")
 
     def finish_deletions(self) -> None:
         """Wait for background namespace deletions; warn about forced ones, raise on failures."""
@@ -125,7 +151,14 @@ class KtestSession:
         finally:
             server, self.server = self.server, None
             if server is not None:
+                if server.backend is not None:
+                    self.export_kind_logs(server.backend)
                 server.close()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Remember failures (xdist workers' reports reach the controller's hook too)."""
+        if report.failed:
+            self.failed = True
 
     def first_time(self, note: str) -> bool:
         """True the first time ``note`` is seen (a note that would repeat for every test)."""
@@ -205,6 +238,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except ConfigError as error:
         raise pytest.UsageError(f"ktest: {error}") from None
     config.stash[_SESSION] = KtestSession(config, settings)
+    config.pluginmanager.register(config.stash[_SESSION], "ktest-session")
+    from ktest.plugin.kind_fixtures import register as register_kind_fixtures
+
+    register_kind_fixtures(config, settings.backend)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -322,6 +359,11 @@ def _failure_sections(item: pytest.Item, when: str) -> list[tuple[str, str]]:
     if backend is not None:
         for component, tail in backend.dead_components():
             sections.append((f"{component} died; last lines of its log", tail or "(empty log)"))
+        from ktest.plugin.kind_fixtures import logs_section
+
+        kind_logs = logs_section(session.kind_logs_directory(backend)) if session is not None else None
+        if kind_logs is not None:
+            sections.append(kind_logs)
     return sections
 
 
@@ -339,6 +381,9 @@ def ktest_backend(pytestconfig: pytest.Config) -> Iterator[Backend]:
     """Where the session's cluster comes from (opened on first use, closed at the end)."""
     session = _session(pytestconfig)
     backend = session.open_backend()
+    from ktest.plugin.kind_fixtures import watch_nodes
+
+    watch_nodes(backend)
     try:
         yield backend
     finally:

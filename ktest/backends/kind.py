@@ -1,0 +1,175 @@
+"""Backend ``kind``: a real kind cluster (real nodes, kubelet, kube-proxy, CoreDNS) per test run.
+
+Thin: settings → :mod:`ktest.kind` (node image, config, create, sweep) → a
+:class:`Cluster`. The cluster is deleted on :meth:`close` unless kept
+(``--ktest-keep-cluster``); orphans of killed runs are swept before the next
+one creates its own. ``ktest up --backend kind`` keeps one warm for later runs
+to attach to (:func:`attach_kept`).
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+from pathlib import Path
+
+from ktest.backends.base import Backend, ClusterShare
+from ktest.cluster import Cluster
+from ktest.config import Settings
+from ktest.errors import KindError
+from ktest.kind import records
+from ktest.kind.cluster import KindCluster, create_cluster, keep
+from ktest.kind.handle import KindHandle
+
+
+class KindBackend(Backend):
+    """A kind cluster this process created (or a kept one it attached to)."""
+
+    name = "kind"
+
+    def __init__(self, kind_cluster: KindCluster, *, owned: bool, keep_cluster: bool = False) -> None:
+        self.kind_cluster = kind_cluster
+        self.owned = owned
+        self.keep_cluster = keep_cluster
+        self.notes: list[str] = []
+        super().__init__(
+            Cluster(
+                kind_cluster.kubeconfig,
+                name=kind_cluster.name,
+                controllers=None,  # a real kube-controller-manager runs every controller
+                user_issuer=_user_issuer(kind_cluster.directory),
+            )
+        )
+        self.handle = KindHandle(
+            kind_cluster.name, kind_cluster.kubeconfig, kind_cluster.version, kind_cluster.kind, self.cluster
+        )
+
+    @classmethod
+    def start(cls, settings: Settings, *, purpose: str = "run", kept: bool = False) -> KindBackend:
+        """Sweep orphans, pick the node image, create a cluster and wait until it is usable."""
+        from ktest.kind.binary import resolve_kind
+        from ktest.kind.engine import connect
+        from ktest.kind.nodeimage import choose_node_image, load_extra_config, merge_config
+        from ktest.kind.recipe import required_cluster_config
+        from ktest.kind.sweep import sweep_orphans
+
+        extra = load_extra_config(settings.kind_config) if settings.kind_config else {}
+        connect()  # a missing or unusable engine is explained before anything else
+        kind = resolve_kind(progress=True)
+        swept = sweep_orphans(kind)
+        image = choose_node_image(settings.k8s_version)
+        required = required_cluster_config(ktest_image=image.ktest_built)
+        config = merge_config(required, extra, source=str(settings.kind_config or ""))
+        cluster = create_cluster(
+            kind,
+            name=records.new_cluster_name(purpose),
+            image=image.reference,
+            version=image.version,
+            config=config,
+            purpose=purpose,
+            kept=kept,
+            progress=_say,
+        )
+        backend = cls(cluster, owned=True, keep_cluster=settings.keep_cluster)
+        backend.notes.extend(swept)
+        return backend
+
+    def describe(self) -> str:
+        cluster = self.kind_cluster
+        return (
+            f"kind cluster {cluster.name} (Kubernetes {cluster.version}, image {cluster.record.image}) "
+            f"at {self.cluster.server}"
+        )
+
+    def share(self) -> ClusterShare:
+        cluster = self.kind_cluster
+        return ClusterShare(
+            kubeconfig=str(cluster.kubeconfig),
+            version=cluster.version,
+            description=self.describe(),
+            controllers=None,
+            directory=str(cluster.directory),
+            kind_cluster=cluster.name,
+        )
+
+    def dead_components(self) -> list[tuple[str, str]]:
+        stopped = self.kind_cluster.stopped()
+        return [("kind cluster", stopped)] if stopped else []
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self.owned and self.keep_cluster:
+                keep(self.kind_cluster)
+                print(keep_message(self.kind_cluster), file=sys.stderr)
+            elif self.owned:
+                self.kind_cluster.delete()
+
+
+def keep_message(cluster: KindCluster) -> str:
+    return (
+        f"ktest: kept kind cluster {cluster.name}: export KUBECONFIG={cluster.kubeconfig} "
+        f"(or `kind export kubeconfig --name {cluster.name}`); delete it with "
+        f"`kind delete cluster --name {cluster.name}` or `ktest down --kind`"
+    )
+
+
+def handle_from_share(share: ClusterShare, cluster: Cluster) -> KindHandle | None:
+    """The node-level helpers for a shared kind cluster (xdist workers, reuse), None otherwise."""
+    if not share.kind_cluster:
+        return None
+    from ktest.kind.binary import resolve_kind
+
+    return KindHandle(
+        share.kind_cluster, Path(share.kubeconfig), share.version, resolve_kind(progress=False), cluster
+    )
+
+
+def _user_issuer(directory: Path):  # type: ignore[no-untyped-def]
+    if not (directory / "certs" / "ca.key").is_file():
+        return None
+    from ktest.backends.users import issue_user
+
+    return partial(issue_user, directory)
+
+
+def _say(message: str) -> None:
+    print(f"ktest: {message}", file=sys.stderr, flush=True)
+
+
+def require_kind_record(name: str) -> records.ClusterRecord:
+    record = records.read_record(name)
+    if record is None:
+        raise KindError(
+            f"no kind cluster named {name!r} was created by ktest (records in {records.records_directory()})"
+        )
+    return record
+
+
+def find_kept(settings: Settings, notes: list[str] | None = None) -> KindBackend | None:
+    """Attach to a kept kind cluster (``ktest up --backend kind``) matching the version, if one is usable."""
+    from ktest.assets.selectors import parse_selector
+    from ktest.kind.binary import resolve_kind
+
+    selector = parse_selector(settings.k8s_version or "latest")
+    candidates = [r for r in records.list_records() if r.kept and r.purpose == "up"]
+    if settings.k8s_version is not None:
+        candidates = [r for r in candidates if selector.matches(r.version)]
+    if not candidates:
+        return None
+    kind = resolve_kind(progress=False)
+    for record in sorted(candidates, key=lambda r: r.created_at, reverse=True):
+        cluster = KindCluster(record, kind)
+        problem = cluster.stopped()
+        if problem is None and not record.kubeconfig.is_file():
+            problem = f"its kubeconfig {record.kubeconfig} is gone"
+        if problem is not None:
+            if notes is not None:
+                notes.append(f"not attaching to kept kind cluster {record.name}: {problem}")
+            continue
+        backend = KindBackend(cluster, owned=False)
+        if notes is not None:
+            notes.append(f"attached to kept kind cluster {record.name} (`ktest down --kind` deletes it)")
+        return backend
+    return None

@@ -1,0 +1,432 @@
+"""A kind cluster ktest created: create, wait until usable, inspect, delete, export logs.
+
+The ``kind`` CLI drives the lifecycle; the Docker SDK answers questions about
+node containers. Creation is recorded before ``kind create cluster`` runs (see
+:mod:`ktest.kind.records`), so a run killed mid-creation still leaves a record
+the next sweep finds. ``kind create cluster --wait`` is not used: it returns
+success even when its wait timed out. ktest waits itself, for what a test
+needs: every node Ready, CoreDNS available, kube-proxy running on every node
+and the ``default`` ServiceAccount present; it fails fast, with the reason,
+when a node container stops or a system image cannot be found in the node.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ktest.errors import KindError
+from ktest.kind import records
+from ktest.kind.records import ClusterRecord
+
+_LOG_TAIL_LINES = 20
+CREATE_TIMEOUT = 600.0
+USABLE_TIMEOUT = 300.0
+CLUSTER_LABEL = "io.x-k8s.kind.cluster"
+# Waiting on these reasons is pointless: nothing can be pulled, the image is simply not in the node.
+_HOPELESS_WAITING = ("ErrImageNeverPull", "InvalidImageName")
+
+
+def run_kind(
+    kind: Path, args: list[str], *, what: str, timeout: float = 120.0, log: Path | None = None
+) -> str:
+    """Run ``kind args``; raise KindError with the output's tail (and the log path) on failure."""
+    try:
+        finished = subprocess.run(
+            [str(kind), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise KindError(f"{what}: `kind {' '.join(args[:2])}` did not finish in {timeout:.0f}s") from error
+    except OSError as error:
+        raise KindError(f"{what}: cannot run {kind}: {error}") from error
+    output = (finished.stdout or "") + (finished.stderr or "")
+    if log is not None:
+        log.write_text(output)
+    if finished.returncode != 0:
+        tail = "\n".join(output.strip().splitlines()[-_LOG_TAIL_LINES:])
+        where = f" (full output: {log})" if log is not None else ""
+        raise KindError(
+            f"{what}: `kind {' '.join(args[:2])}` exited with {finished.returncode}{where}:\n{tail}"
+        )
+    return finished.stdout
+
+
+def existing_clusters(kind: Path) -> list[str]:
+    """Names of every kind cluster on the engine (``kind get clusters``)."""
+    output = run_kind(kind, ["get", "clusters"], what="listing kind clusters")
+    return [line.strip() for line in output.splitlines() if line.strip()]
+
+
+@dataclass
+class KindCluster:
+    """A kind cluster ktest created (or attached to by its record)."""
+
+    record: ClusterRecord
+    kind: Path
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    @property
+    def directory(self) -> Path:
+        return Path(self.record.directory)
+
+    @property
+    def kubeconfig(self) -> Path:
+        """Admin kubeconfig with file references into the cluster's private (0700) directory."""
+        return self.record.kubeconfig
+
+    @property
+    def version(self) -> str:
+        return self.record.version
+
+    def node_containers(self) -> list[Any]:
+        """The Docker containers of this cluster's nodes (running or not)."""
+        return node_containers(self.name)
+
+    def node_names(self) -> list[str]:
+        return sorted(container.name for container in self.node_containers())
+
+    def stopped(self) -> str | None:
+        """Why the cluster cannot serve tests any more (a node container not running), or None."""
+        return cluster_stopped(self.name)
+
+    def export_logs(self, destination: Path) -> Path:
+        """``kind export logs``: node journal, kubelet, containerd, control-plane pods."""
+        destination.mkdir(parents=True, exist_ok=True)
+        run_kind(
+            self.kind,
+            ["export", "logs", str(destination), "--name", self.name],
+            what=f"exporting the logs of kind cluster {self.name}",
+            timeout=300.0,
+        )
+        return destination
+
+    def delete(self) -> None:
+        """Delete the cluster, its private directory and its record. Idempotent."""
+        delete_cluster(self.kind, self.record)
+
+
+def node_containers(name: str) -> list[Any]:
+    """The Docker containers of kind cluster ``name``'s nodes (running or not)."""
+    from ktest.kind.engine import connect
+
+    client = connect()
+    return list(client.containers.list(all=True, filters={"label": f"{CLUSTER_LABEL}={name}"}))
+
+
+def cluster_stopped(name: str) -> str | None:
+    """Why kind cluster ``name`` cannot serve tests (engine gone, node container stopped), or None."""
+    from docker.errors import DockerException
+
+    try:
+        containers = node_containers(name)
+    except (KindError, DockerException) as error:
+        return f"the kind cluster {name} is unreachable: the Docker engine does not answer ({error})"
+    if not containers:
+        return f"the kind cluster {name} stopped: its node containers are gone"
+    down = [f"{c.name} ({c.status})" for c in containers if c.status != "running"]
+    if down:
+        return f"the kind cluster {name} stopped: node container {', '.join(down)} is not running"
+    return None
+
+
+def delete_cluster(kind: Path, record: ClusterRecord, directory: Path | None = None) -> None:
+    """``kind delete cluster`` (a no-op for a cluster that is gone), then the files and record."""
+    run_kind(
+        kind,
+        ["delete", "cluster", "--name", record.name, "--kubeconfig", os.devnull],
+        what=f"deleting kind cluster {record.name}",
+        timeout=180.0,
+    )
+    shutil.rmtree(record.directory, ignore_errors=True)
+    records.remove_record(record, directory)
+
+
+def create_cluster(
+    kind: Path,
+    *,
+    name: str,
+    image: str,
+    version: str,
+    config: Mapping[str, Any],
+    purpose: str = "run",
+    kept: bool = False,
+    timeout: float = USABLE_TIMEOUT,
+    progress: Callable[[str], None] | None = None,
+    records_dir: Path | None = None,
+) -> KindCluster:
+    """Create a kind cluster named ``name`` and wait until tests can use it.
+
+    Raises KindError (after deleting whatever was created) when creation fails
+    or the cluster does not become usable in ``timeout`` seconds.
+    """
+    say = progress or (lambda _message: None)
+    records.check_cluster_name(name)
+    if name in existing_clusters(kind):
+        owner = records.read_record(name, records_dir)
+        raise KindError(
+            f"a kind cluster named {name!r} already exists"
+            + (
+                " (created by ktest; `ktest down` removes it)"
+                if owner is not None
+                else " and ktest did not create it, so ktest will not touch it; pick another name"
+            )
+        )
+    directory = Path(tempfile.mkdtemp(prefix=f"ktest-kind-{name}-"))
+    os.chmod(directory, 0o700)
+    record = records.owned_by_this_process(name, directory, image, version, purpose)
+    if kept:
+        record = _kept(record)
+    records.write_record(record, records_dir)
+    cluster = KindCluster(record, kind)
+    try:
+        config_path = directory / "kind-config.yaml"
+        config_path.write_text(yaml.safe_dump(dict(config), sort_keys=False))
+        started = time.monotonic()
+        say(f"creating kind cluster {name} from {image} ...")
+        run_kind(
+            kind,
+            [
+                "create",
+                "cluster",
+                "--name",
+                name,
+                "--image",
+                image,
+                "--config",
+                str(config_path),
+                "--kubeconfig",
+                str(directory / "kind.kubeconfig"),
+            ],
+            what=f"creating kind cluster {name} (image {image})",
+            timeout=CREATE_TIMEOUT,
+            log=directory / "create.log",
+        )
+        say(
+            f"kind cluster {name}: nodes up after {time.monotonic() - started:.1f}s; waiting until usable ..."
+        )
+        _private_kubeconfig(cluster)
+        wait_usable(cluster, timeout=timeout)
+        say(f"kind cluster {name}: usable after {time.monotonic() - started:.1f}s")
+        return cluster
+    except BaseException:
+        with contextlib.suppress(Exception):
+            delete_cluster(kind, record, records_dir)
+        raise
+
+
+def _kept(record: ClusterRecord) -> ClusterRecord:
+    from dataclasses import replace
+
+    return replace(record, kept=True, owner_pid=0, owner_start="")
+
+
+def keep(cluster: KindCluster, records_dir: Path | None = None) -> None:
+    """Mark the cluster as kept: no sweep removes it; ``ktest down`` does."""
+    cluster.record = _kept(cluster.record)
+    records.write_record(cluster.record, records_dir)
+
+
+# -------------------------------------------------------------------- credentials
+
+
+def _private_kubeconfig(cluster: KindCluster) -> None:
+    """Turn kind's kubeconfig (embedded certificates) into files in the 0700 directory.
+
+    The kubernetes client copies embedded certificate data to ``$TMPDIR``,
+    where it would outlive a killed run; file references are used as they are.
+    The CA key is copied from the control-plane node so ``cluster.user(...)``
+    can issue client certificates as on the embedded control plane.
+    """
+    directory = cluster.directory
+    raw = yaml.safe_load((directory / "kind.kubeconfig").read_text())
+    certs = directory / "certs"
+    certs.mkdir(mode=0o700, exist_ok=True)
+    server = raw["clusters"][0]["cluster"]["server"]
+    user = raw["users"][0]["user"]
+    files = {
+        "ca.crt": base64.b64decode(raw["clusters"][0]["cluster"]["certificate-authority-data"]),
+        "admin.crt": base64.b64decode(user["client-certificate-data"]),
+        "admin.key": base64.b64decode(user["client-key-data"]),
+    }
+    node = f"{cluster.name}-control-plane"
+    with contextlib.suppress(KindError):  # without the CA key only cluster.user() is unavailable
+        files["ca.key"] = copy_from_node(node, "/etc/kubernetes/pki/ca.key")
+    for filename, content in files.items():
+        _write_private(certs / filename, content)
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": cluster.name,
+                "cluster": {"server": server, "certificate-authority": str(certs / "ca.crt")},
+            }
+        ],
+        "users": [
+            {
+                "name": "kind-admin",
+                "user": {
+                    "client-certificate": str(certs / "admin.crt"),
+                    "client-key": str(certs / "admin.key"),
+                },
+            }
+        ],
+        "contexts": [{"name": cluster.name, "context": {"cluster": cluster.name, "user": "kind-admin"}}],
+        "current-context": cluster.name,
+    }
+    _write_private(cluster.kubeconfig, yaml.safe_dump(config, sort_keys=False).encode())
+    (directory / "kind.kubeconfig").unlink()
+
+
+def _write_private(path: Path, content: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as file:
+        file.write(content)
+
+
+def copy_from_node(node: str, path: str) -> bytes:
+    """The content of one file inside a node container (Docker's archive API)."""
+    from docker.errors import DockerException
+
+    from ktest.kind.engine import connect
+
+    try:
+        stream, _ = connect().containers.get(node).get_archive(path)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            member = archive.extractfile(archive.getmembers()[0])
+            if member is None:
+                raise KindError(f"{path} in kind node {node} is not a regular file")
+            return member.read()
+    except (DockerException, tarfile.TarError, IndexError) as error:
+        raise KindError(f"cannot read {path} from kind node {node}: {error}") from error
+
+
+# -------------------------------------------------------------------- readiness
+
+
+def wait_usable(cluster: KindCluster, *, timeout: float = USABLE_TIMEOUT) -> None:
+    """Wait until nodes are Ready, CoreDNS available, kube-proxy running, ServiceAccount present."""
+    from ktest.cluster import Cluster
+
+    deadline = time.monotonic() + timeout
+    missing: list[str] = ["the API server to answer"]
+    with Cluster(cluster.kubeconfig, name=cluster.name) as client:
+        while True:
+            stopped = cluster.stopped()
+            if stopped:
+                raise KindError(f"{stopped}; it never became usable")
+            try:
+                missing = _not_yet_usable(client)
+                hopeless = _hopeless_pods(client)
+            except Exception as error:  # the API server is still starting
+                missing, hopeless = [f"the API server to answer ({type(error).__name__})"], []
+            if hopeless:
+                raise KindError(
+                    f"kind cluster {cluster.name} cannot become usable: "
+                    + "; ".join(hopeless)
+                    + f". The node image {cluster.record.image} lacks a system image; rebuild it "
+                    "(`ktest kind build-image --force`)"
+                )
+            if not missing:
+                return
+            if time.monotonic() > deadline:
+                pods = _system_pod_summary(client)
+                raise KindError(
+                    f"kind cluster {cluster.name} was not usable after {timeout:.0f}s: still waiting for "
+                    + "; ".join(missing)
+                    + (f".\nkube-system pods: {pods}" if pods else "")
+                    + f"\nNode logs: `kind export logs --name {cluster.name}`"
+                )
+            time.sleep(0.5)
+
+
+def _not_yet_usable(client: Any) -> list[str]:
+    missing = []
+    nodes = client.list("v1", "Node")
+    if not nodes:
+        missing.append("a Node object")
+    for node in nodes:
+        conditions = {c["type"]: c["status"] for c in node.get("status", {}).get("conditions") or ()}
+        if conditions.get("Ready") != "True":
+            missing.append(f"node {node['metadata']['name']} to be Ready")
+    coredns = client.get_or_none(("apps/v1", "Deployment", "coredns", "kube-system"))
+    if coredns is None:
+        missing.append("the coredns Deployment")
+    else:
+        wanted = coredns.get("spec", {}).get("replicas", 1)
+        available = coredns.get("status", {}).get("availableReplicas") or 0
+        if available < max(1, wanted):
+            missing.append(f"CoreDNS ({available}/{wanted} replicas available)")
+    proxy = client.get_or_none(("apps/v1", "DaemonSet", "kube-proxy", "kube-system"))
+    if proxy is None:
+        missing.append("the kube-proxy DaemonSet")
+    else:
+        status = proxy.get("status", {})
+        desired, ready = status.get("desiredNumberScheduled") or 0, status.get("numberAvailable") or 0
+        if desired == 0 or ready < desired:
+            missing.append(f"kube-proxy ({ready}/{desired} nodes)")
+    if client.get_or_none(("v1", "ServiceAccount", "default", "default")) is None:
+        missing.append("the default ServiceAccount")
+    return missing
+
+
+def _hopeless_pods(client: Any) -> list[str]:
+    found = []
+    for pod in client.list("v1", "Pod", "kube-system"):
+        for status in pod.get("status", {}).get("containerStatuses") or ():
+            waiting = (status.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") in _HOPELESS_WAITING:
+                found.append(
+                    f"pod {pod['metadata']['name']}: {waiting['reason']} ({waiting.get('message', '')})"
+                )
+    return found
+
+
+def _system_pod_summary(client: Any) -> str:
+    try:
+        pods = client.list("v1", "Pod", "kube-system")
+    except Exception:
+        return ""
+    parts = []
+    for pod in pods:
+        reasons = [
+            ((s.get("state") or {}).get("waiting") or {}).get("reason")
+            for s in pod.get("status", {}).get("containerStatuses") or ()
+        ]
+        reason = ", ".join(r for r in reasons if r)
+        parts.append(
+            f"{pod['metadata']['name']} {pod.get('status', {}).get('phase')}"
+            + (f" ({reason})" if reason else "")
+        )
+    return ", ".join(parts)
+
+
+@contextlib.contextmanager
+def created(kind: Path, **kwargs: Any) -> Iterator[KindCluster]:
+    """``with created(kind, name=..., image=..., ...) as cluster:`` deleted at the end."""
+    cluster = create_cluster(kind, **kwargs)
+    try:
+        yield cluster
+    finally:
+        cluster.delete()

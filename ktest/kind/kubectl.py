@@ -1,0 +1,153 @@
+"""``kubectl`` bound to one cluster, and ``kubectl port-forward`` as a context manager.
+
+kubectl is found without a download: ``KTEST_KUBECTL``, then the ktest
+binaries of the cluster's version, then any cached ktest kubectl (kubectl
+supports one minor of skew either way), then PATH, and only then the usual
+resolution (which may build the binaries from Go modules).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from ktest.errors import KindError
+
+_FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) ->")
+PORT_FORWARD_TIMEOUT = 30.0
+
+
+def find_kubectl(version: str) -> Path:
+    """A kubectl usable against a cluster of Kubernetes ``version``."""
+    explicit = os.environ.get("KTEST_KUBECTL")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise KindError(
+                f"KTEST_KUBECTL={explicit} is not an executable file; point it at kubectl or unset it"
+            )
+        return path
+    from ktest.assets import store
+
+    locations = store.Locations.from_env()
+    exact = locations.cache_entry(version) / "kubectl"
+    if exact.is_file():
+        return exact
+    minor = ".".join(version.split(".")[:2])
+    for entry in store.list_cache_entries(locations):
+        near = entry.directory / "kubectl"
+        entry_minor = ".".join(entry.version.split(".")[:2])
+        if near.is_file() and abs(_minor_number(entry_minor) - _minor_number(minor)) <= 1:
+            return near
+    on_path = shutil.which("kubectl")
+    if on_path:
+        return Path(on_path)
+    from ktest.assets import resolve_assets
+
+    return resolve_assets(version).binary("kubectl")
+
+
+def _minor_number(minor: str) -> int:
+    try:
+        return int(minor.split(".")[1])
+    except (IndexError, ValueError):
+        return -100
+
+
+class Kubectl:
+    """Runs kubectl with one kubeconfig: ``kubectl("get", "pods", "-A")`` returns stdout."""
+
+    def __init__(self, binary: Path, kubeconfig: Path) -> None:
+        self.binary = binary
+        self.kubeconfig = kubeconfig
+
+    def command(self, *args: str) -> list[str]:
+        return [str(self.binary), "--kubeconfig", str(self.kubeconfig), *args]
+
+    def __call__(self, *args: str, input: str | None = None, timeout: float = 120.0) -> str:
+        try:
+            finished = subprocess.run(
+                self.command(*args),
+                input=input,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+                stdin=None if input is not None else subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as error:
+            raise KindError(f"`kubectl {' '.join(args)}` did not finish in {timeout:.0f}s") from error
+        if finished.returncode != 0:
+            raise KindError(
+                f"`kubectl {' '.join(args)}` exited with {finished.returncode}: "
+                f"{finished.stderr.strip() or finished.stdout.strip()}"
+            )
+        return finished.stdout
+
+    @contextlib.contextmanager
+    def port_forward(
+        self, target: str, port: int, *, namespace: str | None = None, timeout: float = PORT_FORWARD_TIMEOUT
+    ) -> Iterator[int]:
+        """Forward a free local port to ``port`` of ``target`` (``pod/x``, ``svc/y``, ``deploy/z``).
+
+        Yields the local port once kubectl says it is forwarding; the forwarder
+        is stopped on exit. Raises KindError with kubectl's own words if it
+        cannot forward (target missing, not running, wrong port).
+        """
+        args = ["port-forward", "--address", "127.0.0.1", target, f":{port}"]
+        if namespace:
+            args[1:1] = ["--namespace", namespace]
+        process = subprocess.Popen(
+            self.command(*args),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            local = _wait_forwarding(process, timeout, f"{target}:{port}")
+            yield local
+        finally:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+
+
+def _wait_forwarding(process: subprocess.Popen[str], timeout: float, what: str) -> int:
+    """Read kubectl's output until it names the local port (a reader thread keeps draining it)."""
+    assert process.stdout is not None
+    found: list[int] = []
+    seen: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            seen.append(line.rstrip())
+            match = _FORWARDING.search(line)
+            if match and not found:
+                found.append(int(match.group(1)))
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=read, name=f"port-forward {what}", daemon=True).start()
+    deadline = time.monotonic() + timeout
+    ready.wait(timeout)
+    if found:
+        return found[0]
+    output = "\n".join(seen[-10:]) or "(no output)"
+    if time.monotonic() >= deadline:
+        raise KindError(f"kubectl port-forward to {what} did not start in {timeout:.0f}s:\n{output}")
+    raise KindError(f"kubectl port-forward to {what} failed:\n{output}")

@@ -1,0 +1,88 @@
+"""Load a local Docker image into the nodes of a kind cluster, skipping nodes that have it.
+
+Nothing can be pulled inside a test cluster offline, and pods must find the
+image in the node's containerd. ``:latest`` (or no tag) is refused: its
+default pull policy is Always, so the kubelet would try to pull it anyway.
+A node already holding the same image ID (the Docker image ID is the config
+digest containerd reports) is skipped, so re-loading is nearly free.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from ktest.errors import KindError
+from ktest.kind.cluster import run_kind
+
+
+def check_loadable_name(image: str) -> None:
+    """Raise KindError for names whose pull policy defeats loading (``:latest`` or untagged)."""
+    last = image.rsplit("/", 1)[-1]
+    if "@" in last:
+        return
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    if tag in ("", "latest"):
+        raise KindError(
+            f"refusing to load {image!r}: an image tagged ':latest' (or untagged) gets "
+            "imagePullPolicy Always, so the kubelet would try to pull it instead of using the loaded copy. "
+            f"Tag it with a version (docker tag {image} {last.split(':')[0]}:dev) and use that tag, "
+            "or set imagePullPolicy: IfNotPresent/Never in your manifests and load a non-latest tag"
+        )
+
+
+def docker_image_id(image: str) -> str:
+    from docker.errors import DockerException, ImageNotFound
+
+    from ktest.kind.engine import connect
+
+    try:
+        return str(connect().images.get(image).id)
+    except ImageNotFound:
+        raise KindError(
+            f"image {image!r} is not in the local Docker engine; build or pull it first "
+            f"(`docker build -t {image} .`)"
+        ) from None
+    except DockerException as error:
+        raise KindError(f"cannot inspect image {image!r}: {error}") from error
+
+
+def node_has_image(node: str, image: str, image_id: str) -> bool:
+    """True when the node's containerd holds ``image`` under the same ID."""
+    try:
+        finished = subprocess.run(
+            ["docker", "exec", node, "crictl", "images", "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    if finished.returncode != 0:
+        return False
+    try:
+        listing = json.loads(finished.stdout).get("images") or []
+    except ValueError:
+        return False
+    wanted = {image, f"docker.io/{image}", f"docker.io/library/{image}"}
+    return any(
+        entry.get("id") == image_id and wanted.intersection(entry.get("repoTags") or ()) for entry in listing
+    )
+
+
+def load_image(kind: Path, cluster_name: str, nodes: list[str], image: str) -> list[str]:
+    """Load ``image`` into the nodes that lack it; return the nodes it was loaded into."""
+    check_loadable_name(image)
+    image_id = docker_image_id(image)
+    needed = [node for node in nodes if not node_has_image(node, image, image_id)]
+    if needed:
+        run_kind(
+            kind,
+            ["load", "docker-image", image, "--name", cluster_name, "--nodes", ",".join(needed)],
+            what=f"loading image {image} into kind cluster {cluster_name}",
+            timeout=600.0,
+        )
+    return needed

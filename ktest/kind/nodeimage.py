@@ -1,0 +1,202 @@
+"""Which node image a kind cluster for a Kubernetes version selector runs, and its cluster config.
+
+Order: a local ktest image (``ktest kind build-image``) whose labels match;
+else kind's official ``kindest/node:v<version>`` if the engine has it or can
+pull it; else a KindError naming ``ktest kind build-image``. The cluster
+config is ktest's own needs (what the image requires, e.g. its CNI) merged
+with the user's extra kind config file, validated first.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ktest.errors import KindError
+
+OFFICIAL_REPOSITORY = "kindest/node"
+KIND_API_VERSION = "kind.x-k8s.io/v1alpha4"
+# Keys of kind's v1alpha4 Cluster that a user's extra config may set.
+_ALLOWED_KEYS = {
+    "kind",
+    "apiVersion",
+    "nodes",
+    "networking",
+    "featureGates",
+    "runtimeConfig",
+    "kubeadmConfigPatches",
+    "kubeadmConfigPatchesJSON6902",
+    "containerdConfigPatches",
+    "containerdConfigPatchesJSON6902",
+}
+_NODE_ROLES = ("control-plane", "worker")
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    """The image a cluster will run: its reference, exact Kubernetes version and whether ktest built it."""
+
+    reference: str
+    version: str
+    ktest_built: bool
+
+
+def choose_node_image(selector: str | None) -> NodeImage:
+    """The node image for ``selector`` (``1.37``, ``1.37.2``, None = newest available)."""
+    from ktest.assets.selectors import parse_selector
+    from ktest.kind import image as ktest_images
+
+    parsed = parse_selector(selector or "latest")
+    local = sorted(
+        (found for found in ktest_images.list_node_images() if parsed.matches(found.k8s_version)),
+        key=lambda found: tuple(int(p) for p in found.k8s_version.split(".")),
+        reverse=True,
+    )
+    if local:
+        return NodeImage(local[0].reference, local[0].k8s_version, True)
+    version = _concrete_version(parsed)
+    official = f"{OFFICIAL_REPOSITORY}:v{version}"
+    if _have_or_pull(official):
+        return NodeImage(official, version, False)
+    raise KindError(
+        f"no kind node image for Kubernetes {selector or 'latest'}: no local ktest image matches "
+        f"(`ktest kind images` lists them) and {official} is neither in the Docker engine nor pullable "
+        "(no registry access?).\nBuild one offline, once (tens of minutes cold, cached after): "
+        f"`ktest kind build-image --k8s-version {version}`"
+    )
+
+
+def _concrete_version(parsed: Any) -> str:
+    if parsed.is_exact:
+        return str(parsed.exact_version)
+    from ktest.assets import download, store, versions
+    from ktest.assets.gobuild import find_go
+    from ktest.assets.progress import as_progress
+
+    go = find_go()
+    known = versions.known_versions(
+        store.Locations.from_env(),
+        go=go.path if go else None,
+        downloader=None,
+        progress=as_progress(False),
+    )
+    del download
+    chosen = parsed.newest_match(known.all())
+    if chosen is None:
+        raise KindError(
+            f"cannot tell which Kubernetes release {parsed} means (known: {known.describe()}); "
+            "give an exact version such as --ktest-k8s-version 1.37.2"
+        )
+    return str(chosen)
+
+
+def _have_or_pull(reference: str) -> bool:
+    from docker.errors import DockerException, ImageNotFound
+
+    from ktest.kind.engine import connect
+
+    client = connect()
+    try:
+        client.images.get(reference)
+        return True
+    except ImageNotFound:
+        pass
+    except DockerException:
+        return False
+    try:
+        client.images.pull(reference)
+        return True
+    except DockerException:
+        return False
+
+
+# -------------------------------------------------------------------- cluster config
+
+
+def load_extra_config(path: Path) -> dict[str, Any]:
+    """The user's extra kind config, validated: names the file and the key that is wrong."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise KindError(f"kind config {path}: cannot read it ({error.strerror})") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise KindError(
+            f"kind config {path}{where}: not valid YAML ({getattr(error, 'problem', error)})"
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise KindError(f"kind config {path}: expected a kind Cluster mapping, found {type(data).__name__}")
+    problems = []
+    if data.get("kind", "Cluster") != "Cluster":
+        problems.append(f"kind: {data['kind']!r} (must be Cluster)")
+    if data.get("apiVersion", KIND_API_VERSION) != KIND_API_VERSION:
+        problems.append(f"apiVersion: {data['apiVersion']!r} (must be {KIND_API_VERSION})")
+    if "name" in data:
+        problems.append(
+            "name: ktest names its clusters itself (ktest-…, so it never touches yours); remove it"
+        )
+    for key in sorted(set(data) - _ALLOWED_KEYS - {"name"}):
+        problems.append(f"{key}: not a kind Cluster key (allowed: {', '.join(sorted(_ALLOWED_KEYS))})")
+    nodes = data.get("nodes")
+    if nodes is not None:
+        if not isinstance(nodes, list) or not nodes:
+            problems.append("nodes: must be a non-empty list of {role: control-plane|worker}")
+        else:
+            for index, node in enumerate(nodes):
+                role = node.get("role") if isinstance(node, dict) else None
+                if role not in _NODE_ROLES:
+                    problems.append(f"nodes[{index}].role: {role!r} (must be control-plane or worker)")
+            if isinstance(nodes, list) and not any(
+                isinstance(n, dict) and n.get("role") == "control-plane" for n in nodes
+            ):
+                problems.append("nodes: needs at least one control-plane node")
+    for key in ("networking", "featureGates", "runtimeConfig"):
+        if key in data and not isinstance(data[key], dict):
+            problems.append(f"{key}: must be a mapping")
+    for key in ("kubeadmConfigPatches", "containerdConfigPatches"):
+        if key in data and not (isinstance(data[key], list) and all(isinstance(p, str) for p in data[key])):
+            problems.append(f"{key}: must be a list of YAML strings")
+    if problems:
+        raise KindError(f"kind config {path} is not usable:\n" + "\n".join(f"  - {p}" for p in problems))
+    return data
+
+
+def merge_config(
+    required: Mapping[str, Any], extra: Mapping[str, Any], *, source: str = ""
+) -> dict[str, Any]:
+    """ktest's required config with the user's extra config merged in.
+
+    Lists of patches are concatenated (ktest's first); ``networking`` keys the
+    image requires win, and a user value contradicting one is an error.
+    """
+    merged: dict[str, Any] = copy.deepcopy(dict(required))
+    merged.setdefault("kind", "Cluster")
+    merged.setdefault("apiVersion", KIND_API_VERSION)
+    for key, value in extra.items():
+        if key in ("kind", "apiVersion"):
+            continue
+        if isinstance(value, list) and key != "nodes":
+            merged[key] = [*merged.get(key, []), *value]
+        elif key == "networking":
+            networking = dict(merged.get("networking") or {})
+            for inner, inner_value in value.items():
+                if inner in networking and networking[inner] != inner_value:
+                    raise KindError(
+                        f"kind config {source or '(extra)'}: networking.{inner}: {inner_value!r} conflicts "
+                        f"with what the node image needs ({networking[inner]!r}); remove it from your config"
+                    )
+                networking[inner] = inner_value
+            merged["networking"] = networking
+        elif isinstance(value, dict):
+            merged[key] = {**(merged.get(key) or {}), **value}
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged

@@ -1,0 +1,48 @@
+"""Remove the kind clusters ktest left behind: owner killed (kill -9, crash) and not kept.
+
+Runs before the kind backend creates a cluster, and from ``ktest down``. Only
+clusters with a ktest record are considered (see :mod:`ktest.kind.records`);
+a cluster whose record is gone, or whose name lacks the ``ktest-`` prefix,
+is never touched.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ktest.errors import KindError
+from ktest.kind import records
+from ktest.kind.cluster import delete_cluster, existing_clusters
+from ktest.kind.records import ClusterRecord
+
+
+def sweep_orphans(kind: Path, *, records_dir: Path | None = None, include_kept: bool = False) -> list[str]:
+    """Delete orphaned ktest clusters (and records of clusters that no longer exist).
+
+    Returns one line per removal, for the user. ``include_kept`` also removes
+    kept clusters (``ktest down --all``).
+    """
+    notes: list[str] = []
+    present = set(existing_clusters(kind))
+    for record in records.list_records(records_dir):
+        if record.name not in present:
+            if record.orphaned() or include_kept:
+                _forget(record, records_dir)
+                notes.append(f"forgot kind cluster {record.name}: it no longer exists")
+            continue
+        if record.orphaned() or (include_kept and not record.owner_alive()):
+            why = "kept by `ktest up`" if record.kept else f"its owner (pid {record.owner_pid}) is gone"
+            try:
+                delete_cluster(kind, record, records_dir)
+            except KindError as error:
+                notes.append(f"could not delete orphaned kind cluster {record.name} ({why}): {error}")
+                continue
+            notes.append(f"deleted kind cluster {record.name}: {why}")
+    return notes
+
+
+def _forget(record: ClusterRecord, records_dir: Path | None) -> None:
+    import shutil
+
+    shutil.rmtree(record.directory, ignore_errors=True)
+    records.remove_record(record, records_dir)
