@@ -34,6 +34,11 @@ from ktest.errors import AssetsError
 KUBERNETES_MODULE = "k8s.io/kubernetes"
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
 KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kubectl")
+# Every command of k8s.io/kubernetes ktest builds: ``ktest binaries`` builds the three above, a kind
+# node image also the rest. All are in one consumer module so one ``go mod tidy`` serves both.
+KUBERNETES_MODULE_COMMANDS = (
+    *KUBERNETES_COMMANDS, "kubelet", "kubeadm", "kube-scheduler", "kube-proxy"
+)
 _ETCD_REQUIREMENTS = (ETCD_MODULE, "go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/api/v3")
 _VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 # The module proxy does not say which git commit a release was tagged from.
@@ -228,46 +233,11 @@ class GoBuilder:
 
     def build(self, version: str, destination: Path) -> dict[str, Any]:
         """Build kube-apiserver, kube-controller-manager, kubectl and etcd into ``destination``."""
-        self.workspace_root.mkdir(parents=True, exist_ok=True)
-        module = read_kubernetes_module(self.go, version, self.workspace_root)
-        self._check_go_version(module)
-        durations: dict[str, float] = {}
-        k8s_workspace = self.workspace_root / f"kubernetes-v{version}"
-        with _workspace_lock(k8s_workspace):
-            durations["prepare kubernetes module"] = self._prepare(
-                k8s_workspace,
-                kubernetes_go_mod(module),
-                [f"{KUBERNETES_MODULE}/cmd/{name}" for name in KUBERNETES_COMMANDS],
-                f"preparing Go modules for Kubernetes v{version} (go mod tidy)",
-            )
-            ldflags = self._kubernetes_ldflags(module)
-            for name in KUBERNETES_COMMANDS:
-                durations[name] = self._go_build(
-                    k8s_workspace,
-                    f"{KUBERNETES_MODULE}/cmd/{name}",
-                    destination / name,
-                    ldflags,
-                    f"building {name} v{version} from Go modules, first time only",
-                )
-        etcd_info = module_info(
-            self.go, ETCD_MODULE, f"v{module.etcd_version}", self.workspace_root
+        module = self.kubernetes_module(version)
+        durations = self.build_kubernetes(module, KUBERNETES_COMMANDS, destination)
+        durations.update(
+            self.build_etcd(module.etcd_version, destination / "etcd", f"for Kubernetes v{version}")
         )
-        etcd_workspace = self.workspace_root / f"etcd-v{module.etcd_version}"
-        with _workspace_lock(etcd_workspace):
-            durations["prepare etcd module"] = self._prepare(
-                etcd_workspace,
-                _etcd_go_mod(module.etcd_version, str(etcd_info.get("GoVersion") or "1.22")),
-                [ETCD_MODULE],
-                f"preparing Go modules for etcd v{module.etcd_version} (go mod tidy)",
-            )
-            durations["etcd"] = self._go_build(
-                etcd_workspace,
-                ETCD_MODULE,
-                destination / "etcd",
-                "-s -w",
-                f"building etcd v{module.etcd_version} (for Kubernetes v{version}) "
-                "from Go modules, first time only",
-            )
         return {
             "etcd_version": module.etcd_version,
             "go_version": self.go.version,
@@ -276,6 +246,69 @@ class GoBuilder:
             "build_date": module.release_time,
             "staging_modules": len(module.staging),
         }
+
+    def kubernetes_module(self, version: str) -> KubernetesModule:
+        """Read the release's go.mod from the proxy; AssetsError if this Go cannot build it."""
+        self.workspace_root.mkdir(parents=True, exist_ok=True)
+        module = read_kubernetes_module(self.go, version, self.workspace_root)
+        self._check_go_version(module)
+        return module
+
+    def build_kubernetes(
+        self, module: KubernetesModule, names: Sequence[str], destination: Path
+    ) -> dict[str, float]:
+        """Build the ``k8s.io/kubernetes/cmd/<name>`` commands into ``destination``; seconds per step."""
+        version = module.version
+        durations: dict[str, float] = {}
+        workspace = self.workspace_root / f"kubernetes-v{version}"
+        lock = _workspace_lock(workspace)
+        try:
+            lock.acquire(timeout=0.2)
+        except filelock.Timeout:
+            self.progress.note(
+                f"another process is building in {workspace}; waiting for it (lock {lock.lock_file})"
+            )
+            lock.acquire()
+        try:
+            durations["prepare kubernetes module"] = self._prepare(
+                workspace,
+                kubernetes_go_mod(module),
+                [f"{KUBERNETES_MODULE}/cmd/{name}" for name in KUBERNETES_MODULE_COMMANDS],
+                f"preparing Go modules for Kubernetes v{version} (go mod tidy)",
+            )
+            ldflags = self._kubernetes_ldflags(module)
+            for name in names:
+                durations[name] = self._go_build(
+                    workspace,
+                    f"{KUBERNETES_MODULE}/cmd/{name}",
+                    destination / name,
+                    ldflags,
+                    f"building {name} v{version} from Go modules, first time only",
+                )
+        finally:
+            lock.release()
+        return durations
+
+    def build_etcd(self, etcd_version: str, output: Path, purpose: str) -> dict[str, float]:
+        """Build etcd ``etcd_version`` (no leading v) to the file ``output``; seconds per step."""
+        durations: dict[str, float] = {}
+        etcd_info = module_info(self.go, ETCD_MODULE, f"v{etcd_version}", self.workspace_root)
+        etcd_workspace = self.workspace_root / f"etcd-v{etcd_version}"
+        with _workspace_lock(etcd_workspace):
+            durations["prepare etcd module"] = self._prepare(
+                etcd_workspace,
+                _etcd_go_mod(etcd_version, str(etcd_info.get("GoVersion") or "1.22")),
+                [ETCD_MODULE],
+                f"preparing Go modules for etcd v{etcd_version} (go mod tidy)",
+            )
+            durations["etcd"] = self._go_build(
+                etcd_workspace,
+                ETCD_MODULE,
+                output,
+                "-s -w",
+                f"building etcd v{etcd_version} ({purpose}) from Go modules, first time only",
+            )
+        return durations
 
     def _check_go_version(self, module: KubernetesModule) -> None:
         needed = _numbers(module.go_directive)

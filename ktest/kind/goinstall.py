@@ -1,0 +1,110 @@
+"""``go install module/package@version`` into a cache directory, atomically, with a kept log.
+
+kind, CoreDNS and crictl are built this way: ``GOBIN`` points at a scratch
+directory next to the destination, and the binary is renamed into place only
+once the build succeeded, so the cache never holds a half-written binary.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import filelock
+
+from ktest.assets.gobuild import GoTool, find_go
+from ktest.assets.progress import Progress
+from ktest.errors import KindError
+
+LOG_TAIL_LINES = 15
+_TIMEOUT_SECONDS = 3600.0
+
+
+def require_go(what: str, env: Mapping[str, str] | None = None) -> GoTool:
+    """The ``go`` tool, or KindError saying that ``what`` needs it."""
+    go = find_go(env)
+    if go is None:
+        raise KindError(
+            f"{what} needs the Go toolchain, but `go` is not on PATH.\n"
+            "Install Go (https://go.dev/dl/) with access to a Go module proxy (GOPROXY), "
+            "then run the command again."
+        )
+    return go
+
+
+def go_install(
+    go: GoTool,
+    target: str,
+    binary_name: str,
+    destination: Path,
+    progress: Progress,
+    what: str,
+    extra_env: Mapping[str, str] | None = None,
+) -> Path:
+    """Run ``go install <target>`` (``pkg@version``) and move ``binary_name`` to ``destination``.
+
+    ``destination`` is the final file path. The build log stays next to it
+    (``<destination>.log``); a failure raises KindError with the log's tail and path.
+    """
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(destination.with_name(destination.name + ".lock")))
+    with lock:
+        if destination.is_file() and os.access(destination, os.X_OK):
+            return destination
+        log = destination.with_name(destination.name + ".log")
+        scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{destination.name}-", dir=destination.parent))
+        try:
+            env = {
+                **os.environ,
+                "GOBIN": str(scratch),
+                "GO111MODULE": "on",
+                "GOWORK": "off",
+                "GOFLAGS": "-mod=mod",
+                "CGO_ENABLED": "0",
+                **(extra_env or {}),
+            }
+            args = [go.path, "install", "-trimpath", "-ldflags", "-s -w", target]
+            with progress.step(what), log.open("w") as out:
+                try:
+                    finished = subprocess.run(
+                        args,
+                        cwd=scratch,
+                        env=env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        timeout=_TIMEOUT_SECONDS,
+                        check=False,
+                    )
+                except (OSError, subprocess.TimeoutExpired) as error:
+                    raise KindError(f"{what}: `go install {target}` failed: {error} (log: {log})") from error
+            if finished.returncode != 0:
+                raise KindError(
+                    f"{what}: `go install {target}` exited with {finished.returncode}.\n"
+                    f"Last lines of the build log (full log: {log}):\n{log_tail(log)}\n"
+                    "Check that the Go module proxy (GOPROXY) serves this version and that Go is "
+                    "recent enough, then run the command again."
+                )
+            built = scratch / binary_name
+            if not built.is_file():
+                raise KindError(
+                    f"{what}: `go install {target}` succeeded but produced no {binary_name!r} "
+                    f"in {scratch} (log: {log})."
+                )
+            os.replace(built, destination)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return destination
+
+
+def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log file, indented (or a note that it cannot be read)."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError as error:
+        return f"  (cannot read {log}: {error.strerror or error})"
+    return "\n".join(f"  {line}" for line in text.strip().splitlines()[-lines:])

@@ -1,0 +1,132 @@
+"""The facts a ktest kind node image is built from, as data (one place to update).
+
+Checked against kind v0.33.0 and the kubeadm sources of each supported minor
+(``cmd/kubeadm/app/constants/constants.go``). A build re-checks the component
+image names against what the freshly built ``kubeadm config images list``
+prints, so a stale entry here fails loudly instead of producing a node that
+tries to pull.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ktest.errors import KindError
+
+KIND_MODULE = "sigs.k8s.io/kind"
+KIND_VERSION = "v0.33.0"
+# Bump when the build steps change what ends up in an image: older images are then rebuilt.
+RECIPE_VERSION = "1"
+
+NODE_IMAGE_REPOSITORY = "ktest/kind-node"
+# Intermediate images (the Debian root filesystem, the node base) live under this repository.
+PARTS_REPOSITORY = "ktest/kind-parts"
+IMAGE_REGISTRY = "registry.k8s.io"
+
+LABEL_PREFIX = "io.ktest.kind."
+LABEL_KUBERNETES_VERSION = LABEL_PREFIX + "kubernetes-version"
+LABEL_KIND_VERSION = LABEL_PREFIX + "kind-version"
+LABEL_RECIPE_VERSION = LABEL_PREFIX + "recipe-version"
+LABEL_BUILD_DATE = LABEL_PREFIX + "build-date"
+LABEL_COMPONENTS = LABEL_PREFIX + "components"
+# On every container a build starts, so leftovers of an interrupted build are found and removed.
+LABEL_BUILD_CONTAINER = LABEL_PREFIX + "build-container"
+
+COREDNS_MODULE = "github.com/coredns/coredns"
+CRICTL_PACKAGE = "sigs.k8s.io/cri-tools/cmd/crictl"
+
+# Commands of k8s.io/kubernetes a node needs. kube-apiserver, kube-controller-manager and kubectl
+# come from ktest's binary cache (`ktest binaries`); the others are built for the node only.
+NODE_COMMANDS = ("kubelet", "kubeadm", "kube-scheduler", "kube-proxy")
+# Control-plane components run as static pods from these images (kubeadm's names).
+COMPONENT_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy")
+
+
+@dataclass(frozen=True)
+class MinorRecipe:
+    """Versions kubeadm of one minor expects (coredns, pause, etcd tag) and the crictl to ship."""
+
+    coredns: str
+    pause: str
+    etcd_tag: str
+    crictl: str
+
+    @property
+    def etcd_version(self) -> str:
+        """``3.7.0`` for the tag ``3.7.0-0``."""
+        return self.etcd_tag.split("-", 1)[0]
+
+
+# crictl: the cri-tools release of the same minor when the Go module proxy serves it
+# (1.35.0 is not served; 1.34 talks the same CRI v1).
+MINORS: dict[str, MinorRecipe] = {
+    "1.35": MinorRecipe(coredns="v1.13.1", pause="3.10.1", etcd_tag="3.6.6-0", crictl="v1.34.0"),
+    "1.36": MinorRecipe(coredns="v1.14.2", pause="3.10.2", etcd_tag="3.6.8-0", crictl="v1.36.0"),
+    "1.37": MinorRecipe(coredns="v1.14.6", pause="3.10.2", etcd_tag="3.7.0-0", crictl="v1.37.0"),
+}
+DEFAULT_MINOR = "1.37"
+
+DEBIAN_SUITE = "bookworm"
+# The node's userland: systemd as init, containerd + runc + CNI plugins from Debian, and the tools
+# kind's entrypoint and kubeadm call.
+DEBOOTSTRAP_PACKAGES = (
+    "systemd", "dbus", "conntrack", "iptables", "nftables", "iproute2", "ethtool", "util-linux",
+    "mount", "kmod", "libseccomp2", "pigz", "e2fsprogs", "bash", "ca-certificates", "curl", "jq",
+    "procps", "containerd", "runc", "containernetworking-plugins", "socat", "ebtables", "ipset",
+)
+
+POD_SUBNET = "10.244.0.0/16"
+FIRST_MINOR_REFUSING_CGROUP_V1 = 35
+
+
+def minor_of(k8s_version: str) -> str:
+    """``1.37`` for ``1.37.2`` or ``v1.37.2``."""
+    parts = k8s_version.removeprefix("v").split(".")
+    return ".".join(parts[:2])
+
+
+def minor_recipe(k8s_version: str) -> MinorRecipe:
+    """The recipe for ``k8s_version``'s minor; KindError when that minor is not supported."""
+    minor = minor_of(k8s_version)
+    try:
+        return MINORS[minor]
+    except KeyError:
+        raise KindError(
+            f"Kubernetes {k8s_version} is not supported by ktest's kind node images: ktest knows "
+            f"the component versions of {', '.join(MINORS)} only (kind {KIND_VERSION}).\n"
+            f"Pick one of those with --k8s-version (e.g. {DEFAULT_MINOR})."
+        ) from None
+
+
+def expected_images(k8s_version: str) -> list[str]:
+    """What ``kubeadm config images list --kubernetes-version v<k8s_version>`` prints."""
+    version = "v" + k8s_version.removeprefix("v")
+    parts = minor_recipe(version)
+    return [
+        *(f"{IMAGE_REGISTRY}/{name}:{version}" for name in COMPONENT_IMAGES),
+        f"{IMAGE_REGISTRY}/coredns/coredns:{parts.coredns}",
+        f"{IMAGE_REGISTRY}/pause:{parts.pause}",
+        f"{IMAGE_REGISTRY}/etcd:{parts.etcd_tag}",
+    ]
+
+
+def required_cluster_config(
+    k8s_version: str, *, cgroup_version: int, workers: int = 0
+) -> dict[str, Any]:
+    """The kind ``Cluster`` config a ktest node image needs; merge user settings into it.
+
+    - ``disableDefaultCNI``: kind's kindnetd image cannot be had offline; the node image ships
+      its own bridge CNI, which assumes ``podSubnet`` 10.244.0.0/16.
+    - ``failCgroupV1: false``: the kubelet refuses cgroup v1 hosts from 1.35 on unless told not to.
+    """
+    minor = int(minor_of(k8s_version).split(".")[1])
+    config: dict[str, Any] = {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "networking": {"disableDefaultCNI": True, "podSubnet": POD_SUBNET},
+        "nodes": [{"role": "control-plane"}] + [{"role": "worker"} for _ in range(workers)],
+    }
+    if cgroup_version == 1 and minor >= FIRST_MINOR_REFUSING_CGROUP_V1:
+        config["kubeadmConfigPatches"] = ["kind: KubeletConfiguration\nfailCgroupV1: false\n"]
+    return config
