@@ -49,10 +49,11 @@ def diff(actual: Any, expected: Any, *, list_keys: ListKeys | None = None) -> li
     return out
 
 
-def assert_matches(actual: Any, expected: Any, *, list_keys: ListKeys | None = None) -> None:
+def assert_matches(actual: Any, expected: Any, *, list_keys: ListKeys | None = None) -> bool:
     """Raise ``AssertionError`` listing every field of ``expected`` that ``actual`` does
     not match.  ``expected`` is a dict or YAML text; ``actual`` an object dict (or a
-    client object with ``to_dict()``)."""
+    client object with ``to_dict()``).  Returns True, so that it can be a whole check:
+    ``eventually(lambda: assert_matches(cluster.get(ref), {...}))``."""
     plain = _plain(actual)
     differences = diff(plain, expected, list_keys=list_keys)
     if differences:
@@ -60,6 +61,7 @@ def assert_matches(actual: Any, expected: Any, *, list_keys: ListKeys | None = N
         lines = [f"{_identity(plain)} does not match the expected fields ({count}):"]
         lines += [f"  {line}" for line in differences]
         raise AssertionError("\n".join(lines))
+    return True
 
 
 def _compare(

@@ -68,6 +68,12 @@ def format_value(value: Any) -> str:
     return text
 
 
+def short_value(value: Any, *, limit: int = 200) -> str:
+    """``repr`` of a value on one line, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def block(title: str, text: str) -> str:
     """``title`` followed by ``text`` on the same line, or indented below if multi-line."""
     if "\n" not in text and len(title) + len(text) < 100:

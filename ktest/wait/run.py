@@ -22,7 +22,7 @@ from tenacity.wait import wait_base
 
 from ktest.context import check_health
 from ktest.errors import ConfigError
-from ktest.wait import report, wakeup
+from ktest.wait import checks, report, wakeup
 from ktest.wait.defaults import check_seconds, current_defaults
 from ktest.wait.tracking import ReadTarget, recording_reads, target_of
 from ktest.wait.transient import Verdict, classify, describe
@@ -48,12 +48,7 @@ class Attempt:
     value: Any = NO_VALUE
     error: BaseException | None = None
     seen: dict[str, Any] = field(default_factory=dict)  # the check's locals when it raised
-
-    @property
-    def message(self) -> str:
-        if self.error is not None:
-            return describe(self.error)
-        return f"the check returned {self.value!r}"
+    message: str = ""  # how it ended, in words
 
 
 class wait_within(wait_base):
@@ -97,6 +92,7 @@ class WaitRun:
             "interval", defaults.interval if interval is None else interval, allow_zero=False
         )
         self.description = description or report.describe_callable(fn)
+        self.assertion_style = checks.is_assertion_style(fn)
         self.watching = watch is not False
         self.explicit_targets = _explicit_targets(kind, watch, cluster)
         self.started = time.monotonic()
@@ -132,7 +128,8 @@ class WaitRun:
             exc.add_note(
                 f"raised by {self.kind}({self.description}) on attempt {len(self.attempts) + 1}, "
                 f"{self._elapsed():.2f}s in; only AssertionError and transient API errors "
-                "(404 while waiting, 409, 429, 5xx, connection errors) are retried"
+                "(404 while waiting, 409, 429, 5xx, connection errors) are retried, and lookup "
+                "errors (KeyError, IndexError, None used as an object)"
             )
         return verdict
 
@@ -140,18 +137,29 @@ class WaitRun:
                verdict: Verdict | None = None) -> Attempt:
         """Remember the outcome of the attempt that just ended."""
         if verdict is None:
-            verdict = Verdict.FAILED if value is False else Verdict.PASSED
+            passed = checks.passes(value, assertion_style=self.assertion_style)
+            verdict = Verdict.PASSED if passed else Verdict.FAILED
         seen = report.seen_locals(error, self.fn) if error is not None else {}
         attempt = Attempt(
-            len(self.attempts) + 1, self._attempt_began - self.started, verdict, value, error, seen
+            len(self.attempts) + 1, self._attempt_began - self.started, verdict, value, error, seen,
+            self._describe_outcome(value, error),
         )
         self.attempts.append(attempt)
-        if value is not NO_VALUE:
+        if value is not NO_VALUE and not (value is None and self.assertion_style):
             self.last_with_value = attempt
         if verdict is Verdict.PASSED:
             self.passed += 1
             self.last_passed = attempt
         return attempt
+
+    def _describe_outcome(self, value: Any, error: BaseException | None) -> str:
+        if error is not None:
+            if checks.is_missing(error):
+                return checks.describe_missing(error, self.fn)
+            return describe(error)
+        if value is None and self.assertion_style:
+            return "the check ran to its end (assertion-style: no return value)"
+        return f"the check returned {report.short_value(value)}"
 
     # -- tenacity strategies --------------------------------------------------------
 
@@ -224,9 +232,29 @@ class WaitRun:
             f"{report.plural(len(self.attempts), 'attempt')} in {self._elapsed():.2f}s.",
             report.block(f"Last failure (attempt {last.number}, at {last.at:.2f}s):", last.message),
             *self._seen_lines(last, self.last_with_value, "Last value returned"),
+            *self._falsy_hint(),
             self._wakeup_line(),
         ]
         return "\n".join(lines)
+
+    def _falsy_hint(self) -> list[str]:
+        """Why a returned falsy value did not count, and how to write the check instead."""
+        returned = self.last_with_value
+        if returned is None or returned.verdict is Verdict.PASSED:
+            return []
+        if returned.value is None:
+            if checks.source_unknown(self.fn):
+                why = ("ktest could not read the check's source to see that it is assertion-style "
+                       "(a def with no `return value`)")
+            else:
+                why = "a check that returns a value (every lambda does) passes only on a truthy value"
+            return [f"None means not yet: {why}. If the check calls an assertion helper that returns "
+                    "None (e.g. lambda: assert_ready(obj)), make it a def without return (def check(): "
+                    "assert_ready(obj)) or end it with `return True`."]
+        if returned.value is not False:
+            return [f"{report.short_value(returned.value)} is falsy, so it means not yet (a check passes "
+                    "on a truthy value); compare explicitly instead, e.g. lambda: count() == 0."]
+        return []
 
     def _consistently_message(self) -> str:
         last = self.attempts[-1]
@@ -239,15 +267,16 @@ class WaitRun:
             ]
             return "\n".join([*lines, self._wakeup_line()])
         if self.last_passed is None:
-            held = "it never held: the first attempt failed"
+            held = "It never held: the first attempt failed."
         else:
             held = (
-                f"{report.plural(self.passed, 'attempt')} passed before, "
-                f"the last at {self.last_passed.at:.2f}s"
+                f"It held before: {report.plural(self.passed, 'attempt')} passed, "
+                f"the last at {self.last_passed.at:.2f}s."
             )
         lines = [
             f"consistently({self.description}) broke on attempt {last.number}, "
-            f"{last.at:.2f}s into its {self.window:g}s window ({held}).",
+            f"{last.at:.2f}s into its {self.window:g}s window: {self._what_changed(last)}.",
+            held,
             report.block("Failure:", last.message),
         ]
         if last.value is not NO_VALUE:
@@ -256,6 +285,20 @@ class WaitRun:
             lines += self._seen_lines(last, self.last_with_value, "Last value before the break")
         lines.append(self._wakeup_line())
         return "\n".join(lines)
+
+    def _what_changed(self, broke: Attempt) -> str:
+        """The headline's account of the break: the result before and after."""
+        before = self.last_passed
+        had_value = (before is not None and before.value is not NO_VALUE
+                     and not (before.value is None and self.assertion_style))
+        previous = report.short_value(before.value, limit=80) if had_value and before else ""
+        if broke.error is not None:
+            now = broke.message.splitlines()[0] if broke.message else type(broke.error).__name__
+            return f"it now raises {now}" + (f" (it had returned {previous})" if previous else "")
+        now_value = report.short_value(broke.value, limit=80)
+        if previous:
+            return f"its result changed from {previous} to {now_value}"
+        return f"it returned {now_value}"
 
     def _seen_lines(self, last: Attempt, returned: Attempt | None, title: str) -> list[str]:
         """The last value seen: the check's variables when it last raised, and the last

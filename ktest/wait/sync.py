@@ -24,11 +24,14 @@ def eventually(
     cluster: Any = None,
     description: str | None = None,
 ) -> T:
-    """Call ``fn`` until it passes (returns without raising, and not ``False``); return
-    its value.
+    """Call ``fn`` until it passes; return its value.
 
-    Retries on ``AssertionError``, on API errors 404 (the object may not exist yet),
-    409, 429 and 5xx, and on connection errors; any other exception propagates at once.
+    It passes when it returns a truthy value, or, for an assertion-style check (a
+    ``def`` with no ``return value``), when it runs to its end.  "Not yet", retried:
+    a falsy result (``False``, ``None``, empty), ``AssertionError``, a lookup error
+    (``KeyError``, ``IndexError``, ``None`` used as an object), API errors 404 (the
+    object may not exist yet), 409, 429 and 5xx, and connection errors; any other
+    exception propagates at once (see :mod:`ktest.wait.checks`).
     Between attempts it sleeps ``interval`` seconds, waking early when an object the
     check read through a ``Cluster`` (or one of ``watch=[...]`` on ``cluster=``)
     changes; ``watch=False`` turns that off.  After ``timeout`` seconds it raises
@@ -54,8 +57,9 @@ def consistently(
 ) -> None:
     """Call ``fn`` for ``duration`` seconds and require it to pass every time.
 
-    A failing ``assert``, a ``False`` result or a 404 (the object is gone) breaks it at
-    once, with an ``AssertionError`` saying on which attempt and when.  Transient API
+    Passing is judged as for :func:`eventually`: a failing ``assert``, a falsy result, a
+    lookup error or a 404 (the object is gone) breaks it at once, with an
+    ``AssertionError`` saying what changed, on which attempt and when.  Transient API
     errors (409, 429, 5xx, connection errors) are evaluated again, as long as some
     attempt passes.  Watched objects (as for :func:`eventually`) are re-checked as
     soon as they change, so a short-lived violation between two polls is caught too.

@@ -1,6 +1,7 @@
 """Which exceptions raised by a check mean "not yet, try again" rather than "broken".
 
-Rule: ``AssertionError`` is a failed check.  API errors 409 (conflict), 429
+Rule: ``AssertionError`` and lookup errors (a missing key or index, ``None`` used
+as an object; see :mod:`ktest.wait.checks`) are a failed check.  API errors 409 (conflict), 429
 (throttled) and 5xx, and connection errors, are transient: the check is evaluated
 again.  404 is transient only while waiting for something to appear
 (``eventually``); in ``consistently`` it means the object is gone, a failed check.
@@ -17,6 +18,7 @@ import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
 from ktest.errors import KtestError
+from ktest.wait.checks import is_missing
 
 TRANSIENT_STATUSES = frozenset({409, 429})
 
@@ -31,7 +33,7 @@ class Verdict(Enum):
 
 def classify(exc: BaseException, *, waiting_for_appearance: bool) -> Verdict | None:
     """The verdict for an exception raised by a check; None means "do not retry: re-raise"."""
-    if isinstance(exc, AssertionError):
+    if isinstance(exc, AssertionError) or is_missing(exc):
         return Verdict.FAILED
     cause = _api_or_connection_cause(exc)
     if cause is None:

@@ -22,7 +22,7 @@ def test_passes_when_the_check_holds_for_the_whole_window() -> None:
 def test_the_last_attempt_lands_at_the_end_of_the_window() -> None:
     times: list[float] = []
     started = time.monotonic()
-    consistently(lambda: times.append(time.monotonic() - started), duration=0.25, interval=0.1)
+    consistently(lambda: times.append(time.monotonic() - started) or True, duration=0.25, interval=0.1)
     assert times[-1] >= 0.25
 
 
@@ -41,9 +41,11 @@ def test_breaks_on_the_attempt_that_fails_and_says_so() -> None:
     assert time.monotonic() - started < 10, "did not stop at the first failure"
     assert counter.calls == 4
     message = str(info.value)
-    first = message.splitlines()[0]
+    first, second = message.splitlines()[:2]
     assert first.startswith("consistently(replicas_stay_at_three) broke on attempt 4, ")
-    assert "s into its 10s window (3 attempts passed before, the last at " in first
+    assert first.endswith("s into its 10s window: it now raises AssertionError: replicas changed to 5 "
+                          "(it had returned {'replicas': 3, 'attempt': 3}).")
+    assert second.startswith("It held before: 3 attempts passed, the last at ")
     assert "AssertionError: replicas changed to 5" in message
     assert "assert 5 == 3" in message  # pytest's rewritten explanation
     assert "Last value before the break (attempt 3): {'replicas': 3, 'attempt': 3}" in message
@@ -56,6 +58,7 @@ def test_false_result_breaks_it_and_is_shown_as_the_value_at_the_break() -> None
         consistently(lambda: counter.tick() < 3, duration=5, interval=0.01)
     message = str(info.value)
     assert "broke on attempt 3" in message
+    assert "window: its result changed from True to False." in message.splitlines()[0]
     assert "Failure: the check returned False" in message
     assert "Value at the break (attempt 3): False" in message
 
@@ -64,7 +67,8 @@ def test_failing_first_attempt_says_it_never_held() -> None:
     with pytest.raises(AssertionError) as info:
         consistently(lambda: False, duration=5, interval=0.01)
     assert "broke on attempt 1" in str(info.value)
-    assert "it never held: the first attempt failed" in str(info.value)
+    assert str(info.value).splitlines()[0].endswith("window: it returned False.")
+    assert "It never held: the first attempt failed." in str(info.value)
 
 
 def test_404_means_the_object_is_gone_and_breaks_it() -> None:

@@ -1,0 +1,257 @@
+"""When a check passes (ktest.wait.checks): "not there yet" is retried and reported,
+and a check never passes by accident.  One test per row of the README's table.
+
+The checks read state that a background thread fills in a little later, the way
+an operator writes status after a test created the object.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from wait_helpers import Counter
+
+from ktest.wait import assert_matches, consistently, eventually
+from ktest.wait.checks import is_assertion_style
+
+FAST = {"timeout": 0.3, "interval": 0.01}
+
+
+def later(action: Callable[[], Any], delay: float = 0.05) -> threading.Thread:
+    """Run ``action`` after ``delay`` seconds on a thread (the "operator")."""
+    thread = threading.Thread(target=lambda: (time.sleep(delay), action()), daemon=True)
+    thread.start()
+    return thread
+
+
+# -------------------------------------------------------------------- returns None / falsy
+
+
+def test_a_lookup_returning_none_waits_instead_of_passing_at_once() -> None:
+    """The user's bug: ``.get("finalizers")`` is None before the operator adds one."""
+    obj: dict[str, Any] = {"metadata": {}}
+    writer = later(lambda: obj["metadata"].update(finalizers=["example.com/cleanup"]))
+    assert eventually(lambda: obj["metadata"].get("finalizers"), timeout=2, interval=0.01) == [
+        "example.com/cleanup"
+    ]
+    writer.join()
+
+
+def test_a_helper_returning_none_for_absent_never_passes() -> None:
+    def find_widget() -> dict[str, Any] | None:
+        for item in []:
+            return item
+        return None
+
+    with pytest.raises(AssertionError) as info:
+        eventually(find_widget, **FAST)
+    message = str(info.value)
+    assert "Last failure (attempt" in message and "the check returned None" in message
+    assert "None means not yet" in message
+    assert "make it a def without return" in message
+
+
+def test_an_empty_result_is_not_yet_and_the_message_says_why() -> None:
+    with pytest.raises(AssertionError) as info:
+        eventually(lambda: [], **FAST)
+    assert "[] is falsy, so it means not yet" in str(info.value)
+
+
+# -------------------------------------------------------------------- lookup errors
+
+
+def test_a_missing_key_is_retried_until_it_appears() -> None:
+    obj: dict[str, Any] = {"metadata": {"name": "w"}}
+    writer = later(lambda: obj.update(status={"phase": "Ready"}))
+    assert eventually(lambda: obj["status"]["phase"] == "Ready", timeout=2, interval=0.01) is True
+    writer.join()
+
+
+def test_a_key_that_never_appears_is_named_in_the_message() -> None:
+    obj: dict[str, Any] = {"status": {}}
+    with pytest.raises(AssertionError) as info:
+        eventually(lambda: obj["status"]["phase"], **FAST)
+    message = str(info.value)
+    assert "did not pass within 0.3s" in message
+    assert "not there yet: key 'phase' is missing (KeyError) in " in message
+    assert '`obj["status"]["phase"]` (test_check_rule.py:' in message
+    assert "obj = {'status': {}}" in message  # the last value the check saw
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+@pytest.mark.parametrize(
+    ("check", "fragment"),
+    [
+        (lambda obj: obj["status"]["phase"], "TypeError: 'NoneType' object is not subscriptable"),
+        (lambda obj: obj["status"].get("phase"), "AttributeError: 'NoneType' object has no attribute"),
+        (lambda obj: "Ready" in obj["status"], "argument of type 'NoneType' is not iterable"),
+        (lambda obj: obj["conditions"][0], "index out of range (IndexError"),
+    ],
+    ids=["none-subscript", "none-attribute", "none-in", "index"],
+)
+def test_none_used_as_an_object_and_missing_indexes_are_not_yet(
+    check: Callable[[dict[str, Any]], Any], fragment: str
+) -> None:
+    obj: dict[str, Any] = {"status": None, "conditions": []}
+    with pytest.raises(AssertionError) as info:
+        eventually(lambda: check(obj), **FAST)
+    message = str(info.value)
+    assert "not there yet: " in message and fragment in message
+
+
+def test_a_type_error_that_is_a_bug_still_propagates_at_once() -> None:
+    counter = Counter()
+
+    def check() -> bool:
+        counter.tick()
+        return len(5) > 0  # type: ignore[arg-type]
+
+    with pytest.raises(TypeError, match="has no len"):
+        eventually(check, timeout=5, interval=0.01)
+    assert counter.calls == 1
+
+
+# -------------------------------------------------------------------- assertion-style checks
+
+
+def test_an_assertion_style_def_passes_when_it_runs_to_its_end() -> None:
+    state = {"ready": False}
+    counter = Counter()
+
+    def check_ready() -> None:
+        counter.tick()
+        if not state["ready"] and counter.calls == 2:
+            state["ready"] = True
+            return  # a bare return is still "no return value"
+        assert state["ready"], "not ready"
+
+    assert eventually(check_ready, **FAST) is None
+    assert counter.calls == 2
+
+
+def test_a_def_that_returns_values_does_not_pass_on_none() -> None:
+    def phase() -> str | None:
+        value = None
+        if value:
+            return value
+        return None if value is None else "x"
+
+    assert not is_assertion_style(phase)
+    with pytest.raises(AssertionError, match="the check returned None"):
+        eventually(phase, timeout=0.05, interval=0.01)
+
+
+class _Checks:
+    def ready(self) -> None:
+        assert True
+
+    def __call__(self) -> None:
+        assert True
+
+
+def _lookup_assertion(obj: dict[str, Any]) -> None:
+    assert obj["a"] == 1
+
+
+@pytest.mark.parametrize(
+    ("check", "expected"),
+    [
+        (lambda: None, False),
+        (_Checks().ready, True),
+        (_Checks(), True),
+        (functools.partial(_lookup_assertion, {"a": 1}), True),
+        (Counter().tick, False),
+        (print, False),
+        (lambda: _lookup_assertion({}), True),
+        (lambda: _Checks().ready(), False),  # a call on a call's result is not looked up
+        (lambda: print("x"), False),
+    ],
+    ids=["lambda", "bound-method", "callable-object", "partial", "method-returning-value", "builtin",
+         "lambda-calling-assertion", "lambda-calling-a-call", "lambda-calling-builtin"],
+)
+def test_which_callables_are_assertion_style(check: Callable[[], Any], expected: bool) -> None:
+    assert is_assertion_style(check) is expected
+
+
+def test_a_def_without_readable_source_does_not_pass_on_none() -> None:
+    namespace: dict[str, Any] = {}
+    exec("def generated():\n    pass\n", namespace)  # no file: its source cannot be read
+    with pytest.raises(AssertionError) as info:
+        eventually(namespace["generated"], timeout=0.05, interval=0.01)
+    assert "ktest could not read the check's source" in str(info.value)
+
+
+def test_a_lambda_that_only_calls_an_assertion_helper_is_assertion_style() -> None:
+    obj = {"a": 1}
+    checks = _Checks()
+    assert eventually(lambda: _lookup_assertion(obj), **FAST) is None
+    assert eventually(lambda: checks.ready(), **FAST) is None
+    assert eventually(lambda: assert_matches(obj, {"a": 1}), **FAST) is True  # returns True itself
+    # two lambdas on one line: each is judged by its own body
+    value_check, assertion = (lambda: _returns_nothing_found(obj)), (lambda: _lookup_assertion(obj))
+    assert is_assertion_style(assertion) and not is_assertion_style(value_check)
+    with pytest.raises(AssertionError, match="the check returned None"):
+        eventually(value_check, timeout=0.05, interval=0.01)
+
+
+def test_a_lambda_doing_more_than_calling_a_helper_must_return_a_truthy_value() -> None:
+    obj = {"a": 1}
+    with pytest.raises(AssertionError) as info:
+        eventually(lambda: obj and _lookup_assertion(obj), timeout=0.05, interval=0.01)
+    assert "None means not yet" in str(info.value)
+    assert "make it a def without return" in str(info.value)
+
+
+def _returns_nothing_found(obj: dict[str, Any]) -> dict[str, Any] | None:
+    return obj.get("absent")
+
+
+# -------------------------------------------------------------------- consistently
+
+
+def test_consistently_breaks_on_a_key_that_disappears_and_names_it() -> None:
+    obj: dict[str, Any] = {"status": {"phase": "Ready"}}
+    counter = Counter()
+
+    def phase() -> str:
+        if counter.tick() == 3:
+            obj["status"].clear()
+        return obj["status"]["phase"]
+
+    with pytest.raises(AssertionError) as info:
+        consistently(phase, duration=5, interval=0.01)
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("consistently(phase) broke on attempt 3, ")
+    assert first.endswith("it now raises not there yet: key 'phase' is missing (KeyError) in "
+                          "`obj[\"status\"][\"phase\"]` (test_check_rule.py:"
+                          f"{phase.__code__.co_firstlineno + 3}) (it had returned 'Ready').")
+
+
+def test_consistently_headline_says_how_the_value_changed() -> None:
+    counter = Counter()
+    with pytest.raises(AssertionError) as info:
+        consistently(lambda: 3 if counter.tick() < 3 else 0, duration=5, interval=0.01)
+    assert "window: its result changed from 3 to 0." in str(info.value).splitlines()[0]
+
+
+def test_consistently_with_an_assertion_style_check() -> None:
+    counter = Counter()
+    limit = {"calls": 1000}
+
+    def stays_small() -> None:
+        assert counter.tick() < limit["calls"], f"grew to {counter.calls}"
+
+    consistently(stays_small, duration=0.03, interval=0.01)
+    limit["calls"] = counter.calls + 3
+    with pytest.raises(AssertionError) as info:
+        consistently(stays_small, duration=5, interval=0.01)
+    message = str(info.value)
+    first = message.splitlines()[0]
+    assert "it now raises AssertionError: grew to " in first
+    assert "it had returned" not in first
+    assert "Last value before the break" not in message  # None is not a value it "returned"
