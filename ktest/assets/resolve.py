@@ -28,7 +28,11 @@ USER_DIRECTORY_VARIABLES = ("KTEST_ASSETS", "KUBEBUILDER_ASSETS")
 
 
 def resolve_assets(
-    selector: str | None = None, *, source: str = "auto", progress: bool | Progress = True
+    selector: str | None = None,
+    *,
+    source: str = "auto",
+    progress: bool | Progress = True,
+    repair: bool = False,
 ) -> Assets:
     """Return a directory of binaries for ``selector`` (``"1.37.2"``, ``"1.37"``, ``"latest"``).
 
@@ -36,8 +40,13 @@ def resolve_assets(
     named by ``KTEST_ASSETS``/``KUBEBUILDER_ASSETS`` holds: pointing at binaries
     without asking for a version means "use these". Installs into the cache when
     needed (download or Go build); raises AssetsError saying what was tried.
+
+    A cached entry whose binaries changed since install (see
+    :func:`ktest.assets.store.verify_entry`) raises AssetsError naming them;
+    ``repair=True`` (``ktest binaries install``) installs it again instead.
     """
     resolution = Resolution(parse_selector(selector), source, as_progress(progress))
+    resolution.repair = repair
     resolution.version_requested = selector is not None
     return resolution.run()
 
@@ -57,6 +66,7 @@ class Resolution:
         self.settings = download.DownloadSettings.from_env()
         self.tried: list[str] = []
         self.version_requested = True
+        self.repair = False
         self._go: gobuild.GoTool | None = None
         self._go_looked_up = False
 
@@ -88,8 +98,16 @@ class Resolution:
                 return found
         cached = store.read_cache_entry(self.locations, version)
         if cached is not None:
-            return _assets(cached)
-        self.tried.append(f"ktest cache {self.locations.cache_entry(version)}: not installed")
+            damage = store.verify_entry(cached)
+            if not damage:
+                return _assets(cached)
+            if not self.repair:
+                raise AssetsError(store.damage_report(cached, damage))
+            names = ", ".join(item.name for item in damage)
+            self.progress.note(f"repairing Kubernetes {version}: corrupt {names}; installing it again")
+            self.tried.append(f"ktest cache {cached.directory}: corrupt ({names})")
+        else:
+            self.tried.append(f"ktest cache {self.locations.cache_entry(version)}: not installed")
         return self._install(version)
 
     def _user_directory(self, variable: str) -> Assets | None:
@@ -171,14 +189,14 @@ class Resolution:
             return None
         if "kube-controller-manager" in entry.missing:
             cached = store.read_cache_entry(self.locations, version)
-            if cached is not None:
+            if cached is not None and not store.verify_entry(cached):
                 return _assets(cached)  # complete beats incomplete for the same version
         return _assets(entry)
 
     def _install(self, version: str) -> Assets:
         with store.install_lock(self.locations, version, self.progress) as installer:
             existing = installer.existing()
-            if existing is not None:
+            if existing is not None and not store.verify_entry(existing):
                 self.progress.note(f"Kubernetes {version} was installed by another process")
                 return _assets(existing)
             if self.allows_download:

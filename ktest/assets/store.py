@@ -10,11 +10,18 @@ Layout (``<arch>`` is Go's name: amd64, arm64):
 An entry is built in a temporary directory next to the cache, checked, then
 renamed into place while holding a per-version file lock, so a cache entry
 either is complete or does not exist.
+
+``ktest-binaries.json`` records each binary's size, modification time and
+SHA-256. :func:`verify_entry` checks them before use: size and mtime only
+when both match (a few ``stat`` calls), the full hash when either changed or
+when asked (``ktest binaries verify``). Entries installed before checksums
+were recorded get them on first use (their sizes must still match).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -200,6 +207,7 @@ class Installer:
             expected_etcd = etcd_version or details.get("etcd_version")
             reported = verify_binaries(scratch, self.version, ALL_BINARIES, expected_etcd)
             sizes = {name: (scratch / name).stat().st_size for name in ALL_BINARIES}
+            files = {name: file_record(scratch / name) for name in ALL_BINARIES}
             metadata = {
                 "version": self.version,
                 "arch": self.locations.arch,
@@ -207,6 +215,7 @@ class Installer:
                 "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "reported_versions": reported,
                 "sizes": sizes,
+                "files": files,
                 **details,
             }
             (scratch / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
@@ -226,6 +235,111 @@ class Installer:
         pattern = f".tmp-{self.locations.entry_name(self.version)}-*"
         for leftover in self.locations.k8s_dir.glob(pattern):
             shutil.rmtree(leftover, ignore_errors=True)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_record(path: Path) -> dict[str, Any]:
+    """What ``ktest-binaries.json`` records of one binary: size, mtime, SHA-256."""
+    stat = path.stat()
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": sha256_of(path)}
+
+
+@dataclass(frozen=True)
+class Damage:
+    """One binary of a cache entry that is not what was installed."""
+
+    name: str
+    path: Path
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.what}"
+
+
+def verify_entry(entry: Entry, *, full: bool = False) -> list[Damage]:
+    """The binaries of a ktest cache entry that changed since install (empty: intact).
+
+    ``full=False`` hashes only files whose size or mtime changed; ``full=True``
+    hashes every file. An entry recorded without checksums (older ktest) gets
+    them now, if every size still matches the recorded one.
+    """
+    files = entry.metadata.get("files")
+    if not isinstance(files, Mapping):
+        return _adopt_legacy_entry(entry)
+    damage = []
+    for name, recorded in sorted(files.items()):
+        path = entry.directory / name
+        try:
+            stat = path.stat()
+        except OSError as error:
+            damage.append(Damage(name, path, f"missing ({error.strerror or error})"))
+            continue
+        if stat.st_size != recorded.get("size"):
+            damage.append(
+                Damage(name, path, f"size {stat.st_size} bytes, {recorded.get('size')} when installed")
+            )
+            continue
+        if not full and stat.st_mtime_ns == recorded.get("mtime_ns"):
+            continue
+        try:
+            actual = sha256_of(path)
+        except OSError as error:
+            damage.append(Damage(name, path, f"unreadable ({error.strerror or error})"))
+            continue
+        if actual != recorded.get("sha256"):
+            expected = str(recorded.get("sha256"))[:16]
+            damage.append(Damage(name, path, f"SHA-256 {actual[:16]}..., {expected}... when installed"))
+    return damage
+
+
+def _adopt_legacy_entry(entry: Entry) -> list[Damage]:
+    """Record checksums for an entry installed without them; its sizes must match."""
+    sizes = entry.metadata.get("sizes")
+    damage = []
+    if isinstance(sizes, Mapping):
+        for name, size in sorted(sizes.items()):
+            path = entry.directory / name
+            try:
+                actual = path.stat().st_size
+            except OSError as error:
+                damage.append(Damage(name, path, f"missing ({error.strerror or error})"))
+                continue
+            if actual != size:
+                damage.append(Damage(name, path, f"size {actual} bytes, {size} when installed"))
+    if damage:
+        return damage
+    metadata = dict(entry.metadata)
+    with contextlib.suppress(OSError):
+        metadata["files"] = {name: file_record(entry.directory / name) for name in entry.present}
+        _write_metadata(entry.directory, metadata)
+    return []
+
+
+def _write_metadata(directory: Path, metadata: Mapping[str, Any]) -> None:
+    partial = directory / f".{METADATA_FILE}.{os.getpid()}.partial"
+    try:
+        partial.write_text(json.dumps(metadata, indent=2) + "\n")
+        os.replace(partial, directory / METADATA_FILE)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def damage_report(entry: Entry, damage: list[Damage]) -> str:
+    """What is wrong with a cache entry and how to repair it."""
+    lines = "\n".join(f"  - {item}" for item in damage)
+    return (
+        f"the cached Kubernetes {entry.version} binaries in {entry.directory} are corrupt "
+        f"(changed since ktest installed them):\n{lines}\n"
+        f"Repair them with `ktest binaries install --k8s-version {entry.version}` (re-installs the "
+        f"entry), or delete {entry.directory}."
+    )
 
 
 def _discard(directory: Path) -> None:

@@ -24,7 +24,8 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=lambda _args: _print_help(parser))
 
     install = commands.add_parser(
-        "install", help="make the binaries available (download or build if needed)"
+        "install",
+        help="make the binaries available (download or build if needed; re-install a corrupt entry)",
     )
     _add_resolution_options(install)
     install.set_defaults(handler=_install)
@@ -42,6 +43,15 @@ def register(subparsers: Any) -> None:
 
     listing = commands.add_parser("list", help="show installed versions with their sizes")
     listing.set_defaults(handler=_list)
+
+    verify = commands.add_parser(
+        "verify",
+        help="check every cached binary against the SHA-256 recorded at install (exit 1 if corrupt)",
+    )
+    verify.add_argument(
+        "--k8s-version", default=None, metavar="V", help="only this exact version (default: all)"
+    )
+    verify.set_defaults(handler=_verify)
 
 
 def _add_resolution_options(parser: argparse.ArgumentParser) -> None:
@@ -67,12 +77,14 @@ def _print_help(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _resolve(args: argparse.Namespace) -> Assets:
-    return resolve_assets(args.k8s_version, source=args.source, progress=not args.quiet)
+def _resolve(args: argparse.Namespace, *, repair: bool = False) -> Assets:
+    return resolve_assets(
+        args.k8s_version, source=args.source, progress=not args.quiet, repair=repair
+    )
 
 
 def _install(args: argparse.Namespace) -> int:
-    assets = _resolve(args)
+    assets = _resolve(args, repair=True)
     print(f"Kubernetes {assets.version} ({assets.origin}): {assets.directory}")
     if assets.missing:
         print(f"  missing: {', '.join(assets.missing)}")
@@ -116,3 +128,23 @@ def _list(_args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
     return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    locations = asset_store.Locations.from_env()
+    entries = asset_store.list_cache_entries(locations)
+    if args.k8s_version:
+        entries = [entry for entry in entries if entry.version == args.k8s_version.lstrip("v")]
+    if not entries:
+        wanted = f"Kubernetes {args.k8s_version}" if args.k8s_version else "binaries"
+        print(f"no {wanted} in ktest's cache ({locations.k8s_dir}); nothing to verify")
+        return 0
+    corrupt = 0
+    for entry in entries:
+        damage = asset_store.verify_entry(entry, full=True)
+        if damage:
+            corrupt += 1
+            print(f"CORRUPT {entry.version}: {asset_store.damage_report(entry, damage)}")
+        else:
+            print(f"ok      {entry.version}: {entry.directory}")
+    return 1 if corrupt else 0
