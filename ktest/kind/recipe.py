@@ -77,7 +77,8 @@ DEBOOTSTRAP_PACKAGES = (
 )
 
 POD_SUBNET = "10.244.0.0/16"
-FIRST_MINOR_REFUSING_CGROUP_V1 = 35
+# The kubelet refuses cgroup v1 from 1.35 on unless ``failCgroupV1: false``; the field exists since 1.31.
+FIRST_MINOR_WITH_FAIL_CGROUP_V1 = 31
 
 
 def minor_of(k8s_version: str) -> str:
@@ -112,21 +113,31 @@ def expected_images(k8s_version: str) -> list[str]:
 
 
 def required_cluster_config(
-    k8s_version: str, *, cgroup_version: int, workers: int = 0
+    k8s_version: str | None = None,
+    *,
+    ktest_image: bool = True,
+    cgroup_version: int | None = None,
+    workers: int = 0,
 ) -> dict[str, Any]:
-    """The kind ``Cluster`` config a ktest node image needs; merge user settings into it.
+    """The kind ``Cluster`` config a node image needs on this engine; merge user settings into it.
 
-    - ``disableDefaultCNI``: kind's kindnetd image cannot be had offline; the node image ships
-      its own bridge CNI, which assumes ``podSubnet`` 10.244.0.0/16.
-    - ``failCgroupV1: false``: the kubelet refuses cgroup v1 hosts from 1.35 on unless told not to.
+    - ``disableDefaultCNI`` + ``podSubnet`` (ktest images only): kind's kindnetd image cannot be
+      had offline; ktest's node image ships its own bridge CNI, which assumes 10.244.0.0/16.
+    - ``failCgroupV1: false`` on cgroup v1 engines: the kubelet refuses cgroup v1 from 1.35 on
+      unless told not to (the field exists since 1.31, so older versions get no patch).
+
+    ``cgroup_version`` None asks the Docker engine; ``k8s_version`` None assumes a recent release.
     """
-    minor = int(minor_of(k8s_version).split(".")[1])
-    config: dict[str, Any] = {
-        "kind": "Cluster",
-        "apiVersion": "kind.x-k8s.io/v1alpha4",
-        "networking": {"disableDefaultCNI": True, "podSubnet": POD_SUBNET},
-        "nodes": [{"role": "control-plane"}] + [{"role": "worker"} for _ in range(workers)],
-    }
-    if cgroup_version == 1 and minor >= FIRST_MINOR_REFUSING_CGROUP_V1:
+    if cgroup_version is None:
+        from ktest.kind.engine import cgroup_version as engine_cgroup_version
+        from ktest.kind.engine import connect
+
+        cgroup_version = engine_cgroup_version(connect(check_runtime=False))
+    config: dict[str, Any] = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4"}
+    if ktest_image:
+        config["networking"] = {"disableDefaultCNI": True, "podSubnet": POD_SUBNET}
+    config["nodes"] = [{"role": "control-plane"}] + [{"role": "worker"} for _ in range(workers)]
+    minor = int(minor_of(k8s_version).split(".")[1]) if k8s_version else None
+    if cgroup_version == 1 and (minor is None or minor >= FIRST_MINOR_WITH_FAIL_CGROUP_V1):
         config["kubeadmConfigPatches"] = ["kind: KubeletConfiguration\nfailCgroupV1: false\n"]
     return config

@@ -1,0 +1,106 @@
+"""Node image names and labels: which local image, if any, is a usable ktest node image."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ktest.kind import recipe
+
+
+def _bare(version: str) -> str:
+    return version.removeprefix("v")
+
+
+def node_image_tag(k8s_version: str) -> str:
+    """``ktest/kind-node:v1.37.2`` for ``1.37.2`` (or ``v1.37.2``)."""
+    return f"{recipe.NODE_IMAGE_REPOSITORY}:v{_bare(k8s_version)}"
+
+
+def expected_labels(k8s_version: str) -> dict[str, str]:
+    """The labels an image must carry to count as built by this ktest for ``k8s_version``."""
+    return {
+        recipe.LABEL_KUBERNETES_VERSION: f"v{_bare(k8s_version)}",
+        recipe.LABEL_KIND_VERSION: recipe.KIND_VERSION,
+        recipe.LABEL_RECIPE_VERSION: recipe.RECIPE_VERSION,
+    }
+
+
+@dataclass(frozen=True)
+class NodeImageInfo:
+    """A local ktest node image and what its labels say."""
+
+    reference: str
+    image_id: str
+    k8s_version: str
+    kind_version: str
+    recipe_version: str
+    build_date: str
+    size: int
+
+    @property
+    def usable(self) -> bool:
+        """Made by this ktest's recipe for its kind version (else it would be rebuilt)."""
+        return self.kind_version == recipe.KIND_VERSION and self.recipe_version == recipe.RECIPE_VERSION
+
+
+def _info(reference: str, image: Any) -> NodeImageInfo:
+    labels = image.labels or {}
+    return NodeImageInfo(
+        reference=reference,
+        image_id=image.short_id,
+        k8s_version=_bare(labels.get(recipe.LABEL_KUBERNETES_VERSION, "")),
+        kind_version=labels.get(recipe.LABEL_KIND_VERSION, ""),
+        recipe_version=labels.get(recipe.LABEL_RECIPE_VERSION, ""),
+        build_date=labels.get(recipe.LABEL_BUILD_DATE, ""),
+        size=int(image.attrs.get("Size") or 0),
+    )
+
+
+def find_node_image(k8s_version: str, *, client: Any = None) -> str | None:
+    """The tag of a local ktest node image for ``k8s_version`` whose labels match; else None.
+
+    An image under the right tag with missing or different labels does not count: it was
+    made by another recipe (or by hand) and gets rebuilt.
+    """
+    from docker.errors import ImageNotFound
+
+    from ktest.kind.engine import connect
+
+    client = client or connect(check_runtime=False)
+    reference = node_image_tag(k8s_version)
+    try:
+        image = client.images.get(reference)
+    except ImageNotFound:
+        return None
+    labels = image.labels or {}
+    if all(labels.get(key) == value for key, value in expected_labels(k8s_version).items()):
+        return reference
+    return None
+
+
+def list_node_images(*, include_unusable: bool = False, client: Any = None) -> list[NodeImageInfo]:
+    """Local images of ``ktest/kind-node``, newest Kubernetes first; usable ones only by default."""
+    from ktest.kind.engine import connect
+
+    client = client or connect(check_runtime=False)
+    found = []
+    for image in client.images.list(name=recipe.NODE_IMAGE_REPOSITORY):
+        for reference in image.tags:
+            if not reference.startswith(recipe.NODE_IMAGE_REPOSITORY + ":"):
+                continue
+            info = _info(reference, image)
+            tag_version = _bare(reference.rsplit(":", 1)[1])
+            if info.k8s_version != tag_version:
+                info = NodeImageInfo(reference, info.image_id, info.k8s_version or tag_version,
+                                     "", "", info.build_date, info.size)
+            if info.usable or include_unusable:
+                found.append(info)
+
+    def order(info: NodeImageInfo) -> tuple[int, ...]:
+        try:
+            return tuple(int(part) for part in info.k8s_version.split("."))
+        except ValueError:
+            return ()
+
+    return sorted(found, key=order, reverse=True)
