@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from ktest.backends.base import Backend, ClusterShare
-from ktest.cluster import Cluster
+from ktest.cluster import Cluster, UserIssuer
 from ktest.config import Settings
 from ktest.errors import KindError
 from ktest.kind import records
@@ -48,17 +48,19 @@ class KindBackend(Backend):
     def start(cls, settings: Settings, *, purpose: str = "run", kept: bool = False) -> KindBackend:
         """Sweep orphans, pick the node image, create a cluster and wait until it is usable."""
         from ktest.kind.binary import resolve_kind
-        from ktest.kind.engine import connect
+        from ktest.kind.engine import cgroup_version, connect
         from ktest.kind.nodeimage import choose_node_image, load_extra_config, merge_config
         from ktest.kind.recipe import required_cluster_config
         from ktest.kind.sweep import sweep_orphans
 
         extra = load_extra_config(settings.kind_config) if settings.kind_config else {}
-        connect()  # a missing or unusable engine is explained before anything else
+        client = connect()  # a missing or unusable engine is explained before anything else
         kind = resolve_kind(progress=True)
         swept = sweep_orphans(kind)
         image = choose_node_image(settings.k8s_version)
-        required = required_cluster_config(ktest_image=image.ktest_built)
+        required = required_cluster_config(image.version, cgroup_version=cgroup_version(client))
+        if not image.ktest_built:
+            required.pop("networking", None)  # kind's own images bring their CNI (kindnetd)
         config = merge_config(required, extra, source=str(settings.kind_config or ""))
         cluster = create_cluster(
             kind,
@@ -126,7 +128,7 @@ def handle_from_share(share: ClusterShare, cluster: Cluster) -> KindHandle | Non
     )
 
 
-def _user_issuer(directory: Path):  # type: ignore[no-untyped-def]
+def _user_issuer(directory: Path) -> UserIssuer | None:
     if not (directory / "certs" / "ca.key").is_file():
         return None
     from ktest.backends.users import issue_user

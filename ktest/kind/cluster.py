@@ -130,7 +130,7 @@ def node_containers(name: str) -> list[Any]:
     """The Docker containers of kind cluster ``name``'s nodes (running or not)."""
     from ktest.kind.engine import connect
 
-    client = connect()
+    client = connect(check_runtime=False)
     return list(client.containers.list(all=True, filters={"label": f"{CLUSTER_LABEL}={name}"}))
 
 

@@ -25,7 +25,7 @@ def handle_of(backend: Backend) -> KindHandle | None:
     """The kind handle of the session's backend (owned, kept or shared by the xdist controller)."""
     handle = getattr(backend, "handle", None)
     if handle is not None:
-        return handle  # type: ignore[no-any-return]
+        return handle
     from ktest.backends.kind import handle_from_share
 
     return handle_from_share(backend.share(), backend.cluster)
@@ -73,7 +73,7 @@ def compat_cluster_class() -> type:
         from pytest_kind import KindCluster as PytestKindCluster
     except ImportError:
         return object
-    return PytestKindCluster  # type: ignore[no-any-return]
+    return PytestKindCluster
 
 
 def make_compat(handle: KindHandle) -> Any:

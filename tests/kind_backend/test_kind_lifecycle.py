@@ -1,0 +1,131 @@
+"""Cluster lifecycle of the kind backend: orphans swept after kill -9, kept clusters attached, bad input.
+
+These create clusters of their own (besides the session's), so they are few.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ktest.backends.kind import KindBackend, find_kept
+from ktest.config import Settings
+from ktest.errors import KindError
+from ktest.kind import records
+from ktest.kind.cluster import KindCluster, create_cluster, existing_clusters
+from ktest.kind.handle import KindHandle
+from ktest.kind.sweep import sweep_orphans
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run_owner(script: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _wait_line(process: subprocess.Popen[str], prefix: str, timeout: float = 400) -> str:
+    assert process.stdout is not None
+    deadline = time.monotonic() + timeout
+    seen = []
+    for line in process.stdout:
+        seen.append(line)
+        if line.startswith(prefix):
+            return line[len(prefix) :].strip()
+        if time.monotonic() > deadline:
+            break
+    raise AssertionError(f"the owner process never printed {prefix!r}:\n{''.join(seen[-30:])}")
+
+
+def test_an_orphan_of_a_killed_run_is_swept_and_only_with_its_record(kind: KindHandle) -> None:
+    owner = _run_owner(f"""
+        import time
+        from ktest.backends.kind import KindBackend
+        from ktest.config import Settings
+        backend = KindBackend.start(Settings(backend="kind", k8s_version={kind.version!r}))
+        print("CLUSTER", backend.kind_cluster.name, flush=True)
+        time.sleep(3600)
+    """)
+    try:
+        name = _wait_line(owner, "CLUSTER")
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    record = records.read_record(name)
+    assert record is not None and record.orphaned()
+    assert name in existing_clusters(kind.kind)
+
+    # Without ktest's record, the cluster is not ktest's to delete, whatever its name.
+    saved = record.path().read_text()
+    record.path().unlink()
+    assert not any(name in note for note in sweep_orphans(kind.kind))
+    assert name in existing_clusters(kind.kind)
+
+    record.path().write_text(saved)
+    # Meanwhile its node container dies: the backend says so in plain words.
+    subprocess.run(["docker", "stop", "-t", "1", f"{name}-control-plane"], check=True, capture_output=True)
+    stopped = KindCluster(record, kind.kind).stopped()
+    assert stopped is not None and f"the kind cluster {name} stopped: node container" in stopped
+    notes = sweep_orphans(kind.kind)
+    assert f"deleted kind cluster {name}: its owner (pid {owner.pid}) is gone" in notes
+    assert name not in existing_clusters(kind.kind)
+    assert records.read_record(name) is None and not Path(record.directory).exists()
+
+
+def test_a_kept_cluster_is_attached_and_survives_the_run(kind: KindHandle) -> None:
+    settings = Settings(backend="kind", k8s_version=kind.version, reuse=True)
+    kept = KindBackend.start(settings, purpose="up", kept=True)
+    name = kept.kind_cluster.name
+    try:
+        kept.close()  # what `ktest up` does after creating it: the cluster stays
+        assert name in existing_clusters(kind.kind)
+        assert sweep_orphans(kind.kind) == [] or all(name not in n for n in sweep_orphans(kind.kind))
+
+        started = time.monotonic()
+        attached = find_kept(settings)
+        assert attached is not None and attached.kind_cluster.name == name
+        assert attached.cluster.version.startswith("v" + kind.version)
+        attach_seconds = time.monotonic() - started
+        attached.close()  # attaching never deletes
+        assert name in existing_clusters(kind.kind), f"attached in {attach_seconds:.2f}s"
+    finally:
+        record = records.read_record(name)
+        if record is not None:
+            KindCluster(record, kind.kind).delete()
+    assert name not in existing_clusters(kind.kind)
+
+
+def test_a_name_taken_by_another_cluster_is_refused(kind: KindHandle) -> None:
+    with pytest.raises(
+        KindError, match=rf"a kind cluster named '{kind.name}' already exists \(created by ktest"
+    ):
+        create_cluster(kind.kind, name=kind.name, image="unused", version=kind.version, config={})
+
+
+def test_a_name_without_the_ktest_prefix_is_refused(kind: KindHandle) -> None:
+    with pytest.raises(KindError, match=r"'my-cluster' is not a name ktest gives.*must start with 'ktest-'"):
+        create_cluster(kind.kind, name="my-cluster", image="unused", version=kind.version, config={})
+
+
+def test_no_engine_is_explained_before_anything_starts(
+    kind: KindHandle, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    mine = {r.name for r in records.list_records() if r.owner_pid == os.getpid()}
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
+    with pytest.raises(KindError, match=r"absent\.sock") as failed:
+        KindBackend.start(Settings(backend="kind", k8s_version=kind.version))
+    assert "scripts/docker-engine" in str(failed.value)  # and how to get one
+    assert {r.name for r in records.list_records() if r.owner_pid == os.getpid()} == mine
