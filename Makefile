@@ -34,10 +34,10 @@ binaries-older: venv
 	$(KTEST) binaries install --k8s-version $(OLDER_K8S_VERSION)
 
 test: venv binaries binaries-older
-	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest -n $(TEST_WORKERS) tests examples $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest -n $(TEST_WORKERS) tests examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
 demo: venv binaries
-	$(BIN)/python -m pytest examples $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check ktest tests fixtures bench examples

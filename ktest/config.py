@@ -212,7 +212,7 @@ def _controllers(text: str, spec: Spec, source: Source) -> tuple[str, ...]:
 # -------------------------------------------------------------------- the table
 
 SETTINGS: tuple[Spec, ...] = (
-    Spec("k8s_version", "--k8s-version", "ktest_k8s_version", "KTEST_K8S_VERSION", _version,
+    Spec("k8s_version", "--ktest-k8s-version", "ktest_k8s_version", "KTEST_K8S_VERSION", _version,
          "Kubernetes version: 1.37.2, 1.37 (newest patch) or latest", "latest"),
     Spec("backend", "--ktest-backend", "ktest_backend", "KTEST_BACKEND", _choice(BACKENDS, PLANNED_BACKENDS),
          "where the cluster comes from: bare (embedded control plane), kind (a kind cluster with real "

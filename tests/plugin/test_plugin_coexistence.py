@@ -1,0 +1,47 @@
+"""ktest loads beside the other Kubernetes pytest plugins: every ktest option is
+``--ktest-...``, so pytest-kubernetes (``--k8s-version``, ``k8s`` fixture) and
+pytest-kind (``kind_cluster`` fixture) start in the same run.  No cluster is
+created: the inner test only reads the options and settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from ktest.config import SETTINGS
+
+BOTH = """
+import pytest
+
+def test_all_three_plugins_are_loaded(request, ktest_settings):
+    manager = request.config.pluginmanager
+    assert manager.hasplugin("ktest")
+    assert manager.hasplugin("pytest-kubernetes")
+    assert manager.hasplugin("pytest-kind")
+    print("K8S_VERSION", request.config.getoption("--k8s-version"), ktest_settings.k8s_version)
+"""
+
+
+def test_every_ktest_option_is_prefixed() -> None:
+    assert [spec.option for spec in SETTINGS if not spec.option.startswith("--ktest-")] == []
+
+
+def test_ktest_runs_with_pytest_kubernetes_and_pytest_kind(pytester: pytest.Pytester, inner_env: dict) -> None:
+    pytest.importorskip("pytest_kubernetes", reason="pytest-kubernetes is in the dev extra")
+    pytest.importorskip("pytest_kind", reason="pytest-kind is in the dev extra")
+    pytester.makepyfile(BOTH)
+    # a subprocess: plugins load from their entry points, exactly as in a user's run
+    result = pytester.runpytest_subprocess("-s", "--ktest-k8s-version=1.37", "--k8s-version=1.30")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*K8S_VERSION 1.30 1.37"])
+    listing = pytester.runpytest_subprocess("--fixtures")
+    assert listing.ret == pytest.ExitCode.OK
+    for fixture in ("kind_cluster", "k8s", "cluster", "namespace"):  # each plugin's own fixtures
+        listing.stdout.re_match_lines([rf"^{fixture}( \[session scope\])? -- "])
+
+
+def test_the_old_spelling_is_not_ktest_s(pytester: pytest.Pytester, inner_env: dict) -> None:
+    """Without pytest-kubernetes, ``--k8s-version`` is unknown (ktest no longer registers it)."""
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest_subprocess("-p", "no:pytest-kubernetes", "--k8s-version=1.37")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --k8s-version*"])
