@@ -12,11 +12,11 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from ktest.cli import binaries, up
+from ktest.cli import binaries, kind, up
 from ktest.errors import KtestError
 
 # Add a subcommand module here (it must define ``register(subparsers)``).
-COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up)
+COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up, kind)
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130

@@ -40,6 +40,8 @@ def resolve_version(selector: str | None) -> str:
         parsed = parse_selector(text)
     except AssetsError as error:
         raise KindError(f"--k8s-version {selector!r}: {error}") from None
+    if not parsed.is_latest:
+        recipe.minor_recipe(text)  # an unsupported minor: KindError naming the supported ones
     if parsed.is_exact:
         version = parsed.exact_version
     else:
