@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 KTEST := $(BIN)/ktest
 VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
 
-.PHONY: all venv binaries binaries-older test demo lint bench clean-venv docker-engine
+.PHONY: all venv binaries binaries-older test test-kind demo lint bench clean-venv docker-engine
 
 all: venv binaries
 
@@ -34,7 +34,13 @@ binaries-older: venv
 	$(KTEST) binaries install --k8s-version $(OLDER_K8S_VERSION)
 
 test: venv binaries binaries-older
-	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest -n $(TEST_WORKERS) tests examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest -n $(TEST_WORKERS) tests examples --ignore=tests/kind_backend $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+	$(MAKE) test-kind
+
+# The kind layer for real: the kind backend's own tests and the demo suite on one shared kind
+# cluster (both xdist workers use it), created from the node image for K8S_VERSION.
+test-kind: venv
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --ktest-backend kind tests/kind_backend examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
 demo: venv binaries
 	$(BIN)/python -m pytest examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)

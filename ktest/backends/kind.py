@@ -58,9 +58,9 @@ class KindBackend(Backend):
         kind = resolve_kind(progress=True)
         swept = sweep_orphans(kind)
         image = choose_node_image(settings.k8s_version)
-        required = required_cluster_config(image.version, cgroup_version=cgroup_version(client))
-        if not image.ktest_built:
-            required.pop("networking", None)  # kind's own images bring their CNI (kindnetd)
+        required = required_cluster_config(
+            image.version, ktest_image=image.ktest_built, cgroup_version=cgroup_version(client)
+        )
         config = merge_config(required, extra, source=str(settings.kind_config or ""))
         cluster = create_cluster(
             kind,
