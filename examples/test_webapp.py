@@ -1,10 +1,12 @@
 """The WebApp operator (plain ``kubernetes`` client): owned children, status, config roll-out.
 
 One operator runs for the whole session and watches every namespace; each
-test works in its own namespace. ktest's control plane runs the garbage
-collector but no kubelet and no deployment controller: a Deployment never gets
-pods, so ``readyReplicas`` stays 0 unless a test writes the Deployment's status
-itself (as ``test_ready_replicas_come_from_the_deployment`` does).
+test works in its own namespace. ktest's embedded control plane runs the
+garbage collector but no kubelet and no deployment controller: a Deployment
+never gets pods, so ``readyReplicas`` stays 0 unless a test writes the
+Deployment's status itself (as ``test_ready_replicas_come_from_the_deployment``
+does). With ``--ktest-backend kind`` the same suite runs on real nodes, where
+``test_ready_replicas_come_from_running_pods`` sees the pods really run.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ktest.assertions import (
     assert_survives_concurrent_writes,
 )
 from ktest.cluster import Cluster
+from ktest.kind.handle import KindHandle
 from ktest.wait import assert_matches, consistently, eventually
 
 pytestmark = pytest.mark.usefixtures("webapp_operator")
@@ -125,6 +128,8 @@ def test_status_follows_the_generation(cluster: Cluster, namespace: str) -> None
 
 def test_ready_replicas_come_from_the_deployment(cluster: Cluster, namespace: str) -> None:
     """No kubelet here: the test plays the deployment controller and writes the Deployment's status."""
+    if cluster.controllers is None or "deployment" in cluster.controllers:
+        pytest.skip("a real deployment controller owns Deployment status here; see ..._from_running_pods")
     app = reconciled(cluster, namespace, web_app(replicas=2))
     assert_condition(cluster, app, "Available", "False", reason="ReplicasNotReady")
 
@@ -135,6 +140,13 @@ def test_ready_replicas_come_from_the_deployment(cluster: Cluster, namespace: st
     )
 
     assert_condition(cluster, app, "Available", "True", reason="MinimumReplicasAvailable")
+    assert_matches(cluster.get(app), {"status": {"readyReplicas": 2}})
+
+
+def test_ready_replicas_come_from_running_pods(cluster: Cluster, namespace: str, kind: KindHandle) -> None:
+    """Real nodes (--ktest-backend kind): the pods really run; the pause image is on every node."""
+    app = reconciled(cluster, namespace, web_app(image=kind.pause_image(), replicas=2))
+    assert_condition(cluster, app, "Available", "True", reason="MinimumReplicasAvailable", timeout=90)
     assert_matches(cluster.get(app), {"status": {"readyReplicas": 2}})
 
 

@@ -49,6 +49,16 @@ class KindHandle:
         output = run_kind(self.kind, ["get", "nodes", "--name", self.name], what="listing kind nodes")
         return sorted(line.strip() for line in output.splitlines() if line.strip())
 
+    def pause_image(self) -> str:
+        """The pause image every node already holds (pinned): a container that surely starts offline."""
+        from ktest.kind.load import node_images
+
+        for tags in node_images(self.nodes[0]).values():
+            for tag in tags:
+                if tag.rsplit(":", 1)[0].endswith("/pause"):
+                    return tag
+        raise KindError(f"no pause image in node {self.nodes[0]} of kind cluster {self.name}")
+
     def kubectl(self, *args: str, input: str | None = None, timeout: float = 120.0) -> str:
         """Run kubectl against this cluster; returns stdout, raises KindError with stderr."""
         if self._kubectl is None:

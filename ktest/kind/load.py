@@ -48,8 +48,8 @@ def docker_image_id(image: str) -> str:
         raise KindError(f"cannot inspect image {image!r}: {error}") from error
 
 
-def node_has_image(node: str, image: str, image_id: str) -> bool:
-    """True when the node's containerd holds ``image`` under the same ID."""
+def node_images(node: str) -> dict[str, list[str]]:
+    """The images in a node's containerd: image ID (config digest) → its tags; empty if unreadable."""
     try:
         finished = subprocess.run(
             ["docker", "exec", node, "crictl", "images", "-o", "json"],
@@ -60,17 +60,20 @@ def node_has_image(node: str, image: str, image_id: str) -> bool:
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return False
+        return {}
     if finished.returncode != 0:
-        return False
+        return {}
     try:
         listing = json.loads(finished.stdout).get("images") or []
     except ValueError:
-        return False
+        return {}
+    return {str(entry.get("id")): list(entry.get("repoTags") or ()) for entry in listing}
+
+
+def node_has_image(node: str, image: str, image_id: str) -> bool:
+    """True when the node's containerd holds ``image`` under the same ID."""
     wanted = {image, f"docker.io/{image}", f"docker.io/library/{image}"}
-    return any(
-        entry.get("id") == image_id and wanted.intersection(entry.get("repoTags") or ()) for entry in listing
-    )
+    return bool(wanted.intersection(node_images(node).get(image_id, ())))
 
 
 def load_image(kind: Path, cluster_name: str, nodes: list[str], image: str) -> list[str]:
