@@ -1,4 +1,6 @@
-"""Cluster lifecycle of the kind backend: orphans swept after kill -9, kept clusters attached, bad input.
+"""Cluster lifecycle of the kind backend: orphans swept after kill -9, bad input.
+
+Kept clusters (`ktest up --backend kind`) are in test_kind_plugin.py.
 
 These create clusters of their own (besides the session's), so they are few.
 """
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ktest.backends.kind import KindBackend, find_kept
+from ktest.backends.kind import KindBackend
 from ktest.config import Settings
 from ktest.errors import KindError
 from ktest.kind import records
@@ -83,29 +85,6 @@ def test_an_orphan_of_a_killed_run_is_swept_and_only_with_its_record(kind: KindH
     assert f"deleted kind cluster {name}: its owner (pid {owner.pid}) is gone" in notes
     assert name not in existing_clusters(kind.kind)
     assert records.read_record(name) is None and not Path(record.directory).exists()
-
-
-def test_a_kept_cluster_is_attached_and_survives_the_run(kind: KindHandle) -> None:
-    settings = Settings(backend="kind", k8s_version=kind.version, reuse=True)
-    kept = KindBackend.start(settings, purpose="up", kept=True)
-    name = kept.kind_cluster.name
-    try:
-        kept.close()  # what `ktest up` does after creating it: the cluster stays
-        assert name in existing_clusters(kind.kind)
-        assert sweep_orphans(kind.kind) == [] or all(name not in n for n in sweep_orphans(kind.kind))
-
-        started = time.monotonic()
-        attached = find_kept(settings)
-        assert attached is not None and attached.kind_cluster.name == name
-        assert attached.cluster.version.startswith("v" + kind.version)
-        attach_seconds = time.monotonic() - started
-        attached.close()  # attaching never deletes
-        assert name in existing_clusters(kind.kind), f"attached in {attach_seconds:.2f}s"
-    finally:
-        record = records.read_record(name)
-        if record is not None:
-            KindCluster(record, kind.kind).delete()
-    assert name not in existing_clusters(kind.kind)
 
 
 def test_a_name_taken_by_another_cluster_is_refused(kind: KindHandle) -> None:
