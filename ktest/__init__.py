@@ -46,6 +46,9 @@ _EXPORTS = {
     "CRDError": "ktest.errors",
     "OperatorError": "ktest.errors",
     "ConfigError": "ktest.errors",
+    "KindError": "ktest.errors",
+    "KindHandle": "ktest.kind.handle",
+    "image_from_binary": "ktest.kind.binary_image",
 }
 
 __all__ = sorted(_EXPORTS)
