@@ -12,6 +12,8 @@ the standard library, so it starts in a few milliseconds. :func:`sweep_stale`
 is also used by the owner to remove directories left behind by dead owners.
 
 Protocol, one line each: ``dir <path>``, ``keep`` (do not remove the directory),
+``kind <kind binary>\t<cluster name>\t<record path>`` (delete that kind cluster, its
+record and the directory named by ``dir``, unless the record says it is kept),
 ``release`` (the owner cleaned up itself; exit quietly).
 """
 
@@ -115,11 +117,34 @@ def sweep_stale(base: Path) -> list[Path]:
     return removed
 
 
+def delete_kind_cluster(kind: str, name: str, record: Path) -> None:
+    """Delete a dead owner's kind cluster (stopping a ``kind create`` still running for it first)."""
+    try:
+        if '"kept": true' in record.read_text():
+            return  # kept on purpose after all (ktest up, --ktest-keep-cluster)
+    except OSError:
+        return  # no record: the owner deleted it, or it was never ktest's
+    for pid in processes_mentioning(f"--name\0{name}\0"):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    import subprocess
+
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            [kind, "delete", "cluster", "--name", name, "--kubeconfig", os.devnull],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            timeout=300, check=False,
+        )
+    with contextlib.suppress(OSError):
+        record.unlink()
+
+
 def main() -> None:
     for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(signum, signal.SIG_IGN)
     directory: Path | None = None
     keep = False
+    kind_cluster: tuple[str, str, Path] | None = None
     for raw in sys.stdin.buffer:
         line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
         command, _, argument = line.partition(" ")
@@ -127,8 +152,13 @@ def main() -> None:
             directory = Path(argument)
         elif command == "keep":
             keep = True
+        elif command == "kind":
+            kind, name, record = argument.split("\t")
+            kind_cluster = (kind, name, Path(record))
         elif command == "release":
             return
+    if kind_cluster is not None:
+        delete_kind_cluster(*kind_cluster)
     if directory is not None:
         kill_and_remove(directory, remove=not keep)
 

@@ -47,7 +47,7 @@ def _untrack(fd: int) -> None:
 class JanitorHandle:
     """A running janitor that cleans ``directory`` up if this process dies."""
 
-    def __init__(self, directory: Path, *, keep_directory: bool) -> None:
+    def __init__(self, directory: Path | None, *, keep_directory: bool = False) -> None:
         script = str(Path(janitor.__file__).resolve())
         # -I -S: no site-packages and no ktest import, so it starts in milliseconds.
         self._process = spawn(
@@ -61,9 +61,14 @@ class JanitorHandle:
         assert self._process.stdin is not None
         self._stdin = self._process.stdin
         _track(self._stdin.fileno())
-        self._send(f"dir {directory}")
+        if directory is not None:
+            self._send(f"dir {directory}")
         if keep_directory:
             self._send("keep")
+
+    def watch_kind_cluster(self, kind: Path, name: str, record: Path) -> None:
+        """If this process dies, delete kind cluster ``name`` (unless its record turns kept)."""
+        self._send(f"kind {kind}\t{name}\t{record}")
 
     @property
     def pid(self) -> int:

@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from ktest.controlplane.janitor_client import JanitorHandle
 from ktest.errors import KindError
 from ktest.kind import records
 from ktest.kind.records import ClusterRecord
@@ -77,10 +78,15 @@ def existing_clusters(kind: Path) -> list[str]:
 
 @dataclass
 class KindCluster:
-    """A kind cluster ktest created (or attached to by its record)."""
+    """A kind cluster ktest created (or attached to by its record).
+
+    ``janitor`` (owned clusters only) deletes the cluster if this process dies
+    without doing so (kill -9, a crash): a tiny separate process watching a pipe.
+    """
 
     record: ClusterRecord
     kind: Path
+    janitor: JanitorHandle | None = None
 
     @property
     def name(self) -> str:
@@ -124,6 +130,13 @@ class KindCluster:
     def delete(self) -> None:
         """Delete the cluster, its private directory and its record. Idempotent."""
         delete_cluster(self.kind, self.record)
+        self.release_janitor()
+
+    def release_janitor(self) -> None:
+        """This process took care of the cluster (deleted or kept it): the janitor has nothing to do."""
+        janitor, self.janitor = self.janitor, None
+        if janitor is not None:
+            janitor.release()
 
 
 def node_containers(name: str) -> list[Any]:
@@ -197,8 +210,10 @@ def create_cluster(
     record = records.owned_by_this_process(name, directory, image, version, purpose)
     if kept:
         record = _kept(record)
-    records.write_record(record, records_dir)
-    cluster = KindCluster(record, kind)
+    record_path = records.write_record(record, records_dir)
+    cluster = KindCluster(record, kind, JanitorHandle(directory))
+    assert cluster.janitor is not None
+    cluster.janitor.watch_kind_cluster(kind, name, record_path)
     try:
         config_path = directory / "kind-config.yaml"
         config_path.write_text(yaml.safe_dump(dict(config), sort_keys=False))
@@ -228,10 +243,13 @@ def create_cluster(
         _private_kubeconfig(cluster)
         wait_usable(cluster, timeout=timeout)
         say(f"kind cluster {name}: usable after {time.monotonic() - started:.1f}s")
+        if kept:
+            cluster.release_janitor()
         return cluster
     except BaseException:
         with contextlib.suppress(Exception):
             delete_cluster(kind, record, records_dir)
+        cluster.release_janitor()
         raise
 
 
@@ -245,6 +263,7 @@ def keep(cluster: KindCluster, records_dir: Path | None = None) -> None:
     """Mark the cluster as kept: no sweep removes it; ``ktest down`` does."""
     cluster.record = _kept(cluster.record)
     records.write_record(cluster.record, records_dir)
+    cluster.release_janitor()
 
 
 # -------------------------------------------------------------------- credentials

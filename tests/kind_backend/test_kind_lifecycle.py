@@ -24,6 +24,7 @@ from ktest.kind import records
 from ktest.kind.cluster import KindCluster, create_cluster, existing_clusters
 from ktest.kind.handle import KindHandle
 from ktest.kind.sweep import sweep_orphans
+from ktest.wait import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,20 +53,44 @@ def _wait_line(process: subprocess.Popen[str], prefix: str, timeout: float = 400
     raise AssertionError(f"the owner process never printed {prefix!r}:\n{''.join(seen[-30:])}")
 
 
-def test_an_orphan_of_a_killed_run_is_swept_and_only_with_its_record(kind: KindHandle) -> None:
-    owner = _run_owner(f"""
-        import time
-        from ktest.backends.kind import KindBackend
-        from ktest.config import Settings
-        backend = KindBackend.start(Settings(backend="kind", k8s_version={kind.version!r}))
-        print("CLUSTER", backend.kind_cluster.name, flush=True)
-        time.sleep(3600)
-    """)
+OWNER = """
+import time
+from ktest.backends.kind import KindBackend
+from ktest.config import Settings
+backend = KindBackend.start(Settings(backend="kind", k8s_version={version!r}))
+print("CLUSTER", backend.kind_cluster.name, backend.kind_cluster.janitor.pid, flush=True)
+time.sleep(3600)
+"""
+
+
+def _start_owner(version: str) -> tuple[subprocess.Popen[str], str, int]:
+    owner = _run_owner(OWNER.format(version=version))
     try:
-        name = _wait_line(owner, "CLUSTER")
-    finally:
-        owner.send_signal(signal.SIGKILL)
+        name, janitor = _wait_line(owner, "CLUSTER").split()
+    except BaseException:
+        owner.kill()
         owner.wait()
+        raise
+    return owner, name, int(janitor)
+
+
+def test_the_janitor_deletes_the_cluster_of_a_killed_run(kind: KindHandle) -> None:
+    owner, name, _ = _start_owner(kind.version)
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+    eventually(
+        lambda: name not in existing_clusters(kind.kind),
+        timeout=120,
+        description=f"the janitor deleted {name} after its owner was killed",
+    )
+    assert records.read_record(name) is None
+
+
+def test_an_orphan_is_swept_at_the_next_start_and_only_with_its_record(kind: KindHandle) -> None:
+    owner, name, janitor = _start_owner(kind.version)
+    os.kill(janitor, signal.SIGKILL)  # e.g. the whole process group killed by a CI timeout
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
     record = records.read_record(name)
     assert record is not None and record.orphaned()
     assert name in existing_clusters(kind.kind)
