@@ -86,8 +86,8 @@ def connect(env: Mapping[str, str] | None = None, *, check_runtime: bool = True)
         raise _connection_error(address, error) from error
     info = engine_info(client, env)
     _check_version(info, address)
-    if check_runtime:
-        _check_runtime(info, address)
+    if check_runtime and info.local:
+        check_runtime_for(info, address, missing_capabilities())
     return client
 
 
@@ -148,10 +148,8 @@ def _check_version(info: EngineInfo, address: str) -> None:
         )
 
 
-def _check_runtime(info: EngineInfo, address: str) -> None:
-    if not info.local:
-        return
-    missing = missing_capabilities()
+def check_runtime_for(info: EngineInfo, address: str, missing: list[str]) -> None:
+    """KindError when capabilities are ``missing`` and the engine's default runtime is plain runc."""
     if not missing:
         return
     default = info.default_runtime

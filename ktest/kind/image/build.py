@@ -245,3 +245,6 @@ def _tag(client: Any, image: Any, reference: str, version: str) -> None:
     if previous is not None and previous.id != image.id:
         with contextlib.suppress(APIError):
             client.images.remove(previous.id)
+    # Node images that lost their tag (replaced, or under an image that was) are ours to drop.
+    with contextlib.suppress(APIError):
+        client.images.prune(filters={"dangling": True, "label": f"{recipe.LABEL_PREFIX}part=node"})

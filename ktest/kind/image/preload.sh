@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs once in the container ktest commits as a node image: imports the component images into
-# the node's containerd (pinned, so the kubelet never garbage-collects them), then cleans up.
+# the node's containerd, then cleans up. (containerd 1.6 has no pinned images: a kubelet under
+# disk pressure could garbage-collect unused ones, which cannot be pulled again offline.)
 set -eu
 pause_image=$1
 sed -i "s|sandbox_image = .*|sandbox_image = \"$pause_image\"|" /etc/containerd/config.toml
@@ -19,8 +20,7 @@ until ctr version >/dev/null 2>&1; do
 done
 for archive in /kind/images/*.tar; do
   echo "importing $(basename "$archive" .tar)"
-  ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms \
-    --no-unpack --digests "$archive" >/dev/null
+  ctr --namespace=k8s.io images import --all-platforms --no-unpack --digests "$archive" >/dev/null
 done
 ctr --namespace=k8s.io images list --quiet
 kill "$containerd_pid"

@@ -1,0 +1,109 @@
+"""Fixtures for the kind layer's tests: the real Docker engine, real node images, one real cluster.
+
+The node images are built by ``make kind-images`` before the suite runs (the
+fixtures then find them in seconds); run alone, the first test builds them.
+Default version: ``--ktest-k8s-version`` or 1.37; the older one:
+``KTEST_OLDER_K8S_VERSION`` (1.35 in ``make test``).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ktest.kind import engine, recipe
+from ktest.kind.binary import resolve_kind
+from ktest.kind.image import build_node_image, resolve_version
+
+CREATE_TIMEOUT_SECONDS = 300
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Any:
+    return engine.connect()
+
+
+@pytest.fixture(scope="session")
+def kind_binary() -> Path:
+    return resolve_kind(progress=False)
+
+
+@pytest.fixture(scope="session")
+def node_version(pytestconfig: pytest.Config) -> str:
+    return resolve_version(pytestconfig.getoption("--ktest-k8s-version", default=None))
+
+
+@pytest.fixture(scope="session")
+def node_image(node_version: str, docker_client: Any) -> str:
+    return build_node_image(node_version, progress=True)
+
+
+def older_version() -> str | None:
+    return os.environ.get("KTEST_OLDER_K8S_VERSION") or None
+
+
+@dataclass(frozen=True)
+class KindTestCluster:
+    """A kind cluster made straight from a node image (no ktest backend involved)."""
+
+    name: str
+    kubeconfig: Path
+    kubectl_binary: Path
+
+    def kubectl(self, *args: str, timeout: float = 120, check: bool = True) -> str:
+        finished = subprocess.run(
+            [str(self.kubectl_binary), "--kubeconfig", str(self.kubeconfig), *args],
+            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False,
+        )
+        if check and finished.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {finished.stderr.strip()}")
+        return finished.stdout
+
+    def apply(self, manifest: dict[str, Any]) -> None:
+        finished = subprocess.run(
+            [str(self.kubectl_binary), "--kubeconfig", str(self.kubeconfig), "apply", "-f", "-"],
+            input=yaml.safe_dump(manifest), capture_output=True, text=True, timeout=60, check=False,
+        )
+        assert finished.returncode == 0, finished.stderr
+
+
+@pytest.fixture(scope="module")
+def kind_cluster(
+    node_image: str, node_version: str, kind_binary: Path, docker_client: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[KindTestCluster]:
+    """One cluster per module from the node image, with the config the image requires; always deleted."""
+    from ktest.assets import resolve_assets
+
+    directory = tmp_path_factory.mktemp("kind")
+    name = f"ktest-imagetest-{secrets.token_hex(3)}"
+    config = recipe.required_cluster_config(
+        node_version, cgroup_version=engine.cgroup_version(docker_client)
+    )
+    (directory / "cluster.yaml").write_text(yaml.safe_dump(config))
+    kubeconfig = directory / "kubeconfig"
+    command = [
+        str(kind_binary), "create", "cluster", "--name", name, "--image", node_image,
+        "--config", str(directory / "cluster.yaml"), "--kubeconfig", str(kubeconfig), "--wait", "3m",
+    ]
+    try:
+        created = subprocess.run(
+            command, capture_output=True, text=True, timeout=CREATE_TIMEOUT_SECONDS,
+            stdin=subprocess.DEVNULL, check=False,
+        )
+        assert created.returncode == 0, f"kind create cluster failed:\n{created.stderr[-3000:]}"
+        cluster = KindTestCluster(name, kubeconfig, resolve_assets(node_version).binary("kubectl"))
+        yield cluster
+    finally:
+        subprocess.run(
+            [str(kind_binary), "delete", "cluster", "--name", name],
+            capture_output=True, timeout=120, stdin=subprocess.DEVNULL, check=False,
+        )

@@ -1,0 +1,128 @@
+"""Building node images: rebuild avoidance, distrust of wrong labels, and the errors users see."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ktest.assets.gobuild import find_go
+from ktest.assets.progress import Progress
+from ktest.errors import KindError
+from ktest.kind import engine, recipe
+from ktest.kind.cache import KindCache
+from ktest.kind.goinstall import go_install
+from ktest.kind.image import build_node_image, find_node_image, list_node_images, resolve_version
+from ktest.kind.image.build import build
+
+pytestmark = pytest.mark.slow
+
+
+def _quiet() -> Progress:
+    return Progress(enabled=True, stream=io.StringIO())
+
+
+def test_a_second_build_for_the_same_inputs_builds_nothing(
+    node_image: str, node_version: str, docker_client: Any
+) -> None:
+    before = docker_client.images.get(node_image).id
+    progress = _quiet()
+    report = build(docker_client, node_version, force=False, progress=progress, cache=KindCache.from_env())
+    assert report.reused, report
+    assert report.steps == {}
+    assert docker_client.images.get(node_image).id == before
+    assert "is up to date" in progress.stream.getvalue()  # type: ignore[attr-defined]
+
+
+def test_an_image_with_the_right_tag_but_wrong_labels_is_rebuilt(
+    node_image: str, node_version: str, docker_client: Any
+) -> None:
+    """A hand-made image under the tag is not trusted: found as unusable, then replaced by a build."""
+    dockerfile = f"FROM {node_image}\nLABEL {recipe.LABEL_RECIPE_VERSION}=0-handmade\n"
+    docker_client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=node_image, rm=True)
+    assert find_node_image(node_version) is None
+    unusable = {info.reference: info for info in list_node_images(include_unusable=True)}
+    assert not unusable[node_image].usable
+    assert node_image not in {info.reference for info in list_node_images()}
+
+    progress = _quiet()
+    report = build(docker_client, node_version, force=False, progress=progress, cache=KindCache.from_env())
+
+    assert not report.reused
+    assert find_node_image(node_version) == node_image
+    labels = docker_client.images.get(node_image).labels
+    assert labels[recipe.LABEL_RECIPE_VERSION] == recipe.RECIPE_VERSION
+    # Every cached part was reused: no Go build, no debootstrap ran again.
+    log = progress.stream.getvalue()  # type: ignore[attr-defined]
+    assert "building kubelet" not in log and "debootstrap" not in log.replace("Debian", "")
+
+
+def test_unsupported_kubernetes_version_is_refused_naming_the_supported_ones() -> None:
+    with pytest.raises(KindError) as caught:
+        build_node_image("1.30", progress=False)
+    message = str(caught.value)
+    assert "Kubernetes 1.30 is not supported" in message
+    assert all(minor in message for minor in recipe.MINORS)
+    assert "--k8s-version" in message
+
+
+def test_nonsense_version_is_refused_before_anything_runs() -> None:
+    with pytest.raises(KindError, match=r"--k8s-version 'one\.two'"):
+        resolve_version("one.two")
+
+
+def test_no_engine_is_explained(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    socket = tmp_path / "no-docker.sock"
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{socket}")
+    with pytest.raises(KindError) as caught:
+        build_node_image(recipe.DEFAULT_MINOR, progress=False)
+    message = str(caught.value)
+    assert f"no Docker engine at unix://{socket}: there is no socket at {socket}" in message
+    assert "scripts/docker-engine" in message and "DOCKER_HOST" in message
+
+
+def test_a_refused_connection_is_explained(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")
+    with pytest.raises(KindError, match=r"no Docker engine at tcp://127\.0\.0\.1:9: connecting to it failed"):
+        engine.connect()
+
+
+def test_a_failed_go_build_shows_the_log_tail_and_where_the_log_is(tmp_path: Path) -> None:
+    go = find_go()
+    assert go is not None, "this test needs `go` on PATH"
+    destination = tmp_path / "kind"
+    with pytest.raises(KindError) as caught:
+        go_install(
+            go, f"{recipe.KIND_MODULE}@v0.0.999", "kind", destination, _quiet(), "building kind v0.0.999"
+        )
+    message = str(caught.value)
+    log = tmp_path / "kind.log"
+    assert f"full log: {log}" in message
+    assert "v0.0.999" in log.read_text()
+    last_line = log.read_text().strip().splitlines()[-1]
+    assert last_line.strip() in message
+    assert not destination.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == []
+
+
+def test_missing_disk_space_is_reported_before_building(tmp_path: Path, docker_client: Any) -> None:
+    """A cache on a 16 MiB file system cannot take a root filesystem: refused up front, naming it."""
+    from ktest.assets.store import Locations
+    from ktest.kind.image.build import check_disk
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    mounted = os.system(f"mount -t tmpfs -o size=16m ktest-small {mount} 2>/dev/null") == 0
+    assert mounted, "this test mounts a small tmpfs (needs root)"
+    try:
+        cache = KindCache(Locations(mount / "ktest", mount / "envtest", "amd64"))
+        with pytest.raises(KindError) as caught:
+            check_disk(cache, engine.engine_info(docker_client).docker_root, "1.37.2")
+        message = str(caught.value)
+        assert "not enough disk space" in message and str(mount) in message
+        assert "GiB free" in message
+    finally:
+        os.system(f"umount {mount}")
