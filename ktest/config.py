@@ -10,6 +10,7 @@ options and ini keys from that table, and plain-Python code calls
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ktest.controller_names import KNOWN_CONTROLLERS, known_controller, short_name
 from ktest.errors import AssetsError, ConfigError
 
 BACKENDS = ("bare", "existing", "kind")
@@ -206,7 +208,20 @@ def _controllers(text: str, spec: Spec, source: Source) -> tuple[str, ...]:
             f"{source.label}: {', '.join(map(repr, bad))} is not a controller name; give a "
             "comma-separated list such as garbagecollector,namespace, or none"
         )
+    unknown = [name for name in names if known_controller(name) is None]
+    if unknown:
+        hints = [f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
+                 for name in unknown
+                 for close in [difflib.get_close_matches(name, _CONTROLLER_SPELLINGS, n=1)]]
+        raise ConfigError(
+            f"{source.label}: unknown kube-controller-manager controller {', '.join(hints)}. "
+            f"Known controllers (full name, or its short form such as garbagecollector): "
+            f"{', '.join(KNOWN_CONTROLLERS)}; or none to run no kube-controller-manager"
+        )
     return tuple(dict.fromkeys(names))
+
+
+_CONTROLLER_SPELLINGS = [*KNOWN_CONTROLLERS, *(short_name(name) for name in KNOWN_CONTROLLERS)]
 
 
 # -------------------------------------------------------------------- the table
@@ -296,6 +311,37 @@ def resolve_settings(
         sources[spec.name] = source.label
     settings = Settings(**{k: v for k, v in values.items() if v is not None}, sources=sources)
     return _check_combination(settings, env)
+
+
+_CRD_API_VERSION = "apiextensions.k8s.io/v1"
+
+
+def check_before_start(settings: Settings) -> None:
+    """What can be checked before a cluster starts and costs more than parsing: every
+    CRD file parses and holds only CustomResourceDefinitions (errors name the setting,
+    the file and the line), and backend existing's context is the kubeconfig's current
+    one.  Raises :class:`~ktest.errors.ConfigError`."""
+    from ktest.cluster.manifests import load_located
+    from ktest.errors import ManifestError
+
+    source = settings.source_of("crds")
+    for path in settings.crds:
+        try:
+            manifests = load_located(path)
+        except ManifestError as error:
+            raise ConfigError(f"{source}: {error}") from None
+        for manifest in manifests:
+            obj = manifest.obj
+            if (obj.get("apiVersion"), obj.get("kind")) != (_CRD_API_VERSION, "CustomResourceDefinition"):
+                raise ConfigError(
+                    f"{source}: {manifest.origin}: {manifest.ref_text} ({obj.get('apiVersion')}) is not a "
+                    "CustomResourceDefinition (apiextensions.k8s.io/v1); CRD paths must hold only CRDs "
+                    "(apply other objects in the test or a fixture with cluster.apply)"
+                )
+    if settings.backend == "existing" and settings.kubeconfig is not None and settings.context:
+        from ktest.backends.existing import check_context
+
+        check_context(settings.kubeconfig, settings.context)
 
 
 def settings_from_env(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:

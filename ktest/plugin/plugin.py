@@ -43,12 +43,18 @@ class KeptNamespaceWarning(UserWarning):
     """A test namespace was kept for debugging (``ktest_keep_namespaces``)."""
 
 
+class KtestSettingsWarning(UserWarning):
+    """ktest's settings are bad; the run goes on until a test uses a ktest fixture."""
+
+
 class KtestSession:
     """Per-pytest-session state: settings, the backend (opened on first use), contexts."""
 
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+    def __init__(self, config: pytest.Config, settings: Settings, error: ConfigError | None = None) -> None:
         self.config = config
-        self.settings = settings
+        self.settings = settings  # the defaults when ``error`` is set
+        self.settings_error = error
+        self._checked = False
         self.backend: Backend | None = None
         self.server: ClusterServer | None = None
         self.notes: list[str] = []
@@ -65,8 +71,25 @@ class KtestSession:
 
         settings = self.settings
         self.context = self._stack.enter_context(run_context("session"))
-        defaults = WaitDefaults(settings.timeout, settings.interval, settings.consistently)
-        self._stack.enter_context(use_defaults(defaults))
+        if self.settings_error is None:
+            defaults = WaitDefaults(settings.timeout, settings.interval, settings.consistently)
+            self._stack.enter_context(use_defaults(defaults))
+
+    def usable_settings(self) -> Settings:
+        """The settings, once checked as far as possible before anything starts (CRD files
+        parse and hold CRDs, backend existing's context); raises ConfigError otherwise."""
+        if self.settings_error is not None:
+            raise self.settings_error
+        if not self._checked:
+            from ktest.config import check_before_start
+
+            try:
+                check_before_start(self.settings)
+            except ConfigError as error:
+                self.settings_error = error
+                raise
+            self._checked = True
+        return self.settings
 
     def exit(self) -> None:
         self._stack.close()
@@ -228,16 +251,19 @@ def settings_from_config(config: pytest.Config) -> Settings:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Resolve the settings; bad ones are a warning here and an error in the first test that
+    uses a ktest fixture, so a stray KTEST_* variable cannot break runs that do not use ktest."""
+    error: ConfigError | None = None
     try:
         settings = settings_from_config(config)
-        if settings.backend == "existing":
-            from ktest.backends.existing import check_context
-
-            assert settings.kubeconfig is not None and settings.context is not None
-            check_context(settings.kubeconfig, settings.context)
-    except ConfigError as error:
-        raise pytest.UsageError(f"ktest: {error}") from None
-    config.stash[_SESSION] = KtestSession(config, settings)
+    except ConfigError as caught:
+        settings, error = Settings(), caught
+        config.issue_config_time_warning(
+            KtestSettingsWarning(f"ktest: {caught}. Tests that use no ktest fixture run as usual; "
+                                 "the first one that does fails with this error."),
+            stacklevel=2,
+        )
+    config.stash[_SESSION] = KtestSession(config, settings, error)
     config.pluginmanager.register(config.stash[_SESSION], "ktest-session")
     from ktest.plugin.kind_fixtures import register as register_kind_fixtures
 
@@ -251,7 +277,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"ktest: {_session(config).settings.describe()}"
+    session = _session(config)
+    if session.settings_error is not None:
+        return "ktest: bad settings, not used unless a test asks for a ktest fixture (see the warnings)"
+    return f"ktest: {session.settings.describe()}"
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -347,7 +376,8 @@ def _failure_sections(item: pytest.Item, when: str) -> list[tuple[str, str]]:
                 text = provider()
             except Exception as error:
                 text = f"(this section could not be produced: {type(error).__name__}: {error})"
-            sections.append((title, text))
+            if text.strip():  # an operator that wrote nothing during the test gets no empty section
+                sections.append((title, text))
     used = item.stash.get(_NAMESPACE, None)
     if used is not None and when in ("setup", "call"):
         from ktest.plugin.diagnostics import describe_namespace
@@ -371,13 +401,23 @@ def _failure_sections(item: pytest.Item, when: str) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="session")
-def ktest_settings(pytestconfig: pytest.Config) -> Settings:
-    """The resolved ktest settings of this run."""
-    return _session(pytestconfig).settings
+def ktest_settings(request: pytest.FixtureRequest) -> Settings:
+    """The resolved ktest settings of this run, checked before anything starts.
+
+    Every ktest fixture depends on this one: with bad settings, the first test that
+    uses ktest fails with the error (naming the option, ini key or variable, or the
+    file and line) and the session stops after it.
+    """
+    try:
+        return _session(request.config).usable_settings()
+    except ConfigError as error:
+        problem = f"ktest: {error}"
+    request.session.shouldstop = "ktest: bad settings (the first ktest test says which)"
+    pytest.fail(problem, pytrace=False)
 
 
 @pytest.fixture(scope="session")
-def ktest_backend(pytestconfig: pytest.Config) -> Iterator[Backend]:
+def ktest_backend(pytestconfig: pytest.Config, ktest_settings: Settings) -> Iterator[Backend]:
     """Where the session's cluster comes from (opened on first use, closed at the end)."""
     session = _session(pytestconfig)
     backend = session.open_backend()

@@ -4,16 +4,38 @@
 it to keep passing; both wake up as soon as an object the check read through a
 ``Cluster`` changes.  ``assert_matches``/``diff`` compare an object with an expected
 subset.  ``ktest.wait.aio`` has the same two functions for ``async def`` tests.
+
+Names are imported on first use: the pytest plugin imports ``ktest.wait.defaults``
+at session start, which must not pull in the kubernetes client.
 """
 
 from __future__ import annotations
 
-from ktest.wait import aio
-from ktest.wait.defaults import WaitDefaults, current_defaults, use_defaults
-from ktest.wait.match import ListKeys, assert_matches, diff
-from ktest.wait.sync import consistently, eventually
-from ktest.wait.tracking import ReadTarget, record_read, recording_reads
-from ktest.wait.wakeup import close_hub
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ktest.wait import aio
+    from ktest.wait.defaults import WaitDefaults, current_defaults, use_defaults
+    from ktest.wait.match import ListKeys, assert_matches, diff
+    from ktest.wait.sync import consistently, eventually
+    from ktest.wait.tracking import ReadTarget, record_read, recording_reads
+    from ktest.wait.wakeup import close_hub
+
+_EXPORTS = {
+    "ListKeys": "ktest.wait.match",
+    "ReadTarget": "ktest.wait.tracking",
+    "WaitDefaults": "ktest.wait.defaults",
+    "assert_matches": "ktest.wait.match",
+    "close_hub": "ktest.wait.wakeup",
+    "consistently": "ktest.wait.sync",
+    "current_defaults": "ktest.wait.defaults",
+    "diff": "ktest.wait.match",
+    "eventually": "ktest.wait.sync",
+    "record_read": "ktest.wait.tracking",
+    "recording_reads": "ktest.wait.tracking",
+    "use_defaults": "ktest.wait.defaults",
+}
 
 __all__ = [
     "ListKeys",
@@ -30,3 +52,16 @@ __all__ = [
     "recording_reads",
     "use_defaults",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "aio":
+        return importlib.import_module("ktest.wait.aio")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ktest.wait' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS, "aio"])

@@ -1,0 +1,81 @@
+"""The controllers kube-controller-manager knows, so that a bad ``ktest_controllers``
+value is rejected before anything starts.
+
+Taken from kube-controller-manager's ``--controllers`` list (its ``names`` package)
+for Kubernetes 1.35 to 1.37.  ktest also accepts the short form of each name
+(``garbagecollector`` for ``garbage-collector-controller``); the control plane
+maps both to the binary's own names when it starts.
+"""
+
+from __future__ import annotations
+
+KNOWN_CONTROLLERS: tuple[str, ...] = (
+    "bootstrap-signer-controller",
+    "certificatesigningrequest-approving-controller",
+    "certificatesigningrequest-cleaner-controller",
+    "certificatesigningrequest-signing-controller",
+    "cloud-node-lifecycle-controller",  # 1.35-1.36 only
+    "clusterrole-aggregation-controller",
+    "cronjob-controller",
+    "daemonset-controller",
+    "deployment-controller",
+    "device-taint-eviction-controller",
+    "disruption-controller",
+    "endpoints-controller",
+    "endpointslice-controller",
+    "endpointslice-mirroring-controller",
+    "ephemeral-volume-controller",
+    "garbage-collector-controller",
+    "horizontal-pod-autoscaler-controller",
+    "job-controller",
+    "kube-apiserver-serving-clustertrustbundle-publisher-controller",
+    "legacy-serviceaccount-token-cleaner-controller",
+    "namespace-controller",
+    "node-ipam-controller",
+    "node-lifecycle-controller",
+    "node-route-controller",  # 1.35-1.36 only
+    "persistentvolume-attach-detach-controller",
+    "persistentvolume-binder-controller",
+    "persistentvolume-expander-controller",
+    "persistentvolume-protection-controller",
+    "persistentvolumeclaim-protection-controller",
+    "pod-garbage-collector-controller",
+    "podcertificaterequest-cleaner-controller",
+    "podgroup-protection-controller",  # 1.36-1.37 only
+    "replicaset-controller",
+    "replicationcontroller-controller",
+    "resourceclaim-controller",
+    "resourcepoolstatusrequest-controller",  # 1.36-1.37 only
+    "resourcequota-controller",
+    "root-ca-certificate-publisher-controller",
+    "selinux-warning-controller",
+    "service-cidr-controller",
+    "service-lb-controller",  # 1.35-1.36 only
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "statefulset-controller",
+    "storage-version-migrator-controller",
+    "storageversion-garbage-collector-controller",
+    "taint-eviction-controller",
+    "token-cleaner-controller",
+    "ttl-after-finished-controller",
+    "ttl-controller",
+    "validatingadmissionpolicy-status-controller",
+    "volumeattributesclass-protection-controller",
+)
+
+
+def short_name(name: str) -> str:
+    """``garbage-collector-controller`` and ``garbagecollector`` -> ``garbagecollector``."""
+    key = name.lower().replace("-", "").replace("_", "")
+    return key.removesuffix("controller") or key
+
+
+_BY_SHORT_NAME = {short_name(name): name for name in KNOWN_CONTROLLERS}
+
+
+def known_controller(name: str) -> str | None:
+    """The full name of controller ``name`` (full or short form), or None if unknown."""
+    if name in KNOWN_CONTROLLERS:
+        return name
+    return _BY_SHORT_NAME.get(short_name(name))

@@ -1,0 +1,128 @@
+"""The plugin costs nothing until a test asks for a ktest fixture, and then every
+setting and CRD file is checked before anything starts.
+
+* no kubernetes client (nor ktest's wait/cluster code) is imported by a run that
+  uses no ktest fixture;
+* a bad ``KTEST_*`` variable is a warning in such a run, not a usage error;
+* in a run that uses ktest, bad settings fail the first ktest test with a message
+  naming the source (option, ini key, variable) or the file and line, stop the
+  session, and start no control plane.
+
+Inner runs are subprocesses (plugins load from entry points, like a user's run).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+# pytest-kind and pytest-kubernetes import HTTP/YAML libraries themselves: leave them out
+OTHERS_OFF = ("-p", "no:pytest-kind", "-p", "no:pytest-kubernetes")
+
+NO_KTEST = """
+import sys
+
+def test_plain():
+    heavy = [m for m in ("kubernetes", "urllib3", "yaml", "tenacity", "ktest.wait.sync", "ktest.cluster",
+                         "ktest.backends") if m in sys.modules]
+    print("HEAVY", heavy)
+"""
+
+USES_KTEST = """
+def test_uses_ktest(cluster):
+    pass
+
+def test_second(cluster):
+    pass
+
+def test_plain():
+    pass
+"""
+
+
+def test_a_run_without_ktest_fixtures_imports_nothing_heavy(pytester: pytest.Pytester, inner_env: dict
+                                                            ) -> None:
+    pytester.makepyfile(NO_KTEST)
+    result = pytester.runpytest_subprocess("-s", *OTHERS_OFF)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*HEAVY []"])
+
+
+def test_a_bad_variable_is_only_a_warning_without_ktest_fixtures(
+    pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(NO_KTEST)
+    monkeypatch.setenv("KTEST_KEEP_NAMESPACES", "sometimes")
+    monkeypatch.setenv("KTEST_TIMEOUT", "ten")
+    result = pytester.runpytest_subprocess("-s", *OTHERS_OFF)
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines([
+        "ktest: bad settings, not used unless a test asks for a ktest fixture*",
+        "*HEAVY []",
+        "*KtestSettingsWarning: ktest: environment variable KTEST_TIMEOUT: 'ten' is not a valid timeout*",
+    ])
+
+
+def _bad_run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(USES_KTEST)
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess(*OTHERS_OFF, *args)
+    assert time.monotonic() - started < 60, "a control plane was started"
+    # the first ktest test errors, the session stops there: nothing else runs
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*Interrupted: ktest: bad settings*"])
+    assert "\ncluster: " not in result.stdout.str()  # the summary line of a backend that opened
+    return result
+
+
+def test_a_bad_variable_fails_the_first_ktest_test_and_stops(
+    pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KTEST_KEEP_NAMESPACES", "sometimes")
+    result = _bad_run(pytester)
+    result.stdout.fnmatch_lines([
+        "*ktest: environment variable KTEST_KEEP_NAMESPACES: 'sometimes' is not a valid keep_namespaces; "
+        "allowed values: never, on-failure, always"
+    ])
+
+
+def test_an_unknown_controller_in_the_ini_is_rejected_before_anything_starts(
+    pytester: pytest.Pytester, inner_env: dict
+) -> None:
+    pytester.makeini("[pytest]\nktest_controllers = garbagecollector,namespaces-controller\n")
+    result = _bad_run(pytester)
+    result.stdout.fnmatch_lines([
+        "*ktest: ini key ktest_controllers: unknown kube-controller-manager controller "
+        "'namespaces-controller' (did you mean 'namespace-controller'?). Known controllers*"
+    ])
+    assert "garbage-collector-controller, horizontal-pod-autoscaler-controller, " in result.stdout.str()
+    assert "During handling of the above exception" not in result.stdout.str()
+
+
+def test_invalid_crd_yaml_is_reported_with_file_and_line_before_anything_starts(
+    pytester: pytest.Pytester, inner_env: dict
+) -> None:
+    crds = pytester.mkdir("crds")
+    (crds / "good.yaml").write_text("")  # empty files are fine
+    (crds / "widgets.yaml").write_text(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n"
+        "  name: widgets.example.com\n spec: [\n"
+    )
+    result = _bad_run(pytester, "--ktest-crds=crds")
+    result.stdout.fnmatch_lines([
+        "*ktest: option --ktest-crds: */crds/widgets.yaml: line 5, column 2: not valid YAML*"
+    ])
+
+
+def test_a_non_crd_in_the_crd_paths_is_reported_before_anything_starts(
+    pytester: pytest.Pytester, inner_env: dict
+) -> None:
+    crds = pytester.mkdir("crds")
+    (crds / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n")
+    pytester.makeini("[pytest]\nktest_crds = crds\n")
+    result = _bad_run(pytester)
+    result.stdout.fnmatch_lines([
+        "*ktest: ini key ktest_crds: */crds/cm.yaml*ConfigMap settings (v1) is not a "
+        "CustomResourceDefinition*"
+    ])
