@@ -10,11 +10,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,7 +82,8 @@ def kubernetes_node_binaries(version: str, cache: KindCache, progress: Progress)
     if (directory / NODE_METADATA_FILE).is_file() and all(p.is_file() for p in paths.values()):
         return paths
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(directory.with_name(directory.name + ".lock"))):
+    with _locked(directory.with_name(directory.name + ".lock"), progress,
+                 f"another process is building Kubernetes {version}'s node binaries"):
         if (directory / NODE_METADATA_FILE).is_file() and all(p.is_file() for p in paths.values()):
             return paths
         go = require_go(f"building Kubernetes {version}'s node binaries")
@@ -108,6 +111,21 @@ def kubernetes_node_binaries(version: str, cache: KindCache, progress: Progress)
     return paths
 
 
+@contextlib.contextmanager
+def _locked(path: Path, progress: Progress, holder: str) -> Iterator[None]:
+    """Hold the file lock ``path``; say who we wait for when another process holds it."""
+    lock = filelock.FileLock(str(path))
+    try:
+        lock.acquire(timeout=0.2)
+    except filelock.Timeout:
+        progress.note(f"{holder}; waiting for it (lock {path})")
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def etcd_binary(version: str, control_plane_etcd: Path, cache: KindCache, progress: Progress) -> Path:
     """The etcd whose release is the one kubeadm expects (tag ``X.Y.Z-0``): reused or built."""
     wanted = recipe.minor_recipe(version).etcd_version
@@ -119,7 +137,7 @@ def etcd_binary(version: str, control_plane_etcd: Path, cache: KindCache, progre
     go = require_go(f"building etcd {wanted}")
     builder = GoBuilder(go, cache.locations.gobuild_dir, progress)
     destination.parent.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(destination.with_name("etcd.lock"))):
+    with _locked(destination.with_name("etcd.lock"), progress, f"another process is building etcd {wanted}"):
         if destination.is_file():
             return destination
         partial = destination.with_name(f".etcd-{os.getpid()}.partial")
