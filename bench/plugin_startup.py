@@ -1,8 +1,15 @@
 """Benchmark of the pytest plugin: session start-up, namespace fixture cost, xdist speed-up.
 
     python bench/plugin_startup.py [--runs 5] [--suite tests/plugin] [--skip-suite]
+    python bench/plugin_startup.py --overhead [--runs 15]
 
-Measures (medians of ``--runs``):
+``--overhead``: what the installed plugin costs a pytest run that uses no ktest
+fixture: wall time (launch to exit) and peak RSS of ``pytest`` on one trivial
+test, with ktest loaded vs ``-p no:ktest``, runs interleaved, medians; also with a
+``KTEST_K8S_VERSION`` set.  The other Kubernetes plugins (pytest-kind,
+pytest-kubernetes) are disabled in both, so the difference is ktest's alone.
+
+Otherwise measures (medians of ``--runs``):
 * start-up to the first test body: from launching ``python -m pytest`` to the
   first line of a test using ``cluster``; cold (backend bare starts a control
   plane) and with reuse (attached to a ``ktest up`` control plane); plus pytest
@@ -80,6 +87,49 @@ def suite(path: str, workers: str, env: dict[str, str]) -> tuple[float, str]:
     return time.monotonic() - started, lines[-1] if lines else f"exit status {result.returncode}"
 
 
+def run_once(directory: Path, extra: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """Seconds from launch to exit, CPU seconds (user + system) and peak RSS (MiB) of one
+    pytest run of a trivial test."""
+    test_file = directory / "test_trivial.py"
+    test_file.write_text("def test_trivial():\n    assert 1 + 1 == 2\n")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:pytest-kind",
+               "-p", "no:pytest-kubernetes", str(test_file), *extra]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, cwd=directory, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"pytest {' '.join(extra)} failed with status {process.returncode}")
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def overhead(runs: int, env: dict[str, str]) -> None:
+    """ktest loaded vs not, on a run that uses no ktest fixture (interleaved runs, medians)."""
+    variants = {
+        "-p no:ktest (baseline)": (["-p", "no:ktest"], env),
+        "ktest loaded": ([], env),
+        "ktest loaded, KTEST_K8S_VERSION=1.37": ([], dict(env, KTEST_K8S_VERSION="1.37")),
+    }
+    results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in variants}
+    with tempfile.TemporaryDirectory(prefix="ktest-bench-") as raw:
+        for extra, run_env in variants.values():  # warm the OS caches once
+            run_once(Path(raw), extra, run_env)
+        for _ in range(runs):
+            for name, (extra, run_env) in variants.items():
+                results[name].append(run_once(Path(raw), extra, run_env))
+    medians = {name: [statistics.median(run[column] for run in values) for column in range(3)]
+               for name, values in results.items()}
+    base = medians["-p no:ktest (baseline)"]
+    print(f"{'one trivial test, no ktest fixture':<38} {'wall':>9} {'vs base':>9} {'CPU':>9} {'vs base':>9} "
+          f"{'peak RSS':>10} {'vs base':>9}")
+    for name, (seconds, cpu, rss) in medians.items():
+        print(f"{name:<38} {seconds:7.3f} s {seconds - base[0]:+7.3f} s {cpu:7.3f} s {cpu - base[1]:+7.3f} s "
+              f"{rss:6.1f} MiB {rss - base[2]:+5.1f} MiB")
+    print(f"({runs} interleaved runs each; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)")
+
+
 def _row(label: str, values: list[float]) -> str:
     spread = f"min {min(values):.2f} max {max(values):.2f}" if len(values) > 1 else ""
     return f"{label:<46} median {statistics.median(values):7.2f} s  ({len(values)} runs; {spread})"
@@ -92,9 +142,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--suite", default="tests/plugin")
     parser.add_argument("--skip-suite", action="store_true")
+    parser.add_argument("--overhead", action="store_true",
+                        help="only the plugin's cost to a run that uses no ktest fixture")
     args = parser.parse_args()
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("KTEST_") or k == "KTEST_CACHE_DIR"}
+    if args.overhead:
+        overhead(args.runs, env)
+        return 0
     with tempfile.TemporaryDirectory(prefix="ktest-bench-") as raw:
         directory = Path(raw)
         env["XDG_STATE_HOME"] = str(directory / "state")
