@@ -244,16 +244,17 @@ def test_existing_refuses_a_context_that_is_not_current(
     result = pytester.runpytest_inprocess(
         "--ktest-backend=existing", f"--ktest-kubeconfig={kubeconfig}", "--ktest-context=ktest-admin@ktest"
     )
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
+    # checked before any request, when the first test asks for the cluster
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
         ["*refusing to run: the current context of * is 'production', not 'ktest-admin@ktest'*"]
     )
 
     result = pytester.runpytest_inprocess(
         "--ktest-backend=existing", f"--ktest-kubeconfig={kubeconfig}", "--ktest-context=staging"
     )
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*context 'staging' is not in * (it has: ktest-admin@ktest, production)*"])
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*context 'staging' is not in * (it has: ktest-admin@ktest, production)*"])
 
 
 def test_background_namespace_deletion(
