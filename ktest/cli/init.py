@@ -1,0 +1,237 @@
+"""``ktest init github-actions``: write a ready GitHub Actions workflow into the user's repository.
+
+The workflow is a dozen lines calling ktest's reusable workflow
+(``.github/workflows/ktest.yml`` of the ktest repository) pinned by commit SHA;
+an existing file is left alone unless ``--force``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from ktest.errors import KtestError
+
+DEFAULT_PATH = Path(".github/workflows/ktest.yml")
+REUSABLE_WORKFLOW = ".github/workflows/ktest.yml"
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_VERSION_ITEM = re.compile(r"^(v?1\.\d+(\.\d+)?|default|latest|supported)$")
+BACKENDS = ("bare", "kind")
+
+
+class InitError(KtestError):
+    """``ktest init`` could not write the workflow (the message says how to fix it)."""
+
+
+def register(subparsers: Any) -> None:
+    """Add ``init`` and its targets to the ``ktest`` parser."""
+    parser = subparsers.add_parser(
+        "init", help="write CI configuration into your repository (github-actions)"
+    )
+    targets = parser.add_subparsers(title="targets", metavar="TARGET")
+    parser.set_defaults(handler=lambda _args: _print_help(parser))
+    github = targets.add_parser(
+        "github-actions",
+        help="a workflow running your pytest suite across Kubernetes versions x backends",
+        description=(
+            "Write a GitHub Actions workflow calling ktest's reusable workflow, pinned by commit SHA. "
+            "The ktest repository and commit default to where this ktest was installed from "
+            "(pip install git+https://github.com/OWNER/ktest@SHA, or a git checkout)."
+        ),
+    )
+    github.add_argument("--path", type=Path, default=DEFAULT_PATH, help=f"default: {DEFAULT_PATH}")
+    github.add_argument("--force", action="store_true", help="overwrite an existing file")
+    github.add_argument("--repository", default=None, metavar="OWNER/NAME", help="ktest's GitHub repository")
+    github.add_argument("--ref", default=None, metavar="SHA", help="the ktest commit to pin (40 hex digits)")
+    github.add_argument(
+        "--k8s-versions", default="1.37,1.36", metavar="LIST",
+        help="comma-separated: 1.37, 1.37.2, default, supported (default: 1.37,1.36)",
+    )
+    github.add_argument("--backends", default="bare", metavar="LIST", help="bare and/or kind (default: bare)")
+    github.add_argument("--shards", type=int, default=1, help="jobs per version x backend (pytest-split)")
+    github.add_argument(
+        "--install",
+        default="pip install -e .",
+        help="command installing your project and its test dependencies",
+    )
+    github.add_argument("--pytest-args", default="", help="extra pytest arguments (e.g. tests/integration)")
+    github.set_defaults(handler=_github_actions)
+
+
+@dataclass(frozen=True)
+class WorkflowOptions:
+    repository: str
+    ref: str
+    k8s_versions: tuple[str, ...]
+    backends: tuple[str, ...]
+    shards: int = 1
+    install: str = "pip install -e ."
+    pytest_args: str = ""
+    ktest_version: str = ""
+
+
+def render_workflow(options: WorkflowOptions) -> str:
+    """The workflow file's text (validated options; see :func:`check_options`)."""
+    check_options(options)
+    tag = f"  # ktest {options.ktest_version}" if options.ktest_version else ""
+    lines = [
+        "# Kubernetes integration tests with ktest: every Kubernetes version x backend below runs",
+        "# this repository's pytest suite in its own job (binaries and kind node images cached).",
+        "# Written by `ktest init github-actions`; see the CI section of ktest's README.",
+        "name: ktest",
+        "on:",
+        "  push:",
+        "  pull_request:",
+        "permissions:",
+        "  contents: read",
+        "concurrency:",
+        "  group: ktest-${{ github.ref }}",
+        "  cancel-in-progress: true",
+        "jobs:",
+        "  ktest:",
+        f"    uses: {options.repository}/{REUSABLE_WORKFLOW}@{options.ref}{tag}",
+        "    with:",
+        f"      k8s-versions: {_yaml_string(json.dumps(list(options.k8s_versions)))}",
+        f"      backends: {_yaml_string(json.dumps(list(options.backends)))}",
+    ]
+    if options.shards != 1:
+        lines.append(f"      shards: {options.shards}")
+    if options.install != "pip install -e .":
+        lines.append(f"      install: {_yaml_string(options.install)}")
+    if options.pytest_args:
+        lines.append(f"      pytest-args: {_yaml_string(options.pytest_args)}")
+    return "\n".join(lines) + "\n"
+
+
+def check_options(options: WorkflowOptions) -> None:
+    """InitError naming the bad option and the accepted forms."""
+    if not _REPOSITORY.match(options.repository):
+        raise InitError(f"--repository {options.repository!r} is not OWNER/NAME (e.g. my-org/ktest)")
+    if not _SHA.match(options.ref):
+        raise InitError(
+            f"--ref {options.ref!r} is not a commit SHA (40 lowercase hex digits). Workflows pin "
+            "third-party code by commit, never by a movable tag or branch; "
+            "`git ls-remote https://github.com/OWNER/ktest v0.1.0` shows a tag's commit."
+        )
+    if not options.k8s_versions:
+        raise InitError("--k8s-versions is empty; give e.g. 1.37,1.36")
+    for version in options.k8s_versions:
+        if not _VERSION_ITEM.match(version):
+            raise InitError(
+                f"--k8s-versions: {version!r} is not a Kubernetes version; use 1.37, 1.37.2, "
+                "default or supported"
+            )
+    for backend in options.backends:
+        if backend not in BACKENDS:
+            raise InitError(f"--backends: {backend!r} is not one of {', '.join(BACKENDS)}")
+    if not options.backends:
+        raise InitError("--backends is empty; give bare, kind or bare,kind")
+    if not 1 <= options.shards <= 32:
+        raise InitError(f"--shards must be between 1 and 32, got {options.shards}")
+
+
+def write_workflow(path: Path, text: str, *, force: bool) -> None:
+    """Write ``text`` to ``path``; an existing file is an InitError unless ``force``."""
+    if path.exists() and not force:
+        raise InitError(
+            f"{path} already exists; not overwriting it. Compare it with `ktest init github-actions "
+            f"--path /tmp/ktest.yml`, or pass --force to replace it."
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    partial.replace(path)
+
+
+def installed_origin() -> tuple[str | None, str | None]:
+    """(owner/name, commit) of the ktest installed, from pip's direct_url.json or its git checkout."""
+    try:
+        raw = metadata.distribution("ktest").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None, None
+    if not raw:
+        return None, None
+    try:
+        origin = json.loads(raw)
+    except ValueError:
+        return None, None
+    url = str(origin.get("url", ""))
+    commit = (origin.get("vcs_info") or {}).get("commit_id")
+    if commit:
+        return _github_repository(url), str(commit)
+    if url.startswith("file://"):
+        return _git_checkout_origin(Path(urlparse(url).path))
+    return None, None
+
+
+def _git_checkout_origin(directory: Path) -> tuple[str | None, str | None]:
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(directory), *args],
+                capture_output=True, text=True, timeout=10, check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+    remote = git("remote", "get-url", "origin")
+    return (_github_repository(remote) if remote else None), git("rev-parse", "HEAD")
+
+
+def _github_repository(url: str) -> str | None:
+    """``owner/name`` from an https or ssh GitHub URL (``git+`` prefix and ``.git`` suffix allowed)."""
+    match = re.search(r"github\.com[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$", url)
+    return f"{match.group(1)}/{match.group(2)}" if match else None
+
+
+def _items(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
+def _yaml_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _print_help(parser: argparse.ArgumentParser) -> int:
+    import sys
+
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _github_actions(args: argparse.Namespace) -> int:
+    import ktest
+
+    repository, ref = args.repository, args.ref
+    if repository is None or ref is None:
+        found_repository, found_ref = installed_origin()
+        repository = repository or found_repository
+        ref = ref or found_ref
+    if not repository or not ref:
+        raise InitError(
+            "cannot tell which ktest repository and commit to pin: this ktest was not installed from "
+            "a GitHub URL or a git checkout with an 'origin' remote.\nPass them: ktest init "
+            "github-actions --repository OWNER/ktest --ref <40-hex commit SHA>"
+        )
+    options = WorkflowOptions(
+        repository=repository,
+        ref=ref,
+        k8s_versions=_items(args.k8s_versions),
+        backends=_items(args.backends),
+        shards=args.shards,
+        install=args.install,
+        pytest_args=args.pytest_args,
+        ktest_version=ktest.__version__,
+    )
+    write_workflow(args.path, render_workflow(options), force=args.force)
+    print(f"wrote {args.path} (ktest {repository}@{ref[:12]}); commit it and push")
+    return 0
