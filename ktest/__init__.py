@@ -41,7 +41,7 @@ _EXPORTS = {
     "AssetsError": "ktest.errors",
     "ControlPlaneError": "ktest.errors",
     "ClusterError": "ktest.errors",
-    "ApiError": "ktest.errors",
+    "ApiError": "ktest.api_error",
     "ManifestError": "ktest.errors",
     "CRDError": "ktest.errors",
     "OperatorError": "ktest.errors",

@@ -31,7 +31,7 @@ class ApiError(ClusterError, ApiException):
         self.method = method
         self.path = path
         self.context = context
-        self.message = _server_message(body) or reason
+        self.message = server_message(body) or reason
 
     def with_context(self, context: str) -> ApiError:
         """The same error, prefixed with where the request came from (file, document)."""
@@ -49,7 +49,10 @@ class ApiError(ClusterError, ApiException):
         return f"{prefix}{self.method} {self.path}: {self.status} {self.reason}: {self.message}"
 
 
-def _server_message(body: str) -> str:
+def server_message(body: str | bytes) -> str:
+    """The ``message`` of a Status body (or the body itself when it is not JSON)."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
     try:
         parsed = json.loads(body)
     except (TypeError, ValueError):

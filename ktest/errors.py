@@ -2,14 +2,12 @@
 
 Every error says what was wrong, why, and how to fix it; the hierarchy lets
 callers catch one family (``except ktest.AssetsError``) or all of them.
+``ApiError`` (a ``ClusterError`` that is also the official client's
+``ApiException``) lives in ``ktest.api_error``, so that this module, which the
+CLI and the control plane use, never imports the kubernetes package.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ktest.api_error import ApiError as ApiError
 
 
 class KtestError(Exception):
@@ -46,13 +44,3 @@ class ConfigError(KtestError):
 
 class KindError(KtestError):
     """The Docker engine, the kind binary, a kind node image or a kind cluster is not usable."""
-
-
-def __getattr__(name: str) -> type:
-    # ApiError subclasses kubernetes' ApiException; importing the kubernetes
-    # package costs about a second, which the CLI and the control plane do not need.
-    if name == "ApiError":
-        from ktest.api_error import ApiError
-
-        return ApiError
-    raise AttributeError(f"module 'ktest.errors' has no attribute {name!r}")

@@ -23,19 +23,21 @@ import kubernetes.config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 
+from ktest.api_error import ApiError
+from ktest.cluster import crds, namespaces
 from ktest.cluster.discovery import Discovery, ResourceInfo
 from ktest.cluster.manifests import ManifestSource, load_located
 from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 from ktest.cluster.rest import PATCH_CONTENT_TYPES, Rest
-from ktest.errors import ApiError, ClusterError
+from ktest.errors import ClusterError
 
 if TYPE_CHECKING:
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.resource import Resource
 
-    from ktest.cluster.namespaces import NamespaceCleanup, NamespaceReaper
 
 FIELD_MANAGER = "ktest"
+"""The field manager of the test's own writes (managedFields tell them apart from the operator's)."""
 log = logging.getLogger("ktest.cluster")
 PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
 
@@ -52,6 +54,10 @@ class Cluster:
     ``on_crds_installed(names)`` runs after :meth:`install_crds` created new
     CRDs: the embedded control plane restarts its garbage collector there,
     which otherwise notices new kinds only on its 30 s discovery resync.
+    Every write names ``field_manager`` (default ``"ktest"``) as its field
+    manager, so managedFields say which fields the test wrote and which the
+    operator did; :meth:`as_field_manager` gives the same cluster writing
+    under another name (ktest gives in-process operators one named after them).
     """
 
     def __init__(
@@ -64,8 +70,10 @@ class Cluster:
         name: str = "cluster",
         on_crds_installed: Callable[[builtins.list[str]], None] | None = None,
         parent: Cluster | None = None,
+        field_manager: str = FIELD_MANAGER,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
+        self.field_manager = field_manager
         self.context = context
         self.name = name
         self.controllers = controllers
@@ -75,7 +83,7 @@ class Cluster:
         self._users: dict[tuple[str, tuple[str, ...]], Cluster] = {}
         self._lock = threading.Lock()
         self._scratch: Path | None = None
-        self._reaper: NamespaceReaper | None = None
+        self._reaper: namespaces.NamespaceReaper | None = None
         self._closed = False
         try:
             configuration = Configuration()
@@ -226,7 +234,7 @@ class Cluster:
         namespace: str | None = None,
         force: bool = True,
         subresource: str | None = None,
-        field_manager: str = FIELD_MANAGER,
+        field_manager: str | None = None,
     ) -> Any:
         """Server-side apply every object in ``source`` (dict, YAML string, file, directory).
 
@@ -236,13 +244,18 @@ class Cluster:
         for manifest in load_located(source, namespace=namespace):
             obj = manifest.obj
             ref, info = self._locate(obj)
-            query = {"fieldManager": field_manager, "force": force}
+            query = {"fieldManager": field_manager or self.field_manager, "force": force}
             path = info.path(ref.namespace, ref.name, subresource)
             results.append(self._write(f"{manifest.origin}: {ref}", "PATCH", path, query, obj, "apply"))
         return _one_or_list(results)
 
     def create(
-        self, source: ManifestSource, *, namespace: str | None = None, subresource: str | None = None
+        self,
+        source: ManifestSource,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        field_manager: str | None = None,
     ) -> Any:
         """Create every object in ``source``; 409 AlreadyExists is raised as ``ApiException``.
 
@@ -262,7 +275,8 @@ class Cluster:
                     "pass namespace=... or set metadata.namespace"
                 )
             what = f"{manifest.origin}: {manifest.ref_text}"
-            results.append(self._write(what, "POST", info.path(ns, None, None), {}, obj, None))
+            query = {"fieldManager": field_manager or self.field_manager}
+            results.append(self._write(what, "POST", info.path(ns, None, None), query, obj, None))
         return _one_or_list(results)
 
     def update(
@@ -270,12 +284,13 @@ class Cluster:
         obj: Mapping[str, Any],
         *,
         subresource: str | None = None,
-        field_manager: str = FIELD_MANAGER,
+        field_manager: str | None = None,
     ) -> dict[str, Any]:
         """PUT the whole object; its ``metadata.resourceVersion`` makes this optimistic (409 if stale)."""
         ref, info = self._locate(obj)
         path = info.path(ref.namespace, ref.name, subresource)
-        return dict(self.rest.request("PUT", path, query={"fieldManager": field_manager}, body=dict(obj)))
+        query = {"fieldManager": field_manager or self.field_manager}
+        return dict(self.rest.request("PUT", path, query=query, body=dict(obj)))
 
     def patch(
         self,
@@ -285,7 +300,7 @@ class Cluster:
         type: str = "merge",
         subresource: str | None = None,
         namespace: str | None = None,
-        field_manager: str = FIELD_MANAGER,
+        field_manager: str | None = None,
     ) -> dict[str, Any]:
         """Patch an object: ``type`` is merge (default), strategic, json or apply.
 
@@ -295,7 +310,7 @@ class Cluster:
             raise ValueError(f"patch type must be one of {sorted(PATCH_CONTENT_TYPES)}, not {type!r}")
         ref = as_ref(target, namespace)
         info = self.info(ref.api_version, ref.kind)
-        query: dict[str, Any] = {"fieldManager": field_manager}
+        query: dict[str, Any] = {"fieldManager": field_manager or self.field_manager}
         if type == "apply":
             query["force"] = True
         return dict(
@@ -369,9 +384,7 @@ class Cluster:
 
     def install_crds(self, *paths: ManifestSource, timeout: float = 60.0) -> builtins.list[str]:
         """Create or update CRDs, then wait until they are established and served."""
-        from ktest.cluster.crds import install_crds
-
-        return install_crds(self, *paths, timeout=timeout)
+        return crds.install_crds(self, *paths, timeout=timeout)
 
     def user(self, name: str, groups: Sequence[str] = ()) -> Cluster:
         """The same cluster seen as another identity (client certificate CN=name, O=groups).
@@ -389,6 +402,24 @@ class Cluster:
                 kubeconfig = self._user_issuer(name, list(groups))
                 self._users[key] = Cluster(
                     kubeconfig, controllers=self.controllers, name=f"{self.name} as {name}", parent=self
+                )
+            return self._users[key]
+
+    def as_field_manager(self, manager: str) -> Cluster:
+        """The same cluster and identity, writing under field manager ``manager`` (closed with this one)."""
+        if manager == self.field_manager:
+            return self
+        key = (f"field manager {manager}", ())
+        with self._lock:
+            if key not in self._users:
+                self._users[key] = Cluster(
+                    self.kubeconfig,
+                    context=self.context,
+                    user_issuer=self._user_issuer,
+                    controllers=self.controllers,
+                    name=f"{self.name} writing as {manager}",
+                    parent=self,
+                    field_manager=manager,
                 )
             return self._users[key]
 
@@ -410,10 +441,8 @@ class Cluster:
         fixed 5 s before it starts emptying a namespace, which a test suite
         should not pay once per test.
         """
-        from ktest.cluster.namespaces import create_namespace, delete_namespace, unique_name
-
-        ns = name or unique_name(prefix)
-        create_namespace(self, ns, labels=labels)
+        ns = name or namespaces.unique_name(prefix)
+        namespaces.create_namespace(self, ns, labels=labels)
         try:
             yield ns
         finally:
@@ -422,9 +451,9 @@ class Cluster:
             elif background:
                 self.namespace_reaper().submit(ns, owner=prefix)
             else:
-                delete_namespace(self, ns, timeout=delete_timeout)
+                namespaces.delete_namespace(self, ns, timeout=delete_timeout)
 
-    def namespace_reaper(self) -> NamespaceReaper:
+    def namespace_reaper(self) -> namespaces.NamespaceReaper:
         """The background deleter of this API server's test namespaces (created on first use).
 
         Shared with every :meth:`user` of this cluster, so draining through any
@@ -432,14 +461,12 @@ class Cluster:
         """
         if self.parent is not None:
             return self.parent.namespace_reaper()
-        from ktest.cluster.namespaces import NamespaceReaper
-
         with self._lock:
             if self._reaper is None:
-                self._reaper = NamespaceReaper(self)
+                self._reaper = namespaces.NamespaceReaper(self)
             return self._reaper
 
-    def drain_namespaces(self) -> builtins.list[NamespaceCleanup]:
+    def drain_namespaces(self) -> builtins.list[namespaces.NamespaceCleanup]:
         """Wait until every namespace deleted in the background is gone; their reports.
 
         Call it before stopping an operator that processes finalizers in them.
@@ -449,14 +476,10 @@ class Cluster:
         return self._reaper.drain() if self._reaper is not None else []
 
     def create_namespace(self, name: str, *, labels: Mapping[str, str] | None = None) -> str:
-        from ktest.cluster.namespaces import create_namespace
+        return namespaces.create_namespace(self, name, labels=labels)
 
-        return create_namespace(self, name, labels=labels)
-
-    def delete_namespace(self, name: str, *, timeout: float = 60.0) -> NamespaceCleanup:
-        from ktest.cluster.namespaces import delete_namespace
-
-        return delete_namespace(self, name, timeout=timeout)
+    def delete_namespace(self, name: str, *, timeout: float = 60.0) -> namespaces.NamespaceCleanup:
+        return namespaces.delete_namespace(self, name, timeout=timeout)
 
     # ------------------------------------------------------------ internals
 

@@ -12,11 +12,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ktest.api_error import ApiError
 from ktest.cluster.manifests import Manifest, ManifestSource, load_located
-from ktest.errors import ApiError, CRDError, ManifestError
+from ktest.errors import CRDError, ManifestError
 
 if TYPE_CHECKING:
-    from ktest.cluster.cluster import Cluster
+    from ktest.cluster.client import ClusterClient
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 CRD_KIND = "CustomResourceDefinition"
@@ -31,7 +32,7 @@ class _Pending:
     group_versions: tuple[str, ...]
 
 
-def install_crds(cluster: Cluster, *sources: ManifestSource, timeout: float = 60.0) -> list[str]:
+def install_crds(cluster: ClusterClient, *sources: ManifestSource, timeout: float = 60.0) -> list[str]:
     """Create or update every CRD in ``sources``; wait until established and served.
 
     Returns the CRD names. Errors name the file, the document and the CRD.
@@ -76,7 +77,7 @@ def _check_is_crd(manifest: Manifest) -> _Pending:
     return _Pending(manifest, obj["metadata"]["name"], kind, served)
 
 
-def _wait_served(cluster: Cluster, crd: _Pending, deadline: float, timeout: float) -> None:
+def _wait_served(cluster: ClusterClient, crd: _Pending, deadline: float, timeout: float) -> None:
     ref = (CRD_API_VERSION, CRD_KIND, crd.name)
     conditions: dict[str, dict[str, Any]] = {}
     remaining = list(crd.group_versions)
@@ -103,7 +104,7 @@ def _wait_served(cluster: Cluster, crd: _Pending, deadline: float, timeout: floa
         time.sleep(_POLL)
 
 
-def _wait_storage_ready(cluster: Cluster, crd: _Pending, deadline: float, timeout: float) -> None:
+def _wait_storage_ready(cluster: ClusterClient, crd: _Pending, deadline: float, timeout: float) -> None:
     """Wait until a LIST of each version answers: a resource that is served can still answer
     429 "storage is (re)initializing" while its watch cache fills, and operators started
     right after the installation would log that as an error."""

@@ -105,6 +105,21 @@ class Discovery:
             self._by_group_version[api_version] = kinds
         return kinds
 
+    def namespaced_kinds(self) -> list[ResourceInfo]:
+        """Every namespaced kind one can list and delete, in its group's preferred version
+        (one request for the groups; each group-version's resources come from the cache)."""
+        versions = ["v1"] + [
+            str(group["preferredVersion"]["groupVersion"])
+            for group in self._rest.request("GET", "/apis").get("groups") or []
+            if group.get("preferredVersion")
+        ]
+        return [
+            info
+            for version in versions
+            for info in self._cached(version).values()
+            if info.namespaced and {"list", "delete"} <= info.verbs
+        ]
+
     def all_api_versions(self) -> list[str]:
         """Preferred and non-preferred group versions the server serves."""
         versions = list(self._rest.request("GET", "/api").get("versions") or [])

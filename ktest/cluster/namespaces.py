@@ -20,11 +20,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ktest.api_error import ApiError
 from ktest.cluster.refs import ObjectRef
-from ktest.errors import ApiError, ClusterError
+from ktest.errors import ClusterError
 
 if TYPE_CHECKING:
-    from ktest.cluster.cluster import Cluster
+    from ktest.cluster.client import ClusterClient
 
 log = logging.getLogger("ktest.namespaces")
 
@@ -92,7 +93,7 @@ class NamespaceCleanup:
         return f"namespace {self.name} was held in Terminating by:\n  {objects}\n{action}"
 
 
-def create_namespace(cluster: Cluster, name: str, *, labels: Mapping[str, str] | None = None) -> str:
+def create_namespace(cluster: ClusterClient, name: str, *, labels: Mapping[str, str] | None = None) -> str:
     """Create namespace ``name``, labelled as ktest's own so that ktest may delete it later."""
     all_labels = {MANAGED_BY_LABEL: MANAGED_BY_VALUE, **(labels or {})}
     cluster.create(
@@ -102,7 +103,7 @@ def create_namespace(cluster: Cluster, name: str, *, labels: Mapping[str, str] |
 
 
 def delete_namespace(
-    cluster: Cluster,
+    cluster: ClusterClient,
     name: str,
     *,
     timeout: float = 60.0,
@@ -172,7 +173,7 @@ def _finalizers_remaining(namespace: dict) -> bool:
 
 
 def objects_with_finalizers(
-    cluster: Cluster, namespace: str, *, deleting_only: bool = False
+    cluster: ClusterClient, namespace: str, *, deleting_only: bool = False
 ) -> list[HeldObject]:
     """Every object in ``namespace`` that carries at least one finalizer (and is being deleted)."""
     held = []
@@ -191,7 +192,7 @@ def objects_with_finalizers(
     return held
 
 
-def _preferred_api_versions(cluster: Cluster) -> list[str]:
+def _preferred_api_versions(cluster: ClusterClient) -> list[str]:
     versions = ["v1"]
     for group in cluster.rest.request("GET", "/apis").get("groups") or []:
         preferred = group.get("preferredVersion") or {}
@@ -200,7 +201,7 @@ def _preferred_api_versions(cluster: Cluster) -> list[str]:
     return versions
 
 
-def _remove_finalizers(cluster: Cluster, ref: ObjectRef) -> None:
+def _remove_finalizers(cluster: ClusterClient, ref: ObjectRef) -> None:
     try:
         cluster.patch(ref, {"metadata": {"finalizers": None}})
     except ApiError as error:
@@ -220,7 +221,7 @@ class NamespaceReaper:
     """
 
     def __init__(
-        self, cluster: Cluster, *, timeout: float = 60.0, force_finalizers_after: float = 15.0
+        self, cluster: ClusterClient, *, timeout: float = 60.0, force_finalizers_after: float = 15.0
     ) -> None:
         self.cluster = cluster
         self.timeout = timeout

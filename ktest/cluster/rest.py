@@ -3,7 +3,7 @@
 The generated typed clients need a model per kind and the dynamic client
 re-runs discovery; tests work with dicts of any kind, so ktest talks REST
 directly, reusing the ApiClient's TLS and credentials. Errors are raised as
-:class:`ktest.errors.ApiError`, which is also a ``kubernetes.client.ApiException``,
+:class:`ktest.api_error.ApiError`, which is also a ``kubernetes.client.ApiException``,
 so callers and ``eventually``'s retry rules see the official client's type.
 """
 
@@ -16,7 +16,7 @@ from urllib.parse import quote, urlencode
 
 from kubernetes.client import ApiClient
 
-from ktest.errors import ApiError
+from ktest.api_error import ApiError
 
 PATCH_CONTENT_TYPES = {
     "merge": "application/merge-patch+json",

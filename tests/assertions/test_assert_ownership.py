@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 from assertion_controllers import Controller, config_map, owner_reference, widget
 
+from ktest.api_error import ApiError
 from ktest.assertions import assert_garbage_collected, assert_orphaned, assert_owned_by
 from ktest.cluster import Cluster, ObjectRef
 from ktest.controlplane import ControlPlane
-from ktest.errors import ApiError, ClusterError
+from ktest.errors import ClusterError
 
 Reconcile = Callable[[dict[str, Any]], None]
 

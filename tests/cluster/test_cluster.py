@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from ktest.api_error import ApiError
 from ktest.cluster import Cluster, ObjectRef
-from ktest.errors import ApiError, ClusterError, CRDError
+from ktest.errors import ClusterError, CRDError
 from ktest.wait import eventually
 
 WIDGET_CRD = """

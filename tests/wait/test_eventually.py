@@ -16,7 +16,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import NotFoundError, ServiceUnavailableError
 from wait_helpers import Counter
 
-from ktest.errors import ApiError, ConfigError
+from ktest.api_error import ApiError
+from ktest.errors import ConfigError
 from ktest.wait import eventually, use_defaults
 
 FAST = {"timeout": 0.3, "interval": 0.01}
