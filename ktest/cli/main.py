@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from ktest import __version__
 from ktest.cli import binaries, kind, up
 from ktest.errors import KtestError
 
@@ -27,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ktest",
         description="envtest-style integration testing of Kubernetes operators.",
     )
+    parser.add_argument("--version", action="version", version=f"ktest {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for module in COMMAND_MODULES:
         module.register(subparsers)

@@ -1,0 +1,109 @@
+"""The distributions a user installs: sdist and wheel build, their metadata passes
+``twine check --strict``, and they carry what PyPI and type checkers need.
+
+Built from a copy of the source tree (the build writes ``*.egg-info``), with
+build isolation: setuptools comes from PyPI, as on any builder's machine.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import ktest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "docs/pypi.md", "ktest")
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    tree = tmp_path_factory.mktemp("tree")
+    for name in SOURCES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, tree / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, tree / name)
+    out = tree / "dist"
+    result = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(tree)],
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, f"build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    yield out
+
+
+def _wheel(dist: Path) -> Path:
+    (wheel,) = dist.glob("ktest-*.whl")
+    return wheel
+
+
+def _metadata(dist: Path) -> email.message.EmailMessage:
+    with zipfile.ZipFile(_wheel(dist)) as archive:
+        text = archive.read(f"ktest-{ktest.__version__}.dist-info/METADATA").decode()
+    return email.message_from_string(text, policy=email.policy.default)  # type: ignore[return-value]
+
+
+def test_twine_check_passes(dist: Path) -> None:
+    files = sorted(str(path) for path in dist.iterdir())
+    assert len(files) == 2, files  # one sdist, one wheel
+    result = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *files],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_metadata_licence_classifiers_and_version(dist: Path) -> None:
+    metadata = _metadata(dist)
+    assert metadata["Version"] == ktest.__version__
+    assert metadata["License-Expression"] == "Apache-2.0"  # SPDX, not the deprecated table
+    assert metadata["License-File"] == "LICENSE"
+    classifiers = metadata.get_all("Classifier") or []
+    assert "Typing :: Typed" in classifiers
+    assert "Framework :: Pytest" in classifiers
+    assert not [c for c in classifiers if c.startswith("License ::")]  # forbidden beside an expression
+    extras = metadata.get_all("Provides-Extra") or []
+    assert {"kopf", "kind", "xdist"} <= set(extras)
+    assert 'pytest-xdist>=3.5; extra == "xdist"' in (metadata.get_all("Requires-Dist") or [])
+
+
+def test_the_pypi_description_opens_with_pip_install(dist: Path) -> None:
+    description = _metadata(dist).get_payload()
+    assert isinstance(description, str)
+    code = [line for line in description.splitlines() if line and not line.startswith(("#", "```"))]
+    assert code[0].startswith('pip install "ktest['), code[:3]
+    assert "make demo" not in description
+
+
+def test_wheel_carries_py_typed_licence_data_files_and_entry_points(dist: Path) -> None:
+    with zipfile.ZipFile(_wheel(dist)) as archive:
+        names = set(archive.namelist())
+        entry_points = archive.read(f"ktest-{ktest.__version__}.dist-info/entry_points.txt").decode()
+    assert "ktest/py.typed" in names
+    assert f"ktest-{ktest.__version__}.dist-info/licenses/LICENSE" in names
+    assert "ktest/kind/image/pause.c" in names  # package data the kind image build copies
+    assert "[pytest11]\nktest = ktest.plugin.plugin" in entry_points
+    assert "ktest = ktest.cli.main:main" in entry_points
+    assert not [name for name in names if name.startswith("tests/")]
+
+
+def test_sdist_carries_the_readme_licence_and_typed_marker(dist: Path) -> None:
+    (sdist,) = dist.glob("ktest-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {"README.md", "LICENSE", "docs/pypi.md", "ktest/py.typed", "pyproject.toml"} <= names
+
+
+def test_ktest_version() -> None:
+    result = subprocess.run([sys.executable, "-m", "ktest", "--version"], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"ktest {ktest.__version__}"
