@@ -453,7 +453,8 @@ def control_plane(ktest_backend: Backend) -> ControlPlane:
 
 @pytest.fixture
 def namespace(cluster: Cluster, request: pytest.FixtureRequest, ktest_settings: Settings) -> Iterator[str]:
-    """A fresh namespace named after the test, deleted (and waited for) afterwards."""
+    """A fresh namespace named after the test, deleted afterwards: the deletion is waited for
+    in the background while later tests run (``ktest_namespace_deletion = wait``: in the teardown)."""
     from ktest.cluster.namespaces import delete_namespace, unique_name
 
     name = unique_name(request.node.nodeid)
