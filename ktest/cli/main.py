@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ktest import __version__
-from ktest.cli import binaries, kind, up
+from ktest.cli import binaries, init, kind, up, versions
 from ktest.errors import KtestError
 
 # Add a subcommand module here (it must define ``register(subparsers)``).
-COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up, kind)
+COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up, kind, versions, init)
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
