@@ -44,10 +44,12 @@ def go_install(
     progress: Progress,
     what: str,
     extra_env: Mapping[str, str] | None = None,
+    ldflags: str = "",
 ) -> Path:
     """Run ``go install <target>`` (``pkg@version``) and move ``binary_name`` to ``destination``.
 
-    ``destination`` is the final file path. The build log stays next to it
+    ``destination`` is the final file path; ``ldflags`` are added to ``-s -w`` (e.g. ``-X`` version
+    stamps). The build log stays next to it
     (``<destination>.log``); a failure raises KindError with the log's tail and path.
     """
     destination.parent.mkdir(parents=True, exist_ok=True)
@@ -67,7 +69,7 @@ def go_install(
                 "CGO_ENABLED": "0",
                 **(extra_env or {}),
             }
-            args = [go.path, "install", "-trimpath", "-ldflags", "-s -w", target]
+            args = [go.path, "install", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip(), target]
             with progress.step(what), log.open("w") as out:
                 try:
                     finished = subprocess.run(

@@ -30,11 +30,18 @@ LABEL_KIND_VERSION = LABEL_PREFIX + "kind-version"
 LABEL_RECIPE_VERSION = LABEL_PREFIX + "recipe-version"
 LABEL_BUILD_DATE = LABEL_PREFIX + "build-date"
 LABEL_COMPONENTS = LABEL_PREFIX + "components"
-# On every container a build starts, so leftovers of an interrupted build are found and removed.
+# On every container a build starts (value BUILD_RUNNING), so leftovers of an interrupted build are
+# found and removed. A commit copies the container's labels into the image, and so into every kind
+# node made from it: the commit overrides the value with BUILD_COMMITTED, which the sweep ignores.
 LABEL_BUILD_CONTAINER = LABEL_PREFIX + "build-container"
+BUILD_RUNNING = "running"
+BUILD_COMMITTED = "committed"
+BUILD_CONTAINER_PREFIX = "ktest-kind-build-"
 
 COREDNS_MODULE = "github.com/coredns/coredns"
 CRICTL_PACKAGE = "sigs.k8s.io/cri-tools/cmd/crictl"
+# crictl reports "unknown" unless its release stamps this variable.
+CRICTL_VERSION_VARIABLE = "sigs.k8s.io/cri-tools/pkg/version.Version"
 
 # Commands of k8s.io/kubernetes a node needs. kube-apiserver, kube-controller-manager and kubectl
 # come from ktest's binary cache (`ktest binaries`); the others are built for the node only.

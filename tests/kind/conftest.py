@@ -12,12 +12,12 @@ import os
 import secrets
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from kind_helpers import KindTestCluster  # type: ignore[import-not-found]
 
 from ktest.kind import engine, recipe
 from ktest.kind.binary import resolve_kind
@@ -48,31 +48,6 @@ def node_image(node_version: str, docker_client: Any) -> str:
 
 def older_version() -> str | None:
     return os.environ.get("KTEST_OLDER_K8S_VERSION") or None
-
-
-@dataclass(frozen=True)
-class KindTestCluster:
-    """A kind cluster made straight from a node image (no ktest backend involved)."""
-
-    name: str
-    kubeconfig: Path
-    kubectl_binary: Path
-
-    def kubectl(self, *args: str, timeout: float = 120, check: bool = True) -> str:
-        finished = subprocess.run(
-            [str(self.kubectl_binary), "--kubeconfig", str(self.kubeconfig), *args],
-            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False,
-        )
-        if check and finished.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed: {finished.stderr.strip()}")
-        return finished.stdout
-
-    def apply(self, manifest: dict[str, Any]) -> None:
-        finished = subprocess.run(
-            [str(self.kubectl_binary), "--kubeconfig", str(self.kubeconfig), "apply", "-f", "-"],
-            input=yaml.safe_dump(manifest), capture_output=True, text=True, timeout=60, check=False,
-        )
-        assert finished.returncode == 0, finished.stderr
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ OUR_FILES = Path(__file__).with_name("files")
 _EXECUTABLE_DIRECTORIES = ("usr/local/bin", "kind/bin")
 _DOCKERFILE = """\
 FROM {rootfs}
-COPY . /
+COPY root/ /
 RUN ["/bin/sh", "/kind/ktest-configure.sh"]
 ENV container=docker
 STOPSIGNAL SIGRTMIN+3
@@ -86,7 +86,7 @@ def build_context(kind_files: Path, rootfs_image: str) -> bytes:
         archive.addfile(info, io.BytesIO(dockerfile))
         directories: set[str] = set()
         for relative in files:
-            parts = relative.split("/")[:-1]
+            parts = ["root", *relative.split("/")[:-1]]
             directories.update("/".join(parts[: i + 1]) for i in range(len(parts)))
         for directory in sorted(directories):
             info = tarfile.TarInfo(directory)
@@ -94,7 +94,7 @@ def build_context(kind_files: Path, rootfs_image: str) -> bytes:
             archive.addfile(info)
         for relative, path in sorted(files.items()):
             data = path.read_bytes()
-            info = tarfile.TarInfo(relative)
+            info = tarfile.TarInfo(f"root/{relative}")
             info.size, info.mode = len(data), _mode(relative)
             archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()

@@ -156,10 +156,14 @@ def tool_binaries(version: str, cache: KindCache, progress: Progress) -> dict[st
     parts = recipe.minor_recipe(version)
     paths: dict[str, Path] = {}
     wanted = {
-        "crictl": (f"{recipe.CRICTL_PACKAGE}@{parts.crictl}", parts.crictl),
-        "coredns": (f"{recipe.COREDNS_MODULE}@{parts.coredns}", parts.coredns),
+        "crictl": (
+            f"{recipe.CRICTL_PACKAGE}@{parts.crictl}",
+            parts.crictl,
+            f"-X {recipe.CRICTL_VERSION_VARIABLE}={parts.crictl}",
+        ),
+        "coredns": (f"{recipe.COREDNS_MODULE}@{parts.coredns}", parts.coredns, ""),
     }
-    for name, (target, tool_version) in wanted.items():
+    for name, (target, tool_version, ldflags) in wanted.items():
         destination = cache.tool(name, tool_version)
         if destination.is_file():
             paths[name] = destination
@@ -167,7 +171,7 @@ def tool_binaries(version: str, cache: KindCache, progress: Progress) -> dict[st
         go = require_go(f"building {name} {tool_version}")
         paths[name] = go_install(
             go, target, name, destination, progress,
-            f"building {name} {tool_version} from Go modules, first time only",
+            f"building {name} {tool_version} from Go modules, first time only", ldflags=ldflags,
         )
     paths["pause"] = build_pause(cache.tool("pause", parts.pause), progress)
     return paths

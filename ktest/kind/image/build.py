@@ -109,7 +109,12 @@ def check_disk(cache: KindCache, docker_root: str, version: str) -> None:
 
 def sweep_build_containers(client: Any, progress: Progress) -> int:
     """Remove build containers an interrupted build left (only called with the build lock held)."""
-    leftovers = client.containers.list(all=True, filters={"label": recipe.LABEL_BUILD_CONTAINER})
+    running = f"{recipe.LABEL_BUILD_CONTAINER}={recipe.BUILD_RUNNING}"
+    leftovers = [
+        container
+        for container in client.containers.list(all=True, filters={"label": running})
+        if container.name.startswith(recipe.BUILD_CONTAINER_PREFIX)
+    ]
     for container in leftovers:
         progress.note(f"removing build container {container.name} left by an interrupted build")
         container.remove(force=True)

@@ -110,9 +110,9 @@ def assemble(
         entrypoint=["sleep", "infinity"],
         command=[],
         detach=True,
-        labels={recipe.LABEL_BUILD_CONTAINER: str(os.getpid())},
+        labels={recipe.LABEL_BUILD_CONTAINER: recipe.BUILD_RUNNING},
         security_opt=["seccomp=unconfined"],
-        name=f"ktest-kind-build-v{version}-{os.getpid()}",
+        name=f"{recipe.BUILD_CONTAINER_PREFIX}v{version}-{os.getpid()}",
     )
     try:
         container.start()
@@ -137,6 +137,7 @@ def assemble(
         container.kill()
         container.wait()
         changes = [f"ENTRYPOINT {ENTRYPOINT}", 'CMD []']
+        labels = {**labels, recipe.LABEL_BUILD_CONTAINER: recipe.BUILD_COMMITTED}
         changes += [f'LABEL {key}="{value}"' for key, value in sorted(labels.items())]
         with progress.step("committing the node image"):
             image = container.commit(changes=changes)

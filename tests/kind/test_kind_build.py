@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import io
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import ktest
 from ktest.assets.gobuild import find_go
 from ktest.assets.progress import Progress
 from ktest.errors import KindError
@@ -37,16 +41,50 @@ def test_a_second_build_for_the_same_inputs_builds_nothing(
     assert "is up to date" in progress.stream.getvalue()  # type: ignore[attr-defined]
 
 
-def test_an_image_with_the_right_tag_but_wrong_labels_is_rebuilt(
+def _build_containers(docker_client: Any) -> list[Any]:
+    running = f"{recipe.LABEL_BUILD_CONTAINER}={recipe.BUILD_RUNNING}"
+    return docker_client.containers.list(all=True, filters={"label": running})
+
+
+def _interrupt_during_assembly(node_version: str, docker_client: Any) -> subprocess.CompletedProcess[str]:
+    """Start `ktest kind build-image` and press Ctrl-C once its build container exists."""
+    process = subprocess.Popen(
+        [str(Path(sys.executable).with_name("ktest")), "kind", "build-image", "--k8s-version", node_version],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+    )
+    try:
+        ktest.eventually(lambda: _build_containers(docker_client) or process.poll() is not None,
+                         timeout=300, interval=0.2)
+        assert process.poll() is None, "the build ended before its build container appeared"
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def test_an_image_with_the_right_tag_but_wrong_labels_is_rebuilt_even_after_an_interruption(
     node_image: str, node_version: str, docker_client: Any
 ) -> None:
-    """A hand-made image under the tag is not trusted: found as unusable, then replaced by a build."""
+    """A hand-made image under the tag is not trusted: found as unusable, then replaced by a build.
+
+    The first rebuild is interrupted (Ctrl-C) while it assembles the node: it exits 130, leaves
+    no build container, and the tag still names the old image; the next build completes.
+    """
     dockerfile = f"FROM {node_image}\nLABEL {recipe.LABEL_RECIPE_VERSION}=0-handmade\n"
-    docker_client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=node_image, rm=True)
+    handmade, _ = docker_client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=node_image, rm=True)
     assert find_node_image(node_version) is None
     unusable = {info.reference: info for info in list_node_images(include_unusable=True)}
     assert not unusable[node_image].usable
     assert node_image not in {info.reference for info in list_node_images()}
+
+    interrupted = _interrupt_during_assembly(node_version, docker_client)
+    assert interrupted.returncode == 130, interrupted.stderr
+    assert "ktest: interrupted" in interrupted.stderr
+    assert _build_containers(docker_client) == []
+    assert docker_client.images.get(node_image).id == handmade.id
 
     progress = _quiet()
     report = build(docker_client, node_version, force=False, progress=progress, cache=KindCache.from_env())

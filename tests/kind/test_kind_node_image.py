@@ -14,12 +14,12 @@ import time
 from typing import Any
 
 import pytest
+from kind_helpers import KindTestCluster  # type: ignore[import-not-found]
 
 import ktest
+from ktest.assets.progress import Progress
 from ktest.kind import recipe
 from ktest.kind.image import expected_labels, find_node_image, list_node_images, node_image_tag
-
-from .conftest import KindTestCluster
 
 pytestmark = pytest.mark.slow
 
@@ -123,3 +123,19 @@ def test_a_pod_of_the_preloaded_pause_image_runs_to_ready(
     pod = json.loads(kind_cluster.kubectl("get", "pod", "pause-check", "-o", "json"))
     assert pod["status"]["containerStatuses"][0]["ready"] is True
     assert pod["status"]["podIP"].startswith("10.244.")
+
+
+def test_the_build_sweep_leaves_cluster_nodes_made_from_the_image_alone(
+    kind_cluster: KindTestCluster, docker_client: Any
+) -> None:
+    """Node containers inherit the image's labels; the leftover sweep must never take them for its own."""
+    from ktest.kind.cache import KindCache
+    from ktest.kind.image.build import build_lock, sweep_build_containers
+
+    node = docker_client.containers.get(f"{kind_cluster.name}-control-plane")
+    assert node.labels[recipe.LABEL_BUILD_CONTAINER] == recipe.BUILD_COMMITTED
+    quiet = Progress(enabled=False)
+    with build_lock(KindCache.from_env(), quiet):  # as a build does: no other build is running
+        assert sweep_build_containers(docker_client, quiet) == 0
+    node.reload()
+    assert node.status == "running"
