@@ -105,6 +105,8 @@ def build_report(selectors: list[str] | None, *, remote: bool) -> VersionReport:
     wanted = selectors if selectors else supported
     for text in wanted:
         check_selector(text, supported)
+    # Exact releases need no listing: ask the remote listings only for what is left open.
+    remote = remote and not all(parse_selector(text).is_exact for text in wanted)
     go = find_go() if remote else None
     settings = download.DownloadSettings.from_env()
     downloader = (

@@ -70,7 +70,7 @@ def ktest_versions(selector: str | None, ktest: Sequence[str]) -> dict[str, Any]
 def resolve(selector: str, backend: str, report: dict[str, Any]) -> str:
     """The exact patch release for ``selector``, or CIError saying which versions exist."""
     if backend not in BACKENDS:
-        raise CIError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
+        raise CIError(f"backend {backend!r} is not one of: {', '.join(BACKENDS)}")
     patch = (report.get("resolved") or {}).get(selector)
     if not patch:
         supported = ", ".join(report.get("supported", []))
