@@ -218,9 +218,7 @@ def is_missing(exc: BaseException) -> bool:
     an object (``None["x"]``, ``None.get``, ``"x" in None``)."""
     if isinstance(exc, LookupError):
         return True
-    if isinstance(exc, AttributeError):
-        return getattr(exc, "obj", object()) is None or str(exc).startswith(_NONE_MESSAGES)
-    if isinstance(exc, TypeError):
+    if isinstance(exc, (AttributeError, TypeError)):
         return str(exc).startswith(_NONE_MESSAGES)
     return False
 

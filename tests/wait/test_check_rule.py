@@ -255,3 +255,15 @@ def test_consistently_with_an_assertion_style_check() -> None:
     assert "it now raises AssertionError: grew to " in first
     assert "it had returned" not in first
     assert "Last value before the break" not in message  # None is not a value it "returned"
+
+
+def test_an_attribute_error_that_is_a_bug_propagates_at_once() -> None:
+    counter = Counter()
+
+    def check() -> bool:
+        counter.tick()
+        return {"spec": {}}.spec  # type: ignore[attr-defined]  # a dict, not an object
+
+    with pytest.raises(AttributeError, match="'dict' object has no attribute 'spec'"):
+        eventually(check, timeout=5, interval=0.01)
+    assert counter.calls == 1
