@@ -170,22 +170,10 @@ def build(client: Any, version: str, *, force: bool, progress: Progress, cache: 
                       f"recipe {recipe.RECIPE_VERSION}); nothing to build")
         report.reused = True
         return report
-    with build_lock(cache, progress):
-        if not force and find_node_image(version, client=client) is not None:
-            report.reused = True
-            return report
-        sweep_build_containers(client, progress)
-        check_disk(cache, str(client.info().get("DockerRootDir") or "/var/lib/docker"), version)
-        _build_steps(client, version, progress, cache, report)
-    _record(cache, report)
-    return report
-
-
-def _build_steps(
-    client: Any, version: str, progress: Progress, cache: KindCache, report: BuildReport
-) -> None:
+    check_disk(cache, str(client.info().get("DockerRootDir") or "/var/lib/docker"), version)
     steps = StepRunner(6, progress, report)
     started = time.monotonic()
+    # Files on disk, each behind its own lock: builds of other versions may run meanwhile.
     binaries: NodeBinaries = steps.run(
         f"Kubernetes {version} binaries, etcd, CoreDNS, crictl, pause (cached after the first build)",
         lambda: node_binaries(version, cache, progress),
@@ -196,6 +184,24 @@ def _build_steps(
         f"Debian {recipe.DEBIAN_SUITE} root filesystem (cached after the first build)",
         lambda: rootfs.build_rootfs(cache.rootfs(rootfs.rootfs_key()), progress),
     )
+    # Images in the engine: one build at a time, which is what makes the leftover sweep safe.
+    with build_lock(cache, progress):
+        if not force and find_node_image(version, client=client) is not None:
+            progress.note(f"{reference} was built by another process meanwhile")
+            report.reused = True
+            return report
+        sweep_build_containers(client, progress)
+        _image_steps(client, version, binaries, rootfs_tar, steps, cache, report)
+    progress.note(f"built {report.reference} in {format_duration(time.monotonic() - started)}")
+    _record(cache, report)
+    return report
+
+
+def _image_steps(
+    client: Any, version: str, binaries: NodeBinaries, rootfs_tar: Path, steps: StepRunner,
+    cache: KindCache, report: BuildReport,
+) -> None:
+    progress = steps.progress
 
     def base_image() -> str:
         go = require_go("reading kind's base image files")
@@ -228,7 +234,6 @@ def _build_steps(
         steps.run(f"node image {report.reference}", node_image)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    progress.note(f"built {report.reference} in {format_duration(time.monotonic() - started)}")
 
 
 def _tag(client: Any, image: Any, reference: str, version: str) -> None:

@@ -17,6 +17,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+import filelock
+
 from ktest.assets.progress import Progress
 from ktest.errors import KindError
 from ktest.kind import recipe
@@ -97,6 +99,21 @@ def build_rootfs(destination: Path, progress: Progress) -> Path:
             f"runs as uid {os.geteuid()}.\nRun `ktest kind build-image` as root (once; the image is cached)."
         )
     destination.parent.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(destination.with_name("rootfs.lock")))
+    try:
+        lock.acquire(timeout=0.2)
+    except filelock.Timeout:
+        progress.note(f"another process is building the root filesystem; waiting for it ({lock.lock_file})")
+        lock.acquire()
+    try:
+        if destination.is_file():
+            return destination
+        return _debootstrap(debootstrap, destination, progress)
+    finally:
+        lock.release()
+
+
+def _debootstrap(debootstrap: str, destination: Path, progress: Progress) -> Path:
     mirror = debian_mirror()
     scratch = Path(tempfile.mkdtemp(prefix=".tmp-rootfs-", dir=destination.parent))
     root = scratch / "root"
