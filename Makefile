@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 KTEST := $(BIN)/ktest
 VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
 
-.PHONY: all venv binaries binaries-older test test-kind demo lint bench clean-venv docker-engine kind-images
+.PHONY: all venv binaries binaries-older test test-kind demo lint bench clean-venv docker-engine kind-images lint-workflows
 
 all: venv binaries
 
@@ -33,7 +33,7 @@ binaries: venv
 binaries-older: venv
 	$(KTEST) binaries install --k8s-version $(OLDER_K8S_VERSION)
 
-test: venv binaries binaries-older docker-engine kind-images
+test: venv lint-workflows binaries binaries-older docker-engine kind-images
 	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest -n $(TEST_WORKERS) tests examples --ignore=tests/kind_backend --ignore=tests/kind $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest tests/kind $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 	$(MAKE) test-kind
@@ -49,6 +49,12 @@ demo: venv binaries
 lint: venv
 	$(BIN)/ruff check ktest tests fixtures bench examples
 	$(BIN)/mypy ktest
+
+# actionlint and zizmor on every workflow and action in .github/ and on what `ktest init
+# github-actions` writes; any finding fails. actionlint is built once from its Go module into
+# .venv/bin (scripts/ci/install-actionlint); zizmor comes with the dev extra.
+lint-workflows: venv
+	BIN=$(BIN) scripts/ci/lint-workflows
 
 clean-venv:
 	rm -rf $(VENV)
