@@ -8,8 +8,9 @@ from pathlib import Path
 
 import durations
 import pytest
-from conftest import SCRIPTS, read_outputs, run_script
 from gha import CIError
+
+from conftest import SCRIPTS, read_outputs, run_script
 
 
 def test_all_shards_reported_gives_their_union_and_drops_removed_tests() -> None:
@@ -56,7 +57,9 @@ def test_the_old_list_of_pairs_format_is_read(tmp_path: Path) -> None:
     assert durations.read_durations(path) == {"t::a": 1.5}
 
 
-def test_check_falls_back_to_an_even_split_with_a_notice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_falls_back_to_an_even_split_with_a_notice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     missing = tmp_path / "none.json"
     assert durations.check(missing) is False
     assert "no recorded test durations" in capsys.readouterr().err
@@ -88,8 +91,18 @@ def test_pytest_split_shards_then_merge_then_balanced_next_run(tmp_path: Path) -
     for group in (1, 2):
         shard = tmp_path / f"durations-{group}.json"
         done = run_script(
-            [*pytest_cmd, "--splits", "2", "--group", str(group), "--durations-path", str(shard),
-             "--store-durations", "--clean-durations", "test_suite.py"],
+            [
+                *pytest_cmd,
+                "--splits",
+                "2",
+                "--group",
+                str(group),
+                "--durations-path",
+                str(shard),
+                "--store-durations",
+                "--clean-durations",
+                "test_suite.py",
+            ],
             cwd=tmp_path,
         )
         assert done.returncode == 0, done.stdout + done.stderr
@@ -100,9 +113,18 @@ def test_pytest_split_shards_then_merge_then_balanced_next_run(tmp_path: Path) -
     output = tmp_path / "out"
     merged_path = tmp_path / "merged.json"
     done = run_script(
-        [sys.executable, str(SCRIPTS / "durations.py"), "merge", "--output", str(merged_path),
-         "--expected", "2", *map(str, shard_files)],
-        cwd=tmp_path, env={"GITHUB_OUTPUT": str(output)},
+        [
+            sys.executable,
+            str(SCRIPTS / "durations.py"),
+            "merge",
+            "--output",
+            str(merged_path),
+            "--expected",
+            "2",
+            *map(str, shard_files),
+        ],
+        cwd=tmp_path,
+        env={"GITHUB_OUTPUT": str(output)},
     )
     assert done.returncode == 0, done.stderr
     merged = json.loads(merged_path.read_text())
@@ -122,9 +144,20 @@ def test_merge_notes_missing_shards(tmp_path: Path) -> None:
     shard = tmp_path / "s1.json"
     shard.write_text('{"t::a": 4}')
     done = run_script(
-        [sys.executable, str(SCRIPTS / "durations.py"), "merge", "--output", str(base), "--base", str(base),
-         "--expected", "3", str(shard)],
-        cwd=tmp_path, env={"GITHUB_OUTPUT": str(tmp_path / "out")},
+        [
+            sys.executable,
+            str(SCRIPTS / "durations.py"),
+            "merge",
+            "--output",
+            str(base),
+            "--base",
+            str(base),
+            "--expected",
+            "3",
+            str(shard),
+        ],
+        cwd=tmp_path,
+        env={"GITHUB_OUTPUT": str(tmp_path / "out")},
     )
     assert done.returncode == 0, done.stderr
     assert "1 of 3 shards recorded durations" in done.stderr

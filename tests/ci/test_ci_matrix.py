@@ -8,8 +8,9 @@ from pathlib import Path
 
 import matrix
 import pytest
-from conftest import SCRIPTS, read_outputs, run_script
 from gha import CIError
+
+from conftest import SCRIPTS, read_outputs, run_script
 
 REPORT = {"default": "1.37", "supported": ["1.37", "1.36", "1.35"]}
 
@@ -17,8 +18,14 @@ REPORT = {"default": "1.37", "supported": ["1.37", "1.36", "1.35"]}
 def test_one_entry_per_version_backend_and_shard() -> None:
     include = matrix.build_matrix(["1.37", "1.36"], ["bare", "kind"], 2, REPORT)
     assert [(e["k8s-version"], e["backend"], e["shard"]) for e in include] == [
-        ("1.37", "bare", 1), ("1.37", "bare", 2), ("1.37", "kind", 1), ("1.37", "kind", 2),
-        ("1.36", "bare", 1), ("1.36", "bare", 2), ("1.36", "kind", 1), ("1.36", "kind", 2),
+        ("1.37", "bare", 1),
+        ("1.37", "bare", 2),
+        ("1.37", "kind", 1),
+        ("1.37", "kind", 2),
+        ("1.36", "bare", 1),
+        ("1.36", "bare", 2),
+        ("1.36", "kind", 1),
+        ("1.36", "kind", 2),
     ]
     assert include[1]["name"] == "1.37 bare 2/2"
     assert include[1]["artifact"] == "1.37-bare-2of2"
@@ -32,14 +39,21 @@ def test_unsharded_names_have_no_shard_suffix() -> None:
 def test_supported_default_latest_and_exact_releases() -> None:
     versions = [e["k8s-version"] for e in matrix.build_matrix(["supported"], ["bare"], 1, REPORT)]
     assert versions == ["1.37", "1.36", "1.35"]
-    versions = [e["k8s-version"] for e in matrix.build_matrix(["default", "latest", "v1.35.4"], ["bare"], 1, REPORT)]
+    versions = [
+        e["k8s-version"] for e in matrix.build_matrix(["default", "latest", "v1.35.4"], ["bare"], 1, REPORT)
+    ]
     assert versions == ["1.37", "1.35.4"]  # default and latest are both 1.37 here: one cell
 
 
 @pytest.mark.parametrize(
     ("versions", "backends", "shards", "message"),
     [
-        (["1.30"], ["bare"], 1, r"'1.30' is not supported by ktest; supported: 1.37, 1.36, 1.35 \(default 1.37\)"),
+        (
+            ["1.30"],
+            ["bare"],
+            1,
+            r"'1.30' is not supported by ktest; supported: 1.37, 1.36, 1.35 \(default 1.37\)",
+        ),
         (["1.37.x"], ["bare"], 1, r"'1.37.x' is not supported"),
         (["1.37"], ["docker"], 1, r"backend 'docker' is not one of: bare, kind"),
         (["1.37"], ["bare"], 0, r"shards must be between 1 and 32, got 0"),
@@ -66,9 +80,20 @@ def test_the_script_builds_the_matrix_from_real_ktest_versions_output(tmp_path: 
     (tmp_path / "versions.json").write_text(versions.stdout)
     output = tmp_path / "out"
     done = run_script(
-        [sys.executable, str(SCRIPTS / "matrix.py"), "--versions-json", "versions.json",
-         "--k8s-versions", "supported", "--backends", '["bare","kind"]', "--shards", "2"],
-        cwd=tmp_path, env={"GITHUB_OUTPUT": str(output)},
+        [
+            sys.executable,
+            str(SCRIPTS / "matrix.py"),
+            "--versions-json",
+            "versions.json",
+            "--k8s-versions",
+            "supported",
+            "--backends",
+            '["bare","kind"]',
+            "--shards",
+            "2",
+        ],
+        cwd=tmp_path,
+        env={"GITHUB_OUTPUT": str(output)},
     )
     assert done.returncode == 0, done.stderr
     outputs = read_outputs(output)
@@ -81,8 +106,18 @@ def test_the_script_builds_the_matrix_from_real_ktest_versions_output(tmp_path: 
 def test_the_script_fails_on_an_unknown_version_with_the_list(tmp_path: Path) -> None:
     (tmp_path / "versions.json").write_text(json.dumps(REPORT))
     done = run_script(
-        [sys.executable, str(SCRIPTS / "matrix.py"), "--versions-json", "versions.json", "--k8s-versions", "1.99"],
-        cwd=tmp_path, env={"GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_ACTIONS": "true"},
+        [
+            sys.executable,
+            str(SCRIPTS / "matrix.py"),
+            "--versions-json",
+            "versions.json",
+            "--k8s-versions",
+            "1.99",
+        ],
+        cwd=tmp_path,
+        env={"GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_ACTIONS": "true"},
     )
     assert done.returncode == 2
-    assert done.stderr.startswith("::error::Kubernetes version '1.99' is not supported by ktest; supported: 1.37")
+    assert done.stderr.startswith(
+        "::error::Kubernetes version '1.99' is not supported by ktest; supported: 1.37"
+    )

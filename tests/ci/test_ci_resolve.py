@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 import resolve
-from conftest import SCRIPTS, read_outputs, run_script
 from gha import CIError
+
+from conftest import SCRIPTS, read_outputs, run_script
 
 REPORT = {
     "ktest_version": "0.1.0",
@@ -42,12 +43,16 @@ def test_another_patch_ktest_version_or_os_gets_another_key() -> None:
 def test_every_restore_key_is_a_prefix_of_the_key_most_specific_first() -> None:
     keys = resolve.cache_keys("1.36.3", "0.1.0", "v0.33.0", "Linux", "X64")
     assert all(keys.binaries.startswith(prefix) for prefix in keys.binaries_restore)
-    assert [len(p) for p in keys.binaries_restore] == sorted((len(p) for p in keys.binaries_restore), reverse=True)
+    assert [len(p) for p in keys.binaries_restore] == sorted(
+        (len(p) for p in keys.binaries_restore), reverse=True
+    )
 
 
 def test_resolve_returns_the_patch_and_names_supported_versions_when_unknown() -> None:
     assert resolve.resolve("1.37", "bare", REPORT) == "1.37.2"
-    with pytest.raises(CIError, match=r"no Kubernetes release matching '1.36'.*supported minors: 1.37, 1.36, 1.35"):
+    with pytest.raises(
+        CIError, match=r"no Kubernetes release matching '1.36'.*supported minors: 1.37, 1.36, 1.35"
+    ):
         resolve.resolve("1.36", "bare", REPORT)
     with pytest.raises(CIError, match="backend 'docker' is not one of: bare, kind"):
         resolve.resolve("1.37", "docker", REPORT)
@@ -57,9 +62,20 @@ def test_the_script_writes_outputs_from_ktest_versions(tmp_path: Path) -> None:
     """Real `ktest versions`: an exact release needs no listing, so this runs offline."""
     output = tmp_path / "out"
     done = run_script(
-        [sys.executable, str(SCRIPTS / "resolve.py"), "--k8s-version", "1.37.2", "--backend", "kind",
-         "--os", "Linux", "--arch", "X64"],
-        cwd=tmp_path, env={"GITHUB_OUTPUT": str(output)},
+        [
+            sys.executable,
+            str(SCRIPTS / "resolve.py"),
+            "--k8s-version",
+            "1.37.2",
+            "--backend",
+            "kind",
+            "--os",
+            "Linux",
+            "--arch",
+            "X64",
+        ],
+        cwd=tmp_path,
+        env={"GITHUB_OUTPUT": str(output)},
     )
     assert done.returncode == 0, done.stderr
     outputs = read_outputs(output)
@@ -67,14 +83,25 @@ def test_the_script_writes_outputs_from_ktest_versions(tmp_path: Path) -> None:
     assert outputs["node-image"] == "kindest/node:v1.37.2"
     assert outputs["binaries-key"].startswith("ktest-binaries-v1-Linux-X64-k8s1.37.2-ktest")
     assert outputs["binaries-restore-keys"].splitlines() == [
-        "ktest-binaries-v1-Linux-X64-k8s1.37.2-", "ktest-binaries-v1-Linux-X64-",
+        "ktest-binaries-v1-Linux-X64-k8s1.37.2-",
+        "ktest-binaries-v1-Linux-X64-",
     ]
 
 
 def test_an_unsupported_version_fails_at_once_listing_the_supported_ones(tmp_path: Path) -> None:
     done = run_script(
-        [sys.executable, str(SCRIPTS / "resolve.py"), "--k8s-version", "1.20", "--os", "Linux", "--arch", "X64"],
-        cwd=tmp_path, env={"GITHUB_OUTPUT": str(tmp_path / "out")},
+        [
+            sys.executable,
+            str(SCRIPTS / "resolve.py"),
+            "--k8s-version",
+            "1.20",
+            "--os",
+            "Linux",
+            "--arch",
+            "X64",
+        ],
+        cwd=tmp_path,
+        env={"GITHUB_OUTPUT": str(tmp_path / "out")},
     )
     assert done.returncode == 2
     assert "k8s-version '1.20'" in done.stderr

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 import summary
-from conftest import SCRIPTS, run_script
 from gha import CIError
 
-SUITE = '''
+from conftest import SCRIPTS, run_script
+
+SUITE = """
 import ktest.context
 import pytest
 
@@ -42,15 +43,29 @@ def test_teardown_breaks(broken_teardown):
 @pytest.mark.skip(reason="not today")
 def test_skipped():
     pass
-'''
+"""
 
 
 def run_suite(directory: Path, junit: Path) -> None:
     (directory / "test_suite.py").write_text(SUITE)
     done = run_script(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "ktest_junit",
-         "--junitxml", str(junit), "-o", "junit_family=xunit1", "test_suite.py"],
-        cwd=directory, env={"PYTHONPATH": str(SCRIPTS / "pytest_plugin")},
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "ktest_junit",
+            "--junitxml",
+            str(junit),
+            "-o",
+            "junit_family=xunit1",
+            "test_suite.py",
+        ],
+        cwd=directory,
+        env={"PYTHONPATH": str(SCRIPTS / "pytest_plugin")},
     )
     assert done.returncode == 1, done.stdout + done.stderr  # the suite fails on purpose
 
@@ -70,7 +85,17 @@ def test_without_the_plugin_the_sections_are_lost(tmp_path: Path) -> None:
     (tmp_path / "test_suite.py").write_text(SUITE)
     junit = tmp_path / "junit.xml"
     run_script(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", str(junit), "test_suite.py"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--junitxml",
+            str(junit),
+            "test_suite.py",
+        ],
         cwd=tmp_path,
     )
     assert "log line 99" not in junit.read_text()
@@ -80,11 +105,19 @@ def test_the_summary_lists_failures_with_the_report_excerpt(tmp_path: Path) -> N
     junit = tmp_path / "junit-1.37-bare-1of2.xml"
     run_suite(tmp_path, junit)
     totals, failures = summary.read_junit(junit)
-    assert (totals.cell, totals.tests, totals.failed, totals.errors, totals.skipped) == ("1.37-bare-1of2", 4, 1, 1, 1)
+    assert (totals.cell, totals.tests, totals.failed, totals.errors, totals.skipped) == (
+        "1.37-bare-1of2",
+        4,
+        1,
+        1,
+        1,
+    )
     text = summary.render([totals], failures, "ktest")
     assert text.startswith("## ktest: 2 failed of 4 tests")
     assert "| 1.37-bare-1of2 | 4 | 1 | 1 | 1 |" in text
-    row = next(line for line in text.splitlines() if line.startswith("| `test_suite::test_widget_gets_ready`"))
+    row = next(
+        line for line in text.splitlines() if line.startswith("| `test_suite::test_widget_gets_ready`")
+    )
     assert "widget w1 never became Ready \\| status {}" in row  # the table is not broken by a '|'
     assert "**ktest: operator widget-operator log**" in text
     assert "[... 70 earlier lines left out]" in text and "log line 99" in text and "log line 69\n" not in text
@@ -95,7 +128,10 @@ def test_the_summary_lists_failures_with_the_report_excerpt(tmp_path: Path) -> N
 def test_all_passing_gives_a_one_line_verdict(tmp_path: Path) -> None:
     (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
     junit = tmp_path / "junit-1.36-kind.xml"
-    run_script([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", str(junit)], cwd=tmp_path)
+    run_script(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", str(junit)],
+        cwd=tmp_path,
+    )
     totals, failures = summary.read_junit(junit)
     assert summary.render([totals], failures, "ktest").startswith("## ktest: all 1 tests passed")
 
@@ -127,12 +163,18 @@ def test_run_pytest_and_report_scripts_end_to_end(tmp_path: Path) -> None:
     """The reusable workflow's two steps on a real (tiny) suite: two shards of run-pytest with
     the ktest options, then report: the job summary and the merged durations."""
     (tmp_path / "test_suite.py").write_text(SUITE)
-    env = {"KTEST_CI": str(SCRIPTS.parents[1]), "BACKEND": "bare", "K8S_VERSION": "1.37.2", "SHARDS": "2",
-           "PYTEST_ARGS": "-p no:cacheprovider test_suite.py"}
+    env = {
+        "KTEST_CI": str(SCRIPTS.parents[1]),
+        "BACKEND": "bare",
+        "K8S_VERSION": "1.37.2",
+        "SHARDS": "2",
+        "PYTEST_ARGS": "-p no:cacheprovider test_suite.py",
+    }
     statuses = []
     for shard in (1, 2):
         done = run_script(
-            ["bash", str(SCRIPTS / "run-pytest")], cwd=tmp_path,
+            ["bash", str(SCRIPTS / "run-pytest")],
+            cwd=tmp_path,
             env={**env, "SHARD": str(shard), "ARTIFACT": f"1.37-bare-{shard}of2"},
         )
         statuses.append(done.returncode)
@@ -141,14 +183,21 @@ def test_run_pytest_and_report_scripts_end_to_end(tmp_path: Path) -> None:
     assert 1 in statuses  # the failing tests fail their shard
     results = tmp_path / ".ktest-results"
     assert sorted(p.name for p in results.iterdir()) == [
-        "durations-1.37-bare-1of2.json", "durations-1.37-bare-2of2.json",
-        "junit-1.37-bare-1of2.xml", "junit-1.37-bare-2of2.xml",
+        "durations-1.37-bare-1of2.json",
+        "durations-1.37-bare-2of2.json",
+        "junit-1.37-bare-1of2.xml",
+        "junit-1.37-bare-2of2.xml",
     ]
     step_summary = tmp_path / "summary.md"
     done = run_script(
-        ["bash", str(SCRIPTS / "report")], cwd=tmp_path,
-        env={"KTEST_CI": env["KTEST_CI"], "EXPECTED_SHARDS": "2", "GITHUB_STEP_SUMMARY": str(step_summary),
-             "GITHUB_OUTPUT": str(tmp_path / "out")},
+        ["bash", str(SCRIPTS / "report")],
+        cwd=tmp_path,
+        env={
+            "KTEST_CI": env["KTEST_CI"],
+            "EXPECTED_SHARDS": "2",
+            "GITHUB_STEP_SUMMARY": str(step_summary),
+            "GITHUB_OUTPUT": str(tmp_path / "out"),
+        },
     )
     assert done.returncode == 0, done.stderr
     assert step_summary.read_text().startswith("## ktest: 2 failed of 4 tests")
