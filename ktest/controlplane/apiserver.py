@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktest.controlplane.etcd import EtcdCredentials
 from ktest.controlplane.flags import merge_flags
 from ktest.controlplane.process import ManagedProcess
 
@@ -32,6 +33,9 @@ RESERVED_FLAGS = frozenset(
         "bind-address",
         "secure-port",
         "etcd-servers",
+        "etcd-cafile",
+        "etcd-certfile",
+        "etcd-keyfile",
         "cert-dir",
         "tls-cert-file",
         "tls-private-key-file",
@@ -58,6 +62,7 @@ class ApiServerFiles:
     service_account_key: Path
     service_account_public_key: Path
     cert_dir: Path
+    etcd: EtcdCredentials
     audit_policy: Path | None = None
     audit_log: Path | None = None
 
@@ -68,7 +73,10 @@ def default_flags(port: int, etcd_port: int, files: ApiServerFiles) -> dict[str,
         "bind-address": "127.0.0.1",
         "advertise-address": "127.0.0.1",
         "secure-port": str(port),
-        "etcd-servers": f"http://127.0.0.1:{etcd_port}",
+        "etcd-servers": f"https://127.0.0.1:{etcd_port}",
+        "etcd-cafile": str(files.etcd.ca_cert),
+        "etcd-certfile": str(files.etcd.client_cert),
+        "etcd-keyfile": str(files.etcd.client_key),
         "cert-dir": str(files.cert_dir),
         "tls-cert-file": str(files.serving_cert),
         "tls-private-key-file": str(files.serving_key),

@@ -45,11 +45,19 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as file:
-        file.write(data)
+def write_private_file(path: Path, data: bytes) -> None:
+    """Write ``data`` readable by this user only (0600), atomically: a reader never
+    sees half a key, and a file rewritten with the same content stays valid throughout."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def _name(common_name: str, organizations: Iterable[str] = ()) -> x509.Name:
@@ -94,7 +102,11 @@ def _builder(
 class CertificateAuthority:
     """A self-signed CA that signs serving and client certificates."""
 
-    def __init__(self, directory: Path, common_name: str = "ktest-ca") -> None:
+    def __init__(
+        self, directory: Path, common_name: str = "ktest-ca", *, write_key: bool = True
+    ) -> None:
+        """``write_key=False`` keeps the CA's key in memory only: nothing but this
+        object can sign for it (etcd's CA, whose certificates are all issued at start)."""
         self.directory = directory
         self._key = _new_key()
         subject = _name(common_name)
@@ -107,21 +119,22 @@ class CertificateAuthority:
         )
         self.cert_pem = self._cert.public_bytes(serialization.Encoding.PEM)
         self.cert_path = directory / "ca.crt"
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.cert_path.write_bytes(self.cert_pem)
-        _write_private(directory / "ca.key", _key_pem(self._key))
+        if write_key:
+            write_private_file(directory / "ca.key", _key_pem(self._key))
 
     def _issue(
         self,
         stem: str,
         subject: x509.Name,
-        usage: x509.ObjectIdentifier,
+        usages: list[x509.ObjectIdentifier],
         alternative_names: list[x509.GeneralName] | None = None,
     ) -> KeyPair:
         key = _new_key()
         builder = (
             _builder(subject, self._cert.subject, key, ca=False)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()),
                 critical=False,
@@ -137,20 +150,30 @@ class CertificateAuthority:
         cert_path = self.directory / f"{stem}.crt"
         key_path = self.directory / f"{stem}.key"
         cert_path.write_bytes(cert_pem)
-        _write_private(key_path, key_pem)
+        write_private_file(key_path, key_pem)
         return KeyPair(cert_pem, key_pem, cert_path, key_path)
 
     def serving(
-        self, stem: str, dns_names: Iterable[str], ip_addresses: Iterable[str]
+        self,
+        stem: str,
+        dns_names: Iterable[str],
+        ip_addresses: Iterable[str],
+        *,
+        common_name: str = "kube-apiserver",
+        also_client: bool = False,
     ) -> KeyPair:
-        """A TLS server certificate valid for the given names and addresses."""
+        """A TLS server certificate valid for the given names and addresses;
+        ``also_client``: usable as a client certificate too (etcd's peer certificate)."""
         names: list[x509.GeneralName] = [x509.DNSName(name) for name in dns_names]
         names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ip_addresses]
-        return self._issue(stem, _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, names)
+        usages = [ExtendedKeyUsageOID.SERVER_AUTH]
+        if also_client:
+            usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
+        return self._issue(stem, _name(common_name), usages, names)
 
     def client(self, stem: str, user: str, groups: Iterable[str] = ()) -> KeyPair:
         """A client certificate: the API server reads the user from CN, groups from O."""
-        return self._issue(stem, _name(user, groups), ExtendedKeyUsageOID.CLIENT_AUTH)
+        return self._issue(stem, _name(user, groups), [ExtendedKeyUsageOID.CLIENT_AUTH])
 
 
 def service_account_key_pair(directory: Path) -> tuple[Path, Path]:
@@ -158,7 +181,7 @@ def service_account_key_pair(directory: Path) -> tuple[Path, Path]:
     key = _new_key()
     private_path = directory / "sa.key"
     public_path = directory / "sa.pub"
-    _write_private(private_path, _key_pem(key))
+    write_private_file(private_path, _key_pem(key))
     public_path.write_bytes(
         key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo

@@ -1,23 +1,66 @@
-"""etcd for one control plane: loopback only, private data directory."""
+"""etcd for one control plane: loopback only, TLS with client-certificate
+authentication, private data directory.
+
+etcd trusts its own CA, not the cluster's: a user certificate issued for the
+API server (``cp.add_user``) cannot read etcd directly. That CA's key is
+never written to disk, so only the API server's client certificate (in the
+control plane's 0700 directory) can talk to etcd.
+"""
 
 from __future__ import annotations
 
 import http.client
 import json
+import ssl
+from dataclasses import dataclass
 from pathlib import Path
 
+from ktest.controlplane.certs import CertificateAuthority
 from ktest.controlplane.flags import probe
 from ktest.controlplane.process import ManagedProcess
 
 MEMBER_NAME = "ktest"
+_NAMES = ("localhost",)
+_ADDRESSES = ("127.0.0.1",)
+
+
+@dataclass(frozen=True)
+class EtcdCredentials:
+    """etcd's CA, its serving (and peer) key pair, and the API server's client key pair."""
+
+    ca_cert: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+    @classmethod
+    def create(cls, directory: Path) -> EtcdCredentials:
+        """A fresh CA (key kept in memory only) and the certificates it signs."""
+        ca = CertificateAuthority(directory, "ktest-etcd-ca", write_key=False)
+        server = ca.serving("server", _NAMES, _ADDRESSES, common_name="etcd", also_client=True)
+        client = ca.client("apiserver-etcd-client", "kube-apiserver-etcd-client")
+        return cls(ca.cert_path, server.cert_path, server.key_path, client.cert_path, client.key_path)
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.ca_cert))
+        context.load_cert_chain(str(self.client_cert), str(self.client_key))
+        return context
 
 
 def etcd_process(
-    binary: Path, *, data_dir: Path, client_port: int, peer_port: int, log_path: Path
+    binary: Path,
+    *,
+    data_dir: Path,
+    client_port: int,
+    peer_port: int,
+    credentials: EtcdCredentials,
+    log_path: Path,
 ) -> ManagedProcess:
-    """An etcd listening on 127.0.0.1 only, without fsync when the binary allows it."""
-    client_url = f"http://127.0.0.1:{client_port}"
-    peer_url = f"http://127.0.0.1:{peer_port}"
+    """An etcd on 127.0.0.1 only, serving TLS to clients holding a certificate from
+    its CA (peers too), without fsync when the binary allows it."""
+    client_url = f"https://127.0.0.1:{client_port}"
+    peer_url = f"https://127.0.0.1:{peer_port}"
     command = [
         str(binary),
         f"--name={MEMBER_NAME}",
@@ -28,6 +71,14 @@ def etcd_process(
         f"--initial-advertise-peer-urls={peer_url}",
         f"--initial-cluster={MEMBER_NAME}={peer_url}",
         "--initial-cluster-state=new",
+        f"--cert-file={credentials.server_cert}",
+        f"--key-file={credentials.server_key}",
+        f"--trusted-ca-file={credentials.ca_cert}",
+        "--client-cert-auth",
+        f"--peer-cert-file={credentials.server_cert}",
+        f"--peer-key-file={credentials.server_key}",
+        f"--peer-trusted-ca-file={credentials.ca_cert}",
+        "--peer-client-cert-auth",
         "--log-level=warn",
     ]
     if probe(binary).accepts("unsafe-no-fsync"):
@@ -36,9 +87,13 @@ def etcd_process(
     return ManagedProcess("etcd", command, log_path)
 
 
-def etcd_healthy(client_port: int) -> bool:
-    """True when etcd's ``/health`` answers ``{"health": "true"}``."""
-    connection = http.client.HTTPConnection("127.0.0.1", client_port, timeout=1)
+def etcd_healthy(client_port: int, credentials: EtcdCredentials) -> bool:
+    """True when etcd's ``/health`` answers ``{"health": "true"}`` to the API server's certificate."""
+    try:
+        context = credentials.client_context()
+    except (OSError, ssl.SSLError):
+        return False
+    connection = http.client.HTTPSConnection("127.0.0.1", client_port, timeout=1, context=context)
     try:
         connection.request("GET", "/health")
         response = connection.getresponse()

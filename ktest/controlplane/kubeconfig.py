@@ -1,16 +1,27 @@
-"""Self-contained kubeconfig files (certificates embedded, no file references)."""
+"""kubeconfig files whose credentials are files next to them, not embedded data.
+
+The kubernetes Python client copies ``*-data`` fields to files in ``$TMPDIR``
+and removes them only at a clean interpreter exit, so a test run ended by
+SIGTERM or ``kill -9`` would leave the admin key there. A kubeconfig that
+names files (inside the control plane's 0700 directory) is used as is: no
+copy is made, and the files go when the directory goes.
+"""
 
 from __future__ import annotations
 
-import base64
 import os
 from pathlib import Path
 
 import yaml
 
+from ktest.controlplane.certs import write_private_file
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+CREDENTIALS_SUFFIX = ".credentials"
+
+
+def credentials_directory(kubeconfig: Path) -> Path:
+    """Where the CA, certificate and key of ``kubeconfig`` are written."""
+    return kubeconfig.with_name(kubeconfig.name + CREDENTIALS_SUFFIX)
 
 
 def write_kubeconfig(
@@ -25,33 +36,35 @@ def write_kubeconfig(
 ) -> Path:
     """Write a kubeconfig for one client-certificate identity; return its path.
 
-    Written to a temporary name and renamed, so a reader never sees half a file
-    (the API server port can change on restart and the file is rewritten).
+    The PEM data goes to ``<path>.credentials/`` (0700, files 0600) and the
+    kubeconfig refers to it by absolute path. Everything is written to a
+    temporary name and renamed, so a reader never sees half a file (the API
+    server port can change on restart and the file is rewritten).
     """
+    path = path.absolute()
+    credentials = credentials_directory(path)
+    ca_file, cert_file, key_file = (credentials / n for n in ("ca.crt", "client.crt", "client.key"))
+    write_private_file(ca_file, ca_pem)
+    write_private_file(cert_file, client_cert_pem)
+    write_private_file(key_file, client_key_pem)
     context = f"{user}@{cluster_name}"
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
-            {
-                "name": cluster_name,
-                "cluster": {"server": server, "certificate-authority-data": _b64(ca_pem)},
-            }
+            {"name": cluster_name, "cluster": {"server": server, "certificate-authority": str(ca_file)}}
         ],
         "users": [
             {
                 "name": user,
-                "user": {
-                    "client-certificate-data": _b64(client_cert_pem),
-                    "client-key-data": _b64(client_key_pem),
-                },
+                "user": {"client-certificate": str(cert_file), "client-key": str(key_file)},
             }
         ],
         "contexts": [{"name": context, "context": {"cluster": cluster_name, "user": user}}],
         "current-context": context,
         "preferences": {},
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as file:

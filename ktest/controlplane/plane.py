@@ -9,10 +9,11 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 from ktest.assets.assets import Assets
 from ktest.controlplane import janitor
@@ -33,7 +34,7 @@ from ktest.controlplane.controller_manager import (
     requested_controllers,
     resolve_controllers,
 )
-from ktest.controlplane.etcd import etcd_healthy, etcd_process
+from ktest.controlplane.etcd import EtcdCredentials, etcd_healthy, etcd_process
 from ktest.controlplane.flags import flag_name, probe
 from ktest.controlplane.janitor_client import JanitorHandle
 from ktest.controlplane.kubeconfig import write_kubeconfig
@@ -46,6 +47,7 @@ ADMIN_GROUPS = ("system:masters",)
 _PORT_ATTEMPTS = 3
 _MIN_TMPFS_FREE = 1 << 30
 _STOP_TIMEOUT = 10.0
+T = TypeVar("T")
 
 
 class _PortTaken(Exception):
@@ -60,9 +62,9 @@ class _User:
     kubeconfig: Path
 
 
-def _default_base_directory() -> Path:
-    """/dev/shm when it is a usable tmpfs (etcd writes much faster), else the temp dir."""
-    shm = Path("/dev/shm")
+def default_base_directory(shm: Path = Path("/dev/shm")) -> Path:
+    """``shm`` when it is a writable tmpfs with 1 GiB free (etcd writes much faster
+    there), else the temp directory."""
     try:
         if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
             stats = os.statvfs(shm)
@@ -71,6 +73,18 @@ def _default_base_directory() -> Path:
     except OSError:
         pass
     return Path(tempfile.gettempdir())
+
+
+def disk_hint(base: Path) -> str:
+    """How to get out of a full or unwritable directory for control planes."""
+    return (
+        f"Check the file system holding {base} (`df -h {base}`): free some space there, or "
+        "put control planes elsewhere with --ktest-run-dir / ini ktest_run_dir / KTEST_RUN_DIR "
+        "(ControlPlane(root_directory=...) in Python)."
+    )
+
+
+_NO_SPACE = (b"no space left on device", b"disk quota exceeded")
 
 
 class ControlPlane:
@@ -132,6 +146,7 @@ class ControlPlane:
         self._ca: CertificateAuthority | None = None
         self._admin: KeyPair | None = None
         self._files: ApiServerFiles | None = None
+        self._etcd_credentials: EtcdCredentials | None = None
         self._client: ApiServerClient | None = None
         self._ports: tuple[int, int, int] = (0, 0, 0)  # etcd client, etcd peer, apiserver
         self._etcd: ManagedProcess | None = None
@@ -148,7 +163,9 @@ class ControlPlane:
     def directory(self) -> Path:
         """The private temporary directory. Its layout is relied upon elsewhere:
         ``admin.kubeconfig``, ``users/<name>.kubeconfig``, ``certs/ca.crt`` and
-        ``certs/ca.key`` (ECDSA), ``logs/<component>.log``, ``etcd/`` (data),
+        ``certs/ca.key`` (ECDSA), ``certs/etcd/`` (etcd's own CA, no key on disk),
+        ``<kubeconfig>.credentials/`` (the files each kubeconfig names),
+        ``logs/<component>.log``, ``etcd/`` (data),
         ``audit.log``."""
         if self._directory is None:
             raise ControlPlaneError("the control plane has no directory yet: call start() first.")
@@ -357,22 +374,33 @@ class ControlPlane:
                     stacklevel=4,
                 )
         probe(etcd_binary)  # cached: decides --unsafe-no-fsync
-        self._ca = self._admin = self._files = None
+        self._ca = self._admin = self._files = self._etcd_credentials = None
         self._users = []
         self._ports = (0, 0, 0)
 
-        base = self._root_directory or _default_base_directory()
-        base.mkdir(parents=True, exist_ok=True)
-        janitor.sweep_stale(base)
-        directory = Path(
-            tempfile.mkdtemp(prefix=f"{janitor.DIRECTORY_PREFIX}{os.getpid()}-", dir=base)
-        )
+        base = self._root_directory or default_base_directory()
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            janitor.sweep_stale(base)
+            directory = Path(
+                tempfile.mkdtemp(prefix=f"{janitor.DIRECTORY_PREFIX}{os.getpid()}-", dir=base)
+            )
+        except OSError as error:
+            raise ControlPlaneError(
+                f"cannot create the control plane's directory in {base}: "
+                f"{error.strerror or error}.\n{disk_hint(base)}"
+            ) from None
         self._directory = directory
         janitor.write_owner(directory)
         if self.keep_directory:
             (directory / janitor.KEEP_FILE).touch()
         self._janitor = JanitorHandle(directory, keep_directory=self.keep_directory)
         (directory / "logs").mkdir()
+
+    def _make_etcd_credentials(self) -> EtcdCredentials:
+        if self._etcd_credentials is None:
+            self._etcd_credentials = EtcdCredentials.create(self.directory / "certs" / "etcd")
+        return self._etcd_credentials
 
     def _make_certificates(self) -> None:
         if self._ca is not None:
@@ -394,6 +422,7 @@ class ControlPlane:
             service_account_key=sa_key,
             service_account_public_key=sa_public,
             cert_dir=certs,
+            etcd=self._make_etcd_credentials(),
             audit_policy=audit_policy,
             audit_log=audit_log,
         )
@@ -413,6 +442,17 @@ class ControlPlane:
                         "free some ports or retry."
                     ) from None
 
+    def _write_files(self, write: Callable[[], T]) -> T:
+        """Run ``write`` (certificates, kubeconfigs); a full disk becomes a clear error."""
+        try:
+            return write()
+        except OSError as error:
+            raise ControlPlaneError(
+                f"cannot write the control plane's files in {self.directory}: "
+                f"{error.strerror or error} ({error.filename or ''}).\n"
+                f"{disk_hint(self.directory.parent)}"
+            ) from None
+
     def _launch(self, process: ManagedProcess) -> ManagedProcess:
         if not self.keep_directory:
             process.log_note = "(removed on failure; keep_directory=True keeps it)"
@@ -428,10 +468,11 @@ class ControlPlane:
             data_dir=self.directory / "etcd",
             client_port=etcd_port,
             peer_port=peer_port,
+            credentials=self._write_files(self._make_etcd_credentials),
             log_path=self.log_path("etcd"),
         )
         self._launch(self._etcd)
-        self._make_certificates()  # while etcd starts
+        self._write_files(self._make_certificates)  # while etcd starts
         assert self._files is not None and self._admin is not None and self._ca is not None
         self._apiserver = apiserver_process(
             self._assets.binary("kube-apiserver"),
@@ -442,7 +483,7 @@ class ControlPlane:
             log_path=self.log_path("kube-apiserver"),
         )
         self._launch(self._apiserver)
-        self._write_kubeconfigs()
+        self._write_files(self._write_kubeconfigs)
         self._client = ApiServerClient(
             api_port, self._ca.cert_path, self._admin.cert_path, self._admin.key_path
         )
@@ -461,7 +502,8 @@ class ControlPlane:
             if client.ready():
                 return
             if time.monotonic() > deadline:
-                etcd_state = "healthy" if etcd_healthy(self._ports[0]) else "NOT healthy"
+                healthy = etcd_healthy(self._ports[0], self._make_etcd_credentials())
+                etcd_state = "healthy" if healthy else "NOT healthy"
                 raise apiserver.failure(
                     f"was not ready after {self.start_timeout:.0f} s (etcd is {etcd_state})",
                     "Raise start_timeout= if this machine is very busy, or look at the log above.",
@@ -469,11 +511,15 @@ class ControlPlane:
             time.sleep(0.02)
 
     def _raise_start_failure(self, process: ManagedProcess) -> None:
-        log = process.log_since_start().decode("utf-8", "replace")
+        raw = process.log_since_start()
+        log = raw.decode("utf-8", "replace")
         if is_address_in_use(log):
             raise _PortTaken(f"{process.name} could not bind its port")
         hint = ""
-        if process is self._apiserver:
+        if any(marker in raw.lower() for marker in _NO_SPACE):
+            hint = f"The disk is full: {process.name} could not write in {self.directory}. "
+            hint += disk_hint(self.directory.parent)
+        elif process is self._apiserver:
             hint = self._flag_hint(log)
         raise process.failure("exited during start", hint)
 

@@ -135,7 +135,8 @@ def test_certificates_name_the_right_identities(tmp_path: Path) -> None:
     assert (tmp_path / "u.key").stat().st_mode & 0o077 == 0
 
 
-def test_kubeconfig_is_self_contained(tmp_path: Path) -> None:
+def test_kubeconfig_refers_to_private_credential_files(tmp_path: Path) -> None:
+    """No embedded *-data: the kubernetes client would copy it to $TMPDIR (issue 14.2)."""
     path = write_kubeconfig(
         tmp_path / "k",
         server="https://127.0.0.1:1",
@@ -144,7 +145,16 @@ def test_kubeconfig_is_self_contained(tmp_path: Path) -> None:
         client_cert_pem=b"CERT",
         client_key_pem=b"KEY",
     )
-    config = yaml.safe_load(path.read_text())
+    text = path.read_text()
+    assert "-data" not in text
+    config = yaml.safe_load(text)
     assert config["current-context"] == "bob@ktest"
     assert config["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:1"
-    assert config["users"][0]["user"]["client-key-data"] == "S0VZ"
+    user = config["users"][0]["user"]
+    key = Path(user["client-key"])
+    assert key.is_absolute() and key.read_bytes() == b"KEY"
+    assert Path(user["client-certificate"]).read_bytes() == b"CERT"
+    assert Path(config["clusters"][0]["cluster"]["certificate-authority"]).read_bytes() == b"CA"
+    assert key.stat().st_mode & 0o077 == 0
+    assert key.parent.stat().st_mode & 0o077 == 0
+    assert path.stat().st_mode & 0o077 == 0

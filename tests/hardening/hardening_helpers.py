@@ -1,0 +1,71 @@
+"""Helpers for the hardening tests: who listens where, what a run left behind."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from pathlib import Path
+
+KEY_MARKERS = (b"PRIVATE KEY", b"BEGIN CERTIFICATE")
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    try:
+        entries = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return inodes
+    for entry in entries:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{entry}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def _address(hex_address: str, family: int) -> str:
+    raw = bytes.fromhex(hex_address)
+    if family == socket.AF_INET:
+        return str(ipaddress.IPv4Address(raw[::-1]))
+    words = [raw[i : i + 4][::-1] for i in range(0, 16, 4)]
+    return str(ipaddress.IPv6Address(b"".join(words)))
+
+
+def listening_addresses(pid: int) -> list[tuple[str, int]]:
+    """(address, port) of every TCP socket ``pid`` listens on (from /proc)."""
+    inodes = _socket_inodes(pid)
+    found = []
+    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and inode in inodes:  # 0A: LISTEN
+                address, port = local.split(":")
+                found.append((_address(address, family), int(port, 16)))
+    return found
+
+
+def is_loopback(address: str) -> bool:
+    return ipaddress.ip_address(address).is_loopback
+
+
+def files_with_key_material(root: Path) -> list[Path]:
+    """Files under ``root`` holding a PEM private key or certificate."""
+    found = []
+    for directory, _subdirectories, files in os.walk(root):
+        for name in files:
+            path = Path(directory) / name
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if any(marker in data for marker in KEY_MARKERS):
+                found.append(path)
+    return found
