@@ -390,8 +390,11 @@ class GoBuilder:
                 f"{what}: `go {args[0]}` exited with {finished.returncode} (full log: {log}):\n"
                 f"{tail}"
             )
+        log.unlink(missing_ok=True)  # kept only when it explains a failure
 
 
 def _workspace_lock(workspace: Path) -> filelock.FileLock:
-    workspace.parent.mkdir(parents=True, exist_ok=True)
-    return filelock.FileLock(str(workspace.with_name(workspace.name + ".lock")))
+    """The workspace's lock file, in one ``.locks`` directory rather than beside every workspace."""
+    locks = workspace.parent / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    return filelock.FileLock(str(locks / f"{workspace.name}.lock"))
