@@ -36,18 +36,35 @@ def kind_binary() -> Path:
     return resolve_kind(progress=False)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests taking ``node_selector`` run for the default version and KTEST_OLDER_K8S_VERSION."""
+    if "node_selector" in metafunc.fixturenames:
+        selectors = {"default": metafunc.config.getoption("--ktest-k8s-version", default=None)}
+        if os.environ.get("KTEST_OLDER_K8S_VERSION"):
+            selectors["older"] = os.environ["KTEST_OLDER_K8S_VERSION"]
+        metafunc.parametrize(
+            "node_selector", list(selectors.values()), ids=list(selectors), scope="session"
+        )
+
+
 @pytest.fixture(scope="session")
-def node_version(pytestconfig: pytest.Config) -> str:
+def default_version(pytestconfig: pytest.Config) -> str:
     return resolve_version(pytestconfig.getoption("--ktest-k8s-version", default=None))
+
+
+@pytest.fixture(scope="session")
+def default_image(default_version: str, docker_client: Any) -> str:
+    return build_node_image(default_version, progress=True)
+
+
+@pytest.fixture(scope="session")
+def node_version(node_selector: str | None) -> str:
+    return resolve_version(node_selector)
 
 
 @pytest.fixture(scope="session")
 def node_image(node_version: str, docker_client: Any) -> str:
     return build_node_image(node_version, progress=True)
-
-
-def older_version() -> str | None:
-    return os.environ.get("KTEST_OLDER_K8S_VERSION") or None
 
 
 @pytest.fixture(scope="module")

@@ -30,14 +30,14 @@ def _quiet() -> Progress:
 
 
 def test_a_second_build_for_the_same_inputs_builds_nothing(
-    node_image: str, node_version: str, docker_client: Any
+    default_image: str, default_version: str, docker_client: Any
 ) -> None:
-    before = docker_client.images.get(node_image).id
+    before = docker_client.images.get(default_image).id
     progress = _quiet()
-    report = build(docker_client, node_version, force=False, progress=progress, cache=KindCache.from_env())
+    report = build(docker_client, default_version, force=False, progress=progress, cache=KindCache.from_env())
     assert report.reused, report
     assert report.steps == {}
-    assert docker_client.images.get(node_image).id == before
+    assert docker_client.images.get(default_image).id == before
     assert "is up to date" in progress.stream.getvalue()  # type: ignore[attr-defined]
 
 
@@ -46,10 +46,11 @@ def _build_containers(docker_client: Any) -> list[Any]:
     return docker_client.containers.list(all=True, filters={"label": running})
 
 
-def _interrupt_during_assembly(node_version: str, docker_client: Any) -> subprocess.CompletedProcess[str]:
+def _interrupt_during_assembly(default_version: str, docker_client: Any) -> subprocess.CompletedProcess[str]:
     """Start `ktest kind build-image` and press Ctrl-C once its build container exists."""
     process = subprocess.Popen(
-        [str(Path(sys.executable).with_name("ktest")), "kind", "build-image", "--k8s-version", node_version],
+        [str(Path(sys.executable).with_name("ktest")), "kind", "build-image", "--k8s-version",
+         default_version],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )
     try:
@@ -66,32 +67,34 @@ def _interrupt_during_assembly(node_version: str, docker_client: Any) -> subproc
 
 
 def test_an_image_with_the_right_tag_but_wrong_labels_is_rebuilt_even_after_an_interruption(
-    node_image: str, node_version: str, docker_client: Any
+    default_image: str, default_version: str, docker_client: Any
 ) -> None:
     """A hand-made image under the tag is not trusted: found as unusable, then replaced by a build.
 
     The first rebuild is interrupted (Ctrl-C) while it assembles the node: it exits 130, leaves
     no build container, and the tag still names the old image; the next build completes.
     """
-    dockerfile = f"FROM {node_image}\nLABEL {recipe.LABEL_RECIPE_VERSION}=0-handmade\n"
-    handmade, _ = docker_client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=node_image, rm=True)
-    assert find_node_image(node_version) is None
+    dockerfile = f"FROM {default_image}\nLABEL {recipe.LABEL_RECIPE_VERSION}=0-handmade\n"
+    handmade, _ = docker_client.images.build(
+        fileobj=io.BytesIO(dockerfile.encode()), tag=default_image, rm=True
+    )
+    assert find_node_image(default_version) is None
     unusable = {info.reference: info for info in list_node_images(include_unusable=True)}
-    assert not unusable[node_image].usable
-    assert node_image not in {info.reference for info in list_node_images()}
+    assert not unusable[default_image].usable
+    assert default_image not in {info.reference for info in list_node_images()}
 
-    interrupted = _interrupt_during_assembly(node_version, docker_client)
+    interrupted = _interrupt_during_assembly(default_version, docker_client)
     assert interrupted.returncode == 130, interrupted.stderr
     assert "ktest: interrupted" in interrupted.stderr
     assert _build_containers(docker_client) == []
-    assert docker_client.images.get(node_image).id == handmade.id
+    assert docker_client.images.get(default_image).id == handmade.id
 
     progress = _quiet()
-    report = build(docker_client, node_version, force=False, progress=progress, cache=KindCache.from_env())
+    report = build(docker_client, default_version, force=False, progress=progress, cache=KindCache.from_env())
 
     assert not report.reused
-    assert find_node_image(node_version) == node_image
-    labels = docker_client.images.get(node_image).labels
+    assert find_node_image(default_version) == default_image
+    labels = docker_client.images.get(default_image).labels
     assert labels[recipe.LABEL_RECIPE_VERSION] == recipe.RECIPE_VERSION
     # Every cached part was reused: no Go build, no debootstrap ran again.
     log = progress.stream.getvalue()  # type: ignore[attr-defined]

@@ -52,10 +52,10 @@ def test_wrapper_is_the_default_runtime_exactly_when_a_capability_is_missing(doc
         assert info.default_runtime in ("runc", "io.containerd.runc.v2")
 
 
-def test_privileged_containers_run_and_accept_exec(docker_client: Any, node_image: str) -> None:
+def test_privileged_containers_run_and_accept_exec(docker_client: Any, default_image: str) -> None:
     """What kind needs from the engine: a privileged container that starts, and `docker exec` into it."""
     container = docker_client.containers.run(
-        node_image, entrypoint=["sleep", "infinity"], command=[], privileged=True, detach=True,
+        default_image, entrypoint=["sleep", "infinity"], command=[], privileged=True, detach=True,
         labels={"io.ktest.kind.test": "privileged"},
     )
     try:
