@@ -33,7 +33,11 @@ class BareBackend(Backend):
     @classmethod
     def start(cls, settings: Settings) -> BareBackend:
         """Start a control plane as ``settings`` say (version, controllers)."""
-        plane = ControlPlane(settings.k8s_version, controllers=settings.controllers or "none")
+        plane = ControlPlane(
+            settings.k8s_version,
+            controllers=settings.controllers or "none",
+            root_directory=settings.run_dir,
+        )
         plane.start()
         try:
             return cls(plane)

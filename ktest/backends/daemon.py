@@ -35,6 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--name", required=True)
     parser.add_argument("--k8s-version", default=None)
     parser.add_argument("--controllers", default="garbagecollector,namespace")
+    parser.add_argument("--run-dir", default=None, type=Path)
     args = parser.parse_args(argv)
 
     stop = threading.Event()
@@ -49,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signum, on_signal)
 
     controllers = tuple(c for c in args.controllers.split(",") if c and c != "none")
-    plane = ControlPlane(args.k8s_version, controllers=controllers or "none")
+    plane = ControlPlane(args.k8s_version, controllers=controllers or "none", root_directory=args.run_dir)
     try:
         plane.start()
     except KtestError as error:

@@ -196,6 +196,7 @@ def remove_stale(record: UpRecord, notes: list[str] | None = None) -> None:
             _stop_daemon(current, timeout=15.0)
         with contextlib.suppress(FileNotFoundError):
             current.path.unlink()
+        _remove_leftovers(current)
         if notes is not None:
             notes.append(f"removed stale warm control plane {current.name!r}: {reason}")
 
@@ -214,6 +215,7 @@ def up(
     controllers: Sequence[str] = ("garbagecollector", "namespace"),
     directory: Path | None = None,
     timeout: float = 600.0,
+    run_dir: Path | None = None,
 ) -> tuple[UpRecord, bool]:
     """Start a warm control plane in a background daemon; return (record, started_now).
 
@@ -227,6 +229,7 @@ def up(
                 if existing.daemon_alive():
                     _stop_daemon(existing, timeout=15.0)
                 path.unlink(missing_ok=True)
+                _remove_leftovers(existing)
             elif existing.fingerprint == fingerprint(k8s_version, controllers):
                 return existing, False
             else:
@@ -236,17 +239,34 @@ def up(
                     f"{','.join(existing.controllers) or 'none'}); stop it with `ktest down --name {name}` "
                     "or start this one under another --name"
                 )
-        return _start_daemon(path, name, k8s_version, tuple(controllers), timeout), True
+        return _start_daemon(path, name, k8s_version, tuple(controllers), timeout, run_dir), True
 
 
-def down(record: UpRecord, timeout: float = 30.0) -> None:
-    """Stop a warm control plane (SIGTERM to its daemon, wait) and remove its record."""
+def down(record: UpRecord, timeout: float = 30.0) -> bool:
+    """Stop a warm control plane (SIGTERM to its daemon, wait), remove its record and
+    what a dead daemon left (its socket directory); True if the daemon was running."""
     with _lock(record.path):
-        if record.daemon_alive():
+        was_running = record.daemon_alive()
+        if was_running:
             _stop_daemon(record, timeout=timeout)
         current = read_record(record.path)
         if current is None or current.pid == record.pid:
             record.path.unlink(missing_ok=True)
+        _remove_leftovers(record)
+    return was_running
+
+
+def _remove_leftovers(record: UpRecord) -> None:
+    """What a daemon killed with SIGKILL could not remove itself."""
+    from ktest.backends.shared import remove_share_of_dead_owner
+
+    remove_share_of_dead_owner(record.share.control_address)
+    if record.share.directory and not record.daemon_alive():
+        from ktest.controlplane import janitor
+
+        directory = Path(record.share.directory)
+        if directory.is_dir() and not janitor.owner_alive(directory):
+            janitor.kill_and_remove(directory, remove=True, timeout=5.0)
 
 
 def log_path(path: Path) -> Path:
@@ -257,7 +277,12 @@ def log_path(path: Path) -> Path:
 
 
 def _start_daemon(
-    path: Path, name: str, k8s_version: str | None, controllers: tuple[str, ...], timeout: float
+    path: Path,
+    name: str,
+    k8s_version: str | None,
+    controllers: tuple[str, ...],
+    timeout: float,
+    run_dir: Path | None,
 ) -> UpRecord:
     from ktest.controlplane.process import read_tail
 
@@ -267,6 +292,8 @@ def _start_daemon(
     command += ["--controllers", ",".join(controllers) or "none"]
     if k8s_version:
         command += ["--k8s-version", k8s_version]
+    if run_dir is not None:
+        command += ["--run-dir", str(run_dir)]
     with log.open("wb") as log_file:
         # Own session: a Ctrl-C in the terminal does not reach it, and it outlives `ktest up`.
         daemon = subprocess.Popen(

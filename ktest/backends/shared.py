@@ -11,6 +11,11 @@ A client sends one request line: ``share`` (the default) or
 ``restart-controllers``: CRDs installed by a worker are new kinds the owner's
 garbage collector would otherwise only notice on its 30 s discovery resync.
 The ``ktest up`` daemon serves the same socket for reusing sessions.
+
+The socket lives in a private ``ktest-share-*`` directory of the temp
+directory, with an ``owner`` file (pid and start time): if the owner is
+killed (``kill -9`` of the xdist controller or of the daemon), the next
+:class:`ClusterServer` or ``ktest down`` removes it (:func:`sweep_stale_shares`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from ktest import errors
+from ktest.backends import owners
 from ktest.backends.base import Backend, ClusterShare
+
+SHARE_PREFIX = "ktest-share-"
 
 _ERROR_TYPES: dict[str, type[errors.KtestError]] = {
     cls.__name__: cls
@@ -47,7 +55,9 @@ class ClusterServer:
 
     def __init__(self, open_backend: Callable[[], Backend]) -> None:
         self._open_backend = open_backend
-        self._directory = Path(tempfile.mkdtemp(prefix="ktest-share-"))
+        sweep_stale_shares()
+        self._directory = Path(tempfile.mkdtemp(prefix=SHARE_PREFIX))
+        owners.write_owner(self._directory)
         self.address = str(self._directory / "socket")
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._socket.bind(self.address)
@@ -117,6 +127,32 @@ class ClusterServer:
         backend, self._backend = self._backend, None
         if backend is not None:
             backend.close()
+
+
+def sweep_stale_shares(base: Path | None = None) -> list[Path]:
+    """Remove ``ktest-share-*`` directories whose owning process is dead."""
+    return owners.sweep(Path(base or tempfile.gettempdir()), SHARE_PREFIX, unowned=_socket_refuses)
+
+
+def remove_share_of_dead_owner(address: str | None) -> bool:
+    """Remove the directory of the socket at ``address`` if its owner is dead; True if removed."""
+    if not address:
+        return False
+    directory = Path(address).parent
+    if not directory.name.startswith(SHARE_PREFIX) or not owners.owner_is_dead(directory, _socket_refuses):
+        return False
+    shutil.rmtree(directory, ignore_errors=True)
+    return not directory.exists()
+
+
+def _socket_refuses(directory: Path) -> bool:
+    """For a directory without owner file (older ktest): nobody accepts on its socket."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(directory / "socket"))
+        except OSError:
+            return True
+    return False
 
 
 def request_share(address: str) -> ClusterShare:

@@ -11,6 +11,7 @@ import argparse
 import os
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,13 @@ def register(subparsers: Any) -> None:
         help="kube-controller-manager controllers, comma-separated, or none "
         "(default: $KTEST_CONTROLLERS or garbagecollector,namespace)",
     )
+    up.add_argument(
+        "--run-dir",
+        default=os.environ.get("KTEST_RUN_DIR") or None,
+        metavar="DIR",
+        help="where the control plane keeps etcd data, certificates and logs "
+        "(default: $KTEST_RUN_DIR, else /dev/shm when it has 1 GiB free, else the temp directory)",
+    )
     _add_name(up)
     up.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for readiness")
     up.set_defaults(handler=_up)
@@ -66,13 +74,14 @@ def _parse(name: str, text: str, flag: str) -> Any:
 def _up(args: argparse.Namespace) -> int:
     version = _parse("k8s_version", args.k8s_version or "", "--k8s-version")
     controllers = _parse("controllers", args.controllers, "--controllers")
+    run_dir = _parse("run_dir", args.run_dir, "--run-dir") if args.run_dir else None
     # Resolve (maybe download or build) the binaries here, where progress is visible.
     from ktest.assets import resolve_assets
 
     resolve_assets(version)
     print(f"ktest up: starting control plane {args.name!r} ...", file=sys.stderr, flush=True)
     record, started = reuse.up(name=args.name, k8s_version=version, controllers=controllers,
-                               timeout=args.timeout)
+                               timeout=args.timeout, run_dir=run_dir)
     state = "started" if started else "already running"
     print(f"ktest up: {state}: {record.summary()}", file=sys.stderr)
     print(f"Tests attach to it with --ktest-reuse (or KTEST_REUSE=1); stop it with "
@@ -100,12 +109,45 @@ def _down(args: argparse.Namespace) -> int:
     else:
         record = reuse.read_record(reuse.record_path(args.name))
         if record is None:
+            swept = _sweep_leftovers()
+            if swept:
+                print(f"ktest down: no warm control plane named {args.name!r};{swept}", file=sys.stderr)
+                return 0
             raise ConfigError(
                 f"no warm control plane named {args.name!r} (see `ktest status`; records in "
-                f"{reuse.state_directory()})"
+                f"{reuse.state_directory()}){swept}"
             )
         records = [record]
     for record in records:
-        reuse.down(record)
-        print(f"ktest down: stopped {record.name!r} (pid {record.pid})", file=sys.stderr)
+        if reuse.down(record):
+            print(f"ktest down: stopped {record.name!r} (pid {record.pid})", file=sys.stderr)
+        else:
+            print(
+                f"ktest down: {record.name!r} was not running (its daemon, pid {record.pid}, had "
+                "already exited); removed its record and what it left behind",
+                file=sys.stderr,
+            )
+    swept = _sweep_leftovers()
+    if swept:
+        print(f"ktest down: {swept.strip()}", file=sys.stderr)
     return 0
+
+
+def _sweep_leftovers() -> str:
+    """Remove socket and control-plane directories of dead ktest processes; say what went."""
+    from ktest.backends import owners
+    from ktest.backends.shared import sweep_stale_shares
+    from ktest.controlplane import janitor
+    from ktest.controlplane.plane import default_base_directory
+
+    removed = sweep_stale_shares()
+    removed += owners.sweep(Path(tempfile.gettempdir()), owners.CLUSTER_SCRATCH_PREFIX)
+    bases = {default_base_directory()}
+    if os.environ.get("KTEST_RUN_DIR"):
+        bases.add(Path(os.environ["KTEST_RUN_DIR"]).expanduser())
+    for base in sorted(bases):
+        removed += janitor.sweep_stale(base)
+    if not removed:
+        return ""
+    names = ", ".join(str(path) for path in removed)
+    return f"\nremoved what dead ktest processes left: {names}"

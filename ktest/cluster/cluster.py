@@ -178,7 +178,12 @@ class Cluster:
     def _scratch_dir(self) -> Path:
         with self._lock:
             if self._scratch is None:
-                self._scratch = Path(tempfile.mkdtemp(prefix="ktest-cluster-"))
+                from ktest.backends import owners
+
+                # Owned by this process: what a killed run left is swept at the next start.
+                owners.sweep(Path(tempfile.gettempdir()), owners.CLUSTER_SCRATCH_PREFIX)
+                self._scratch = Path(tempfile.mkdtemp(prefix=owners.CLUSTER_SCRATCH_PREFIX))
+                owners.write_owner(self._scratch)
             return self._scratch
 
     # ------------------------------------------------------------ reading

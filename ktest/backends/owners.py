@@ -1,0 +1,132 @@
+"""Things a process owns (directories, clusters), swept once that process is dead.
+
+An owner is a pid *and* the kernel's start time of that pid, so a reused pid
+never passes for the owner. Whoever creates something that must not outlive
+its creator records :func:`Owner.current` with it; the next start (or
+``ktest down``) calls :func:`sweep` and removes what dead owners left.
+``kill -9`` of the owner leaves no chance to clean up in-process, which is
+why the sweeping happens later, from the outside.
+
+Used for the ``ktest-share-*`` socket directories and the ``ktest-cluster-*``
+scratch directories; usable for anything named by a prefix in a base
+directory (e.g. kind clusters recorded in files).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ktest.backends.base import process_alive, process_start_time
+
+OWNER_FILE = "owner"
+# A Cluster's scratch directory in $TMPDIR (the dynamic client's discovery cache).
+CLUSTER_SCRATCH_PREFIX = "ktest-cluster-"
+# Something without an owner file yet may be being created right now: leave it this long.
+UNOWNED_GRACE_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A process identified by pid and start time (no confusion with a reused pid)."""
+
+    pid: int
+    start_time: str
+
+    @classmethod
+    def current(cls) -> Owner:
+        pid = os.getpid()
+        return cls(pid, process_start_time(pid) or "")
+
+    def alive(self) -> bool:
+        return process_alive(self.pid, self.start_time)
+
+    def to_text(self) -> str:
+        return f"{self.pid} {self.start_time}\n"
+
+    @classmethod
+    def from_text(cls, text: str) -> Owner | None:
+        try:
+            pid_text, start_time = text.split()
+            return cls(int(pid_text), start_time)
+        except ValueError:
+            return None
+
+
+def write_owner(directory: Path, owner: Owner | None = None) -> None:
+    """Record ``owner`` (default: this process) as the owner of ``directory``."""
+    (directory / OWNER_FILE).write_text((owner or Owner.current()).to_text())
+
+
+def read_owner(directory: Path) -> Owner | None:
+    try:
+        return Owner.from_text((directory / OWNER_FILE).read_text())
+    except OSError:
+        return None
+
+
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def owner_is_dead(directory: Path, unowned: Callable[[Path], bool] | None = None) -> bool:
+    """True when ``directory``'s recorded owner is gone.
+
+    Without an owner file, ``unowned(directory)`` decides (e.g. "its socket
+    refuses connections"), but only once the directory is older than
+    :data:`UNOWNED_GRACE_SECONDS` (its creator may be about to write the file).
+    """
+    owner = read_owner(directory)
+    if owner is not None:
+        return not owner.alive()
+    if unowned is None or _age(directory) < UNOWNED_GRACE_SECONDS:
+        return False
+    return unowned(directory)
+
+
+def sweep(
+    base: Path,
+    prefix: str,
+    *,
+    unowned: Callable[[Path], bool] | None = None,
+    remove: Callable[[Path], None] | None = None,
+) -> list[Path]:
+    """Remove the entries ``base/prefix*`` whose owner is dead; return what was removed.
+
+    ``remove`` defaults to deleting the directory tree; pass another to also
+    stop what the entry stands for (a cluster, a daemon).
+    """
+    removed: list[Path] = []
+    try:
+        entries = sorted(base.glob(f"{prefix}*"))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not _own_directory(entry) or not owner_is_dead(entry, unowned):
+            continue
+        with contextlib.suppress(OSError):
+            (remove or _remove_tree)(entry)
+        if not entry.exists():
+            removed.append(entry)
+    return removed
+
+
+def _own_directory(entry: Path) -> bool:
+    """A real directory (no symlink) of this user: never judge someone else's."""
+    try:
+        stat = entry.lstat()
+    except OSError:
+        return False
+    return entry.is_dir() and not entry.is_symlink() and stat.st_uid == os.getuid()
+
+
+def _remove_tree(directory: Path) -> None:
+    shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,53 @@
+"""Run as a script by the hardening tests: a ktest session in its own process.
+
+    python child_session.py session exit|hold   # open_session(), use the cluster and a user
+    python child_session.py share-owner         # a ClusterServer (xdist-style socket directory)
+
+Prints ``ready`` once everything is in use; with ``hold`` it then waits to be killed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def _hold() -> None:
+    while True:  # waits for the test's signal
+        time.sleep(0.05)
+
+
+def session(ending: str) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    from ktest.backends import open_session
+    from ktest.config import settings_from_env
+
+    with open_session(settings_from_env()) as backend:
+        cluster = backend.cluster
+        cluster.apply(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
+        )
+        user = cluster.user("someone", groups=["team"])
+        try:
+            user.get(("v1", "ConfigMap", "c", "default"))
+        except ApiException as error:  # forbidden: what matters is that its credentials were used
+            assert error.status == 403, error
+        print("ready", flush=True)
+        if ending == "hold":
+            _hold()
+
+
+def share_owner() -> None:
+    from ktest.backends.shared import ClusterServer
+
+    server = ClusterServer(lambda: None)  # type: ignore[arg-type,return-value]
+    print(f"ready {server.address}", flush=True)
+    _hold()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "session":
+        session(sys.argv[2])
+    else:
+        share_owner()

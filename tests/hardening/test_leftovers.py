@@ -1,0 +1,256 @@
+"""Issues 14.2 and 14.3 with real processes and real signals: no credentials in
+$TMPDIR after a run, however it ended; socket directories of dead owners are
+swept at the next start and by `ktest down`, which tells the truth."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from hardening_helpers import files_with_key_material
+
+from ktest.assets.assets import Assets
+from ktest.backends import owners
+from ktest.backends.shared import SHARE_PREFIX, sweep_stale_shares
+
+HERE = Path(__file__).parent
+CHILD = HERE / "child_session.py"
+REPO = HERE.parents[1]
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def gone(pid: int) -> bool:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return text[text.rindex(")") + 2] in "ZX"
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, assets: Assets) -> dict[str, str]:
+    """A private TMPDIR, run directory and state directory; the session's binaries."""
+    env = dict(os.environ)
+    for variable in (
+        "PYTEST_ADDOPTS",
+        "PYTEST_XDIST_WORKER",
+        "KTEST_REUSE",
+        "KTEST_BACKEND",
+        "KUBEBUILDER_ASSETS",
+    ):
+        env.pop(variable, None)
+    for name in ("tmp", "run", "state"):
+        (tmp_path / name).mkdir()
+    env.update(
+        TMPDIR=str(tmp_path / "tmp"),
+        KTEST_RUN_DIR=str(tmp_path / "run"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        KTEST_ASSETS=str(assets.directory),
+        KTEST_CONTROLLERS="none",
+    )
+    return env
+
+
+def start_child(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], str]:
+    child = subprocess.Popen(
+        [sys.executable, str(CHILD), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    if not line.startswith("ready"):
+        child.kill()
+        raise AssertionError(f"child failed: {line}{child.communicate()[1][-3000:]}")
+    return child, line.strip()
+
+
+# ---------------------------------------------------------------------- 14.2
+
+
+@pytest.mark.parametrize("ending", ["exit", "sigterm", "sigkill"])
+def test_no_credentials_in_tmpdir_after_a_run(sandbox: dict[str, str], ending: str) -> None:
+    tmpdir, run_dir = Path(sandbox["TMPDIR"]), Path(sandbox["KTEST_RUN_DIR"])
+    child, _ = start_child(sandbox, "session", "exit" if ending == "exit" else "hold")
+    assert any(run_dir.iterdir()), "the control plane's directory should exist while the session runs"
+    if ending != "exit":
+        child.send_signal(signal.SIGTERM if ending == "sigterm" else signal.SIGKILL)
+    child.wait(60)
+    # After kill -9 the janitor removes the control plane's directory (processes first).
+    wait_until(lambda: not any(run_dir.iterdir()), what=f"the janitor to empty {run_dir}")
+    assert files_with_key_material(tmpdir) == [], sorted(os.listdir(tmpdir))
+
+
+# ---------------------------------------------------------------------- 14.3
+
+
+def test_sweep_removes_only_directories_of_dead_owners(sandbox: dict[str, str]) -> None:
+    tmpdir = Path(sandbox["TMPDIR"])
+    victim, victim_line = start_child(sandbox, "share-owner")
+    survivor, survivor_line = start_child(sandbox, "share-owner")
+    try:
+        dead_dir = Path(victim_line.split()[1]).parent
+        live_dir = Path(survivor_line.split()[1]).parent
+        victim.kill()
+        victim.wait()
+        assert dead_dir.is_dir(), "kill -9 leaves the directory (nothing runs in the dead process)"
+
+        # A directory from an older ktest (no owner file) whose socket nobody serves, old enough.
+        legacy = tmpdir / f"{SHARE_PREFIX}legacy"
+        legacy.mkdir()
+        with socket.socket(socket.AF_UNIX) as orphan:
+            orphan.bind(str(legacy / "socket"))
+        old = time.time() - 2 * owners.UNOWNED_GRACE_SECONDS
+        os.utime(legacy, (old, old))
+        young = tmpdir / f"{SHARE_PREFIX}young"  # may be being created right now
+        young.mkdir()
+
+        removed = sweep_stale_shares(tmpdir)
+        assert sorted(removed) == sorted([dead_dir, legacy])
+        assert live_dir.is_dir() and young.is_dir() and not dead_dir.exists()
+    finally:
+        survivor.kill()
+        survivor.wait()
+
+
+def test_a_new_cluster_server_sweeps_what_a_killed_one_left(sandbox: dict[str, str]) -> None:
+    victim, line = start_child(sandbox, "share-owner")
+    victim.kill()
+    victim.wait()
+    dead_dir = Path(line.split()[1]).parent
+    successor, _ = start_child(sandbox, "share-owner")
+    try:
+        assert not dead_dir.exists()
+    finally:
+        successor.kill()
+        successor.wait()
+
+
+def _ktest(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ktest", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def daemon_record(sandbox: dict[str, str]) -> Iterator[dict[str, object]]:
+    """A real `ktest up` daemon in the sandbox; its record. Always stopped at the end."""
+    up = _ktest(sandbox, "up", "--controllers", "none")
+    assert up.returncode == 0, up.stderr
+    path = Path(sandbox["XDG_STATE_HOME"]) / "ktest" / "up" / "default.json"
+    record = json.loads(path.read_text())
+    try:
+        yield record
+    finally:
+        if not gone(int(record["pid"])):
+            os.kill(int(record["pid"]), signal.SIGKILL)
+
+
+def test_ktest_down_stops_a_running_daemon(sandbox: dict[str, str], daemon_record: dict[str, object]) -> None:
+    """Positive control for the next test: a live daemon is reported as stopped."""
+    down = _ktest(sandbox, "down")
+    assert down.returncode == 0, down.stderr
+    assert f"stopped 'default' (pid {daemon_record['pid']})" in down.stderr
+    assert gone(int(str(daemon_record["pid"])))
+
+
+def test_ktest_down_after_the_daemon_was_killed(
+    sandbox: dict[str, str], daemon_record: dict[str, object]
+) -> None:
+    pid = int(str(daemon_record["pid"]))
+    share_dir = Path(str(daemon_record["share"]["control_address"])).parent  # type: ignore[index]
+    run_dir = Path(sandbox["KTEST_RUN_DIR"])
+    assert share_dir.is_dir() and share_dir.parent == Path(sandbox["TMPDIR"])
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: gone(pid), what="the daemon to die")
+    wait_until(lambda: not any(run_dir.iterdir()), what="the janitor to remove the control plane")
+    assert share_dir.is_dir(), "a SIGKILLed daemon cannot remove its socket directory itself"
+
+    down = _ktest(sandbox, "down")
+    assert down.returncode == 0, down.stderr
+    assert "stopped" not in down.stderr
+    assert f"'default' was not running (its daemon, pid {pid}, had already exited)" in down.stderr
+    assert not share_dir.exists()
+    assert not (Path(sandbox["XDG_STATE_HOME"]) / "ktest" / "up" / "default.json").exists()
+    assert files_with_key_material(Path(sandbox["TMPDIR"])) == []
+
+
+XDIST_TEST = """
+import os, pathlib, time
+
+def test_held(cluster):
+    pathlib.Path(os.environ["HELD_MARK"]).touch()
+    while True:  # until the test kills the controller
+        time.sleep(0.05)
+"""
+
+
+def test_killed_xdist_controller_share_is_swept_by_the_next_run(
+    sandbox: dict[str, str], tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_held.py").write_text(XDIST_TEST)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    mark = tmp_path / "held"
+    env = {**sandbox, "HELD_MARK": str(mark)}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1"]
+    controller = subprocess.Popen(
+        command,
+        cwd=project,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_until(mark.exists, timeout=120, what="the held test to run on the worker")
+        shares = list(Path(sandbox["TMPDIR"]).glob(f"{SHARE_PREFIX}*"))
+        assert len(shares) == 1
+        controller.kill()
+        controller.wait()
+        # The worker loses its controller and exits; the control plane dies with the controller.
+        wait_until(lambda: not any(Path(sandbox["KTEST_RUN_DIR"]).iterdir()), what="the control plane to go")
+        assert shares[0].is_dir()
+    finally:
+        if _group_alive(controller.pid):  # the worker, which lost its controller
+            os.killpg(controller.pid, signal.SIGKILL)
+        controller.wait()
+
+    (project / "test_held.py").write_text("def test_quick():\n    pass\n")
+    again = subprocess.run(
+        command, cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert again.returncode == 0, again.stdout[-2000:]
+    assert not shares[0].exists()
+    assert not list(Path(sandbox["TMPDIR"]).glob(f"{SHARE_PREFIX}*")), "the second run left its own"
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except OSError:
+        return False
+    return True
