@@ -28,7 +28,7 @@ def open_backend(settings: Settings, notes: list[str] | None = None) -> Backend:
         from ktest.backends.existing import ExistingBackend
 
         assert settings.kubeconfig is not None and settings.context is not None  # checked by config
-        return ExistingBackend(settings.kubeconfig, settings.context)
+        return ExistingBackend(settings.kubeconfig, settings.context, run_dir=settings.run_dir)
     if settings.backend == "kind":
         from ktest.backends.kind import KindBackend, find_kept
 

@@ -1,5 +1,9 @@
 """Backend ``existing``: any cluster reachable through a kubeconfig context.
 
+Before any test runs, the server is asked for ``/version``: when that fails,
+the error says which context and server, what failed (DNS, refused, timeout,
+TLS, credentials) and how to check it by hand.
+
 Safety first: the context must be named explicitly and be the kubeconfig's
 current context, so a test run cannot land on a production cluster because
 someone's kubeconfig pointed there. ktest never deletes what it did not create
@@ -9,14 +13,23 @@ those are deleted).
 
 from __future__ import annotations
 
+import shlex
+import socket
+import ssl
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
+import urllib3
 import yaml
 
 from ktest.backends.base import Backend, ClusterShare
+from ktest.backends.private_kubeconfig import PrivateKubeconfig
 from ktest.cluster import Cluster
-from ktest.errors import ConfigError
+from ktest.controlplane.plane import default_base_directory
+from ktest.errors import ClusterError, ConfigError
+
+DEFAULT_PROBE_TIMEOUT = 10.0
 
 
 class ExistingBackend(Backend):
@@ -24,11 +37,35 @@ class ExistingBackend(Backend):
 
     name = "existing"
 
-    def __init__(self, kubeconfig: Path, context: str) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path,
+        context: str,
+        *,
+        timeout: float = DEFAULT_PROBE_TIMEOUT,
+        run_dir: Path | None = None,
+    ) -> None:
         check_context(kubeconfig, context)
-        super().__init__(Cluster(kubeconfig, context=context, controllers=None, name=context))
         self.kubeconfig = kubeconfig
         self.context = context
+        # The client gets a copy whose credentials are files, so it writes none to $TMPDIR.
+        self._private = PrivateKubeconfig(kubeconfig, context, base=run_dir or default_base_directory())
+        try:
+            super().__init__(Cluster(self._private.path, context=context, controllers=None, name=context))
+        except BaseException:
+            self._private.close()
+            raise
+        try:
+            check_reachable(self.cluster, kubeconfig, context, timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._private.close()
 
     def describe(self) -> str:
         cluster = self.cluster
@@ -36,7 +73,7 @@ class ExistingBackend(Backend):
 
     def share(self) -> ClusterShare:
         return ClusterShare(
-            kubeconfig=str(self.kubeconfig),
+            kubeconfig=str(self._private.path),
             version=self.cluster.version,
             description=self.describe(),
             context=self.context,
@@ -65,3 +102,91 @@ def check_context(kubeconfig: Path, context: str) -> None:
             f"(kubectl --kubeconfig {kubeconfig} config use-context {context}) or name {current!r} "
             "if that is really the cluster to test against"
         )
+
+
+def check_reachable(cluster: Cluster, kubeconfig: Path, context: str, timeout: float) -> None:
+    """GET ``/version`` once, without retries; raise ClusterError saying what failed and how to check."""
+    server = cluster.server
+    client = cluster.api_client
+    headers = {"Accept": "application/json", **client.default_headers}
+    client.update_params_for_auth(headers, None, ["BearerToken"], "/version", "GET", None)
+    try:
+        response = client.rest_client.pool_manager.request(
+            "GET",
+            server.rstrip("/") + "/version",
+            headers=headers,
+            timeout=urllib3.Timeout(connect=timeout, read=timeout),
+            retries=False,
+        )
+    except urllib3.exceptions.HTTPError as error:
+        what = _what_failed(error, server, timeout)
+        raise ClusterError(_unreachable(server, kubeconfig, context, what)) from None
+    if response.status in (401, 403):
+        what = (
+            f"the server rejected the credentials of context {context!r} (HTTP {response.status}: "
+            f"{'not authenticated' if response.status == 401 else 'forbidden'}): the client "
+            "certificate or token is expired, revoked, or belongs to another cluster"
+        )
+        raise ClusterError(_unreachable(server, kubeconfig, context, what))
+    if response.status >= 400:
+        what = f"GET /version answered HTTP {response.status}: {response.data[:200]!r}"
+        raise ClusterError(_unreachable(server, kubeconfig, context, what))
+
+
+def _what_failed(error: urllib3.exceptions.HTTPError, server: str, timeout: float) -> str:
+    url = urlparse(server)
+    host, port = url.hostname or server, url.port or (443 if url.scheme == "https" else 80)
+    causes = _causes(error)
+    if isinstance(error, urllib3.exceptions.NameResolutionError) or any(
+        isinstance(cause, socket.gaierror) for cause in causes
+    ):
+        return (
+            f"DNS: the host name {host!r} does not resolve "
+            "(is it spelled right, are you on the right network or VPN?)"
+        )
+    if any(isinstance(cause, ConnectionRefusedError) for cause in causes):
+        return (
+            f"connection refused: nothing listens on {host}:{port} "
+            "(is the cluster running, is the port right?)"
+        )
+    if isinstance(error, urllib3.exceptions.ConnectTimeoutError):
+        return (
+            f"timeout: no connection to {host}:{port} within {timeout:g} s "
+            "(a firewall, a missing VPN, or the host is down)"
+        )
+    if isinstance(error, urllib3.exceptions.ReadTimeoutError) or any(
+        isinstance(cause, (TimeoutError, socket.timeout)) for cause in causes
+    ):
+        return f"timeout: {host}:{port} accepted the connection but did not answer within {timeout:g} s"
+    if any(isinstance(cause, (urllib3.exceptions.SSLError, ssl.SSLError)) for cause in causes):
+        detail = str(error)
+        if "CERTIFICATE_VERIFY_FAILED" in detail and "ostname" in detail:
+            return f"TLS: the server's certificate is not valid for the host name {host!r} ({detail})"
+        if "CERTIFICATE_VERIFY_FAILED" in detail:
+            return (
+                "TLS: the server's certificate is not signed by the certificate authority in the kubeconfig "
+                f"(certificate-authority/-data of the context's cluster): {detail}"
+            )
+        return f"TLS handshake failed: {detail}"
+    return f"{type(error).__name__}: {error}"
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    found: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(found) < 10:
+        found.append(current)
+        reason = getattr(current, "reason", None)
+        current = reason if isinstance(reason, BaseException) else current.__cause__ or current.__context__
+    return found
+
+
+def _unreachable(server: str, kubeconfig: Path, context: str, what: str) -> str:
+    check = (
+        f"kubectl --kubeconfig {shlex.quote(str(kubeconfig))} --context {shlex.quote(context)} "
+        "get --raw /version"
+    )
+    return (
+        f"backend existing: cannot use the API server {server} of context {context!r} in {kubeconfig}: "
+        f"{what}.\nCheck by hand with: {check}"
+    )

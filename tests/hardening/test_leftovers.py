@@ -4,6 +4,7 @@ swept at the next start and by `ktest down`, which tells the truth."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -15,11 +16,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from hardening_helpers import files_with_key_material
 
 from ktest.assets.assets import Assets
 from ktest.backends import owners
 from ktest.backends.shared import SHARE_PREFIX, sweep_stale_shares
+from ktest.controlplane import ControlPlane
 
 HERE = Path(__file__).parent
 CHILD = HERE / "child_session.py"
@@ -96,6 +99,54 @@ def test_no_credentials_in_tmpdir_after_a_run(sandbox: dict[str, str], ending: s
     # After kill -9 the janitor removes the control plane's directory (processes first).
     wait_until(lambda: not any(run_dir.iterdir()), what=f"the janitor to empty {run_dir}")
     assert files_with_key_material(tmpdir) == [], sorted(os.listdir(tmpdir))
+
+
+def _kubeconfig_with_embedded_data(plane: ControlPlane, path: Path) -> Path:
+    """What kubectl and kind write: the admin's certificate, key and CA inline (*-data)."""
+    certs = plane.directory / "certs"
+    data = {
+        name: base64.b64encode((certs / name).read_bytes()).decode()
+        for name in ("ca.crt", "admin.crt", "admin.key")
+    }
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "c", "cluster": {"server": plane.server, "certificate-authority-data": data["ca.crt"]}}
+        ],
+        "users": [
+            {
+                "name": "u",
+                "user": {"client-certificate-data": data["admin.crt"], "client-key-data": data["admin.key"]},
+            }
+        ],
+        "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "ctx",
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.parametrize("ending", ["exit", "sigkill"])
+def test_existing_backend_copies_no_credentials_to_tmpdir(
+    sandbox: dict[str, str], plane: ControlPlane, tmp_path: Path, ending: str
+) -> None:
+    kubeconfig = _kubeconfig_with_embedded_data(plane, tmp_path / "user.kubeconfig")
+    env = {
+        **sandbox,
+        "KTEST_BACKEND": "existing",
+        "KTEST_KUBECONFIG": str(kubeconfig),
+        "KTEST_CONTEXT": "ctx",
+    }
+    run_dir = Path(sandbox["KTEST_RUN_DIR"])
+    child, _ = start_child(env, "session", "exit" if ending == "exit" else "hold")
+    private = list(run_dir.glob("ktest-kubeconfig-*"))
+    assert len(private) == 1 and private[0].stat().st_mode & 0o077 == 0
+    if ending == "sigkill":
+        child.kill()
+    child.wait(60)
+    wait_until(lambda: not private[0].exists(), what="the janitor to remove the private kubeconfig copy")
+    assert files_with_key_material(Path(sandbox["TMPDIR"])) == [], sorted(os.listdir(sandbox["TMPDIR"]))
 
 
 # ---------------------------------------------------------------------- 14.3

@@ -1,0 +1,111 @@
+"""A private copy of one kubeconfig context whose embedded credentials are files.
+
+The kubernetes Python client writes ``certificate-authority-data``,
+``client-certificate-data`` and ``client-key-data`` to files in ``$TMPDIR``
+and removes them only at a clean interpreter exit: after SIGTERM or ``kill -9``
+the user's key would stay there. For backend ``existing``, ktest writes the
+context's cluster and user once into a 0700 directory (on tmpfs when
+available) and hands the client that copy; a janitor process removes the
+directory even if this process is killed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ktest.controlplane.certs import write_private_file
+from ktest.controlplane.janitor_client import JanitorHandle
+from ktest.errors import ConfigError
+
+PREFIX = "ktest-kubeconfig-"
+_FILE_FIELDS = {
+    "certificate-authority-data": ("certificate-authority", "ca.crt"),
+    "client-certificate-data": ("client-certificate", "client.crt"),
+    "client-key-data": ("client-key", "client.key"),
+}
+_PATH_FIELDS = ("certificate-authority", "client-certificate", "client-key", "tokenFile")
+
+
+class PrivateKubeconfig:
+    """``path`` is a kubeconfig with only ``context``, credentials as files; ``close()`` removes it."""
+
+    def __init__(self, source: Path, context: str, base: Path | None = None) -> None:
+        config = _load(source)
+        named = {
+            key: {e.get("name"): e for e in config.get(key) or () if isinstance(e, dict)}
+            for key in ("contexts", "clusters", "users")
+        }
+        context_entry = copy.deepcopy(named["contexts"].get(context) or {})
+        inner = context_entry.get("context") or {}
+        cluster = copy.deepcopy(named["clusters"].get(inner.get("cluster")))
+        user = copy.deepcopy(named["users"].get(inner.get("user")))
+        parent = base or Path(tempfile.gettempdir())
+        self.directory = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent))
+        self._janitor: JanitorHandle | None = JanitorHandle(self.directory, keep_directory=False)
+        try:
+            for entry in (cluster, user):
+                if entry is not None:
+                    self._externalize(entry, source)
+            private = {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [cluster] if cluster else [],
+                "users": [user] if user else [],
+                "contexts": [context_entry],
+                "current-context": context,
+                "preferences": {},
+            }
+            self.path = self.directory / "kubeconfig"
+            write_private_file(self.path, yaml.safe_dump(private, sort_keys=False).encode())
+        except BaseException:
+            self.close()
+            raise
+
+    def _externalize(self, entry: dict[str, Any], source: Path) -> None:
+        body = entry.get("cluster") if "cluster" in entry else entry.get("user")
+        if not isinstance(body, dict):
+            return
+        for field, (file_field, file_name) in _FILE_FIELDS.items():
+            data = body.pop(field, None)
+            if not data:
+                continue
+            try:
+                content = base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError):
+                raise ConfigError(
+                    f"backend existing: {field} of {entry.get('name')!r} in {source} is not valid base64; "
+                    "fix or regenerate that kubeconfig entry"
+                ) from None
+            target = self.directory / f"{entry.get('name')}-{file_name}".replace("/", "_")
+            write_private_file(target, content)
+            body[file_field] = str(target)
+        for field in _PATH_FIELDS:  # relative paths were relative to the original kubeconfig
+            value = body.get(field)
+            if isinstance(value, str) and value and not os.path.isabs(value):
+                body[field] = str((source.parent / value).resolve())
+
+    def close(self) -> None:
+        """Remove the copy (idempotent)."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+        janitor, self._janitor = self._janitor, None
+        if janitor is not None:
+            janitor.release()
+
+
+def _load(source: Path) -> dict[str, Any]:
+    try:
+        config = yaml.safe_load(source.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"backend existing: cannot read kubeconfig {source}: {error}") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"backend existing: {source} is not a kubeconfig (no mapping at the top)")
+    return config
