@@ -54,11 +54,33 @@ def test_two_workers_share_one_control_plane(
 def test_worker_reports_the_controllers_start_error(
     pytester: pytest.Pytester, inner_env: dict
 ) -> None:
+    # a CRD file that is well formed (checked before anything starts) but that the API server
+    # rejects: the error happens in the controller, which started the control plane
+    pytester.path.joinpath("crd.yaml").write_text(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+        "metadata: {name: loose.rejected.example.com}\nspec:\n  group: rejected.example.com\n"
+        "  scope: Namespaced\n  names: {plural: loose, kind: Loose}\n  versions:\n"
+        "  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {properties: {spec: {}}}}}\n"
+    )
+    pytester.makepyfile("def test_a(cluster):\n    pass\n\ndef test_b(cluster):\n    pass\n")
+    result = pytester.runpytest_subprocess("-n", "2", "--ktest-crds=crd.yaml", timeout=300)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(
+        ["*CRDError: *crd.yaml, document 1 (line 1): the API server rejected CustomResourceDefinition "
+         "loose.rejected.example.com*"]
+    )
+    result.stdout.fnmatch_lines(["*raised in the process that owns the cluster*"])
+
+
+def test_bad_crd_files_fail_in_the_workers_before_anything_starts(
+    pytester: pytest.Pytester, inner_env: dict
+) -> None:
     pytester.path.joinpath("crd.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     pytester.makepyfile("def test_a(cluster):\n    pass\n\ndef test_b(cluster):\n    pass\n")
     result = pytester.runpytest_subprocess("-n", "2", "--ktest-crds=crd.yaml", timeout=300)
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(
-        ["*CRDError: *crd.yaml, document 1 (line 1): ConfigMap x (v1) is not a CustomResourceDefinition*"]
+        ["ktest: option --ktest-crds: *crd.yaml, document 1 (line 1): ConfigMap x (v1) is not a "
+         "CustomResourceDefinition*"]
     )
-    result.stdout.fnmatch_lines(["*raised in the process that owns the cluster*"])
+    assert "raised in the process that owns the cluster" not in result.stdout.str()  # none was started
