@@ -98,6 +98,7 @@ def go_install(
                     f"in {scratch} (log: {log})."
                 )
             os.replace(built, destination)
+            log.unlink(missing_ok=True)  # kept only when it explains a failure
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return destination
