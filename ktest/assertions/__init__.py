@@ -11,8 +11,10 @@ what was observed. ``ktest.assertions.aio`` has the same names for async tests.
 from __future__ import annotations
 
 from ktest.assertions import aio
+from ktest.assertions.conflict_injection import ConflictInjector
 from ktest.assertions.conflicts import (
     ConcurrentWriter,
+    ConflictNotMetWarning,
     assert_conflict_on_stale_update,
     assert_survives_concurrent_writes,
     stale_copy,
@@ -43,6 +45,8 @@ from ktest.assertions.status import (
 
 __all__ = [
     "ConcurrentWriter",
+    "ConflictInjector",
+    "ConflictNotMetWarning",
     "FinalizerScenario",
     "Quiescence",
     "StatusSubresourceReport",

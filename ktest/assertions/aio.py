@@ -54,6 +54,7 @@ assert_observed_generation = _threaded(status.assert_observed_generation)
 assert_condition = _threaded(status.assert_condition)
 assert_quiescent = _threaded(quiescence.assert_quiescent)
 stale_copy = _threaded(conflicts.stale_copy)
+_survives_concurrent_writes = conflicts.assert_survives_concurrent_writes  # `conflicts` is also a parameter
 
 
 async def assert_transition_time_stable(
@@ -103,8 +104,11 @@ async def assert_survives_concurrent_writes(
     interval: float = 0.05,
     mode: str = "patch",
     min_writes: int = 1,
+    conflicts: int = 3,
+    trigger: MaybeAsync | None = None,
 ) -> ConcurrentWriter:
-    """Async :func:`ktest.assertions.assert_survives_concurrent_writes`; ``converged`` may be async."""
+    """Async :func:`ktest.assertions.assert_survives_concurrent_writes`; ``converged`` and
+    ``trigger`` may be async."""
     __tracebackhide__ = True
     loop = asyncio.get_running_loop()
     given = converged
@@ -113,8 +117,9 @@ async def assert_survives_concurrent_writes(
         return _run_on(loop, given)
 
     return await asyncio.to_thread(
-        conflicts.assert_survives_concurrent_writes, cluster, obj, check, duration=duration,
-        timeout=timeout, interval=interval, mode=mode, min_writes=min_writes,
+        _survives_concurrent_writes, cluster, obj, check, duration=duration,
+        timeout=timeout, interval=interval, mode=mode, min_writes=min_writes, conflicts=conflicts,
+        trigger=_on_loop(loop, trigger),
     )
 
 

@@ -12,6 +12,8 @@ import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ktest.cluster.cluster import FIELD_MANAGER
+
 IGNORED_PATHS = frozenset({"metadata.resourceVersion", "metadata.managedFields"})
 """Fields that change with every write and say nothing about what the writer did."""
 
@@ -89,8 +91,11 @@ def owners(obj: Mapping[str, Any], path: str) -> list[str]:
 
 
 def describe_manager(entry: Mapping[str, Any]) -> str:
+    """``'name' (Update, /status)``; the test's own writes are marked ``the test``."""
     sub = entry.get("subresource")
-    return f"{entry.get('manager', '?')!r} ({entry.get('operation', '?')}{', /' + sub if sub else ''})"
+    manager = entry.get("manager", "?")
+    mine = ", the test" if manager == FIELD_MANAGER else ""
+    return f"{manager!r} ({entry.get('operation', '?')}{', /' + sub if sub else ''}{mine})"
 
 
 def status_writers(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:

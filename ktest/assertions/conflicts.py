@@ -12,16 +12,19 @@ fresh state (design document 004). :func:`stale_copy` and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import secrets
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from kubernetes.client.exceptions import ApiException
 
+from ktest.assertions.conflict_injection import ConflictInjector
 from ktest.assertions.objects import (
     describe,
     duration_or_default,
@@ -35,7 +38,7 @@ from ktest.assertions.objects import (
 from ktest.assertions.waiting import until
 from ktest.cluster.refs import RefLike
 from ktest.context import check_health
-from ktest.errors import ClusterError
+from ktest.errors import ClusterError, KtestError
 from ktest.wait.transient import describe as describe_error
 
 if TYPE_CHECKING:
@@ -154,6 +157,8 @@ class ConcurrentWriter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = 0.0
+        self.injector: ConflictInjector | None = None
+        """Set by assert_survives_concurrent_writes: the operator's own writes it made conflict."""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -209,6 +214,10 @@ class ConcurrentWriter:
         return (f"{self.writes} writes to {self.ref} in {self.seconds:.2f}s ({self.mode}; "
                 f"{self.conflicts} conflicts, {self.missing} not found, {len(self.errors)} errors)")
 
+    def lines(self) -> list[str]:
+        """The summary, then what the conflict injector saw (if one ran with this writer)."""
+        return [self.summary(), *(self.injector.lines() if self.injector is not None else [])]
+
     def __repr__(self) -> str:
         return f"ConcurrentWriter({self.summary()})"
 
@@ -261,36 +270,87 @@ def assert_survives_concurrent_writes(
     interval: float = 0.05,
     mode: str = "patch",
     min_writes: int = 1,
+    conflicts: int = 3,
+    trigger: Callable[[], object] | None = None,
 ) -> ConcurrentWriter:
-    """Write ``obj`` concurrently for ``duration`` seconds while the operator reconciles it;
-    then ``converged`` (a check as for ``eventually``) must pass within ``timeout`` and
-    every registered operator health check must pass. Returns the writer (its counts).
+    """The operator survives others writing ``obj`` while it reconciles it.
+
+    Two sources of conflicts, together: a :class:`ConcurrentWriter` writes the object for
+    ``duration`` seconds (which also makes the operator reconcile), and a
+    :class:`~ktest.assertions.conflict_injection.ConflictInjector` makes the operator's own
+    next ``conflicts`` updates of the object conflict for sure, by slipping a write in right
+    before each of them (in-process operators; set ``conflicts=0`` to rely on timing alone).
+    ``trigger`` (called once both are running, e.g. a spec change) makes the operator update
+    the object then: an update it made before the call cannot be made to conflict. Then
+    ``converged`` (a check as for ``eventually``) must pass within ``timeout`` and every
+    registered operator health check must pass. Returns the writer; ``writer.injector`` says
+    which of the operator's writes got 409, and a ``ConflictNotMetWarning`` says when the
+    operator never met one (nothing was shown about conflicts then).
     """
     __tracebackhide__ = True
     ref = ref_of(obj)
     window = duration_or_default(duration)
     wait = timeout_or_default(timeout)
-    with ConcurrentWriter(cluster, ref, interval=interval, duration=window, mode=mode) as writer:
-        writer.join()
-    if writer.writes < min_writes:
-        raise AssertionError(failure(
-            f"the concurrent writer made only {writer.writes} writes to {describe(ref)}", RULE_SURVIVE,
-            [writer.summary(), "nothing was shown: lower interval= or raise duration="],
-        ))
-    _healthy(ref, writer, "during the concurrent writes")
-    until(converged, timeout=wait, description=f"{ref} converged after concurrent writes",
-          explain=lambda report: failure(
-              f"{describe(ref)} did not converge within {wait:g}s after concurrent writes",
-              RULE_SURVIVE, [writer.summary(), report]))
+    injector = ConflictInjector(cluster, ref, conflicts=conflicts) if conflicts else None
+    with injector if injector is not None else contextlib.nullcontext():
+        with ConcurrentWriter(cluster, ref, interval=interval, duration=window, mode=mode) as writer:
+            writer.injector = injector
+            if trigger is not None:
+                trigger()
+            writer.join()
+        if writer.writes < min_writes:
+            raise AssertionError(
+                failure(
+                    f"the concurrent writer made only {writer.writes} writes to {describe(ref)}",
+                    RULE_SURVIVE,
+                    [*writer.lines(), "nothing was shown: lower interval= or raise duration="],
+                )
+            )
+        _healthy(ref, writer, "during the concurrent writes")
+        try:
+            until(
+                converged,
+                timeout=wait,
+                description=f"{ref} converged after concurrent writes",
+                explain=lambda report: failure(
+                    f"{describe(ref)} did not converge within {wait:g}s after concurrent writes"
+                    + _conflict_note(writer),
+                    RULE_SURVIVE,
+                    [*writer.lines(), report],
+                ),
+            )
+        except KtestError as error:  # an operator health check failed while waiting
+            _unhealthy(ref, writer, "after the concurrent writes", error)
     _healthy(ref, writer, "after converging")
+    if injector is not None and not injector.provoked:
+        warnings.warn(ConflictNotMetWarning(f"{describe(ref)}: {injector.summary()}"), stacklevel=2)
     return writer
+
+
+class ConflictNotMetWarning(UserWarning):
+    """assert_survives_concurrent_writes passed, but the operator never got a 409 Conflict."""
+
+
+def _conflict_note(writer: ConcurrentWriter) -> str:
+    injector = writer.injector
+    if injector is None or not injector.provoked:
+        return ""
+    return f" (its update got 409 Conflict {injector.provoked}x)"
 
 
 def _healthy(ref: Any, writer: ConcurrentWriter, when: str) -> None:
     try:
         check_health()
     except Exception as error:
-        raise AssertionError(failure(
-            f"the operator failed {when} on {describe(ref)}", RULE_SURVIVE,
-            [writer.summary(), f"health check: {describe_error(error)}"],
-        )) from error
+        _unhealthy(ref, writer, when, error)
+
+
+def _unhealthy(ref: Any, writer: ConcurrentWriter, when: str, error: BaseException) -> None:
+    __tracebackhide__ = True
+    raise AssertionError(
+        failure(
+            f"the operator failed {when} on {describe(ref)}" + _conflict_note(writer),
+            RULE_SURVIVE,
+            [*writer.lines(), f"health check: {describe_error(error)}"],
+        )
+    ) from error

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ktest.api_error import ApiError
 from ktest.assertions.changes import describe_manager, short, status_writers, who_wrote
 from ktest.assertions.history import History, Target
 from ktest.assertions.objects import (
@@ -32,7 +33,7 @@ from ktest.assertions.objects import (
 from ktest.assertions.objects import field as get_field
 from ktest.assertions.waiting import until
 from ktest.cluster.refs import ObjectRef, RefLike
-from ktest.errors import ApiError, ClusterError
+from ktest.errors import ClusterError
 from ktest.wait.match import diff
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def assert_status_subresource(
     schema = _crd_schema(cluster, ref, info.plural)
     status = dict(status_probe) if status_probe is not None else _derived_probe(
         schema, "status", before.get("status"))
-    if status is None:
+    if status is None and not _keeps_nothing(schema, "status"):
         raise ClusterError(
             f"cannot probe the status subresource of {name}: its schema has no status field ktest "
             "can write a test value to; pass status_probe={'someStatusField': <value>}"
@@ -113,21 +114,27 @@ def assert_status_subresource(
                 f"{section}_probe {probe!r} already matches {name}'s {section}: choose values that differ "
                 "from the current ones, or the probe cannot show whether a write was ignored"
             )
-    report = StatusSubresourceReport(str(ref), "status" in info.subresources, status, spec)
+    report = StatusSubresourceReport(str(ref), "status" in info.subresources, status or {}, spec)
     violations: list[str] = []
     generation = before["metadata"].get("generation")
+    no_status_field = (
+        "the schema keeps no field of status (no properties, additionalProperties or "
+        "x-kubernetes-preserve-unknown-fields), so no status value can be stored"
+    )
 
-    answer = _probe_write(cluster, ref, {"status": status}, None, name)
-    stored = not diff(answer.get("status") or {}, status)
-    report.checked.append("status written through the main resource is ignored")
-    if stored:
-        violations.append(f"a merge patch of status {status!r} to the main resource was stored")
-        if answer["metadata"].get("generation") != generation:
-            violations.append(
-                f"that status write changed metadata.generation from {generation} to "
-                f"{answer['metadata'].get('generation')}"
-            )
-        _restore(cluster, ref, "status", status, before, None)
+    if status is None:
+        report.skipped.append(f"status written through the main resource: {no_status_field}")
+    else:
+        answer = _probe_write(cluster, ref, {"status": status}, None, name)
+        report.checked.append("status written through the main resource is ignored")
+        if not diff(answer.get("status") or {}, status):
+            violations.append(f"a merge patch of status {status!r} to the main resource was stored")
+            if answer["metadata"].get("generation") != generation:
+                violations.append(
+                    f"that status write changed metadata.generation from {generation} to "
+                    f"{answer['metadata'].get('generation')}"
+                )
+            _restore(cluster, ref, "status", status, before, None)
 
     if not report.served:
         violations.insert(0, f"the API server does not serve {info.plural}/status (discovery lists "
@@ -136,18 +143,21 @@ def assert_status_subresource(
             violations.append("the CustomResourceDefinition declares no subresources.status for "
                               f"{ref.api_version}: add `subresources: {{status: {{}}}}` to that version")
     else:
-        answer = _probe_write(cluster, ref, {"status": status}, "status", name)
-        if diff(answer.get("status") or {}, status):
-            raise ClusterError(
-                f"cannot probe the status subresource of {name}: a write of status {status!r} through "
-                "/status was not stored (pruned by the schema, or rewritten by a webhook); pass "
-                "status_probe= with a field the schema keeps"
-            )
-        report.checked.append("a status write through /status leaves metadata.generation unchanged")
-        if answer["metadata"].get("generation") != generation:
-            violations.append(f"a status write through /status changed metadata.generation from "
-                              f"{generation} to {answer['metadata'].get('generation')}")
-        _restore(cluster, ref, "status", status, before, "status")
+        if status is None:
+            report.skipped.append(f"status written through /status: {no_status_field}")
+        else:
+            answer = _probe_write(cluster, ref, {"status": status}, "status", name)
+            if diff(answer.get("status") or {}, status):
+                raise ClusterError(
+                    f"cannot probe the status subresource of {name}: a write of status {status!r} "
+                    "through /status was not stored (pruned by the schema, or rewritten by a webhook); "
+                    "pass status_probe= with a field the schema keeps"
+                )
+            report.checked.append("a status write through /status leaves metadata.generation unchanged")
+            if answer["metadata"].get("generation") != generation:
+                violations.append(f"a status write through /status changed metadata.generation from "
+                                  f"{generation} to {answer['metadata'].get('generation')}")
+            _restore(cluster, ref, "status", status, before, "status")
         if spec is None:
             report.skipped.append("spec written through /status: no spec field to probe (pass spec_probe=)")
         else:
@@ -182,7 +192,9 @@ def _restore(
     subresource: str | None,
 ) -> None:
     """Put back the values the probe overwrote (``null`` removes fields that were absent)."""
-    cluster.patch(ref, {section: _restore_patch(probe, before.get(section) or {})}, subresource=subresource)
+    original = before.get(section)
+    restore = _restore_patch(probe, original) if isinstance(original, Mapping) else None
+    cluster.patch(ref, {section: restore}, subresource=subresource)
 
 
 def _restore_patch(probe: Mapping[str, Any], original: Any) -> dict[str, Any]:
@@ -214,60 +226,184 @@ def _crd_schema(cluster: Cluster, ref: ObjectRef, plural: str) -> dict[str, Any]
 
 
 def _derived_probe(schema: Mapping[str, Any] | None, section: str, current: Any) -> dict[str, Any] | None:
-    """A merge-patch fragment for ``section`` setting one schema field to a new valid value."""
+    """A merge-patch fragment for ``section`` that changes it to another value its schema accepts.
+
+    Every valid shape is covered: scalar fields (enums, patterns, date-times too), nested
+    objects, maps (``additionalProperties``), lists (an item is appended, e.g. a condition when
+    ``status`` holds only ``conditions``) and ``x-kubernetes-preserve-unknown-fields``. None
+    when nothing can be written (no schema, or a section the schema prunes entirely).
+    """
     if schema is None:
         return None
     sub = (schema.get("properties") or {}).get(section)
     if not isinstance(sub, Mapping):
         return None
-    found = _probe_in(sub, current if isinstance(current, Mapping) else {}, depth=0)
-    return found
+    if isinstance(current, Mapping):
+        return _changed_object(sub, current, depth=0)
+    fresh = _fresh_value(sub, depth=0)
+    return fresh if isinstance(fresh, dict) else None
 
 
-def _probe_in(schema: Mapping[str, Any], current: Mapping[str, Any], depth: int) -> dict[str, Any] | None:
+def _keeps_nothing(schema: Mapping[str, Any] | None, section: str) -> bool:
+    """Whether the schema prunes every field of ``section`` (``{type: object}`` and nothing more)."""
+    if schema is None:
+        return False
+    sub = (schema.get("properties") or {}).get(section)
+    if sub is None:
+        return not schema.get("x-kubernetes-preserve-unknown-fields")
+    return (
+        isinstance(sub, Mapping)
+        and not sub.get("properties")
+        and not sub.get("additionalProperties")
+        and not sub.get("x-kubernetes-preserve-unknown-fields")
+    )
+
+
+_NO_VALUE = object()
+_MAX_DEPTH = 4
+_PROBE_TIME = "2001-02-03T04:05:06Z"
+
+
+def _changed_object(
+    schema: Mapping[str, Any], current: Mapping[str, Any], depth: int
+) -> dict[str, Any] | None:
+    """A merge patch changing one field of the existing object ``current`` (scalars first)."""
+    if schema.get("x-kubernetes-validations") or depth > _MAX_DEPTH:
+        return None
     properties = schema.get("properties") or {}
     for key, sub in properties.items():
-        value = _scalar_probe(sub, current.get(key))
-        if value is not None:
+        if _is_scalar(sub):
+            value = _new_scalar(sub, current.get(key))
+            if value is not _NO_VALUE:
+                return {key: value}
+    for key, sub in properties.items():
+        if _is_scalar(sub) or sub.get("x-kubernetes-validations"):
+            continue
+        value = _changed_value(sub, current.get(key), depth + 1)
+        if value is not _NO_VALUE:
             return {key: value}
-    if depth < 3:
-        for key, sub in properties.items():
-            if sub.get("type") == "object" and not sub.get("x-kubernetes-validations") and not sub.get(
-                    "required"):
-                nested = current.get(key)
-                found = _probe_in(sub, nested if isinstance(nested, Mapping) else {}, depth + 1)
-                if found is not None:
-                    return {key: found}
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, Mapping):
+        value = _fresh_value(extra, depth + 1)
+        key = f"ktest-probe-{secrets.token_hex(3)}"
+        if value is not _NO_VALUE:
+            return {key: value}
     if schema.get("x-kubernetes-preserve-unknown-fields"):
         return {"ktestProbe": f"probe-{secrets.token_hex(4)}"}
     return None
 
 
-def _scalar_probe(schema: Mapping[str, Any], current: Any) -> Any:
-    if schema.get("enum") is not None or schema.get("x-kubernetes-validations"):
-        return None
+def _changed_value(schema: Mapping[str, Any], current: Any, depth: int) -> Any:
+    """A new value for a field whose current value is ``current`` (absent: None)."""
+    if _is_scalar(schema):
+        return _new_scalar(schema, current)
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        if isinstance(current, Mapping):
+            changed = _changed_object(schema, current, depth)
+            return _NO_VALUE if changed is None else changed
+        return _fresh_value(schema, depth)
+    if kind == "array":
+        return _longer_list(schema, current, depth)
+    return _NO_VALUE
+
+
+def _longer_list(schema: Mapping[str, Any], current: Any, depth: int) -> Any:
+    """``current`` with one new valid item appended (a merge patch replaces the whole list)."""
+    items = list(current) if isinstance(current, list) else []
+    item_schema = schema.get("items")
+    if not isinstance(item_schema, Mapping) or schema.get("x-kubernetes-validations"):
+        return _NO_VALUE
+    limit = schema.get("maxItems")
+    if limit is not None and len(items) >= limit:
+        if limit < 1:
+            return _NO_VALUE
+        items = items[: limit - 1]
+    item = _fresh_value(item_schema, depth + 1)
+    if item is _NO_VALUE or item in items:
+        return _NO_VALUE
+    return [*items, item]
+
+
+def _fresh_value(schema: Mapping[str, Any], depth: int) -> Any:
+    """A valid value for a field that does not exist yet (objects get their required fields)."""
+    if depth > _MAX_DEPTH or schema.get("x-kubernetes-validations"):
+        return _NO_VALUE
+    if _is_scalar(schema):
+        return _new_scalar(schema, None)
+    kind = schema.get("type")
+    if kind == "array":
+        minimum = schema.get("minItems") or 0
+        value = _longer_list(schema, [], depth)
+        return value if value is not _NO_VALUE and minimum <= 1 else _NO_VALUE
+    if kind != "object" and "properties" not in schema:
+        return _NO_VALUE
+    properties = schema.get("properties") or {}
+    obj: dict[str, Any] = {}
+    for key in schema.get("required") or []:
+        sub = properties.get(key)
+        value = _fresh_value(sub, depth + 1) if isinstance(sub, Mapping) else _NO_VALUE
+        if value is _NO_VALUE:
+            return _NO_VALUE
+        obj[key] = value
+    if obj:
+        return obj
+    changed = _changed_object(schema, {}, depth)
+    return _NO_VALUE if changed is None else changed
+
+
+def _is_scalar(schema: Mapping[str, Any]) -> bool:
+    return schema.get("type") in ("string", "boolean", "integer", "number") or bool(
+        schema.get("x-kubernetes-int-or-string"))
+
+
+def _new_scalar(schema: Mapping[str, Any], current: Any) -> Any:
+    """A value of a scalar field that differs from ``current`` and passes its schema."""
+    if schema.get("x-kubernetes-validations"):
+        return _NO_VALUE
+    enum = schema.get("enum")
+    if enum is not None:
+        return next((value for value in enum if value != current), _NO_VALUE)
     kind = schema.get("type")
     if kind == "string":
-        if schema.get("pattern") or schema.get("format"):
-            return None
-        value = f"ktest-probe-{secrets.token_hex(4)}"
-        limit = schema.get("maxLength")
-        if limit is not None and limit < 12:
-            return None
-        return value if limit is None else value[:limit]
+        return _new_string(schema, current)
     if kind == "boolean":
         return not bool(current)
-    if kind in ("integer", "number"):
+    if kind in ("integer", "number") or schema.get("x-kubernetes-int-or-string"):
         if schema.get("exclusiveMinimum") or schema.get("exclusiveMaximum") or schema.get("multipleOf"):
-            return None
+            return _NO_VALUE
         low, high = schema.get("minimum"), schema.get("maximum")
         base = current if isinstance(current, (int, float)) and not isinstance(current, bool) else 0
         for candidate in (base + 7, base - 7, low, high):
             if candidate is None or candidate == current:
                 continue
             if (low is None or candidate >= low) and (high is None or candidate <= high):
-                return int(candidate) if kind == "integer" else candidate
-    return None
+                return candidate if kind == "number" else int(candidate)
+    return _NO_VALUE
+
+
+def _new_string(schema: Mapping[str, Any], current: Any) -> Any:
+    token = secrets.token_hex(3)
+    fmt = schema.get("format")
+    if fmt == "date-time":
+        candidates = [_PROBE_TIME, "2002-03-04T05:06:07Z"]
+    elif not fmt:
+        candidates = [f"ktest-probe-{token}", f"KtestProbe{token}", f"ktestprobe{token}", "KtestProbe",
+                      "ktest-probe", "ktestprobe", "probe", "p", "P", "0", "1"]
+    else:
+        return _NO_VALUE  # other formats (int-or-string, uuid, byte, ...): not guessed
+    low, high = schema.get("minLength") or 0, schema.get("maxLength")
+    pattern = schema.get("pattern")
+    for candidate in candidates:
+        if candidate == current or len(candidate) < low or (high is not None and len(candidate) > high):
+            continue
+        try:
+            if pattern and not re.search(pattern, candidate):
+                continue
+        except re.error:
+            return _NO_VALUE  # a pattern Python cannot read: do not guess
+        return candidate
+    return _NO_VALUE
 
 
 # --------------------------------------------------------------- observedGeneration

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ktest.assertions import (
     ConcurrentWriter,
+    ConflictNotMetWarning,
     assert_conflict_on_stale_update,
     assert_survives_concurrent_writes,
     stale_copy,
@@ -21,6 +23,7 @@ from ktest.assertions import (
 from ktest.cluster import Cluster
 from ktest.context import add_health_check
 from ktest.errors import ClusterError
+from ktest.wait import eventually
 
 LABEL = "assertions.ktest.test/size"
 Reconcile = Callable[[dict[str, Any]], None]
@@ -38,6 +41,32 @@ def slow_labeler(cluster: Cluster) -> Reconcile:
         updated = copy.deepcopy(obj)
         updated["metadata"]["labels"] = {**(obj["metadata"].get("labels") or {}), LABEL: wanted}
         cluster.update(updated)
+
+    return reconcile
+
+
+def fast_labeler(cluster: Cluster) -> Reconcile:
+    """The same read-modify-write PUT with no pause between the read and the update: a
+    timing-based concurrent writer almost never lands in that window."""
+
+    def reconcile(obj: dict[str, Any]) -> None:
+        wanted = str(obj["spec"]["size"])
+        if (obj["metadata"].get("labels") or {}).get(LABEL) == wanted:
+            return
+        updated = copy.deepcopy(obj)
+        updated["metadata"]["labels"] = {**(obj["metadata"].get("labels") or {}), LABEL: wanted}
+        cluster.update(updated)
+
+    return reconcile
+
+
+def patch_labeler(cluster: Cluster) -> Reconcile:
+    """Labels with a merge patch that carries no resourceVersion: it can never conflict."""
+
+    def reconcile(obj: dict[str, Any]) -> None:
+        wanted = str(obj["spec"]["size"])
+        if (obj["metadata"].get("labels") or {}).get(LABEL) != wanted:
+            cluster.patch(obj, {"metadata": {"labels": {LABEL: wanted}}})
 
     return reconcile
 
@@ -72,8 +101,10 @@ def test_conflict_assertion_fails_when_writes_refresh_the_version(cluster: Clust
     with pytest.raises(AssertionError) as failure:
         assert_conflict_on_stale_update(cluster, stale, write=last_write_wins)
     message = str(failure.value)
-    assert (f"a write of Widget {ns}/w1 (assertions.ktest.test/v1, uid {created['metadata']['uid']}) from a "
-            "stale copy did not get 409 Conflict") in message
+    assert (
+        f"a write of Widget {ns}/w1 (assertions.ktest.test/v1, uid {created['metadata']['uid']}) from a "
+        "stale copy did not get 409 Conflict"
+    ) in message
     assert "Rule: optimistic concurrency" in message
     assert f"the stale copy was at resourceVersion {stale['metadata']['resourceVersion']}" in message
     assert "the write was accepted: the object now carries the stale copy's content" in message
@@ -141,8 +172,96 @@ def test_survives_concurrent_writes_fails_when_a_conflict_crashes_the_operator(
             assert_survives_concurrent_writes(cluster, created, labelled(cluster, created), duration=1)
         forget()  # the crash is this test's expected outcome: do not fail it at teardown
     message = str(failure.value)
-    assert (f"the operator failed during the concurrent writes on Widget {ns}/w1 "
-            "(assertions.ktest.test/v1)") in message
+    assert (
+        f"the operator failed during the concurrent writes on Widget {ns}/w1 (assertions.ktest.test/v1)"
+    ) in message
     assert "Rule: a 409 Conflict is not an error for a controller" in message
     assert "health check: OperatorError: test controller for Widget crashed" in message
     assert "409" in message
+
+
+# ----------------------------------------------------------------- deterministic conflicts
+
+
+def labelled_as(cluster: Cluster, obj: dict[str, Any], size: int) -> Callable[[], bool]:
+    return lambda: (cluster.get(obj)["metadata"].get("labels") or {}).get(LABEL) == str(size)
+
+
+def wait_until_labelled(cluster: Cluster, obj: dict[str, Any], size: int) -> None:
+    eventually(
+        labelled_as(cluster, obj, size), description=f"the controller labelled {obj['metadata']['name']}"
+    )
+
+
+def resize(cluster: Cluster, obj: dict[str, Any], size: int) -> Callable[[], object]:
+    """A spec change: the controller must update the object again, now that conflicts are armed."""
+    return lambda: cluster.patch(obj, {"spec": {"size": size}})
+
+
+@pytest.mark.parametrize("labeler", [slow_labeler, fast_labeler])
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_conflict_crash_is_caught_every_time_whatever_the_window(
+    cluster: Cluster, ns: str, labeler: Callable[[Cluster], Reconcile], attempt: int
+) -> None:
+    with Controller(cluster, ns, labeler(cluster), crash_on_error=True) as controller:
+        forget = add_health_check(controller.health)
+        created = cluster.create(widget("w1", ns, size=3))
+        wait_until_labelled(cluster, created, 3)  # its first update happened before anything was armed
+        with pytest.raises(AssertionError) as failure:
+            assert_survives_concurrent_writes(
+                cluster,
+                created,
+                labelled_as(cluster, created, 4),
+                duration=0.5,
+                trigger=resize(cluster, created, 4),
+            )
+        forget()
+    message = str(failure.value)
+    assert re.search(
+        rf"the operator failed (during|after) the concurrent writes on Widget {ns}/w1 .*"
+        r"\(its update got 409 Conflict 1x\)",
+        message,
+    ), message
+    path = f"/apis/assertions.ktest.test/v1/namespaces/{ns}/widgets/w1"
+    assert re.search(
+        rf"\+\d+\.\d\ds PUT {path} from thread 'test-controller worker Widget' -> 409 Conflict", message
+    ), message
+    assert isinstance(controller.crashed, ApiException) and controller.crashed.status == 409
+
+
+def test_survives_conflicts_it_met_for_sure(cluster: Cluster, ns: str) -> None:
+    with Controller(cluster, ns, fast_labeler(cluster)) as controller:
+        add_health_check(controller.health)
+        created = cluster.create(widget("w1", ns, size=3))
+        wait_until_labelled(cluster, created, 3)
+        writer = assert_survives_concurrent_writes(
+            cluster,
+            created,
+            labelled_as(cluster, created, 4),
+            duration=0.5,
+            trigger=resize(cluster, created, 4),
+        )
+    assert writer.injector is not None
+    assert writer.injector.provoked == 3  # the default: the operator's next three updates conflicted
+    assert "got 409 Conflict" in writer.injector.summary()
+    assert cluster.get(created)["metadata"]["annotations"]["ktest/conflict"]  # ktest's slipped-in write
+
+
+def test_an_operator_that_never_met_a_conflict_is_reported(cluster: Cluster, ns: str) -> None:
+    with Controller(cluster, ns, patch_labeler(cluster)) as controller:
+        add_health_check(controller.health)
+        created = cluster.create(widget("w1", ns, size=3))
+        wait_until_labelled(cluster, created, 3)
+        with pytest.warns(
+            ConflictNotMetWarning,
+            match="the operator never met a 409, since its writes carry no resourceVersion",
+        ):
+            writer = assert_survives_concurrent_writes(
+                cluster,
+                created,
+                labelled_as(cluster, created, 4),
+                duration=0.5,
+                trigger=resize(cluster, created, 4),
+            )
+    assert writer.injector is not None and writer.injector.provoked == 0
+    assert writer.injector.unconditional >= 1

@@ -103,6 +103,57 @@ def test_status_subresource_fails_on_a_crd_without_it(cluster: Cluster, ns: str)
     assert "phase" not in (cluster.get(created).get("status") or {})  # the probe value was put back
 
 
+SHAPES = "shapes.ktest.test/v1"
+CONDITION = {"type": "Ready", "status": "True", "reason": "Done", "message": "ok",
+             "lastTransitionTime": "2020-01-01T00:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [
+        ("OnlyConditions", None),
+        ("OnlyConditions", {"conditions": [CONDITION]}),
+        ("MapStatus", {"zone": "a"}),
+        ("ListStatus", {"hosts": ["a", "b", "c"]}),
+        ("EnumStatus", {"phase": "Pending"}),
+        ("PatternStatus", None),
+        ("RequiredStatus", None),
+        ("RequiredStatus", {"summary": {"state": "Up"}}),
+        ("EmptyStatus", None),
+    ],
+)
+def test_status_subresource_handles_every_status_shape(
+    cluster: Cluster, ns: str, kind: str, status: dict[str, Any] | None
+) -> None:
+    created = cluster.create({"apiVersion": SHAPES, "kind": kind, "metadata": {"name": "s", "namespace": ns},
+                              "spec": {"size": 1}})
+    if status is not None:
+        cluster.patch(created, {"status": status}, subresource="status")
+    before = cluster.get(created)
+    report = assert_status_subresource(cluster, created)
+    after = cluster.get(created)
+    assert report.served
+    assert after.get("status") == before.get("status")  # every probe value was put back
+    assert after["spec"] == before["spec"]
+    if kind == "EmptyStatus":  # nothing of status can be stored: said, not silently passed
+        assert report.checked == ["spec written through /status is ignored"]
+        assert len(report.skipped) == 2 and "keeps no field of status" in report.skipped[0]
+    else:
+        assert "status written through the main resource is ignored" in report.checked
+
+
+def test_status_subresource_fails_on_conditions_only_status_without_it(cluster: Cluster, ns: str) -> None:
+    created = cluster.create({"apiVersion": SHAPES, "kind": "BareConditions",
+                              "metadata": {"name": "b", "namespace": ns}, "spec": {"size": 1}})
+    with pytest.raises(AssertionError) as failure:
+        assert_status_subresource(cluster, created)
+    message = str(failure.value)
+    assert "has no working status subresource" in message
+    assert "the API server does not serve bareconditions/status" in message
+    assert re.search(r"a merge patch of status \{'conditions': \[\{.*'type': 'ktest-probe-\w+'", message)
+    assert "status" not in cluster.get(created)  # the probe condition was removed again
+
+
 # ----------------------------------------------------------------- observedGeneration
 
 
@@ -167,7 +218,7 @@ def test_condition_fails_when_never_set(cluster: Cluster, ns: str) -> None:
     message = str(failure.value)
     assert "condition 'Ready' never appeared within 0.5s" in message
     assert "no condition of type 'Ready' in status.conditions (present: none)" in message
-    assert "status written by 'ktest' (Update, /status)" in message
+    assert "status written by 'ktest' (Update, /status, the test)" in message
 
 
 def test_condition_shape_problems_name_each_departure() -> None:
