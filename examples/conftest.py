@@ -14,8 +14,9 @@ pytest plugin; the rest is here:
 
 Fixture order matters for operators that own finalizers: an operator must
 still run while the objects it finalizes are deleted. The session operator
-outlives every test namespace by construction; the per-test one deletes what
-is left of its claims before it stops.
+outlives every test namespace by construction; the per-test one is wrapped in
+``operator_for_test``, which deletes what the test left in its namespace (and
+waits until it is gone) before the operator stops.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from fixtures.operators.bucketclaim.storage import FakeStorage
 from fixtures.operators.webapp import operator as webapp
 from ktest.cluster import Cluster
 from ktest.operators import OperatorContext, OperatorHandle, run_callable, run_kopf
-from ktest.wait import eventually
+from ktest.operators.pytest_fixtures import operator_for_test
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # By file path, not module name: for a module name, run_kopf re-imports the module's whole
@@ -70,25 +71,18 @@ def bucket_operator(
     an operator's errors, unless the test is marked ``operator_errors_expected``.
     """
     errors_expected = request.node.get_closest_marker("operator_errors_expected") is not None
-    with run_kopf(
+    operator = run_kopf(
         BUCKETCLAIM_OPERATOR,
         cluster,
         namespaces=[namespace],
         memo={"storage": storage, "retry_delay": 0.5},
         name="bucketclaim-operator",
         fail_on_errors=not errors_expected,
-    ) as operator:
+    )
+    # After the test, while the operator still runs: the backend recovers, the test's claims
+    # are deleted and finalized; then the operator stops.
+    with operator_for_test(operator, cluster, namespace, before_cleanup=storage.recover):
         yield operator
-        # Let the operator finalize what the test left behind before it stops.
-        storage.recover()
-        if not operator.alive:
-            operator.restart()
-        for claim in cluster.list("storage.example.com/v1alpha1", "BucketClaim", namespace):
-            cluster.delete(claim, missing_ok=True)
-        eventually(
-            lambda: not cluster.list("storage.example.com/v1alpha1", "BucketClaim", namespace),
-            description="the test's BucketClaims are finalized and gone",
-        )
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,8 @@ operator on exit and reports its failures to the test run::
 
 Least privilege: ``with operator_identity(cluster, "config/rbac/role.yaml") as me:``
 then run the operator with ``me.cluster``; a request its role lacks fails the
-test naming the verb and resource. Fixture patterns: ``ktest.operators.pytest_fixtures``.
+test naming the verb and resource. Fixture patterns (``operator_for_test`` for an operator
+per test, ``namespace_for`` for a namespace per test): ``ktest.operators.pytest_fixtures``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ _EXPORTS = {
     "load_roles": "ktest.operators.rbac",
     "build_go_binary": "ktest.operators.gobuild",
     "plan_go_build": "ktest.operators.gobuild",
+    "ExpectedCrash": "ktest.operators.handle",
+    "OperatorCrash": "ktest.operators.ownership",
+    "namespace_for": "ktest.operators.pytest_fixtures",
+    "operator_for_test": "ktest.operators.pytest_fixtures",
+    "finalize_namespace": "ktest.operators.pytest_fixtures",
     "Denial": "ktest.operators.denials",
     "find_denials": "ktest.operators.denials",
 }

@@ -43,7 +43,6 @@ class Denial:
         group = f'API group "{self.group}"' if self.group else "core API group"
         return f'user "{self.user}" may not {self.verb} {self.resource} ({group}) {self.where}'
 
-
     def missing_rule(self) -> str:
         """The RBAC rule that would allow the request, as YAML flow text."""
         resource = self.resource

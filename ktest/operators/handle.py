@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import fnmatch
+import re
 import threading
 import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, TypeVar
@@ -35,6 +39,17 @@ DEFAULT_STOP_TIMEOUT = 10.0
 _POLL = 0.02
 
 
+@dataclass
+class ExpectedCrash:
+    """What :meth:`OperatorHandle.expect_crash` saw: the operator's error, once the block ended."""
+
+    error: OperatorError | None = None
+
+    @property
+    def message(self) -> str:
+        return str(self.error) if self.error is not None else ""
+
+
 class OperatorHandle(abc.ABC):
     """A running operator under test: ``stop()``, ``crash()``, ``restart()``, ``logs``, ``alive``,
     ``wait_ready()``, ``error``; a context manager that stops it on exit.
@@ -42,9 +57,19 @@ class OperatorHandle(abc.ABC):
     ``fail_on_forbidden`` turns an RBAC refusal found in the operator's output into
     a failure naming the verb and resource; ``fail_on_errors`` does the same for
     ERROR log records of in-process operators (kopf handler exceptions).
+
+    ``namespaces`` (names or globs such as ``"test-*"``; every runner takes it)
+    says which namespaces the operator serves; None means the whole cluster.
+    ktest uses it to wait, before the operator stops, only for the deletions of
+    namespaces it serves (so it can finish its finalizers there); kopf is
+    limited to them; a callable gets them as ``ctx.namespaces``; a subprocess
+    gets them through ``{namespaces}`` (comma-separated) in its arguments or
+    environment, e.g. ``env={"WATCH_NAMESPACE": "{namespaces}"}``.
     """
 
     kind: ClassVar[str] = "operator"
+    runner: ClassVar[str] = "the operator runner"
+    """The function that starts this kind (for error messages)."""
 
     def __init__(
         self,
@@ -56,7 +81,11 @@ class OperatorHandle(abc.ABC):
         fail_on_errors: bool = True,
         fail_on_forbidden: bool = True,
         log_dir: Path | str | None = None,
+        namespaces: Sequence[str] | None = None,
+        cluster_wide: bool = False,
     ) -> None:
+        self.namespaces = _checked_namespaces(type(self).runner, namespaces, cluster_wide)
+        self.cluster_wide = self.namespaces is None
         self.name = name
         self.cluster = cluster
         self.ready_timeout = ready_timeout
@@ -73,6 +102,9 @@ class OperatorHandle(abc.ABC):
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._cleanups: list[object] = []
+        self._expecting_crash = 0
+        self.leaked_threads: list[threading.Thread] = []
+        """Threads of a crashed in-process run that did not end (see :meth:`crash`)."""
 
     # ------------------------------------------------------------ subclass hooks
 
@@ -154,12 +186,84 @@ class OperatorHandle(abc.ABC):
             return self._failure
 
     def check(self) -> None:
-        """Raise the operator's error if it has one (this is the registered health check)."""
+        """Raise the operator's error if it has one (this is the registered health check).
+
+        Inside :meth:`expect_crash` it raises nothing: the failure is the expected outcome.
+        """
         __tracebackhide__ = True
+        if self._expecting_crash:
+            return
         failure = self.error
         if failure is not None:
             self._failure_raised = True
             raise OperatorError(str(failure))
+
+    def unreported_error(self) -> OperatorError | None:
+        """The operator's error if no health check or ``check()`` has raised it yet."""
+        with self._lock:
+            failure = self.error
+            return None if failure is None or self._failure_raised else failure
+
+    @contextlib.contextmanager
+    def expect_crash(
+        self, match: str | re.Pattern[str] | None = None, *, timeout: float | None = None
+    ) -> Iterator[ExpectedCrash]:
+        """The block makes the operator fail on purpose; assert that it does, and how.
+
+        Inside the block the operator's failure does not fail ``eventually`` or the
+        test. When the block ends, ktest waits up to ``timeout`` s (default: the
+        ``eventually`` timeout) for the operator to fail (die, raise, log an error
+        with ``fail_on_errors``, be refused by RBAC), checks that its error message
+        contains ``match`` (a regular expression, searched), then forgets the error
+        so the test goes on; ``restart()`` brings the operator back. Raises
+        ``AssertionError`` if it did not fail, or failed differently::
+
+            with op.expect_crash(match=r"region 'mars-north-1' does not exist") as crash:
+                cluster.apply(claim_in_an_unknown_region)
+            assert not op.alive
+            op.restart()
+        """
+        __tracebackhide__ = True
+        outcome = ExpectedCrash()
+        pattern = re.compile(match) if isinstance(match, str) else match
+        with self._lock:
+            self._expecting_crash += 1
+        try:
+            yield outcome
+            failure = self._wait_for_failure(self._crash_timeout(timeout))
+        finally:
+            with self._lock:
+                self._expecting_crash -= 1
+        wanted = f" with an error matching /{pattern.pattern}/" if pattern is not None else ""
+        if failure is None:
+            raise AssertionError(
+                f"operator {self.name!r} was expected to fail{wanted}, but it is still healthy "
+                f"({self._state}, {'alive' if self.alive else 'not running'}) "
+                f"{self._crash_timeout(timeout):g} s after the block.\n"
+                f"--- last lines of its log ---\n{self.log.tail(start=self._run_mark) or '(nothing logged)'}"
+            )
+        if pattern is not None and not pattern.search(str(failure)):
+            raise AssertionError(
+                f"operator {self.name!r} failed, but not as expected: /{pattern.pattern}/ is not in its "
+                f"error:\n{failure}"
+            )
+        outcome.error = self.acknowledge_error()
+
+    def _crash_timeout(self, timeout: float | None) -> float:
+        if timeout is not None:
+            return timeout
+        from ktest.wait.defaults import current_defaults
+
+        return current_defaults().timeout
+
+    def _wait_for_failure(self, timeout: float) -> OperatorError | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            failure = self.error
+            if failure is not None or time.monotonic() >= deadline:
+                return failure
+            self._wake.wait(_POLL)
+            self._wake.clear()
 
     def acknowledge_error(self) -> OperatorError | None:
         """Return the current error and forget it, for tests that provoke one on purpose.
@@ -191,6 +295,12 @@ class OperatorHandle(abc.ABC):
                 self._register()
             if self.starts:
                 self.log.write(f"---- ktest: restart #{self.starts} of {self.name} ----")
+            leftover = [thread.name for thread in self.leaked_threads if thread.is_alive()]
+            if leftover:
+                self.log.write(
+                    f"---- ktest: threads of the crashed run still alive (blocked outside Python, "
+                    f"OperatorCrash pending): {', '.join(leftover)} ----"
+                )
             self._run_mark = self._scanned = self.log.mark()
             self._failure = None
             self._failure_raised = False
@@ -238,39 +348,42 @@ class OperatorHandle(abc.ABC):
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop gracefully (stop signal, SIGTERM); an operator that ignores it is killed and
-        ``OperatorError`` says so."""
+        ``OperatorError`` says so.
+
+        What the operator logs while it stops (errors included) goes to its log but is
+        not a failure: only dying before the stop request, or ignoring it, is.
+        """
         timeout = self.stop_timeout if timeout is None else timeout
-        with self._lock:
-            if self._state != "running":
-                return
-            self.error  # noqa: B018 - record a death that happened before the stop request
-            self._state = "stopped"
-            if not self._running():
-                return
-            if self._halt(timeout):
-                return
-            self._kill()
+        if not self._end_run("stopped"):
+            return
+        # Not under the lock: the operator's thread may need it (to log) while it winds down.
+        if self._halt(timeout):
+            return
+        self._kill()
         raise self._make_error(
             f"did not stop within {timeout:g} s of being asked to, so it was killed",
             hint="An operator must honour its stop signal (the stop event, SIGTERM) and return promptly.",
         )
 
     def crash(self) -> None:
-        """End the operator abruptly: no cleanup, no finalizer handling, like a killed pod."""
-        with self._lock:
-            if self._state != "running":
-                return
-            self.error  # noqa: B018
-            self._state = "crashed"
-            if self._running():
-                self._kill()
-            self.log.write(f"---- ktest: crashed {self.name} on purpose ----")
+        """End the operator abruptly, like a killed pod: no cleanup, no finalizer handling.
+
+        In-process operators: every thread of the run (those it started too) gets
+        ``OperatorCrash`` at once and its stop signal is set; threads blocked outside
+        Python code that do not end within ``stop_timeout`` are named in the log and in
+        :attr:`leaked_threads`. Subprocesses get SIGKILL.
+        """
+        going = self._end_run("crashed")
+        if going is None:
+            return
+        if going:
+            self._kill()
+        self.log.write(f"---- ktest: crashed {self.name} on purpose ----")
 
     def restart(self, *, wait: bool = True) -> Self:
         """Stop the current run if any, then start a new one (after ``crash()``: a fresh start)."""
-        with self._lock:
-            if self._state == "running":
-                self.stop()
+        if self._state == "running":
+            self.stop()
         return self.start(wait=wait)
 
     def close(self) -> None:
@@ -287,23 +400,26 @@ class OperatorHandle(abc.ABC):
         with self._lock:
             if self._state == "closed":
                 return
-            failure = self.error
-            pending = failure is not None and not self._failure_raised
-            try:
-                self.stop()
-            finally:
+            failure = self.unreported_error()
+            pending = failure is not None
+        try:
+            self.stop()
+        finally:
+            with self._lock:
                 self._state = "closed"
-                for cleanup in self._cleanups:
-                    cleanup()  # type: ignore[operator]
-                self._cleanups.clear()
-                self._release()
-                self.log.close()
+                cleanups, self._cleanups = self._cleanups, []
+            for cleanup in cleanups:
+                cleanup()  # type: ignore[operator]
+            self._release()
+            self.log.close()
         if pending and failure is not None:
             raise OperatorError(str(failure))
 
     def serves_namespace(self, namespace: str) -> bool:
-        """Whether this operator may act in ``namespace`` (unknown: assume it does)."""
-        return True
+        """Whether this operator acts in ``namespace`` (cluster-wide: every one)."""
+        return self.namespaces is None or any(
+            fnmatch.fnmatchcase(namespace, pattern) for pattern in self.namespaces
+        )
 
     def __enter__(self) -> Self:
         if self._state == "new":
@@ -401,12 +517,39 @@ class OperatorHandle(abc.ABC):
             parts.append(hint)
         return OperatorError("\n".join(parts))
 
-    def _quietly_end_run(self) -> None:
+    def _end_run(self, new_state: str) -> bool | None:
+        """Leave the running state (recording a death that came first): None if it was not
+        running, else whether the run is still going and must be halted or killed by the
+        caller, outside the lock."""
         with self._lock:
-            if self._state == "running":
-                self._state = "stopped"
-                if self._running() and not self._halt(self.stop_timeout):
-                    self._kill()
+            if self._state != "running":
+                return None
+            self.error  # noqa: B018 - record a death that happened before the request
+            self._state = new_state
+            return self._running()
+
+    def _quietly_end_run(self) -> None:
+        if self._end_run("stopped") and not self._halt(self.stop_timeout):
+            self._kill()
+
+
+def _checked_namespaces(
+    runner: str, namespaces: Sequence[str] | None, cluster_wide: bool
+) -> list[str] | None:
+    if namespaces is None:
+        return None
+    if isinstance(namespaces, str):
+        raise OperatorError(f"{runner}: namespaces must be a list such as [{namespaces!r}], not a string.")
+    if cluster_wide:
+        raise OperatorError(
+            f"{runner}: pass either namespaces=[...] or cluster_wide=True, not both "
+            "(an operator serves some namespaces or all of them)."
+        )
+    if not namespaces:
+        raise OperatorError(
+            f"{runner}: namespaces=[] serves nothing; pass names or globs, or cluster_wide=True."
+        )
+    return [str(namespace) for namespace in namespaces]
 
 
 H = TypeVar("H", bound=OperatorHandle)

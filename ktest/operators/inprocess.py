@@ -9,11 +9,10 @@ cluster it must use, a stop signal it must honour, and a ``ready()`` callback.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import inspect
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,11 +20,15 @@ from typing import TYPE_CHECKING, Any
 from ktest.errors import OperatorError
 from ktest.operators import logs
 from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, OperatorHandle, launch
+from ktest.operators.ownership import OperatorCrash, RunThreads
 from ktest.operators.threads import (
     call_in_loop,
     close_loop,
+    crash_threads,
     is_running,
-    join_or_report,
+    operator_thread_ended,
+    raise_in,
+    report_leftovers,
     start_operator_thread,
 )
 
@@ -36,11 +39,6 @@ ReadyCheck = Callable[[], bool]
 """Returns True (without raising) once the operator is ready."""
 
 
-class OperatorCrash(BaseException):
-    """Raised inside a sync operator's thread by ``crash()``; a BaseException so that
-    ``except Exception`` in operator code does not swallow it."""
-
-
 @dataclass
 class OperatorContext:
     """What an in-process operator function receives.
@@ -49,6 +47,10 @@ class OperatorContext:
     ``asyncio.Event`` (of the operator's own loop) for an ``async`` one; the
     function must return soon after it is set. Call ``ready()`` once the
     operator is watching (unless the handle was given a readiness check).
+    ``cluster`` writes under the field manager ``field_manager`` (the
+    operator's name), so managedFields tell its writes from the test's
+    (``ktest``); an operator that builds its own client from ``kubeconfig``
+    should send ``field_manager`` as its fieldManager (or user agent) too.
     """
 
     kubeconfig: Path
@@ -56,6 +58,9 @@ class OperatorContext:
     ready: Callable[[], None]
     cluster: Cluster
     name: str
+    field_manager: str = ""
+    namespaces: list[str] | None = None
+    """The namespaces (names or globs) the operator must limit itself to; None: the whole cluster."""
 
     @property
     def stopping(self) -> bool:
@@ -73,12 +78,14 @@ class _Run:
     exception: BaseException | None = None
     returned: bool = False
     killed: bool = False
+    threads: RunThreads | None = None
 
 
 class CallableOperator(OperatorHandle):
     """An operator that is a Python function (sync in a thread, async in its own loop)."""
 
     kind = "callable"
+    runner = "run_callable"
 
     def __init__(
         self,
@@ -94,6 +101,8 @@ class CallableOperator(OperatorHandle):
             raise OperatorError(f"run_callable needs a function taking an OperatorContext, not {fn!r}.")
         super().__init__(name or str(getattr(fn, "__name__", "operator")), cluster, **options)
         self.fn = fn
+        self.field_manager = _field_manager_name(self.name)
+        """What the operator's writes through ``ctx.cluster`` are attributed to in managedFields."""
         self.is_async = inspect.iscoroutinefunction(fn)
         self.ready_check = ready
         self.log_level = log_level
@@ -103,18 +112,21 @@ class CallableOperator(OperatorHandle):
     # ------------------------------------------------------------ hooks
 
     def _launch(self) -> None:
-        run = self._run = _Run()
+        run = self._run = _Run(threads=RunThreads(self.name, self._sink))
         ctx = OperatorContext(
             kubeconfig=self.cluster.kubeconfig,
             stop=threading.Event(),  # replaced by an asyncio.Event inside the loop for async functions
             ready=lambda: self._mark_ready(run),
-            cluster=self.cluster,
+            cluster=self.cluster.as_field_manager(self.field_manager),
             name=self.name,
+            field_manager=self.field_manager,
+            namespaces=list(self.namespaces) if self.namespaces is not None else None,
         )
         run.thread = threading.Thread(
             target=self._thread_main, args=(run, ctx), name=f"ktest-operator-{self.name}", daemon=True
         )
-        start_operator_thread(run.thread, run.started, self.log_level)
+        assert run.threads is not None
+        start_operator_thread(run.thread, run.started, self.log_level, run.threads)
 
     def _thread_main(self, run: _Run, ctx: OperatorContext) -> None:
         logs.bind_sink(self._sink)
@@ -141,39 +153,39 @@ class CallableOperator(OperatorHandle):
             run.exception = error
         finally:
             run.started.set()
-            logs.release_routing()
+            operator_thread_ended()
             self._wake.set()
 
-    def _halt(self, timeout: float) -> bool:
-        run = self._run
+    def _signal_stop(self, run: _Run) -> None:
         if isinstance(run.stop, asyncio.Event) and run.loop is not None:
             call_in_loop(run.loop, run.stop.set)
         elif isinstance(run.stop, threading.Event):
             run.stop.set()
-        assert run.thread is not None
+
+    def _halt(self, timeout: float) -> bool:
+        run = self._run
+        self._signal_stop(run)
+        assert run.thread is not None and run.threads is not None
         run.thread.join(timeout)
-        return not run.thread.is_alive()
+        if run.thread.is_alive():
+            return False
+        report_leftovers(run.threads, 1.0, self.log, self.name)
+        return True
 
     def _kill(self) -> None:
         run = self._run
         run.killed = True
+        if run.threads is not None:
+            run.threads.crashed = True
         thread = run.thread
-        if thread is None or not thread.is_alive():
-            return
-        if run.task is not None and run.loop is not None:
-            call_in_loop(run.loop, run.task.cancel)
-        elif thread.ident is not None:
-            # The closest thing to killing a thread: raise in it at its next bytecode.
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(thread.ident), ctypes.py_object(OperatorCrash)
-            )
-        join_or_report(
-            thread,
-            self.stop_timeout,
-            self.log,
-            f"---- ktest: {self.name} is still running {self.stop_timeout:g} s after crash(); "
-            "it is blocked outside Python code and is left behind as a daemon thread ----",
-        )
+        if thread is not None and thread.is_alive():
+            if run.task is not None and run.loop is not None:
+                call_in_loop(run.loop, run.task.cancel)
+            else:
+                raise_in(thread)
+        self._signal_stop(run)  # after the kill, so that the operator cannot take its graceful path
+        if run.threads is not None:
+            self.leaked_threads = crash_threads(run.threads, thread, self.stop_timeout, self.log, self.name)
 
     def _running(self) -> bool:
         return is_running(self._run.thread)
@@ -182,7 +194,7 @@ class CallableOperator(OperatorHandle):
         run = self._run
         if run.exception is not None:
             error = run.exception
-            return f"raised {type(error).__name__}: {error}\n{logs.format_exception(error)}"
+            return f"raised {logs.exception_text(error)}\n{logs.format_exception(error)}"
         if run.returned:
             return (
                 "returned while the test was still running; an operator function must keep "
@@ -226,12 +238,20 @@ class CallableOperator(OperatorHandle):
             self._record_logged_error(text)
 
 
+def _field_manager_name(name: str) -> str:
+    """The operator's name as a field manager (printable, at most 128 characters, never ``ktest``)."""
+    cleaned = "".join(ch if ch.isprintable() else "-" for ch in name)[:128] or "operator"
+    return "operator" if cleaned == "ktest" else cleaned
+
+
 def run_callable(
     fn: Callable[[OperatorContext], Any],
     cluster: Cluster,
     *,
     ready: ReadyCheck | None = None,
     name: str | None = None,
+    namespaces: Sequence[str] | None = None,
+    cluster_wide: bool = False,
     wait: bool = True,
     ready_timeout: float = DEFAULT_READY_TIMEOUT,
     stop_timeout: float = DEFAULT_STOP_TIMEOUT,
@@ -243,7 +263,10 @@ def run_callable(
     """Start ``fn(ctx)`` as the operator under test and (with ``wait``) wait until it is ready.
 
     Ready when ``fn`` calls ``ctx.ready()``, or when ``ready()`` returns True if
-    a readiness check is given. Use the result as a context manager to stop it::
+    a readiness check is given. ``namespaces=[...]`` (names or globs) tells the
+    operator (``ctx.namespaces``) and ktest which namespaces it serves: the handle
+    then waits before it stops only for deletions of those namespaces. Use the
+    result as a context manager to stop it::
 
         with run_callable(my_operator, cluster) as op:
             ...
@@ -253,6 +276,8 @@ def run_callable(
         cluster,
         ready=ready,
         name=name,
+        namespaces=namespaces,
+        cluster_wide=cluster_wide,
         log_level=log_level,
         ready_timeout=ready_timeout,
         stop_timeout=stop_timeout,

@@ -16,7 +16,6 @@ that point is missed.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -24,15 +23,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ktest.errors import OperatorError
 from ktest.operators import logs
 from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, OperatorHandle, launch
 from ktest.operators.kopf_loading import Source, describe_sources, is_path, load_registry
+from ktest.operators.ownership import RunThreads
 from ktest.operators.threads import (
     call_in_loop,
     close_loop,
+    crash_threads,
     is_running,
-    join_or_report,
+    operator_thread_ended,
+    report_leftovers,
     start_operator_thread,
 )
 
@@ -57,12 +58,14 @@ class _KopfRun:
     exception: BaseException | None = None
     returned: bool = False
     killed: bool = False
+    threads: RunThreads | None = None
 
 
 class KopfOperator(OperatorHandle):
     """A kopf operator run in-process against the test cluster."""
 
     kind = "kopf"
+    runner = "run_kopf"
 
     def __init__(
         self,
@@ -80,31 +83,15 @@ class KopfOperator(OperatorHandle):
         import kopf  # noqa: F401 - fail here, with ImportError, when kopf is not installed
 
         sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
-        if namespaces is not None and isinstance(namespaces, str):
-            raise OperatorError(f"namespaces must be a list such as [{namespaces!r}], not a string.")
-        if namespaces is not None and cluster_wide:
-            raise OperatorError(
-                "run_kopf: pass either namespaces=[...] or cluster_wide=True, not both "
-                "(kopf serves some namespaces or all of them)."
-            )
-        if namespaces is not None and not namespaces:
-            raise OperatorError(
-                "run_kopf: namespaces=[] serves nothing; pass names or globs, or cluster_wide=True."
-            )
         default_name = Path(str(sources[0])).stem if sources and is_path(sources[0]) else str(sources[0])
-        super().__init__(name or default_name, cluster, **options)
+        super().__init__(
+            name or default_name, cluster, namespaces=namespaces, cluster_wide=cluster_wide, **options
+        )
         self.sources = sources
-        self.namespaces = list(namespaces) if namespaces is not None else None
-        self.cluster_wide = namespaces is None
         self.configure = configure
         self.memo = dict(memo or {})
         self.log_level = log_level
         self._run = _KopfRun()
-
-    def serves_namespace(self, namespace: str) -> bool:
-        return self.cluster_wide or any(
-            fnmatch.fnmatchcase(namespace, glob) for glob in self.namespaces or ()
-        )
 
     @property
     def registry(self) -> Any:
@@ -129,11 +116,12 @@ class KopfOperator(OperatorHandle):
         # kopf SIGKILLs its own thread (i.e. this whole process) if a cancelled operator takes
         # too long to exit; a test process must never be killed by the operator under test.
         settings.process.ultimate_exiting_timeout = None
-        run = self._run = _KopfRun(registry=registry, settings=settings)
+        threads = RunThreads(self.name, self._sink)
+        run = self._run = _KopfRun(registry=registry, settings=settings, threads=threads)
         run.thread = threading.Thread(
             target=self._thread_main, args=(run,), name=f"ktest-kopf-{self.name}", daemon=True
         )
-        start_operator_thread(run.thread, run.started, self.log_level)
+        start_operator_thread(run.thread, run.started, self.log_level, threads)
 
     def _thread_main(self, run: _KopfRun) -> None:
         import kopf
@@ -183,7 +171,7 @@ class KopfOperator(OperatorHandle):
                 executor = getattr(run.settings.execution, "executor", None)
                 if executor is not None:
                     executor.shutdown(wait=False, cancel_futures=True)
-                logs.release_routing()
+                operator_thread_ended()
                 self._wake.set()
 
     async def _readiness(self, run: _KopfRun, ready_flag: asyncio.Event, insights: Any) -> None:
@@ -211,22 +199,26 @@ class KopfOperator(OperatorHandle):
         run = self._run
         if run.loop is not None and run.stop_flag is not None:
             call_in_loop(run.loop, run.stop_flag.set)
-        assert run.thread is not None
+        assert run.thread is not None and run.threads is not None
         run.thread.join(timeout)
-        return not run.thread.is_alive()
+        if run.thread.is_alive():
+            return False
+        report_leftovers(run.threads, 1.0, self.log, self.name)
+        return True
 
     def _kill(self) -> None:
         run = self._run
         run.killed = True
+        if run.threads is not None:
+            run.threads.crashed = True
         if run.loop is not None and run.task is not None:
             call_in_loop(run.loop, run.task.cancel)
-        if run.thread is not None:
-            join_or_report(
-                run.thread,
-                self.stop_timeout,
-                self.log,
-                f"---- ktest: kopf operator {self.name} still runs {self.stop_timeout:g} s after "
-                "crash(); a sync handler is probably blocked ----",
+        if run.loop is not None and run.stop_flag is not None:
+            call_in_loop(run.loop, run.stop_flag.set)  # after the cancellation: no graceful path
+        if run.threads is not None:
+            # kopf's sync handlers run in threads of its executor: a killed pod ends them too.
+            self.leaked_threads = crash_threads(
+                run.threads, run.thread, self.stop_timeout, self.log, self.name
             )
 
     def _running(self) -> bool:
@@ -236,7 +228,7 @@ class KopfOperator(OperatorHandle):
         run = self._run
         if run.exception is not None:
             error = run.exception
-            return f"stopped with {type(error).__name__}: {error}\n{logs.format_exception(error)}"
+            return f"stopped with {logs.exception_text(error)}\n{logs.format_exception(error)}"
         if run.returned:
             return "exited although it was not asked to stop (one of kopf's root tasks ended)"
         return "ended without a result"

@@ -1,26 +1,37 @@
 """Where an operator's output goes: one log file per handle, readable while it grows.
 
 In-process operators (threads, asyncio, kopf) write through the standard
-``logging`` module. A single routing handler on the root logger sends each
-record to the log of the operator whose code emitted it, found through a
-``ContextVar`` that the operator's thread sets before running anything:
-asyncio tasks inherit it, and kopf copies it into the threads that run sync
-handlers. Records from other code (the test itself, other operators) are not
-routed. The handler is installed while at least one in-process operator runs.
+``logging`` module or ``print()``. A single routing handler on the root logger
+sends each record to the log of the operator whose code emitted it, found
+through a ``ContextVar`` that the operator's thread sets before running
+anything (asyncio tasks inherit it, and kopf copies it into the threads that
+run sync handlers), or else through the thread's owner (``ownership``: the
+threads an operator starts belong to it). ``print()`` calls made by an
+operator's threads to stdout or stderr go to its log the same way (as
+``print(stdout)`` / ``print(stderr)`` lines). Output of other code (the test
+itself) is left alone. Both are installed while at least one in-process
+operator runs.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import io
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import threading
+import traceback
 import weakref
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
+
+from ktest.operators.ownership import RecordSink, current_run
 
 TAIL_LINES = 40
 _FORMAT = "%(asctime)s.%(msecs)03d %(levelname)-7s %(name)s: %(message)s"
@@ -102,19 +113,16 @@ def _safe(name: str) -> str:
 
 # ------------------------------------------------------------ in-process routing
 
-RecordSink = Callable[[logging.LogRecord, str], None]
-"""Receives each record emitted by one in-process operator, with its formatted text."""
-
 _sink: ContextVar[RecordSink | None] = ContextVar("ktest_operator_log_sink", default=None)
 
 
 class _RoutingHandler(logging.Handler):
     def __init__(self) -> None:
         super().__init__(level=logging.NOTSET)
-        self.setFormatter(logging.Formatter(_FORMAT, _DATE_FORMAT))
+        self.setFormatter(_ReadableFormatter(_FORMAT, _DATE_FORMAT))
 
     def emit(self, record: logging.LogRecord) -> None:
-        sink = _sink.get()
+        sink = current_sink()
         if sink is None:
             return
         try:
@@ -128,14 +136,53 @@ class _RoutingHandler(logging.Handler):
         sink(record, text)
 
 
+def current_sink() -> RecordSink | None:
+    """Where the calling code's output goes: its operator's log, or None (not operator code)."""
+    sink = _sink.get()
+    if sink is not None:
+        return sink
+    run = current_run()
+    return run.sink if run is not None else None
+
+
+def _routed_print(original: Callable[..., None]) -> Callable[..., None]:
+    """``print`` that sends an operator's output to its log and leaves other callers alone."""
+
+    def print(
+        *values: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None, flush: bool = False
+    ) -> None:
+        sink = current_sink()
+        streams = {
+            sys.stdout: "stdout",
+            sys.stderr: "stderr",
+            sys.__stdout__: "stdout",
+            sys.__stderr__: "stderr",
+        }
+        stream = "stdout" if file is None else streams.get(file)
+        if sink is None or stream is None:
+            original(*values, sep=sep, end=end, file=file, flush=flush)
+            return
+        buffer = io.StringIO()
+        original(*values, sep=sep, end=end, file=buffer)
+        text = buffer.getvalue().rstrip("\n")
+        record = logging.LogRecord(f"print({stream})", logging.INFO, "", 0, "%s", (text,), None)
+        sink(record, _PRINT_FORMATTER.format(record))
+
+    return print
+
+
+_PRINT_FORMATTER = logging.Formatter(_FORMAT, _DATE_FORMAT)
+
+
 class _Router:
-    """The root-logger handler and the logger levels it needs, held while operators run."""
+    """The root-logger handler, ``print`` and the logger levels they need, held while operators run."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.users = 0
         self.handler: _RoutingHandler | None = None
         self.saved_levels: dict[str, int] = {}
+        self.saved_print: Callable[..., None] | None = None
 
     def acquire(self, level: int) -> None:
         with self.lock:
@@ -143,6 +190,9 @@ class _Router:
             if self.handler is None:
                 self.handler = _RoutingHandler()
                 logging.getLogger().addHandler(self.handler)
+            if self.saved_print is None:
+                self.saved_print = builtins.print
+                builtins.print = _routed_print(builtins.print)
             # A record below a logger's effective level never reaches any handler, so
             # lower the root (and kopf, which pytest's log_level does not reset) while needed.
             for logger_name in ("", "kopf"):
@@ -159,6 +209,9 @@ class _Router:
             if self.handler is not None:
                 logging.getLogger().removeHandler(self.handler)
                 self.handler = None
+            if self.saved_print is not None:
+                builtins.print = self.saved_print
+                self.saved_print = None
             for logger_name, level in self.saved_levels.items():
                 logging.getLogger(logger_name).setLevel(level)
             self.saved_levels.clear()
@@ -202,5 +255,47 @@ def bind_sink(sink: RecordSink) -> None:
 
 
 def format_exception(error: BaseException) -> str:
-    """A traceback as the logging module formats it."""
-    return logging.Formatter().formatException((type(error), error, error.__traceback__))
+    """A traceback as the logging module formats it, API errors of the official client made
+    readable (status, reason and the server's message instead of HTTP headers and body)."""
+    described = traceback.TracebackException.from_exception(error)
+    seen: set[int] = set()
+    current: traceback.TracebackException | None = described
+    chain: list[tuple[traceback.TracebackException, BaseException]] = []
+    exception: BaseException | None = error
+    while current is not None and exception is not None and id(exception) not in seen:
+        seen.add(id(exception))
+        chain.append((current, exception))
+        if current.__cause__ is not None:
+            current, exception = current.__cause__, exception.__cause__
+        else:
+            current, exception = current.__context__, exception.__context__
+    for part, raised in chain:
+        readable = api_error_text(raised)
+        if readable is not None and hasattr(part, "_str"):
+            part._str = readable
+    return "".join(described.format()).rstrip("\n")
+
+
+def exception_text(error: BaseException) -> str:
+    """``Type: message`` of an exception, API errors made readable."""
+    return f"{type(error).__name__}: {api_error_text(error) or error}"
+
+
+def api_error_text(error: BaseException | None) -> str | None:
+    """``409 Conflict: <the server's message>`` for a ``kubernetes`` ApiException (whose own text
+    dumps HTTP headers and body), else None. ktest's ApiError reads well already."""
+    if error is None or not any(cls.__name__ == "ApiException" for cls in type(error).__mro__):
+        return None
+    if any(cls.__name__ == "ApiError" and cls.__module__ == "ktest.api_error" for cls in type(error).__mro__):
+        return None
+    from ktest.api_error import server_message
+
+    status, reason = getattr(error, "status", None), getattr(error, "reason", None)
+    message = server_message(getattr(error, "body", None) or "")
+    return f"{status} {reason}" + (f": {message}" if message else "")
+
+
+class _ReadableFormatter(logging.Formatter):
+    def formatException(self, ei: Any) -> str:
+        error = ei[1] if ei and ei[1] is not None else None
+        return format_exception(error) if error is not None else super().formatException(ei)

@@ -9,7 +9,8 @@ SIGTERM, then SIGKILL after ``stop_timeout``.
 
 ``{port}`` in the command, ``args``, ``env`` values or ``ready_http`` is
 replaced by a free local port chosen once per handle (kept across restarts),
-for probe or metrics addresses.
+for probe or metrics addresses; ``{namespaces}`` by the ``namespaces=`` it
+serves, comma-separated (e.g. ``env={"WATCH_NAMESPACE": "{namespaces}"}``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class ProcessOperator(OperatorHandle):
     """An operator run as a child process."""
 
     kind = "subprocess"
+    runner = "run_subprocess"
 
     def __init__(
         self,
@@ -63,6 +65,13 @@ class ProcessOperator(OperatorHandle):
             raise OperatorError("run_subprocess: pass ready_log or ready_http, not both.")
         ready_pattern = _compile(ready_log)
         super().__init__(name or Path(command[0]).name, cluster, **options)
+        if self.namespaces is None and any(
+            "{namespaces}" in part for part in [*command, *map(str, args), *(env or {}).values()]
+        ):
+            raise OperatorError(
+                "run_subprocess: {namespaces} appears in the command or env, but no namespaces=[...] "
+                "was given; pass the namespaces the operator serves."
+            )
         self.command = command + [str(arg) for arg in args]
         self.extra_env = dict(env or {})
         self.cwd = Path(cwd) if cwd is not None else None
@@ -157,7 +166,11 @@ class ProcessOperator(OperatorHandle):
     # ------------------------------------------------------------ internals
 
     def _expand(self, text: str) -> str:
-        return text.replace("{port}", str(self.port)) if "{port}" in text else text
+        if "{port}" in text:
+            text = text.replace("{port}", str(self.port))
+        if "{namespaces}" in text and self.namespaces is not None:
+            text = text.replace("{namespaces}", ",".join(self.namespaces))
+        return text
 
     def _log_matches(self) -> bool:
         assert self.ready_pattern is not None
@@ -204,6 +217,8 @@ def run_subprocess(
     ready_log: str | re.Pattern[str] | None = None,
     ready_http: str | None = None,
     name: str | None = None,
+    namespaces: Sequence[str] | None = None,
+    cluster_wide: bool = False,
     wait: bool = True,
     ready_timeout: float = DEFAULT_READY_TIMEOUT,
     stop_timeout: float = DEFAULT_STOP_TIMEOUT,
@@ -215,7 +230,10 @@ def run_subprocess(
     Ready when a line of its output matches ``ready_log`` or when
     ``ready_http`` answers 200 (e.g. ``"http://127.0.0.1:{port}/readyz"`` with
     ``--health-probe-bind-address=127.0.0.1:{port}`` in ``args``); with
-    neither, as soon as it started.
+    neither, as soon as it started. ``namespaces=[...]`` (names or globs) says
+    which namespaces it serves: ``{namespaces}`` in its arguments or environment
+    becomes them, comma-separated, and the handle waits before it stops only for
+    deletions of those namespaces.
     """
     handle = ProcessOperator(
         cmd,
@@ -226,6 +244,8 @@ def run_subprocess(
         ready_log=ready_log,
         ready_http=ready_http,
         name=name,
+        namespaces=namespaces,
+        cluster_wide=cluster_wide,
         ready_timeout=ready_timeout,
         stop_timeout=stop_timeout,
         fail_on_forbidden=fail_on_forbidden,

@@ -22,9 +22,19 @@ operator may be set up before it, and then outlives it: objects with the
 operator's finalizers keep the namespace in ``Terminating`` for good.)
 :func:`namespace_for` checks exactly this and says how to fix it.
 
-Operator per test: the same ``with run_...(...) as op: yield op`` in a
-function-scoped fixture; request it from the namespace fixture as well, or
-let the namespace fixture come first in the test's signature.
+Operator per test, limited to the test's namespace: one call,
+:func:`operator_for_test`, which stops the operator only after what the test
+left in the namespace is deleted and gone (so its finalizers were processed)::
+
+    @pytest.fixture
+    def operator(cluster, namespace):
+        with operator_for_test(run_kopf("my_operator.handlers", cluster, namespaces=[namespace]),
+                               cluster, namespace) as op:
+            yield op
+
+(The namespace fixture is set up before this one, so it is torn down after
+it: without the clean-up, objects with the operator's finalizers would keep
+the namespace in ``Terminating`` once the operator stopped.)
 
 Failures: a handle registers a health check with the test run, so the
 plugin fails the test with the operator's own error at the next
@@ -35,13 +45,16 @@ plugin fails the test with the operator's own error at the next
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
+from ktest.api_error import ApiError
 from ktest.errors import ClusterError, OperatorError
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
+    from ktest.cluster.discovery import ResourceInfo
     from ktest.operators.handle import OperatorHandle
 
 
@@ -97,3 +110,97 @@ def _delete_while_running(operator: OperatorHandle, cluster: Cluster, name: str,
             f"Operator {operator.name!r} was running but did not finish those objects' deletion; "
             "its log tells why (a failing deletion handler, missing RBAC for update/patch)."
         )
+
+
+@contextlib.contextmanager
+def operator_for_test(
+    operator: OperatorHandle,
+    cluster: Cluster,
+    namespace: str,
+    *,
+    before_cleanup: Callable[[], object] | None = None,
+    timeout: float = 60.0,
+) -> Iterator[OperatorHandle]:
+    """Yield the started ``operator``; afterwards, while it still runs, delete the custom
+    resources and every object carrying finalizers in ``namespace`` and wait until they
+    are gone (:func:`finalize_namespace`), then stop it.
+
+    ``before_cleanup`` runs first (e.g. make a fake backend healthy again so deletions can
+    succeed). An operator the test crashed or stopped is restarted for the clean-up, since
+    only a running operator removes its finalizers. ``cluster`` must be allowed to list and
+    delete them (the admin cluster). An object still present after ``timeout`` seconds
+    fails the teardown, naming it and its finalizers.
+    """
+    with operator:
+        yield operator
+        if before_cleanup is not None:
+            before_cleanup()
+        unreported = operator.unreported_error()
+        if not operator.alive:
+            operator.restart()  # forgets the error: it is raised below if no check reported it
+        finalize_namespace(cluster, namespace, timeout=timeout, operator=operator)
+        if unreported is not None:
+            raise unreported
+
+
+def finalize_namespace(
+    cluster: Cluster, namespace: str, *, timeout: float = 60.0, operator: OperatorHandle | None = None
+) -> None:
+    """Delete the custom resources and every object carrying finalizers in ``namespace``, then
+    wait until those are gone: what the namespace controller would do, but now, while the
+    operator that owns the finalizers still runs."""
+    from ktest.wait import eventually
+
+    doomed: list[tuple[ResourceInfo, str, str]] = []  # (kind, name, uid)
+    for info in cluster.discovery.namespaced_kinds():
+        if info.kind == "Event":
+            continue
+        custom = "/" in info.api_version and not _BUILT_IN_GROUP.search(info.api_version.split("/")[0])
+        for obj in _list_or_empty(cluster, info, namespace):
+            meta = obj.get("metadata") or {}
+            if custom or meta.get("finalizers"):
+                doomed.append((info, meta["name"], meta.get("uid", "")))
+    for info, name, _ in doomed:
+        try:
+            cluster.rest.request("DELETE", info.path(namespace, name))
+        except ApiError as error:
+            if error.status != 404:
+                raise
+
+    def left() -> list[str]:
+        remaining = []
+        for info, name, uid in doomed:
+            try:
+                obj = cluster.rest.request("GET", info.path(namespace, name))
+            except ApiError as error:
+                if error.status == 404:
+                    continue
+                raise
+            if obj["metadata"].get("uid") == uid:
+                remaining.append(f"{info.kind} {name} (finalizers {obj['metadata'].get('finalizers') or []})")
+        return remaining
+
+    def all_gone() -> bool:
+        remaining = left()
+        assert not remaining, f"still in namespace {namespace}: {'; '.join(remaining)}"
+        return True
+
+    who = f"operator {operator.name!r}" if operator is not None else "the operator"
+    eventually(
+        all_gone,
+        timeout=timeout,
+        description=f"the test's objects in {namespace} are finalized by {who} and gone",
+    )
+
+
+_BUILT_IN_GROUP = re.compile(r"(^|\.)k8s\.io$|^[a-z]+$")
+"""Kubernetes' own API groups (apps, batch, *.k8s.io); the others are custom resources."""
+
+
+def _list_or_empty(cluster: Cluster, info: ResourceInfo, namespace: str) -> list[dict[str, Any]]:
+    try:
+        return list(cluster.rest.request("GET", info.path(namespace)).get("items") or [])
+    except ApiError as error:
+        if error.status in (403, 404, 405, 503):  # not ours to see, gone, or an unavailable API
+            return []
+        raise

@@ -131,8 +131,15 @@ def _grant(identity: OperatorIdentity, manifest: Manifest, namespaces: Sequence[
     name = _private_name(identity.user, original)
     rules = role.get("rules") or []
     if role["kind"] == "ClusterRole":
-        _create(identity, {"apiVersion": RBAC_API, "kind": "ClusterRole",
-                           "metadata": {"name": name, "labels": _labels(identity)}, "rules": rules})
+        _create(
+            identity,
+            {
+                "apiVersion": RBAC_API,
+                "kind": "ClusterRole",
+                "metadata": {"name": name, "labels": _labels(identity)},
+                "rules": rules,
+            },
+        )
         if namespaces is None:
             _create(identity, _binding("ClusterRoleBinding", name, None, "ClusterRole", identity))
             identity.grants.extend((rule, None) for rule in rules)
@@ -148,15 +155,22 @@ def _grant(identity: OperatorIdentity, manifest: Manifest, namespaces: Sequence[
                 f"{manifest.origin}: Role {original} has no namespace; set metadata.namespace "
                 "or pass namespaces=[...]."
             )
-        _create(identity, {"apiVersion": RBAC_API, "kind": "Role",
-                           "metadata": {"name": name, "namespace": namespace, "labels": _labels(identity)},
-                           "rules": rules})
+        _create(
+            identity,
+            {
+                "apiVersion": RBAC_API,
+                "kind": "Role",
+                "metadata": {"name": name, "namespace": namespace, "labels": _labels(identity)},
+                "rules": rules,
+            },
+        )
         _create(identity, _binding("RoleBinding", name, namespace, "Role", identity))
         identity.grants.extend((rule, namespace) for rule in rules)
 
 
-def _binding(kind: str, name: str, namespace: str | None, role_kind: str,
-             identity: OperatorIdentity) -> dict[str, Any]:
+def _binding(
+    kind: str, name: str, namespace: str | None, role_kind: str, identity: OperatorIdentity
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name, "labels": _labels(identity)}
     if namespace:
         metadata["namespace"] = namespace

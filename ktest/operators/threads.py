@@ -1,33 +1,87 @@
-"""The thread (and event loop) an in-process operator runs in: start, signal, end, clean up.
+"""The threads (and event loop) an in-process operator runs in: start, signal, end, clean up.
 
 Shared by the callable runner (``inprocess``) and the kopf runner, which both
-run the operator in a daemon thread of its own, with log routing on while it
-runs, and stop or cancel it from the test's thread.
+run the operator in a daemon thread of its own, with log routing and thread
+tracking (``ownership``) on while it runs, and stop, cancel or crash it from
+the test's thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from ktest.operators import logs
+from ktest.operators.ownership import OperatorCrash, RunThreads, acquire_tracking, release_tracking
 
 
-def start_operator_thread(thread: threading.Thread, started: threading.Event, log_level: int) -> None:
-    """Turn on log routing, start ``thread`` and return once it set ``started``.
+def start_operator_thread(
+    thread: threading.Thread, started: threading.Event, log_level: int, threads: RunThreads
+) -> None:
+    """Turn on log routing and thread tracking, start ``thread`` (the run's main thread,
+    adopted by ``threads``) and return once it set ``started``.
 
-    The thread releases the routing when it ends; if it cannot start, it is released here.
+    The thread calls :func:`operator_thread_ended` when it ends; if it cannot start, that is done here.
     """
+    threads.adopt(thread, quiet_crash=False)
     logs.acquire_routing(log_level)
+    acquire_tracking()
     try:
         thread.start()
     except BaseException:
-        logs.release_routing()
+        operator_thread_ended()
         raise
     started.wait()
+
+
+def operator_thread_ended() -> None:
+    """Release what :func:`start_operator_thread` turned on (called last by the run's main thread)."""
+    release_tracking()
+    logs.release_routing()
+
+
+def raise_in(thread: threading.Thread) -> None:
+    """Raise OperatorCrash in ``thread`` at its next Python instruction (the closest thing to
+    killing a thread; one blocked in a system call gets it when the call returns)."""
+    if thread.ident is not None and thread.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(thread.ident), ctypes.py_object(OperatorCrash)
+        )
+
+
+def crash_threads(
+    threads: RunThreads, main: threading.Thread | None, timeout: float, log: logs.OperatorLog, name: str
+) -> list[threading.Thread]:
+    """Kill every thread of a crashed run but ``main`` (already told to end its own way), wait
+    up to ``timeout`` s for all of them, and report in the log those still running; returns them."""
+    threads.crashed = True
+    for thread in threads.alive():
+        if thread is not main:
+            raise_in(thread)
+    leaked = threads.join(timeout)
+    if leaked:
+        log.write(
+            f"---- ktest: {len(leaked)} thread(s) of {name} still run {timeout:g} s after crash(): "
+            f"{', '.join(t.name for t in leaked)}; they are blocked outside Python code, are left behind "
+            "as daemon threads, and end with OperatorCrash at their next Python instruction ----"
+        )
+    return leaked
+
+
+def report_leftovers(threads: RunThreads, timeout: float, log: logs.OperatorLog, name: str) -> None:
+    """After a graceful stop: wait up to ``timeout`` s for threads the operator started and did
+    not join; name in the log those still running."""
+    leftover = threads.join(timeout)
+    if leftover:
+        log.write(
+            f"---- ktest: {name} stopped but left {len(leftover)} thread(s) running: "
+            f"{', '.join(t.name for t in leftover)} (an operator should join its threads before it "
+            "returns) ----"
+        )
 
 
 def call_in_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:
@@ -40,14 +94,6 @@ def call_in_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -
 def is_running(thread: threading.Thread | None) -> bool:
     """Whether the run's thread exists and has not ended."""
     return thread is not None and thread.is_alive()
-
-
-def join_or_report(thread: threading.Thread, timeout: float, log: logs.OperatorLog, report: str) -> None:
-    """Wait up to ``timeout`` s for a crashed run's thread; write ``report`` to the log if it
-    is still running (a daemon thread left behind)."""
-    thread.join(timeout)
-    if thread.is_alive():
-        log.write(report)
 
 
 def close_loop(loop: asyncio.AbstractEventLoop) -> None:

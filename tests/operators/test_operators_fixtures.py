@@ -1,13 +1,17 @@
-"""namespace_for: a namespace deleted while its operator still runs, or a clear error about fixture order."""
+"""namespace_for: a namespace deleted while its operator still runs, or a clear error about fixture
+order; operator_for_test: a per-test operator that finalizes the test's objects before it stops."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from operator_helpers import SAMPLES, configmap, wait_for
 
 from ktest.cluster import Cluster
 from ktest.errors import OperatorError
-from ktest.operators import OperatorContext, run_callable
-from ktest.operators.pytest_fixtures import namespace_for
+from ktest.operators import OperatorContext, run_callable, run_kopf
+from ktest.operators.pytest_fixtures import namespace_for, operator_for_test
 
 
 def idle(ctx: OperatorContext) -> None:
@@ -29,3 +33,30 @@ def test_operator_stopped_first_is_reported_with_the_fix(admin: Cluster) -> None
     assert "after operator 'stopped-too-early' had stopped (it is stopped)" in message
     assert "Make the namespace fixture request the operator fixture" in message
     op.close()
+
+
+GUARDED = {"ktest.dev/guarded": "true"}
+
+
+def guarded(admin: Cluster, ns: str) -> dict[str, Any]:
+    created = admin.create(configmap("guarded", ns, labels=GUARDED))
+    wait_for(lambda: bool(admin.get(created)["metadata"].get("finalizers")))  # kopf's finalizer is on
+    return created
+
+
+@pytest.mark.parametrize("crash", [False, True])
+def test_operator_for_test_finalizes_the_tests_objects_before_it_stops(
+    admin: Cluster, ns: str, crash: bool
+) -> None:
+    recovered: list[bool] = []
+    op = run_kopf(SAMPLES / "kopf_finalizer.py", admin, namespaces=[ns], name="per-test")
+    with operator_for_test(op, admin, ns, before_cleanup=lambda: recovered.append(True)) as running:
+        assert running is op
+        created = guarded(admin, ns)
+        if crash:
+            op.crash()  # a test that crashed its operator: it is restarted to finalize
+    assert recovered == [True]
+    assert admin.get_or_none(created) is None  # finalized while the operator still ran
+    assert op.state == "closed"
+    assert "released" in op.logs
+    assert ("restart #1" in op.logs) is crash

@@ -85,6 +85,10 @@ def test_report_shows_operator_logs_during_this_test(cluster, ns):
     assert False, "deliberate failure to get a report"
 
 
+def test_failing_while_the_operator_says_nothing(cluster, guard):
+    assert False, "deliberate failure during which the session operator logs nothing"
+
+
 def test_operator_that_cannot_be_imported(broken):
     pass
 
@@ -120,7 +124,7 @@ def test_failures_and_logs_through_the_plugin(
         timeout=300,
     )
     output = result.stdout.str()
-    result.assert_outcomes(passed=2, failed=3, errors=1)
+    result.assert_outcomes(passed=2, failed=4, errors=1)
 
     # an operator that raises at import: the fixture errors with the exception and its traceback
     assert "boom at import: OPERATOR_MODE must be 'strict' or 'lenient'" in output
@@ -136,6 +140,8 @@ def test_failures_and_logs_through_the_plugin(
     section = output.split("ktest: operator guard log during this test", 1)[1].split("short test summary")[0]
     assert "/shown] Handler 'guard' succeeded" in section
     assert "/one]" not in section and "/two]" not in section
+    # a failing test during which the operator wrote nothing gets no empty log section
+    assert output.count("ktest: operator guard log during this test") == 1
 
     # the namespaces were deleted while the operator ran: its finalizers were processed, none forced
     names = record.read_text().split()
