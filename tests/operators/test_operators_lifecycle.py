@@ -246,7 +246,9 @@ def test_an_operator_killed_by_an_api_error_is_reported_readably(admin: Cluster,
     try:
         wait_for(lambda: op.error is not None)
         message = str(op.error)
-        assert re.search(r"raised \w*Exception: 409 Conflict: Operation cannot be fulfilled on configmaps", message)
+        assert re.search(
+            r"raised \w*Exception: 409 Conflict: Operation cannot be fulfilled on configmaps", message
+        )
         assert "HTTP response headers" not in message and "Audit-Id" not in message
     finally:
         op.acknowledge_error()
