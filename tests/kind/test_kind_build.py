@@ -167,3 +167,29 @@ def test_missing_disk_space_is_reported_before_building(tmp_path: Path, docker_c
         assert "GiB free" in message
     finally:
         os.system(f"umount {mount}")
+
+
+def test_socket_permission_denied_is_explained() -> None:
+    """A user outside the `docker` group: connect from a child process that dropped to uid nobody."""
+    import docker  # noqa: F401 - loaded before the child gives up the rights to read the venv
+
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        os.close(read_end)
+        try:
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            engine.connect({"DOCKER_HOST": f"unix://{engine.DEFAULT_SOCKET}", "HOME": "/tmp"})
+            message = "connected"
+        except BaseException as error:  # report whatever happened to the parent
+            message = f"{type(error).__name__}: {error}"
+        os.write(write_end, message.encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        message = pipe.read()
+    os.waitpid(child, 0)
+    assert message.startswith("KindError: permission denied on the Docker engine socket"), message
+    assert "uid 65534" in message and "docker` group" in message
