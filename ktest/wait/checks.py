@@ -235,7 +235,7 @@ def describe_missing(exc: BaseException, fn: Callable[..., Any]) -> str:
     else:
         what = f"a value is None ({type(exc).__name__}: {exc})"
     where = _failing_expression(exc, fn)
-    return f"not there yet: {what}" + (f" in {where}" if where else "")
+    return what + (f" in {where}" if where else "")
 
 
 def _failing_expression(exc: BaseException, fn: Callable[..., Any]) -> str:

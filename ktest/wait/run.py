@@ -155,7 +155,8 @@ class WaitRun:
     def _describe_outcome(self, value: Any, error: BaseException | None) -> str:
         if error is not None:
             if checks.is_missing(error):
-                return checks.describe_missing(error, self.fn)
+                missing = checks.describe_missing(error, self.fn)
+                return f"not there yet: {missing}" if self.kind == "eventually" else missing
             return describe(error)
         if value is None and self.assertion_style:
             return "the check ran to its end (assertion-style: no return value)"
@@ -294,7 +295,9 @@ class WaitRun:
         previous = report.short_value(before.value, limit=80) if had_value and before else ""
         if broke.error is not None:
             now = broke.message.splitlines()[0] if broke.message else type(broke.error).__name__
-            return f"it now raises {now}" + (f" (it had returned {previous})" if previous else "")
+            if not checks.is_missing(broke.error):
+                now = f"it now raises {now}"
+            return now + (f" (it had returned {previous})" if previous else "")
         now_value = report.short_value(broke.value, limit=80)
         if previous:
             return f"its result changed from {previous} to {now_value}"

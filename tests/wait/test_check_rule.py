@@ -227,7 +227,7 @@ def test_consistently_breaks_on_a_key_that_disappears_and_names_it() -> None:
         consistently(phase, duration=5, interval=0.01)
     first = str(info.value).splitlines()[0]
     assert first.startswith("consistently(phase) broke on attempt 3, ")
-    assert first.endswith("it now raises not there yet: key 'phase' is missing (KeyError) in "
+    assert first.endswith("window: key 'phase' is missing (KeyError) in "
                           "`obj[\"status\"][\"phase\"]` (test_check_rule.py:"
                           f"{phase.__code__.co_firstlineno + 3}) (it had returned 'Ready').")
 
