@@ -1,0 +1,525 @@
+"""The bad-input catalogue (issue 14): every case is a mistake a user makes, and
+the error must name what was wrong (setting and its source, file and line, path,
+server, name) and how to fix it, with nothing left behind: no new process, no
+directory in the temp or run directory, no half-installed cache entry.
+
+Cases that need a control plane use the real binaries; nothing is faked but the
+world outside Kubernetes (an unreachable address, a missing Docker engine)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ktest.assets.assets import Assets
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Sandbox:
+    root: Path
+    tmp: Path
+    run: Path
+    cache: Path
+    assets: Assets
+    monkeypatch: pytest.MonkeyPatch
+    cleanups: list[Callable[[], object]] = field(default_factory=list)
+
+    def file(self, name: str, text: str) -> Path:
+        path = self.root / "files" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    def cli(self, *args: str, env: dict[str, str] | None = None) -> str:
+        """Run ``python -m ktest ...``; raise CliFailed with its stderr when it fails."""
+        done = subprocess.run(
+            [sys.executable, "-m", "ktest", *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+            cwd=self.root,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode == 0:
+            return done.stdout
+        assert "Traceback" not in done.stderr, done.stderr
+        raise CliFailed(done.stderr)
+
+
+class CliFailed(Exception):
+    pass
+
+
+def _children() -> set[int]:
+    """Live descendants of this process."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        if fields[0] not in "ZX":
+            parents[int(entry)] = int(fields[1])
+    found, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, assets: Assets) -> Iterator[Sandbox]:
+    box = Sandbox(tmp_path, tmp_path / "tmp", tmp_path / "run", tmp_path / "cache", assets, monkeypatch)
+    for directory in (box.tmp, box.run):
+        directory.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(box.tmp))
+    monkeypatch.setenv("TMPDIR", str(box.tmp))
+    monkeypatch.setenv("KTEST_RUN_DIR", str(box.run))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    for variable in ("KTEST_BACKEND", "KTEST_REUSE", "KTEST_CONTROLLERS", "KUBEBUILDER_ASSETS", "KTEST_CRDS"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("KTEST_ASSETS", str(assets.directory))
+    before = _children()
+    yield box
+    for cleanup in reversed(box.cleanups):
+        cleanup()
+    deadline = time.monotonic() + 15
+    while (_children() - before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not (_children() - before), "a process was left running"
+    assert not list(box.run.iterdir()), f"left in the run directory: {list(box.run.iterdir())}"
+    assert not list(box.tmp.iterdir()), f"left in TMPDIR: {list(box.tmp.iterdir())}"
+    if box.cache.exists():
+        assert not list(box.cache.rglob(".tmp-*")), "a half-installed cache entry was left"
+
+
+# ---------------------------------------------------------------- the cases
+
+
+def settings(**env: str) -> Callable[[Sandbox], Any]:
+    def trigger(box: Sandbox) -> Any:
+        from ktest.config import settings_from_env
+
+        return settings_from_env({**os.environ, **env}, cwd=box.root)
+
+    return trigger
+
+
+def start_plane(**kwargs: Any) -> Callable[[Sandbox], Any]:
+    def trigger(box: Sandbox) -> Any:
+        from ktest.controlplane import ControlPlane
+
+        kwargs.setdefault("assets", box.assets)
+        with ControlPlane(**kwargs):
+            pass
+
+    return trigger
+
+
+def start_plane_in(directory: Callable[[Sandbox], Path]) -> Callable[[Sandbox], Any]:
+    def trigger(box: Sandbox) -> Any:
+        return start_plane(root_directory=directory(box), controllers="none")(box)
+
+    return trigger
+
+
+def resolve(selector: str | None, *, isolated: bool = True, **env: str) -> Callable[[Sandbox], Any]:
+    def trigger(box: Sandbox) -> Any:
+        from ktest.assets import resolve_assets
+
+        if isolated:
+            box.monkeypatch.setenv("KTEST_CACHE_DIR", str(box.cache))
+            box.monkeypatch.setenv("XDG_DATA_HOME", str(box.root / "data"))
+            box.monkeypatch.setenv("KTEST_ENVTEST_INDEX_URL", "http://127.0.0.1:9/index.yaml")
+            box.monkeypatch.setenv("KTEST_K8S_RELEASE_URL", "http://127.0.0.1:9/release")
+            box.monkeypatch.setenv("PATH", "/nonexistent-bin")  # no `go`: no build
+            box.monkeypatch.delenv("KTEST_ASSETS")
+        for name, value in env.items():
+            box.monkeypatch.setenv(name, value.replace("{root}", str(box.root)))
+        return resolve_assets(selector, progress=False)
+
+    return trigger
+
+
+def corrupt_cache(box: Sandbox) -> Any:
+    """A copy of the real binaries installed in a private cache, then one byte flipped."""
+    import shutil
+
+    from ktest.assets import resolve_assets, store
+    from ktest.assets.progress import Progress
+
+    box.monkeypatch.setenv("KTEST_CACHE_DIR", str(box.cache))
+    box.monkeypatch.delenv("KTEST_ASSETS")
+    box.monkeypatch.setenv("XDG_DATA_HOME", str(box.root / "data"))
+    locations = store.Locations.from_env()
+    version = box.assets.version
+
+    def copy(scratch: Path) -> dict[str, str]:
+        for name in ("kube-apiserver", "etcd", "kube-controller-manager", "kubectl"):
+            shutil.copy2(box.assets.directory / name, scratch / name)  # a copy: never the shared cache
+        return {}
+
+    with store.install_lock(locations, version, Progress(enabled=False)) as installer:
+        entry = installer.install("build", copy)
+    with (entry.directory / "etcd").open("r+b") as file:
+        file.seek(1000)
+        byte = file.read(1)
+        file.seek(1000)
+        file.write(bytes([byte[0] ^ 0xFF]))
+    return resolve_assets(version, progress=False)
+
+
+def manifest(text: str, *, crds: bool = False) -> Callable[[Sandbox], Any]:
+    def trigger(box: Sandbox) -> Any:
+        from ktest.cluster.manifests import load_located
+
+        path = box.file("manifest.yaml", text)
+        if crds:
+            from ktest.cluster.crds import _check_is_crd
+
+            return [_check_is_crd(item) for item in load_located(path)]
+        from ktest.cluster.manifests import _validate
+
+        return [_validate(item) for item in load_located(path)]
+
+    return trigger
+
+
+def existing(server: str) -> Callable[[Sandbox], Any]:
+    def trigger(box: Sandbox) -> Any:
+        from ktest.backends.existing import ExistingBackend
+        from ktest.controlplane.certs import CertificateAuthority
+        from ktest.controlplane.kubeconfig import write_kubeconfig
+
+        ca = CertificateAuthority(box.root / "ca")
+        pair = ca.client("u", "u")
+        path = write_kubeconfig(
+            box.root / "kubeconfig",
+            server=server,
+            ca_pem=ca.cert_pem,
+            user="u",
+            client_cert_pem=pair.cert_pem,
+            client_key_pem=pair.key_pem,
+        )
+        return ExistingBackend(path, "u@ktest", timeout=3)
+
+    return trigger
+
+
+def existing_settings(kubeconfig_text: str, context: str) -> Callable[[Sandbox], Any]:
+    def trigger(box: Sandbox) -> Any:
+        from ktest.backends import open_backend
+        from ktest.config import settings_from_env
+
+        path = box.file("kubeconfig", kubeconfig_text)
+        env = {
+            **os.environ,
+            "KTEST_BACKEND": "existing",
+            "KTEST_KUBECONFIG": str(path),
+            "KTEST_CONTEXT": context,
+        }
+        return open_backend(settings_from_env(env, cwd=box.root))
+
+    return trigger
+
+
+def engine_absent(box: Sandbox) -> Any:
+    from ktest.kind import engine
+
+    return engine.connect({**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+
+
+def full_disk(box: Sandbox) -> Path:
+    """A 1 MiB tmpfs: etcd's write-ahead log alone needs far more."""
+    mount = box.root / "tiny"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.decode().strip()}")
+    box.cleanups.append(lambda: subprocess.run(["umount", "-l", str(mount)], check=False))
+    return mount
+
+
+def cli(*args: str) -> Callable[[Sandbox], Any]:
+    return lambda box: box.cli(*args)
+
+
+def user_issue(name: str) -> Callable[[Sandbox], Any]:
+    def trigger(box: Sandbox) -> Any:
+        from ktest.backends.users import issue_user
+
+        return issue_user(box.root / "no-control-plane", name, ["g"])
+
+    return trigger
+
+
+KUBECONFIG_OTHER_CURRENT = """
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: prod, context: {cluster: c, user: u}}, {name: test, context: {cluster: c, user: u}}]
+current-context: prod
+"""
+
+# (id, trigger, error type name, fragments that must all appear in the message)
+CASES: list[tuple[str, Callable[[Sandbox], Any], str, tuple[str, ...]]] = [
+    # -- settings: named source, allowed values
+    (
+        "backend-unknown",
+        settings(KTEST_BACKEND="kube"),
+        "ConfigError",
+        ("KTEST_BACKEND", "'kube'", "bare", "existing"),
+    ),
+    (
+        "timeout-negative",
+        settings(KTEST_TIMEOUT="-1"),
+        "ConfigError",
+        ("KTEST_TIMEOUT", "'-1'", "finite number of seconds"),
+    ),
+    ("interval-zero", settings(KTEST_INTERVAL="0"), "ConfigError", ("KTEST_INTERVAL", "more than 0")),
+    (
+        "keep-namespaces-unknown",
+        settings(KTEST_KEEP_NAMESPACES="sometimes"),
+        "ConfigError",
+        ("KTEST_KEEP_NAMESPACES", "never", "on-failure", "always"),
+    ),
+    (
+        "namespace-deletion-unknown",
+        settings(KTEST_NAMESPACE_DELETION="later"),
+        "ConfigError",
+        ("KTEST_NAMESPACE_DELETION", "wait", "background"),
+    ),
+    ("reuse-not-a-boolean", settings(KTEST_REUSE="maybe"), "ConfigError", ("KTEST_REUSE", "'maybe'", "true")),
+    (
+        "version-malformed",
+        settings(KTEST_K8S_VERSION="1.x"),
+        "ConfigError",
+        ("KTEST_K8S_VERSION", "1.x", "exact release like 1.37.2"),
+    ),
+    (
+        "crd-path-missing",
+        settings(KTEST_CRDS="/nonexistent/crds"),
+        "ConfigError",
+        ("KTEST_CRDS", "/nonexistent/crds", "does not exist"),
+    ),
+    (
+        "controllers-none-mixed",
+        settings(KTEST_CONTROLLERS="none,namespace"),
+        "ConfigError",
+        ("KTEST_CONTROLLERS", "mixes 'none'", "garbagecollector,namespace"),
+    ),
+    (
+        "controllers-not-a-name",
+        settings(KTEST_CONTROLLERS="garbage collector!"),
+        "ConfigError",
+        ("KTEST_CONTROLLERS", "'garbage collector!'", "comma-separated"),
+    ),
+    (
+        "existing-without-context",
+        settings(KTEST_BACKEND="existing"),
+        "ConfigError",
+        ("backend existing", "--ktest-context", "KTEST_CONTEXT"),
+    ),
+    (
+        "existing-not-current-context",
+        existing_settings(KUBECONFIG_OTHER_CURRENT, "test"),
+        "ConfigError",
+        ("current context", "'prod'", "use-context test"),
+    ),
+    (
+        "existing-unknown-context",
+        existing_settings(KUBECONFIG_OTHER_CURRENT, "staging"),
+        "ConfigError",
+        ("'staging'", "prod, test"),
+    ),
+    (
+        "existing-kubeconfig-not-yaml",
+        existing_settings("clusters: [\n", "x"),
+        "ConfigError",
+        ("cannot read kubeconfig", "kubeconfig"),
+    ),
+    # -- control plane arguments
+    (
+        "controller-unknown",
+        start_plane(controllers="garbagecollector,nosuchcontroller"),
+        "ControlPlaneError",
+        ("'nosuchcontroller'", "knows:", "controllers='none'"),
+    ),
+    (
+        "apiserver-flag-reserved",
+        start_plane(apiserver_flags=["--secure-port=1"]),
+        "ControlPlaneError",
+        ("--secure-port", "Remove those flags"),
+    ),
+    (
+        "apiserver-flag-etcd-reserved",
+        start_plane(apiserver_flags=["--etcd-servers=http://x"]),
+        "ControlPlaneError",
+        ("--etcd-servers", "Remove those flags"),
+    ),
+    (
+        "apiserver-flags-string",
+        start_plane(apiserver_flags="--v=2"),
+        "ControlPlaneError",
+        ("must be a list", "['--v=2']"),
+    ),
+    (
+        "apiserver-flag-without-dashes",
+        start_plane(apiserver_flags=["v=2"], controllers="none"),
+        "ControlPlaneError",
+        ("'v=2'", "'--name=value'"),
+    ),
+    (
+        "apiserver-flag-unknown",
+        start_plane(apiserver_flags=["--no-such-flag=1"], controllers="none"),
+        "ControlPlaneError",
+        ("--no-such-flag", "does not know", "kube-apiserver --help"),
+    ),
+    (
+        "assets-directory-missing",
+        start_plane(assets="/nonexistent/bin"),
+        "AssetsError",
+        ("/nonexistent/bin does not exist", "assets=None"),
+    ),
+    (
+        "run-dir-unwritable",
+        start_plane_in(lambda box: Path("/proc/ktest-cannot-write-here")),
+        "ControlPlaneError",
+        ("/proc", "KTEST_RUN_DIR", "--ktest-run-dir"),
+    ),
+    ("run-dir-full", start_plane_in(full_disk), "ControlPlaneError", ("tiny", "df -h", "KTEST_RUN_DIR")),
+    # -- binaries
+    (
+        "ktest-assets-missing",
+        resolve(None, isolated=False, KTEST_ASSETS="/nonexistent/bin"),
+        "AssetsError",
+        ("KTEST_ASSETS=/nonexistent/bin", "not a directory", "unset it"),
+    ),
+    (
+        "ktest-assets-incomplete",
+        resolve(None, isolated=False, KTEST_ASSETS="{root}"),
+        "AssetsError",
+        ("has no executable", "kube-apiserver", "ktest binaries path"),
+    ),
+    (
+        "ktest-assets-wrong-version",
+        resolve("1.20.0", isolated=False),
+        "AssetsError",
+        ("holds Kubernetes", "1.20.0", "Unset KTEST_ASSETS"),
+    ),
+    (
+        "version-malformed-selector",
+        resolve("banana"),
+        "AssetsError",
+        ("banana", "exact release like 1.37.2", "latest"),
+    ),
+    (
+        "version-unavailable-offline",
+        resolve("1.99.0"),
+        "AssetsError",
+        ("1.99.0", "Three ways out", "KTEST_ASSETS", "install Go"),
+    ),
+    (
+        "cache-corrupt",
+        corrupt_cache,
+        "AssetsError",
+        ("etcd: SHA-256", "corrupt", "ktest binaries install --k8s-version"),
+    ),
+    (
+        "binaries-source-unknown",
+        cli("binaries", "install", "--source", "ftp"),
+        "CliFailed",
+        ("--source", "'ftp'", "auto", "download", "build"),
+    ),
+    # -- manifests and CRDs
+    (
+        "manifest-not-yaml",
+        manifest("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [\n"),
+        "ManifestError",
+        ("manifest.yaml", "line", "not valid YAML", "Fix the syntax"),
+    ),
+    (
+        "manifest-without-kind",
+        manifest("apiVersion: v1\nmetadata: {name: a}\n"),
+        "ManifestError",
+        ("manifest.yaml, document 1", "missing kind", "apiVersion, kind and metadata.name"),
+    ),
+    (
+        "manifest-a-list-of-strings",
+        manifest("- a\n- b\n"),
+        "ManifestError",
+        ("manifest.yaml, document 1", "expected a Kubernetes object"),
+    ),
+    (
+        "crd-path-holds-a-configmap",
+        manifest("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", crds=True),
+        "CRDError",
+        ("manifest.yaml", "ConfigMap", "is not a CustomResourceDefinition", "cluster.apply"),
+    ),
+    # -- clusters ktest cannot use
+    (
+        "existing-refused",
+        existing("https://127.0.0.1:9"),
+        "ClusterError",
+        ("https://127.0.0.1:9", "connection refused", "kubectl --kubeconfig"),
+    ),
+    (
+        "existing-dns",
+        existing("https://ktest-no-such-host.invalid:6443"),
+        "ClusterError",
+        ("DNS", "ktest-no-such-host.invalid", "kubectl --kubeconfig"),
+    ),
+    (
+        "user-without-control-plane",
+        user_issue("op"),
+        "ClusterError",
+        ("'op'", "no-control-plane", "is the control plane still running"),
+    ),
+    (
+        "warm-plane-bad-name",
+        cli("up", "--name", "bad name!"),
+        "CliFailed",
+        ("'bad name!'", "letters, digits"),
+    ),
+    ("warm-plane-unknown", cli("down", "--name", "nothere"), "CliFailed", ("'nothere'", "ktest status")),
+    ("kind-engine-absent", engine_absent, "KindError", ("unix:///nonexistent/docker.sock", "no socket")),
+]
+
+
+@pytest.mark.parametrize(
+    ("trigger", "error_type", "fragments"), [case[1:] for case in CASES], ids=[case[0] for case in CASES]
+)
+def test_bad_input_is_named_with_the_fix(
+    sandbox: Sandbox,
+    trigger: Callable[[Sandbox], Any],
+    error_type: str,
+    fragments: tuple[str, ...],
+) -> None:
+    with pytest.raises(Exception) as caught:  # the type is checked by name below
+        trigger(sandbox)
+    error = caught.value
+    assert type(error).__name__ == error_type, f"{type(error).__name__}: {error}"
+    message = str(error)
+    missing = [fragment for fragment in fragments if fragment not in message]
+    assert not missing, f"message lacks {missing}:\n{message}"
+    assert "Traceback" not in message
+
+
+def test_the_catalogue_is_big_enough() -> None:
+    assert len(CASES) >= 30 and len({case[0] for case in CASES}) == len(CASES)
