@@ -85,7 +85,7 @@ def connect(env: Mapping[str, str] | None = None, *, check_runtime: bool = True)
     except (DockerException, APIError, OSError) as error:
         raise _connection_error(address, error) from error
     info = engine_info(client, env)
-    _check_version(info, address)
+    check_version(info, address)
     if check_runtime and info.local:
         check_runtime_for(info, address, missing_capabilities())
     return client
@@ -134,7 +134,8 @@ def _connection_error(address: str, error: BaseException) -> KindError:
     )
 
 
-def _check_version(info: EngineInfo, address: str) -> None:
+def check_version(info: EngineInfo, address: str) -> None:
+    """KindError when the engine's API is older than kind and the image build were tried with."""
     try:
         api = tuple(int(part) for part in info.api_version.split("."))
     except ValueError:

@@ -80,3 +80,12 @@ def test_the_library_explains_a_missing_wrapper(docker_client: Any) -> None:
     engine.check_runtime_for(plain, "unix:///var/run/docker.sock", [])
     wrapped = engine.engine_info(docker_client)
     engine.check_runtime_for(wrapped, "unix:///var/run/docker.sock", engine.missing_capabilities())
+
+
+def test_an_engine_too_old_is_refused_naming_its_version(docker_client: Any) -> None:
+    old = engine.EngineInfo("19.03.15", "1.40", 1, "runc", {}, "/var/lib/docker", True)
+    with pytest.raises(KindError) as caught:
+        engine.check_version(old, "unix:///var/run/docker.sock")
+    message = str(caught.value)
+    assert "too old: version 19.03.15, API 1.40" in message and "API 1.41 (Docker 20.10)" in message
+    engine.check_version(engine.engine_info(docker_client), "unix:///var/run/docker.sock")
