@@ -23,7 +23,9 @@ def copy_entry(source: Path, destination: Path) -> None:
         os.link(item, destination / item.name)
 
 
-def check_cache(cache: Path, version: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+def check_cache(
+    cache: Path, version: str, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     output = cache.parent / "out"
     output.unlink(missing_ok=True)
     done = run_script(
@@ -34,6 +36,7 @@ def check_cache(cache: Path, version: str) -> tuple[subprocess.CompletedProcess[
             version,
             "--matched-key",
             "k-old",
+            *extra,
         ],
         cwd=cache.parent,
         env={"KTEST_CACHE_DIR": str(cache), "GITHUB_OUTPUT": str(output)},
@@ -50,8 +53,31 @@ def test_a_restored_cache_of_another_patch_is_not_used(tmp_path: Path, k8s_asset
     done, outputs = check_cache(cache, k8s_assets.version)
     assert done.returncode == 0, done.stderr
     assert outputs == {"usable": "false"}
-    assert f"holds 1.0.1-linux-amd64, not Kubernetes {k8s_assets.version}: removed, not used" in done.stderr
+    assert (
+        f"holds 1.0.1-linux-amd64, not Kubernetes {k8s_assets.version}: not used, left alone" in done.stderr
+    )
+    assert other.exists()  # without --prune-other-versions (a developer's machine) nothing is removed
+
+
+def test_pruning_removes_other_versions_but_never_locks_or_installs_in_progress(
+    tmp_path: Path, k8s_assets: Assets
+) -> None:
+    """An install in progress (its temporary directory and lock) must survive: on a shared cache
+    another process is filling it."""
+    k8s = tmp_path / "cache" / "k8s"
+    other = k8s / "1.0.1-linux-amd64"
+    in_progress = k8s / ".tmp-1.0.2-linux-amd64-abc123"
+    locks = k8s / ".locks"
+    for directory in (other, in_progress, locks):
+        directory.mkdir(parents=True)
+    (locks / "1.0.2-linux-amd64.lock").write_text("")
+    done, outputs = check_cache(k8s.parent, k8s_assets.version, "--prune-other-versions")
+    assert done.returncode == 0, done.stderr
+    assert outputs == {"usable": "false"}
+    assert "holds 1.0.1-linux-amd64" in done.stderr and "not used, removed" in done.stderr
     assert not other.exists()
+    assert in_progress.is_dir() and (locks / "1.0.2-linux-amd64.lock").is_file()
+    assert ".tmp-" not in done.stderr and ".locks" not in done.stderr
 
 
 def test_the_wanted_entry_is_verified_and_a_damaged_one_is_not_usable(
