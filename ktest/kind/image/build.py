@@ -191,6 +191,7 @@ def build(client: Any, version: str, *, force: bool, progress: Progress, cache: 
             report.reused = True
             return report
         sweep_build_containers(client, progress)
+        prune_replaced_images(client)
         _image_steps(client, version, binaries, rootfs_tar, steps, cache, report)
     progress.note(f"built {report.reference} in {format_duration(time.monotonic() - started)}")
     _record(cache, report)
@@ -254,7 +255,13 @@ def _tag(client: Any, image: Any, reference: str, version: str) -> None:
     image.tag(repository, tag)
     if previous is not None and previous.id != image.id:
         with contextlib.suppress(APIError):
-            client.images.remove(previous.id)
-    # Node images that lost their tag (replaced, or under an image that was) are ours to drop.
+            client.images.remove(previous.id)  # refused while a cluster still runs it
+    prune_replaced_images(client)
+
+
+def prune_replaced_images(client: Any) -> None:
+    """Drop node images that lost their tag to a newer build and that no container uses any more."""
+    from docker.errors import APIError
+
     with contextlib.suppress(APIError):
         client.images.prune(filters={"dangling": True, "label": f"{recipe.LABEL_PREFIX}part=node"})
