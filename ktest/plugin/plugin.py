@@ -43,10 +43,6 @@ class KeptNamespaceWarning(UserWarning):
     """A test namespace was kept for debugging (``ktest_keep_namespaces``)."""
 
 
-class KtestSettingsWarning(UserWarning):
-    """ktest's settings are bad; the run goes on until a test uses a ktest fixture."""
-
-
 class KtestSession:
     """Per-pytest-session state: settings, the backend (opened on first use), contexts."""
 
@@ -251,18 +247,15 @@ def settings_from_config(config: pytest.Config) -> Settings:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Resolve the settings; bad ones are a warning here and an error in the first test that
-    uses a ktest fixture, so a stray KTEST_* variable cannot break runs that do not use ktest."""
+    """Resolve the settings; bad ones are reported in the header and the summary, and are an
+    error in the first test that uses a ktest fixture, so a stray KTEST_* variable cannot break
+    runs that do not use ktest.  (Not a Python warning: ``filterwarnings = error`` would turn it
+    into exactly the start-up failure this avoids.)"""
     error: ConfigError | None = None
     try:
         settings = settings_from_config(config)
     except ConfigError as caught:
         settings, error = Settings(), caught
-        config.issue_config_time_warning(
-            KtestSettingsWarning(f"ktest: {caught}. Tests that use no ktest fixture run as usual; "
-                                 "the first one that does fails with this error."),
-            stacklevel=2,
-        )
     config.stash[_SESSION] = KtestSession(config, settings, error)
     config.pluginmanager.register(config.stash[_SESSION], "ktest-session")
     from ktest.plugin.kind_fixtures import register as register_kind_fixtures
@@ -279,7 +272,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> str:
     session = _session(config)
     if session.settings_error is not None:
-        return "ktest: bad settings, not used unless a test asks for a ktest fixture (see the warnings)"
+        return f"ktest: bad settings (ignored unless a test uses a ktest fixture): {session.settings_error}"
     return f"ktest: {session.settings.describe()}"
 
 
@@ -305,9 +298,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if session is None or hasattr(config, "workerinput"):
         return
     described = session.describe_cluster()
-    if described is None and not session.notes:
+    if described is None and not session.notes and session.settings_error is None:
         return
     terminalreporter.write_sep("-", "ktest")
+    if session.settings_error is not None:
+        terminalreporter.write_line(f"bad settings (ignored unless a test uses a ktest fixture): "
+                                    f"{session.settings_error}")
     if described:
         terminalreporter.write_line(f"cluster: {described}")
     for note in session.notes:

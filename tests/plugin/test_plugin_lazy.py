@@ -3,7 +3,8 @@ setting and CRD file is checked before anything starts.
 
 * no kubernetes client (nor ktest's wait/cluster code) is imported by a run that
   uses no ktest fixture;
-* a bad ``KTEST_*`` variable is a warning in such a run, not a usage error;
+* a bad ``KTEST_*`` variable is reported in such a run (header and summary), not a
+  usage error, and not a Python warning (``filterwarnings = error`` would make it one);
 * in a run that uses ktest, bad settings fail the first ktest test with a message
   naming the source (option, ini key, variable) or the file and line, stop the
   session, and start no control plane.
@@ -49,19 +50,24 @@ def test_a_run_without_ktest_fixtures_imports_nothing_heavy(pytester: pytest.Pyt
     result.stdout.fnmatch_lines(["*HEAVY []"])
 
 
-def test_a_bad_variable_is_only_a_warning_without_ktest_fixtures(
+def test_a_bad_variable_is_only_reported_without_ktest_fixtures(
     pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester.makepyfile(NO_KTEST)
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
     monkeypatch.setenv("KTEST_KEEP_NAMESPACES", "sometimes")
     monkeypatch.setenv("KTEST_TIMEOUT", "ten")
     result = pytester.runpytest_subprocess("-s", *OTHERS_OFF)
-    result.assert_outcomes(passed=1, warnings=1)
+    result.assert_outcomes(passed=1)
+    bad = "environment variable KTEST_TIMEOUT: 'ten' is not a valid timeout"
     result.stdout.fnmatch_lines([
-        "ktest: bad settings, not used unless a test asks for a ktest fixture*",
+        f"ktest: bad settings (ignored unless a test uses a ktest fixture): {bad}*",
         "*HEAVY []",
-        "*KtestSettingsWarning: ktest: environment variable KTEST_TIMEOUT: 'ten' is not a valid timeout*",
+        f"bad settings (ignored unless a test uses a ktest fixture): {bad}*",
     ])
+    quiet = pytester.runpytest_subprocess("-q", *OTHERS_OFF)  # no header with -q: the summary says it
+    quiet.assert_outcomes(passed=1)
+    quiet.stdout.fnmatch_lines([f"bad settings (ignored unless a test uses a ktest fixture): {bad}*"])
 
 
 def _bad_run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -126,7 +126,7 @@ def test_bad_setting_fails_the_test_that_uses_ktest(pytester: pytest.Pytester, i
     pytester.makepyfile(PRINT_SETTINGS)
     monkeypatch.setenv("KTEST_KEEP_NAMESPACES", "sometimes")
     result = pytester.runpytest_inprocess()
-    result.assert_outcomes(errors=1, warnings=1)
+    result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         ["ktest: environment variable KTEST_KEEP_NAMESPACES: 'sometimes' is not a valid keep_namespaces; "
          "allowed values: never, on-failure, always"]
