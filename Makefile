@@ -41,7 +41,7 @@ test: venv lint-workflows binaries binaries-older docker-engine kind-images
 # The kind layer for real: the kind backend's own tests and the demo suite on one shared kind
 # cluster (both xdist workers use it), created from the node image for K8S_VERSION.
 test-kind: venv
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --ktest-backend kind tests/kind_backend examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --ktest-backend kind tests/kind_backend examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
 demo: venv binaries
 	$(BIN)/python -m pytest examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)

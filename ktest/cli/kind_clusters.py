@@ -32,8 +32,8 @@ def up_kind(k8s_version: str | None, kind_config: str | None) -> int:
     try:
         print(f"ktest up: {state}: {backend.describe()}", file=sys.stderr)
         print(
-            "Tests attach to it with --ktest-backend kind --ktest-reuse (or KTEST_BACKEND=kind KTEST_REUSE=1); "
-            "delete it with `ktest down --kind`.",
+            "Tests attach to it with --ktest-backend kind --ktest-reuse "
+            "(or KTEST_BACKEND=kind KTEST_REUSE=1); delete it with `ktest down --kind`.",
             file=sys.stderr,
         )
         print(cluster.kubeconfig)
@@ -56,21 +56,29 @@ def kind_status_lines() -> list[str]:
         elif record.owner_alive():
             owner = f"owned by pid {record.owner_pid}"
         else:
-            owner = f"ORPHANED (owner pid {record.owner_pid} gone; the next kind run or `ktest down` removes it)"
+            owner = (
+                f"ORPHANED (owner pid {record.owner_pid} gone; the next kind run or `ktest down --kind` "
+                "removes it)"
+            )
         problem = cluster_stopped(record.name)
         state = "running" if problem is None else f"STOPPED ({problem})"
-        lines.append(
-            f"kind {record.name}: {state}, Kubernetes {record.version}, {owner}\n  kubeconfig: {record.kubeconfig}"
-        )
+        lines.append(f"kind {record.name}: {state}, Kubernetes {record.version}, {owner}")
+        lines.append(f"  kubeconfig: {record.kubeconfig}")
     return lines
 
 
-def down_kind(all_kept: bool = True) -> list[str]:
-    """Delete kept kind clusters (``all_kept``) and orphans; returns what was done, one line each."""
+def down_kind(name: str | None = None) -> list[str]:
+    """Delete kept kind clusters (all, or the one named) and orphans; one line per thing done."""
+    from ktest.errors import KindError
     from ktest.kind import records
     from ktest.kind.binary import resolve_kind
     from ktest.kind.sweep import sweep_orphans
 
+    if name is not None and records.read_record(name) is None:
+        raise KindError(
+            f"no kind cluster named {name!r} was created by ktest (`ktest status` lists them; "
+            f"records in {records.records_directory()}); ktest never deletes clusters it did not create"
+        )
     if not records.list_records():
         return []
-    return sweep_orphans(resolve_kind(progress=True), include_kept=all_kept)
+    return sweep_orphans(resolve_kind(progress=True), include_kept=True, only=name)

@@ -47,6 +47,14 @@ def register(subparsers: Any) -> None:
         help="where the control plane keeps etcd data, certificates and logs "
         "(default: $KTEST_RUN_DIR, else /dev/shm when it has 1 GiB free, else the temp directory)",
     )
+    up.add_argument(
+        "--backend",
+        choices=("bare", "kind"),
+        default="bare",
+        help="bare: an embedded control plane in a daemon; kind: a kind cluster kept until "
+        "`ktest down --kind`",
+    )
+    up.add_argument("--kind-config", metavar="FILE", help="extra kind Cluster config (backend kind)")
     _add_name(up)
     up.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for readiness")
     up.set_defaults(handler=_up)
@@ -57,6 +65,13 @@ def register(subparsers: Any) -> None:
     down = subparsers.add_parser("down", help="stop a warm control plane started by `ktest up`")
     _add_name(down)
     down.add_argument("--all", action="store_true", help="stop every warm control plane")
+    down.add_argument(
+        "--kind",
+        nargs="?",
+        const="*",
+        metavar="NAME",
+        help="delete kept kind clusters (all, or NAME) and orphans of killed runs, instead",
+    )
     down.set_defaults(handler=_down)
 
 
@@ -73,6 +88,10 @@ def _parse(name: str, text: str, flag: str) -> Any:
 
 def _up(args: argparse.Namespace) -> int:
     version = _parse("k8s_version", args.k8s_version or "", "--k8s-version")
+    if args.backend == "kind":
+        from ktest.cli.kind_clusters import up_kind
+
+        return up_kind(version, args.kind_config)
     controllers = _parse("controllers", args.controllers, "--controllers")
     run_dir = _parse("run_dir", args.run_dir, "--run-dir") if args.run_dir else None
     # Resolve (maybe download or build) the binaries here, where progress is visible.
@@ -93,17 +112,29 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from ktest.cli.kind_clusters import kind_status_lines
+
     records = reuse.list_records()
-    if not records:
-        print(f"no warm control planes (records in {reuse.state_directory()})")
+    kind_lines = kind_status_lines()
+    if not records and not kind_lines:
+        print(f"no warm control planes (records in {reuse.state_directory()}) and no kind clusters")
         return 0
     for record in records:
         problem = record.problem()
         print(f"{'running' if problem is None else 'STALE (' + problem + ')'}: {record.summary()}")
+    for line in kind_lines:
+        print(line)
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
+    if args.kind:
+        from ktest.cli.kind_clusters import down_kind
+
+        done = down_kind(None if args.kind == "*" else args.kind)
+        for line in done or ["no kept or orphaned kind clusters"]:
+            print(f"ktest down: {line}", file=sys.stderr)
+        return 0
     if args.all:
         records = reuse.list_records()
     else:

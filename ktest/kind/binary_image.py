@@ -38,6 +38,13 @@ def image_from_binary(
     binary = Path(binary)
     if not binary.is_file():
         raise KindError(f"image_from_binary: {binary} is not a file; build the binary first")
+    interpreter = elf_interpreter(binary)
+    if interpreter is not None:
+        raise KindError(
+            f"image_from_binary: {binary} is dynamically linked (it needs {interpreter}), but the image "
+            "has nothing but the binary. Build it static: CGO_ENABLED=0 go build, or "
+            "ktest.operators.build_go_binary(..., reproducible=True)"
+        )
     if ":" not in tag.rsplit("/", 1)[-1] or tag.endswith(":latest"):
         raise KindError(
             f"image_from_binary: give {tag!r} a version tag other than latest "
@@ -63,3 +70,26 @@ def image_from_binary(
         except DockerException as error:
             raise KindError(f"building image {tag} from {binary} failed: {error}") from error
     return tag
+
+
+def elf_interpreter(path: Path) -> str | None:
+    """The dynamic loader an ELF executable asks for (PT_INTERP), None for a static one or non-ELF."""
+    import struct
+
+    with path.open("rb") as file:
+        header = file.read(64)
+        if header[:4] != b"\x7fELF" or header[4] != 2:  # 64-bit ELF only
+            return None
+        order = "<" if header[5] == 1 else ">"
+        phoff, = struct.unpack_from(order + "Q", header, 32)
+        phentsize, phnum = struct.unpack_from(order + "HH", header, 54)
+        for index in range(phnum):
+            file.seek(phoff + index * phentsize)
+            entry = file.read(phentsize)
+            p_type, = struct.unpack_from(order + "I", entry, 0)
+            if p_type == 3:  # PT_INTERP
+                offset, = struct.unpack_from(order + "Q", entry, 8)
+                size, = struct.unpack_from(order + "Q", entry, 32)
+                file.seek(offset)
+                return file.read(size).rstrip(b"\0").decode(errors="replace")
+    return None

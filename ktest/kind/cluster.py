@@ -139,20 +139,20 @@ class KindCluster:
             janitor.release()
 
 
-def node_containers(name: str) -> list[Any]:
+def node_containers(name: str, client: Any = None) -> list[Any]:
     """The Docker containers of kind cluster ``name``'s nodes (running or not)."""
     from ktest.kind.engine import connect
 
-    client = connect(check_runtime=False)
+    client = client or connect(check_runtime=False)
     return list(client.containers.list(all=True, filters={"label": f"{CLUSTER_LABEL}={name}"}))
 
 
-def cluster_stopped(name: str) -> str | None:
+def cluster_stopped(name: str, client: Any = None) -> str | None:
     """Why kind cluster ``name`` cannot serve tests (engine gone, node container stopped), or None."""
     from docker.errors import DockerException
 
     try:
-        containers = node_containers(name)
+        containers = node_containers(name, client)
     except (KindError, DockerException) as error:
         return f"the kind cluster {name} is unreachable: the Docker engine does not answer ({error})"
     if not containers:

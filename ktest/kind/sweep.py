@@ -16,15 +16,19 @@ from ktest.kind.cluster import delete_cluster, existing_clusters
 from ktest.kind.records import ClusterRecord
 
 
-def sweep_orphans(kind: Path, *, records_dir: Path | None = None, include_kept: bool = False) -> list[str]:
+def sweep_orphans(
+    kind: Path, *, records_dir: Path | None = None, include_kept: bool = False, only: str | None = None
+) -> list[str]:
     """Delete orphaned ktest clusters (and records of clusters that no longer exist).
 
     Returns one line per removal, for the user. ``include_kept`` also removes
-    kept clusters (``ktest down --all``).
+    kept clusters (``ktest down --kind``); ``only`` limits the kept ones removed to that name.
     """
     notes: list[str] = []
     present = set(existing_clusters(kind))
     for record in records.list_records(records_dir):
+        if only is not None and record.kept and record.name != only:
+            continue
         if record.name not in present:
             if record.orphaned() or include_kept:
                 _forget(record, records_dir)

@@ -39,9 +39,12 @@ def watch_nodes(backend: Backend) -> None:
     from ktest.context import add_health_check
     from ktest.errors import KindError
     from ktest.kind.cluster import cluster_stopped
+    from ktest.kind.engine import connect
+
+    client = connect(check_runtime=False)  # one connection for the session, whatever tests do to DOCKER_HOST
 
     def check() -> None:
-        problem = cluster_stopped(name)
+        problem = cluster_stopped(name, client)
         if problem:
             raise KindError(f"{problem}: the tests cannot reach their cluster any more")
 

@@ -22,13 +22,13 @@ GO_MANAGER = FIXTURES / "go-manager"
 @pytest.fixture(scope="session")
 def echo_image() -> str:
     """A tiny static HTTP/DNS test image (fixtures/images/echo), built locally: nothing is pulled."""
-    return image_from_binary(build_go_binary(ECHO_SOURCE), "ktest-fixtures/echo:v1")
+    return image_from_binary(build_go_binary(ECHO_SOURCE, reproducible=True), "ktest-fixtures/echo:v1")
 
 
 @pytest.fixture(scope="session")
 def go_manager_image() -> str:
     """The Go controller-runtime manager of fixtures/go-manager as an image (FROM scratch)."""
-    return image_from_binary(build_go_binary(GO_MANAGER), "ktest-fixtures/go-manager:v1")
+    return image_from_binary(build_go_binary(GO_MANAGER, reproducible=True), "ktest-fixtures/go-manager:v1")
 
 
 def echo_deployment(name: str, image: str, replicas: int = 1) -> dict[str, Any]:
