@@ -35,6 +35,12 @@ def image_from_binary(
 
     from ktest.kind.engine import connect
 
+    if ":" not in tag.rsplit("/", 1)[-1] or tag.endswith(":latest"):
+        raise KindError(
+            f"image_from_binary: give {tag!r} a version tag other than latest "
+            f"(e.g. {tag.split(':')[0]}:dev): "
+            "a :latest image would be pulled by the kubelet instead of used from the node"
+        )
     binary = Path(binary)
     if not binary.is_file():
         raise KindError(f"image_from_binary: {binary} is not a file; build the binary first")
@@ -44,12 +50,6 @@ def image_from_binary(
             f"image_from_binary: {binary} is dynamically linked (it needs {interpreter}), but the image "
             "has nothing but the binary. Build it static: CGO_ENABLED=0 go build, or "
             "ktest.operators.build_go_binary(..., reproducible=True)"
-        )
-    if ":" not in tag.rsplit("/", 1)[-1] or tag.endswith(":latest"):
-        raise KindError(
-            f"image_from_binary: give {tag!r} a version tag other than latest "
-            f"(e.g. {tag.split(':')[0]}:dev): "
-            "a :latest image would be pulled by the kubelet instead of used from the node"
         )
     name = binary.name
     with tempfile.TemporaryDirectory(prefix="ktest-image-") as context:

@@ -92,3 +92,17 @@ def test_cluster_names_ktest_would_not_give_are_refused(name: str) -> None:
 
 def test_ktest_cluster_names_are_accepted() -> None:
     check_cluster_name("ktest-run-0a1b2c")
+
+
+def test_image_from_a_dynamically_linked_binary_is_refused() -> None:
+    from ktest.kind.binary_image import image_from_binary
+
+    with pytest.raises(KindError, match=r"/bin/ls is dynamically linked \(it needs /lib64/ld-linux"):
+        image_from_binary("/bin/ls", "ktest-fixtures/ls:v1")
+
+
+def test_image_tags_that_would_be_pulled_are_refused(tmp_path: Path) -> None:
+    from ktest.kind.binary_image import image_from_binary
+
+    with pytest.raises(KindError, match=r"give 'ktest-fixtures/x:latest' a version tag other than latest"):
+        image_from_binary("/bin/ls", "ktest-fixtures/x:latest")
