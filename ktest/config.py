@@ -319,8 +319,9 @@ _CRD_API_VERSION = "apiextensions.k8s.io/v1"
 def check_before_start(settings: Settings) -> None:
     """What can be checked before a cluster starts and costs more than parsing: every
     CRD file parses and holds only CustomResourceDefinitions (errors name the setting,
-    the file and the line), and backend existing's context is the kubeconfig's current
-    one.  Raises :class:`~ktest.errors.ConfigError`."""
+    the file and the line), backend existing's context is the kubeconfig's current
+    one, backend kind's extra config is a valid kind Cluster config, and the run
+    directory exists.  Raises :class:`~ktest.errors.ConfigError`."""
     from ktest.cluster.manifests import load_located
     from ktest.errors import ManifestError
 
@@ -342,6 +343,20 @@ def check_before_start(settings: Settings) -> None:
         from ktest.backends.existing import check_context
 
         check_context(settings.kubeconfig, settings.context)
+    if settings.backend == "kind" and settings.kind_config is not None:
+        from ktest.errors import KindError
+        from ktest.kind.nodeimage import load_extra_config
+
+        try:
+            load_extra_config(settings.kind_config)
+        except KindError as error:
+            raise ConfigError(f"{settings.source_of('kind_config')}: {error}") from None
+    if settings.run_dir is not None and not settings.run_dir.is_dir():
+        raise ConfigError(
+            f"{settings.source_of('run_dir')}: {settings.run_dir} is not a directory; give an existing "
+            "directory for the control planes' private directories (etcd data, certificates, logs), "
+            "or leave it unset (/dev/shm, else the temp directory)"
+        )
 
 
 def settings_from_env(env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:

@@ -132,3 +132,23 @@ def test_a_non_crd_in_the_crd_paths_is_reported_before_anything_starts(
         "*ktest: ini key ktest_crds: */crds/cm.yaml*ConfigMap settings (v1) is not a "
         "CustomResourceDefinition*"
     ])
+
+
+def test_a_bad_kind_config_is_reported_with_its_line_before_any_cluster_is_created(
+    pytester: pytest.Pytester, inner_env: dict
+) -> None:
+    pytester.path.joinpath("kind.yaml").write_text("kind: Cluster\nnodes:\n- role: worker\n  extra: [\n")
+    result = _bad_run(pytester, "--ktest-backend=kind", "--ktest-kind-config=kind.yaml")
+    result.stdout.fnmatch_lines(
+        ["*ktest: option --ktest-kind-config: kind config */kind.yaml line 5: not valid YAML*"]
+    )
+
+
+def test_a_run_dir_that_does_not_exist_is_reported_before_anything_starts(
+    pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KTEST_RUN_DIR", "/nonexistent/ktest-runs")
+    result = _bad_run(pytester)
+    result.stdout.fnmatch_lines([
+        "*ktest: environment variable KTEST_RUN_DIR: /nonexistent/ktest-runs is not a directory*"
+    ])
