@@ -267,3 +267,25 @@ def test_an_attribute_error_that_is_a_bug_propagates_at_once() -> None:
     with pytest.raises(AttributeError, match="'dict' object has no attribute 'spec'"):
         eventually(check, timeout=5, interval=0.01)
     assert counter.calls == 1
+
+
+@pytest.mark.asyncio
+async def test_aio_follows_the_same_rule() -> None:
+    from ktest.wait import aio
+
+    obj: dict[str, Any] = {"metadata": {}}
+
+    async def check_finalized() -> None:  # assertion-style coroutine: passes by running to its end
+        assert obj["metadata"]["finalizers"] == ["example.com/cleanup"]
+
+    async def finalizers() -> list[str] | None:  # returns a value: None is "not yet"
+        return obj["metadata"].get("finalizers")
+
+    with pytest.raises(AssertionError) as info:
+        await aio.eventually(check_finalized, timeout=0.05, interval=0.01)
+    assert "not there yet: key 'finalizers' is missing (KeyError)" in str(info.value)
+    with pytest.raises(AssertionError, match="the check returned None"):
+        await aio.eventually(finalizers, timeout=0.05, interval=0.01)
+    obj["metadata"]["finalizers"] = ["example.com/cleanup"]
+    assert await aio.eventually(check_finalized, timeout=1, interval=0.01) is None
+    assert await aio.eventually(finalizers, timeout=1, interval=0.01) == ["example.com/cleanup"]
