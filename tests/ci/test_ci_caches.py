@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ci_helpers import SCRIPTS, read_outputs, run_script
 
-from conftest import SCRIPTS, read_outputs, run_script
 from ktest.assets import Assets
 
 

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import durations
 import pytest
+from ci_helpers import SCRIPTS, read_outputs, run_script
 from gha import CIError
-
-from conftest import SCRIPTS, read_outputs, run_script
 
 
 def test_all_shards_reported_gives_their_union_and_drops_removed_tests() -> None:

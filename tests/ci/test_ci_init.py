@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ci_helpers import REPO, tool
 
-from conftest import REPO, tool
 from ktest.cli import init
 from ktest.cli.main import main
 

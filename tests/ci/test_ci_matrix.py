@@ -8,9 +8,8 @@ from pathlib import Path
 
 import matrix
 import pytest
+from ci_helpers import SCRIPTS, read_outputs, run_script
 from gha import CIError
-
-from conftest import SCRIPTS, read_outputs, run_script
 
 REPORT = {"default": "1.37", "supported": ["1.37", "1.36", "1.35"]}
 

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import resolve
+from ci_helpers import SCRIPTS, read_outputs, run_script
 from gha import CIError
-
-from conftest import SCRIPTS, read_outputs, run_script
 
 REPORT = {
     "ktest_version": "0.1.0",

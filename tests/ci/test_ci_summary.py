@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 import summary
+from ci_helpers import SCRIPTS, run_script
 from gha import CIError
-
-from conftest import SCRIPTS, run_script
 
 SUITE = """
 import ktest.context
