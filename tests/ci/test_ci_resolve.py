@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import ktest_requirement
 import pytest
 import resolve
 from ci_helpers import SCRIPTS, read_outputs, run_script
@@ -106,3 +107,31 @@ def test_an_unsupported_version_fails_at_once_listing_the_supported_ones(tmp_pat
     assert "k8s-version '1.20'" in done.stderr
     assert "supported minors are 1.37, 1.36, 1.35" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("spec", "backend", "expected"),
+    [
+        ("", "bare", "/src"),
+        ("", "kind", "/src[kind]"),
+        ("ktest==0.2.0", "bare", "ktest==0.2.0"),
+        ("ktest==0.2.0", "kind", "ktest[kind]==0.2.0"),
+        ("ktest[kind,kopf]>=0.2", "kind", "ktest[kind,kopf]>=0.2"),
+        (
+            "ktest @ git+https://github.com/acme/ktest@abc",
+            "kind",
+            "ktest[kind] @ git+https://github.com/acme/ktest@abc",
+        ),
+        ("git+https://github.com/acme/ktest@abc", "bare", "git+https://github.com/acme/ktest@abc"),
+        ("./vendor/ktest", "kind", "./vendor/ktest[kind]"),
+    ],
+)
+def test_the_ktest_requirement_gets_the_backend_extra(spec: str, backend: str, expected: str) -> None:
+    assert ktest_requirement.requirement(spec, "/src", backend) == expected
+
+
+def test_a_bare_url_cannot_carry_the_kind_extra() -> None:
+    with pytest.raises(CIError, match=r"write it as 'ktest\[kind\] @ git\+https://x/ktest'"):
+        ktest_requirement.requirement("git+https://x/ktest", "/src", "kind")
+    with pytest.raises(CIError, match="backend 'docker' is not one of: bare, kind"):
+        ktest_requirement.requirement("", "/src", "docker")
