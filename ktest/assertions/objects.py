@@ -1,12 +1,13 @@
 """What every assertion needs: name an object in a message, read it, fetch a field.
 
 Failure messages follow one shape, built by :func:`failure`: a headline naming
-the object (kind, namespace/name, apiVersion, uid), the Kubernetes rule that was
-broken, then what was observed.
+the object by kind and name, its full identity (namespace/name, apiVersion, uid)
+on an ``Object:`` line, the Kubernetes rule that was broken, then what was observed.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -27,11 +28,32 @@ def describe(target: RefLike, uid: str | None = None) -> str:
     return f"{ref.kind} {where} ({ref.api_version}{f', uid {uid}' if uid else ''})"
 
 
+_IDENTITY = re.compile(
+    r"(?P<kind>[A-Z][A-Za-z0-9]*) (?:(?P<namespace>[a-z0-9][-a-z0-9.]*)/)?(?P<name>[^\s/()]+) "
+    r"\((?P<api>[A-Za-z0-9.-]+/)?(?P<version>v[0-9][a-z0-9]*)(?:, uid [0-9a-f-]+)?\)"
+)
+
+
 def failure(headline: str, rule: str, observed: str | Iterable[str]) -> str:
-    """The text of an assertion failure: what is wrong, the rule broken, what was seen."""
+    """The text of an assertion failure: what is wrong, the rule broken, what was seen.
+
+    Objects named in the headline (as :func:`describe` names them) are shortened to
+    kind and name, so the headline shows what is wrong rather than a generated namespace
+    and a uid; their full identity follows on ``Object:`` lines.
+    """
     lines = [observed] if isinstance(observed, str) else list(observed)
     body = "\n".join(f"  {line}" for text in lines for line in str(text).splitlines())
-    return f"{headline}\nRule: {rule}\nObserved:\n{body}"
+    objects: list[str] = []
+
+    def shorten(match: re.Match[str]) -> str:
+        if match.group(0) not in objects:
+            objects.append(match.group(0))
+        return f"{match.group('kind')} {match.group('name')}"
+
+    first, _, rest = headline.partition("\n")
+    short = _IDENTITY.sub(shorten, first)
+    identities = "".join(f"\nObject: {identity}" for identity in objects)
+    return f"{short}{identities}{chr(10) + rest if rest else ''}\nRule: {rule}\nObserved:\n{body}"
 
 
 def read(cluster: Cluster, target: RefLike) -> dict[str, Any] | None:

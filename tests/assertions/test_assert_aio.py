@@ -66,7 +66,8 @@ async def test_aio_assertion_fails_with_the_same_message(cluster: Cluster, ns: s
         await aio.assert_has_finalizer(cluster, created, FINALIZER, timeout=0.5)
     message = str(failure.value)
     uid = created["metadata"]["uid"]
-    assert f"Widget {ns}/w1 (assertions.ktest.test/v1, uid {uid}) never got finalizer" in message
+    assert message.startswith("Widget w1 never got finalizer")  # the headline: kind, name, what is wrong
+    assert f"\nObject: Widget {ns}/w1 (assertions.ktest.test/v1, uid {uid})\n" in message
     assert "Rule: an operator that cleans up on deletion adds its finalizer" in message
 
 

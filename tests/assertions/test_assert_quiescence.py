@@ -70,8 +70,8 @@ def test_quiescent_fails_on_a_status_update_loop(cluster: Cluster, ns: str) -> N
             assert_quiescent(cluster, created, window=1)
     message = str(failure.value)
     headline = re.search(
-        rf"Widget {ns}/w1 \(assertions\.ktest\.test/v1, uid [-0-9a-f]+\) is not quiescent: "
-        r"(\d+) writes in a 1s window", message)
+        rf"^Widget w1 is not quiescent: (\d+) writes in a 1s window\n"
+        rf"Object: Widget {ns}/w1 \(assertions\.ktest\.test/v1, uid [-0-9a-f]+\)", message)
     assert headline and int(headline.group(1)) >= 3, message
     assert "Rule: a controller that has converged writes nothing until something changes" in message
     assert re.search(r"writes, resourceVersion \d+ -> \d+", message)
@@ -90,7 +90,7 @@ def test_quiescent_fails_on_a_loop_through_a_child(cluster: Cluster, ns: str) ->
         with pytest.raises(AssertionError) as failure:
             assert_quiescent(cluster, created, children=[("v1", "ConfigMap")], window=1)
     message = str(failure.value)
-    assert re.search(rf"Widget {ns}/w1 .* is not quiescent: \d+ writes in a 1s window \(to 1 of the 2 "
+    assert re.search(r"^Widget w1 is not quiescent: \d+ writes in a 1s window \(to 1 of the 2 "
                      r"watched targets\)", message)
     uid = created["metadata"]["uid"]
     assert f"Widget {ns}/w1 (assertions.ktest.test/v1, uid {uid}): no writes" in message
