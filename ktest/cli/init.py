@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from ktest.cli.versions import supported_minors
 from ktest.errors import KtestError
 
 DEFAULT_PATH = Path(".github/workflows/ktest.yml")
@@ -52,8 +53,10 @@ def register(subparsers: Any) -> None:
     github.add_argument("--repository", default=None, metavar="OWNER/NAME", help="ktest's GitHub repository")
     github.add_argument("--ref", default=None, metavar="SHA", help="the ktest commit to pin (40 hex digits)")
     github.add_argument(
-        "--k8s-versions", default="1.37,1.36", metavar="LIST",
-        help="comma-separated: 1.37, 1.37.2, default, supported (default: 1.37,1.36)",
+        "--k8s-versions",
+        default=None,
+        metavar="LIST",
+        help="comma-separated: 1.37, 1.37.2, default, supported (default: the two newest supported)",
     )
     github.add_argument("--backends", default="bare", metavar="LIST", help="bare and/or kind (default: bare)")
     github.add_argument("--shards", type=int, default=1, help="jobs per version x backend (pytest-split)")
@@ -177,7 +180,10 @@ def _git_checkout_origin(directory: Path) -> tuple[str | None, str | None]:
         try:
             done = subprocess.run(
                 ["git", "-C", str(directory), *args],
-                capture_output=True, text=True, timeout=10, check=False,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
             )
         except (OSError, subprocess.TimeoutExpired):
             return None
@@ -225,7 +231,7 @@ def _github_actions(args: argparse.Namespace) -> int:
     options = WorkflowOptions(
         repository=repository,
         ref=ref,
-        k8s_versions=_items(args.k8s_versions),
+        k8s_versions=_items(args.k8s_versions or ",".join(supported_minors()[:2])),
         backends=_items(args.backends),
         shards=args.shards,
         install=args.install,

@@ -135,3 +135,12 @@ def test_what_we_ship_passes_actionlint_and_zizmor() -> None:
     actionlint, zizmor = lint(REPO)
     assert actionlint.returncode == 0, actionlint.stdout + actionlint.stderr
     assert zizmor.returncode == 0, zizmor.stdout + zizmor.stderr
+
+
+def test_the_default_versions_are_the_two_newest_supported(user_repo: Path) -> None:
+    from ktest.cli.versions import supported_minors
+
+    assert main(ARGS) == 0
+    newest = supported_minors()[:2]
+    expected = "k8s-versions: '[" + ", ".join(f'"{v}"' for v in newest) + "]'"
+    assert expected in (user_repo / ".github/workflows/ktest.yml").read_text()
