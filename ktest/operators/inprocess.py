@@ -13,24 +13,15 @@ import inspect
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktest.errors import OperatorError
-from ktest.operators import logs
-from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, OperatorHandle, launch
+from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, launch
 from ktest.operators.ownership import OperatorCrash, RunThreads
-from ktest.operators.threads import (
-    call_in_loop,
-    close_loop,
-    crash_threads,
-    is_running,
-    operator_thread_ended,
-    raise_in,
-    report_leftovers,
-    start_operator_thread,
-)
+from ktest.operators.thread_runner import ThreadOperator, ThreadRun
+from ktest.operators.threads import call_in_loop, close_loop
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
@@ -68,24 +59,19 @@ class OperatorContext:
 
 
 @dataclass
-class _Run:
-    thread: threading.Thread | None = None
-    loop: asyncio.AbstractEventLoop | None = None
-    task: asyncio.Task[Any] | None = None
+class _Run(ThreadRun):
     stop: threading.Event | asyncio.Event | None = None
-    ready: threading.Event = field(default_factory=threading.Event)
-    started: threading.Event = field(default_factory=threading.Event)
-    exception: BaseException | None = None
-    returned: bool = False
-    killed: bool = False
-    threads: RunThreads | None = None
 
 
-class CallableOperator(OperatorHandle):
+__all__ = ["CallableOperator", "OperatorContext", "OperatorCrash", "ReadyCheck", "run_callable"]
+
+
+class CallableOperator(ThreadOperator):
     """An operator that is a Python function (sync in a thread, async in its own loop)."""
 
     kind = "callable"
     runner = "run_callable"
+    _run: _Run
 
     def __init__(
         self,
@@ -106,7 +92,7 @@ class CallableOperator(OperatorHandle):
         self.is_async = inspect.iscoroutinefunction(fn)
         self.ready_check = ready
         self.log_level = log_level
-        self._run = _Run()
+        self._run = _Run(threads=RunThreads(self.name, self._sink))
         self._last_check_error: BaseException | None = None
 
     # ------------------------------------------------------------ hooks
@@ -122,79 +108,35 @@ class CallableOperator(OperatorHandle):
             field_manager=self.field_manager,
             namespaces=list(self.namespaces) if self.namespaces is not None else None,
         )
-        run.thread = threading.Thread(
-            target=self._thread_main, args=(run, ctx), name=f"ktest-operator-{self.name}", daemon=True
-        )
-        assert run.threads is not None
-        start_operator_thread(run.thread, run.started, self.log_level, run.threads)
+        self._start_thread(run, lambda: self._body(run, ctx), f"ktest-operator-{self.name}")
 
-    def _thread_main(self, run: _Run, ctx: OperatorContext) -> None:
-        logs.bind_sink(self._sink)
-        try:
-            if self.is_async:
-                loop = run.loop = asyncio.new_event_loop()
-                asyncio.set_event_loop(loop)
-                try:
-                    ctx.stop = run.stop = asyncio.Event()
-                    run.task = loop.create_task(self.fn(ctx), name=f"operator {self.name}")
-                    run.started.set()
-                    loop.run_until_complete(run.task)
-                finally:
-                    close_loop(loop)
-            else:
-                run.stop = ctx.stop
+    def _body(self, run: _Run, ctx: OperatorContext) -> None:
+        if self.is_async:
+            loop = run.loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            try:
+                ctx.stop = run.stop = asyncio.Event()
+                run.task = loop.create_task(self.fn(ctx), name=f"operator {self.name}")
                 run.started.set()
-                self.fn(ctx)
-            run.returned = True
-        except (asyncio.CancelledError, OperatorCrash) as error:
-            if not run.killed:
-                run.exception = error
-        except BaseException as error:
-            run.exception = error
-        finally:
+                loop.run_until_complete(run.task)
+            finally:
+                close_loop(loop)
+        else:
+            run.stop = ctx.stop
             run.started.set()
-            operator_thread_ended()
-            self._wake.set()
+            self.fn(ctx)
 
-    def _signal_stop(self, run: _Run) -> None:
-        if isinstance(run.stop, asyncio.Event) and run.loop is not None:
-            call_in_loop(run.loop, run.stop.set)
-        elif isinstance(run.stop, threading.Event):
-            run.stop.set()
-
-    def _halt(self, timeout: float) -> bool:
-        run = self._run
-        self._signal_stop(run)
-        assert run.thread is not None and run.threads is not None
-        run.thread.join(timeout)
-        if run.thread.is_alive():
-            return False
-        report_leftovers(run.threads, 1.0, self.log, self.name)
-        return True
-
-    def _kill(self) -> None:
-        run = self._run
-        run.killed = True
-        if run.threads is not None:
-            run.threads.crashed = True
-        thread = run.thread
-        if thread is not None and thread.is_alive():
-            if run.task is not None and run.loop is not None:
-                call_in_loop(run.loop, run.task.cancel)
-            else:
-                raise_in(thread)
-        self._signal_stop(run)  # after the kill, so that the operator cannot take its graceful path
-        if run.threads is not None:
-            self.leaked_threads = crash_threads(run.threads, thread, self.stop_timeout, self.log, self.name)
-
-    def _running(self) -> bool:
-        return is_running(self._run.thread)
+    def _signal_stop(self, run: ThreadRun) -> None:
+        stop = getattr(run, "stop", None)
+        if isinstance(stop, asyncio.Event) and run.loop is not None:
+            call_in_loop(run.loop, stop.set)
+        elif isinstance(stop, threading.Event):
+            stop.set()
 
     def _death_reason(self) -> str:
         run = self._run
         if run.exception is not None:
-            error = run.exception
-            return f"raised {logs.exception_text(error)}\n{logs.format_exception(error)}"
+            return f"raised {self._exception_text()}"
         if run.returned:
             return (
                 "returned while the test was still running; an operator function must keep "
@@ -231,11 +173,6 @@ class CallableOperator(OperatorHandle):
     def _mark_ready(self, run: _Run) -> None:
         run.ready.set()
         self._wake.set()
-
-    def _sink(self, record: logging.LogRecord, text: str) -> None:
-        self.log.write(text)
-        if record.levelno >= logging.ERROR:
-            self._record_logged_error(text)
 
 
 def _field_manager_name(name: str) -> str:

@@ -17,25 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ktest.operators import logs
-from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, OperatorHandle, launch
+from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, launch
 from ktest.operators.kopf_loading import Source, describe_sources, is_path, load_registry
 from ktest.operators.ownership import RunThreads
-from ktest.operators.threads import (
-    call_in_loop,
-    close_loop,
-    crash_threads,
-    is_running,
-    operator_thread_ended,
-    report_leftovers,
-    start_operator_thread,
-)
+from ktest.operators.thread_runner import ThreadOperator, ThreadRun
+from ktest.operators.threads import call_in_loop, close_loop
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
@@ -45,27 +36,23 @@ _RESOURCE_REGISTRIES = ("_indexing", "_watching", "_spawning", "_changing")
 
 
 @dataclass
-class _KopfRun:
-    thread: threading.Thread | None = None
-    loop: asyncio.AbstractEventLoop | None = None
-    task: asyncio.Task[Any] | None = None
+class _KopfRun(ThreadRun):
     stop_flag: asyncio.Event | None = None
     registry: Any = None
     settings: Any = None
-    started: threading.Event = field(default_factory=threading.Event)
-    ready: threading.Event = field(default_factory=threading.Event)
     phase: str = "starting"
-    exception: BaseException | None = None
-    returned: bool = False
-    killed: bool = False
-    threads: RunThreads | None = None
 
 
-class KopfOperator(OperatorHandle):
+class KopfOperator(ThreadOperator):
     """A kopf operator run in-process against the test cluster."""
 
     kind = "kopf"
     runner = "run_kopf"
+    error_hint = (
+        "kopf logs handler exceptions and failed API requests as errors. "
+        "Pass fail_on_errors=False if the test expects them."
+    )
+    _run: _KopfRun
 
     def __init__(
         self,
@@ -91,7 +78,7 @@ class KopfOperator(OperatorHandle):
         self.configure = configure
         self.memo = dict(memo or {})
         self.log_level = log_level
-        self._run = _KopfRun()
+        self._run = _KopfRun(RunThreads(self.name, self._sink))
 
     @property
     def registry(self) -> Any:
@@ -117,17 +104,13 @@ class KopfOperator(OperatorHandle):
         # too long to exit; a test process must never be killed by the operator under test.
         settings.process.ultimate_exiting_timeout = None
         threads = RunThreads(self.name, self._sink)
-        run = self._run = _KopfRun(registry=registry, settings=settings, threads=threads)
-        run.thread = threading.Thread(
-            target=self._thread_main, args=(run,), name=f"ktest-kopf-{self.name}", daemon=True
-        )
-        start_operator_thread(run.thread, run.started, self.log_level, threads)
+        run = self._run = _KopfRun(threads, registry=registry, settings=settings)
+        self._start_thread(run, lambda: self._body(run), f"ktest-kopf-{self.name}")
 
-    def _thread_main(self, run: _KopfRun) -> None:
+    def _body(self, run: _KopfRun) -> None:
         import kopf
         from kopf._cogs.structs.references import Insights  # kopf.operator(insights=...) takes one
 
-        logs.bind_sink(self._sink)
         loop = run.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         try:
@@ -155,24 +138,10 @@ class KopfOperator(OperatorHandle):
             run.started.set()
             try:
                 loop.run_until_complete(run.task)
-                run.returned = True
             finally:
                 watcher.cancel()
-        except asyncio.CancelledError as error:
-            if not run.killed:
-                run.exception = error
-        except BaseException as error:
-            run.exception = error
         finally:
-            run.started.set()
-            try:
-                close_loop(loop)
-            finally:
-                executor = getattr(run.settings.execution, "executor", None)
-                if executor is not None:
-                    executor.shutdown(wait=False, cancel_futures=True)
-                operator_thread_ended()
-                self._wake.set()
+            close_loop(loop)
 
     async def _readiness(self, run: _KopfRun, ready_flag: asyncio.Event, insights: Any) -> None:
         run.phase = "running its startup handlers"
@@ -195,40 +164,21 @@ class KopfOperator(OperatorHandle):
         run.ready.set()
         self._wake.set()
 
-    def _halt(self, timeout: float) -> bool:
-        run = self._run
-        if run.loop is not None and run.stop_flag is not None:
-            call_in_loop(run.loop, run.stop_flag.set)
-        assert run.thread is not None and run.threads is not None
-        run.thread.join(timeout)
-        if run.thread.is_alive():
-            return False
-        report_leftovers(run.threads, 1.0, self.log, self.name)
-        return True
+    def _after_run(self, run: ThreadRun) -> None:
+        executor = getattr(getattr(run, "settings", None), "execution", None)
+        executor = getattr(executor, "executor", None)
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
 
-    def _kill(self) -> None:
-        run = self._run
-        run.killed = True
-        if run.threads is not None:
-            run.threads.crashed = True
-        if run.loop is not None and run.task is not None:
-            call_in_loop(run.loop, run.task.cancel)
-        if run.loop is not None and run.stop_flag is not None:
-            call_in_loop(run.loop, run.stop_flag.set)  # after the cancellation: no graceful path
-        if run.threads is not None:
-            # kopf's sync handlers run in threads of its executor: a killed pod ends them too.
-            self.leaked_threads = crash_threads(
-                run.threads, run.thread, self.stop_timeout, self.log, self.name
-            )
-
-    def _running(self) -> bool:
-        return is_running(self._run.thread)
+    def _signal_stop(self, run: ThreadRun) -> None:
+        stop_flag = getattr(run, "stop_flag", None)
+        if run.loop is not None and stop_flag is not None:
+            call_in_loop(run.loop, stop_flag.set)
 
     def _death_reason(self) -> str:
         run = self._run
         if run.exception is not None:
-            error = run.exception
-            return f"stopped with {logs.exception_text(error)}\n{logs.format_exception(error)}"
+            return f"stopped with {self._exception_text()}"
         if run.returned:
             return "exited although it was not asked to stop (one of kopf's root tasks ended)"
         return "ended without a result"
@@ -242,17 +192,6 @@ class KopfOperator(OperatorHandle):
     def _describe(self) -> str:
         where = "cluster-wide" if self.cluster_wide else f"namespaces {self.namespaces}"
         return f"kopf handlers from: {describe_sources(self.sources)} ({where})"
-
-    # ------------------------------------------------------------ internals
-
-    def _sink(self, record: logging.LogRecord, text: str) -> None:
-        self.log.write(text)
-        if record.levelno >= logging.ERROR:
-            self._record_logged_error(
-                text,
-                hint="kopf logs handler exceptions and failed API requests as errors. "
-                "Pass fail_on_errors=False if the test expects them.",
-            )
 
 
 def _bind_credentials(registry: Any, cluster: Cluster) -> None:

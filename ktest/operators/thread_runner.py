@@ -1,0 +1,129 @@
+"""``ThreadOperator``: the lifecycle shared by operators that run in a thread of the test process.
+
+The callable runner (``inprocess``) and the kopf runner differ in what their
+thread runs and how it is told to stop; everything else is here, once: the
+run's record (main thread, event loop, outcome), the thread body's outcome
+handling, halting (stop signal, join, threads left behind), crashing (a killed
+pod: every thread of the run ends, see ``threads.crash_threads``) and routing
+the operator's log records to its log.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ktest.operators import logs
+from ktest.operators.handle import OperatorHandle
+from ktest.operators.ownership import OperatorCrash, RunThreads
+from ktest.operators.threads import (
+    call_in_loop,
+    crash_threads,
+    is_running,
+    operator_thread_ended,
+    raise_in,
+    report_leftovers,
+    start_operator_thread,
+)
+
+
+@dataclass
+class ThreadRun:
+    """One run of an in-process operator: its threads, event loop, readiness and outcome."""
+
+    threads: RunThreads
+    thread: threading.Thread | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    task: asyncio.Task[Any] | None = None
+    started: threading.Event = field(default_factory=threading.Event)
+    ready: threading.Event = field(default_factory=threading.Event)
+    exception: BaseException | None = None
+    returned: bool = False
+    killed: bool = False
+
+
+class ThreadOperator(OperatorHandle):
+    """An operator run in a thread of its own (kinds: callable, kopf)."""
+
+    error_hint: ClassVar[str] = ""
+    """Added to the failure when the operator logs an ERROR record."""
+
+    log_level: int
+    _run: ThreadRun
+
+    # ------------------------------------------------------------ what a kind supplies
+
+    @abc.abstractmethod
+    def _signal_stop(self, run: ThreadRun) -> None:
+        """Set the run's stop signal (from the test's thread)."""
+
+    def _after_run(self, run: ThreadRun) -> None:
+        """Called in the run's thread once it ended, before log routing is released."""
+
+    # ------------------------------------------------------------ shared lifecycle
+
+    def _start_thread(self, run: ThreadRun, body: Callable[[], None], thread_name: str) -> None:
+        """Start ``body`` as the run's main thread and return once it has started."""
+        run.thread = threading.Thread(
+            target=self._thread_main, args=(run, body), name=thread_name, daemon=True
+        )
+        start_operator_thread(run.thread, run.started, self.log_level, run.threads)
+
+    def _thread_main(self, run: ThreadRun, body: Callable[[], None]) -> None:
+        logs.bind_sink(self._sink)
+        try:
+            body()
+            run.returned = True
+        except (asyncio.CancelledError, OperatorCrash) as error:
+            if not run.killed:
+                run.exception = error
+        except BaseException as error:
+            run.exception = error
+        finally:
+            run.started.set()
+            try:
+                self._after_run(run)
+            finally:
+                operator_thread_ended()
+                self._wake.set()
+
+    def _halt(self, timeout: float) -> bool:
+        run = self._run
+        self._signal_stop(run)
+        assert run.thread is not None
+        run.thread.join(timeout)
+        if run.thread.is_alive():
+            return False
+        report_leftovers(run.threads, 1.0, self.log, self.name)
+        return True
+
+    def _kill(self) -> None:
+        run = self._run
+        run.killed = True
+        run.threads.crashed = True
+        thread = run.thread
+        if thread is not None and thread.is_alive():
+            if run.task is not None and run.loop is not None:
+                call_in_loop(run.loop, run.task.cancel)
+            else:
+                raise_in(thread)
+        self._signal_stop(run)  # after the kill, so that the operator cannot take its graceful path
+        self.leaked_threads = crash_threads(run.threads, thread, self.stop_timeout, self.log, self.name)
+
+    def _running(self) -> bool:
+        return is_running(self._run.thread)
+
+    def _exception_text(self) -> str:
+        error = self._run.exception
+        assert error is not None
+        return f"{logs.exception_text(error)}\n{logs.format_exception(error)}"
+
+    def _sink(self, record: logging.LogRecord, text: str) -> None:
+        self.log.write(text)
+        if record.levelno >= logging.ERROR:
+            self._record_logged_error(text, hint=self.error_hint)
