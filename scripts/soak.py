@@ -499,10 +499,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", default="bare,reuse")
     parser.add_argument("--quick", action="store_true", help="a small subset (for make test)")
     parser.add_argument("--only", default="", help="one scenario, e.g. bare:sigkill@test")
+    parser.add_argument(
+        "--controllers",
+        default=None,
+        help="KTEST_CONTROLLERS for the runs (e.g. none: faster, no kube-controller-manager)",
+    )
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--json", action="store_true", help="print the outcomes as JSON")
     args = parser.parse_args(argv)
 
+    if args.controllers is not None:
+        os.environ["KTEST_CONTROLLERS"] = args.controllers  # inherited by every run (and `ktest up`)
     chosen = scenarios([b.strip() for b in args.backends.split(",") if b.strip()], args.quick, args.only)
     base = Path(tempfile.mkdtemp(prefix="ktest-soak-"))
     outcomes: list[Outcome] = []
