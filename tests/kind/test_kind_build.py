@@ -193,3 +193,22 @@ def test_socket_permission_denied_is_explained() -> None:
     os.waitpid(child, 0)
     assert message.startswith("KindError: permission denied on the Docker engine socket"), message
     assert "uid 65534" in message and "docker` group" in message
+
+
+def test_cli_lists_images_and_refuses_bad_versions(
+    default_image: str, default_version: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ktest.cli.main import main
+
+    assert main(["kind", "images"]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert listing[0].split() == ["IMAGE", "KUBERNETES", "KIND", "RECIPE", "BUILT", "SIZE", "USABLE"]
+    row = next(line for line in listing if line.startswith(default_image + " "))
+    assert row.split()[1:4] == [default_version, recipe.KIND_VERSION, recipe.RECIPE_VERSION]
+    assert row.endswith("yes")
+
+    assert main(["kind", "build-image", "--k8s-version", default_version, "--quiet"]) == 0
+    assert capsys.readouterr().out.strip() == default_image
+
+    assert main(["kind", "build-image", "--k8s-version", "1.30"]) == 2
+    assert "ktest: error: Kubernetes 1.30 is not supported" in capsys.readouterr().err
