@@ -301,6 +301,7 @@ class Run:
         self.rng = rng
         self.notes: list[str] = []
         self.seen_ports: set[int] = set()
+        self._ports_scanned = 0.0
         self.hung = False
 
     # -- helpers
@@ -322,7 +323,12 @@ class Run:
         except (OSError, ValueError):
             return None
 
-    def _remember_ports(self) -> None:
+    def _remember_ports(self, force: bool = False) -> None:
+        """Note the run's ports (a /proc scan: at most twice a second unless forced, it is not free)."""
+        now = time.monotonic()
+        if not force and now - self._ports_scanned < 0.5:
+            return
+        self._ports_scanned = now
         self.seen_ports |= ports_of(self.sandbox.run_id)
 
     def _wait_point(self, point: str, process: subprocess.Popen[bytes] | None, timeout: float = 120) -> bool:
@@ -398,7 +404,7 @@ class Run:
             up = self._ktest("up", "--timeout", "120")
             if up.returncode != 0:
                 self.notes.append(f"ktest up failed: {up.stderr[-500:]}")
-            self._remember_ports()
+            self._remember_ports(force=True)
             status = self.run_pytest(["--ktest-reuse"])
         self._down(expect_running=not scenario.ending.startswith("daemon-"))
         return status
@@ -425,7 +431,7 @@ class Run:
                 return up.wait(EXIT_TIMEOUT)
             up.wait(EXIT_TIMEOUT)
             daemon = self._daemon_pid()
-            self._remember_ports()
+            self._remember_ports(force=True)
             process = self.pytest("pass", "test", ["--ktest-reuse"])
             if self._wait_point("test", process) and daemon is not None:
                 os.kill(daemon, signum)
@@ -450,7 +456,7 @@ class Run:
                     return any(self.sandbox.run.glob("ktest-cp-*"))
             return up.poll() is not None
 
-        wait_for(daemon_started, 120)
+        wait_for(daemon_started, 120, interval=0.1)
         time.sleep(self.rng.uniform(0, 0.8))
         if not found:
             self.notes.append("no daemon process seen during start")
@@ -472,7 +478,7 @@ def run_one(scenario: Scenario, base: Path, index: int, seed: int) -> Outcome:
     run = Run(scenario, sandbox, random.Random(seed + index))
     began = time.monotonic()
     status = run.run_reuse() if scenario.backend == "reuse" else run.run_bare()
-    settled = wait_for(lambda: not marked_processes(run_id), SETTLE_TIMEOUT, interval=0.1)
+    settled = wait_for(lambda: not marked_processes(run_id), SETTLE_TIMEOUT, interval=0.25)
     if not settled:
         run.notes.append(f"processes still alive {SETTLE_TIMEOUT:.0f} s after the run ended")
     left = sandbox.leaks(run.seen_ports)

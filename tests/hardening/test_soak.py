@@ -4,10 +4,15 @@ A release check runs ``python scripts/soak.py --runs 8`` (200 runs)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import ModuleType
 
 from ktest.assets.assets import Assets
 
@@ -31,6 +36,48 @@ def test_quick_soak_leaks_nothing(assets: Assets) -> None:
 
 
 def _env() -> dict[str, str]:
-    import os
-
     return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+
+
+def _soak_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("soak", SOAK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["soak"] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_leak_counter_sees_planted_leaks(tmp_path: Path) -> None:
+    """The soak's zero means something: each kind of leak it counts is seen when planted."""
+    soak = _soak_module()
+    sandbox = soak.Sandbox(tmp_path / "box", "planted-1")
+    assert sandbox.leaks(set()) == {}
+    env = {**os.environ, soak.MARK: sandbox.run_id}
+    sleeper = subprocess.Popen(["sleep", "60"], env=env)
+    listener = socket.socket()
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        (sandbox.tmp / "ktest-share-x").mkdir()
+        (sandbox.run / "key.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+        with socket.socket(socket.AF_UNIX) as unix:
+            unix.bind(str(sandbox.tmp / "ktest-share-x" / "socket"))
+        (sandbox.state / "ktest" / "up").mkdir(parents=True)
+        (sandbox.state / "ktest" / "up" / "default.json").write_text("{}")
+        deadline = time.monotonic() + 10
+        while not soak.marked_processes(sandbox.run_id) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        leaks = sandbox.leaks({port})
+        assert [entry.split()[0] for entry in leaks["processes"]] == [str(sleeper.pid)]
+        assert leaks["ports"] == [str(port)]
+        assert leaks["directories"] == [str(sandbox.tmp / "ktest-share-x")]
+        assert leaks["files"] == [str(sandbox.run / "key.pem")]
+        assert leaks["credentials"] == [str(sandbox.run / "key.pem")]
+        assert leaks["sockets"] == [str(sandbox.tmp / "ktest-share-x" / "socket")]
+        assert len(leaks["records"]) == 1
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        listener.close()
