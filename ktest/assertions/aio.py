@@ -33,13 +33,26 @@ T = TypeVar("T")
 MaybeAsync = Callable[[], object] | Callable[[], Awaitable[object]]
 
 
-def _threaded(sync: Callable[P, T]) -> Callable[P, Awaitable[T]]:
+def _threaded(sync: Callable[P, T], *, callbacks: tuple[str, ...] = ()) -> Callable[P, Awaitable[T]]:
+    """The async form of ``sync``: run in a worker thread; the arguments named in ``callbacks``
+    may be coroutine functions, run on the caller's event loop when ``sync`` calls them."""
+    signature = inspect.signature(sync)
+
     @functools.wraps(sync)
     async def run(*args: P.args, **kwargs: P.kwargs) -> T:
         __tracebackhide__ = True
+        if callbacks:
+            loop = asyncio.get_running_loop()
+            bound = signature.bind(*args, **kwargs)
+            for name in callbacks:
+                if bound.arguments.get(name) is not None:
+                    bound.arguments[name] = _on_loop(loop, bound.arguments[name])
+            return await asyncio.to_thread(sync, *bound.args, **bound.kwargs)
         return await asyncio.to_thread(sync, *args, **kwargs)
 
-    run.__doc__ = f"Async :func:`{sync.__module__}.{sync.__name__}` (runs it in a worker thread)."
+    may_be_async = f"; {', '.join(f'``{name}``' for name in callbacks)} may be async" if callbacks else ""
+    where = f"{sync.__module__}.{sync.__name__}"
+    run.__doc__ = f"Async :func:`{where}` (runs it in a worker thread){may_be_async}."
     return run
 
 
@@ -54,73 +67,11 @@ assert_observed_generation = _threaded(status.assert_observed_generation)
 assert_condition = _threaded(status.assert_condition)
 assert_quiescent = _threaded(quiescence.assert_quiescent)
 stale_copy = _threaded(conflicts.stale_copy)
-_survives_concurrent_writes = conflicts.assert_survives_concurrent_writes  # `conflicts` is also a parameter
-
-
-async def assert_transition_time_stable(
-    cluster: Cluster,
-    obj: RefLike,
-    type: str,
-    *,
-    duration: float | None = None,
-    trigger: MaybeAsync | None = None,
-    path: str = "status.conditions",
-) -> status.TransitionHistory:
-    """Async :func:`ktest.assertions.assert_transition_time_stable`; ``trigger`` may be async."""
-    __tracebackhide__ = True
-    loop = asyncio.get_running_loop()
-    return await asyncio.to_thread(
-        status.assert_transition_time_stable, cluster, obj, type, duration=duration,
-        trigger=_on_loop(loop, trigger), path=path,
-    )
-
-
-async def assert_conflict_on_stale_update(
-    cluster: Cluster,
-    stale: dict[str, Any],
-    *,
-    write: Callable[[dict[str, Any]], object] | Callable[[dict[str, Any]], Awaitable[object]] | None = None,
-) -> Any:
-    """Async :func:`ktest.assertions.assert_conflict_on_stale_update`; ``write`` may be async."""
-    __tracebackhide__ = True
-    loop = asyncio.get_running_loop()
-    send = None
-    if write is not None:
-        given = write
-
-        def send(obj: dict[str, Any]) -> object:
-            return _run_on(loop, lambda: given(obj))
-
-    return await asyncio.to_thread(conflicts.assert_conflict_on_stale_update, cluster, stale, write=send)
-
-
-async def assert_survives_concurrent_writes(
-    cluster: Cluster,
-    obj: RefLike,
-    converged: MaybeAsync,
-    *,
-    duration: float | None = None,
-    timeout: float | None = None,
-    interval: float = 0.05,
-    mode: str = "patch",
-    min_writes: int = 1,
-    conflicts: int = 3,
-    trigger: MaybeAsync | None = None,
-) -> ConcurrentWriter:
-    """Async :func:`ktest.assertions.assert_survives_concurrent_writes`; ``converged`` and
-    ``trigger`` may be async."""
-    __tracebackhide__ = True
-    loop = asyncio.get_running_loop()
-    given = converged
-
-    def check() -> object:
-        return _run_on(loop, given)
-
-    return await asyncio.to_thread(
-        _survives_concurrent_writes, cluster, obj, check, duration=duration,
-        timeout=timeout, interval=interval, mode=mode, min_writes=min_writes, conflicts=conflicts,
-        trigger=_on_loop(loop, trigger),
-    )
+assert_transition_time_stable = _threaded(status.assert_transition_time_stable, callbacks=("trigger",))
+assert_conflict_on_stale_update = _threaded(conflicts.assert_conflict_on_stale_update, callbacks=("write",))
+assert_survives_concurrent_writes = _threaded(
+    conflicts.assert_survives_concurrent_writes, callbacks=("converged", "trigger")
+)
 
 
 async def finalizer_scenario(
@@ -152,12 +103,12 @@ async def finalizer_scenario(
     )
 
 
-def _on_loop(loop: asyncio.AbstractEventLoop, fn: MaybeAsync | None) -> Callable[[], object] | None:
+def _on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
     """``fn`` callable from a worker thread: coroutines it returns run on ``loop``."""
     if fn is None:
         return None
     given = fn
-    return lambda: _run_on(loop, given)
+    return lambda *args: _run_on(loop, functools.partial(given, *args))
 
 
 def _run_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> Any:
