@@ -4,9 +4,16 @@ The cache key is a hash of the module's Go sources (``*.go`` without tests,
 ``go.mod``, ``go.sum``, ``go.work*``, ``vendor/modules.txt``), the Go
 version, the target platform, the package and the build flags, so an
 unchanged operator is never rebuilt, across test runs and xdist workers.
-Binaries are built with ``CGO_ENABLED=0 -trimpath -buildvcs=false`` into
+Binaries are built like the user's own ``go build`` (same environment, so the
+same ``GOCACHE``, ``GOFLAGS`` and ``CGO_ENABLED``; only ``-buildvcs=false``
+added, which does not change how packages compile), so a warm Go build cache is
+reused; ``reproducible=True`` adds ``-trimpath`` and ``CGO_ENABLED=0`` (a
+static binary, compiled apart from the user's cache). The binary goes to
 ``<ktest cache>/operators/<name>-<hash>/<name>``, written to a temporary name
-and renamed into place under a file lock.
+and renamed into place under a file lock; the compiler's output (``go build
+-v``: one line per package compiled) goes to ``build.log`` beside it, and
+progress lines on stderr say what is built, where the binary and log go, and
+how long it has taken.
 """
 
 from __future__ import annotations
@@ -21,10 +28,14 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import filelock
 
 from ktest.errors import OperatorError
+
+if TYPE_CHECKING:
+    from ktest.assets.progress import Progress
 
 _SOURCE_NAMES = frozenset({"go.mod", "go.sum", "go.work", "go.work.sum"})
 _SKIP_DIRECTORIES = frozenset({"bin", "dist", "testdata", "node_modules"})
@@ -47,8 +58,10 @@ def source_files(source_dir: Path) -> Iterator[Path]:
         for file in sorted(files):
             path = Path(root) / file
             relative = path.relative_to(source_dir)
-            if file in _SOURCE_NAMES or relative.as_posix() == "vendor/modules.txt" or (
-                file.endswith(".go") and not file.endswith("_test.go")
+            if (
+                file in _SOURCE_NAMES
+                or relative.as_posix() == "vendor/modules.txt"
+                or (file.endswith(".go") and not file.endswith("_test.go"))
             ):
                 yield path
 
@@ -66,6 +79,11 @@ class GoBuild:
     def cached(self) -> bool:
         return _is_executable(self.binary)
 
+    @property
+    def log(self) -> Path:
+        """The output of the last build (``go build -v``: the packages compiled, errors)."""
+        return self.binary.parent / "build.log"
+
 
 def plan_go_build(
     source_dir: Path | str,
@@ -76,6 +94,7 @@ def plan_go_build(
     tags: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     cache_dir: Path | str | None = None,
+    reproducible: bool = False,
 ) -> GoBuild:
     """The cache location and build command for ``package`` of the Go module at ``source_dir``."""
     from ktest.assets.gobuild import find_go
@@ -86,7 +105,9 @@ def plan_go_build(
             f"{source} has no go.mod; pass the directory of the operator's Go module "
             "(the one holding go.mod), and package= for a main package below it (e.g. './cmd')."
         )
-    build_env = {**os.environ, **(env or {}), "CGO_ENABLED": "0", "GO111MODULE": "on"}
+    build_env = {**os.environ, **(env or {}), "GO111MODULE": "on"}
+    if reproducible:
+        build_env["CGO_ENABLED"] = "0"
     go = find_go(build_env)
     if go is None:
         raise OperatorError(
@@ -94,15 +115,16 @@ def plan_go_build(
             f"{source} cannot be built. Install Go (https://go.dev/dl/) or put it on PATH."
         )
     binary_name = name or (Path(package).name if package not in (".", "./") else source.name)
-    flags = ["-trimpath", "-buildvcs=false"]
+    flags = ["-trimpath", "-buildvcs=false"] if reproducible else ["-buildvcs=false"]
     if tags:
         flags.append(f"-tags={','.join(tags)}")
     if ldflags:
         flags.append(f"-ldflags={ldflags}")
-    digest = _digest(source, go.version, package, flags, build_env)
+    cgo = f"CGO_ENABLED={build_env.get('CGO_ENABLED', '')}"
+    digest = _digest(source, go.version, package, [*flags, cgo], build_env)
     root = Path(cache_dir) if cache_dir is not None else operators_cache_dir(build_env)
     binary = root / f"{binary_name}-{digest[:16]}" / binary_name
-    return GoBuild(source, binary, (go.path, "build", *flags, "-o", "{output}", package), build_env)
+    return GoBuild(source, binary, (go.path, "build", "-v", *flags, "-o", "{output}", package), build_env)
 
 
 def build_go_binary(
@@ -115,17 +137,31 @@ def build_go_binary(
     env: Mapping[str, str] | None = None,
     cache_dir: Path | str | None = None,
     timeout: float = 1800.0,
+    reproducible: bool = False,
+    progress: bool | Progress = True,
 ) -> Path:
     """The path of the built binary of ``package`` in the Go module at ``source_dir``.
 
     Built only when no binary for the same sources, Go version and flags is
-    cached. Raises ``OperatorError`` with the compiler's output when the build fails.
+    cached; while it builds, progress lines on stderr name the binary, the log and
+    the time taken (``progress=False`` silences them). Raises ``OperatorError``
+    with the compiler's output when the build fails.
     """
+    from ktest.assets.progress import as_progress
+
     plan = plan_go_build(
-        source_dir, package=package, name=name, ldflags=ldflags, tags=tags, env=env, cache_dir=cache_dir
+        source_dir,
+        package=package,
+        name=name,
+        ldflags=ldflags,
+        tags=tags,
+        env=env,
+        cache_dir=cache_dir,
+        reproducible=reproducible,
     )
     if plan.cached:
         return plan.binary
+    report = as_progress(progress)
     entry = plan.binary.parent
     entry.parent.mkdir(parents=True, exist_ok=True)
     with filelock.FileLock(str(entry) + ".lock"):
@@ -135,8 +171,13 @@ def build_go_binary(
         handle, temporary = tempfile.mkstemp(prefix=f".{plan.binary.name}-", dir=entry)
         os.close(handle)
         command = [temporary if part == "{output}" else part for part in plan.command]
+        report.note(
+            f"building Go operator {plan.binary.name} from {plan.source} (once; cached afterwards): "
+            f"binary {plan.binary}, log {plan.log}"
+        )
         try:
-            _run_build(command, plan.source, plan.env, timeout)
+            with report.step(f"building Go operator {plan.binary.name}"):
+                _run_build(command, plan, timeout)
             os.chmod(temporary, 0o755)
             os.replace(temporary, plan.binary)
         finally:
@@ -145,33 +186,39 @@ def build_go_binary(
     return plan.binary
 
 
-def _run_build(command: list[str], source: Path, env: Mapping[str, str], timeout: float) -> None:
+def _run_build(command: list[str], plan: GoBuild, timeout: float) -> None:
     started = time.monotonic()
+    source = plan.source
     try:
-        finished = subprocess.run(
-            command,
-            cwd=source,
-            env=dict(env),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        with plan.log.open("w") as log:
+            log.write(f"$ {shlex.join(command)}\n")
+            log.flush()
+            finished = subprocess.run(
+                command,
+                cwd=source,
+                env=dict(plan.env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
     except subprocess.TimeoutExpired:
         raise OperatorError(
             f"building the Go operator in {source} took longer than {timeout:g} s and was stopped.\n"
-            f"Command: {shlex.join(command)}\nPass a larger timeout= on a slow or busy machine."
+            f"Command: {shlex.join(command)}\nLog: {plan.log}\n"
+            "Pass a larger timeout= on a slow or busy machine."
         ) from None
     except OSError as error:
         raise OperatorError(f"could not run {shlex.join(command)}: {error}") from None
     if finished.returncode != 0:
-        output = (finished.stderr or "") + (finished.stdout or "")
-        tail = "\n".join(output.strip().splitlines()[-_LOG_TAIL_LINES:])
+        output = plan.log.read_text(errors="replace").splitlines()[1:]
+        tail = "\n".join(line for line in output if line.strip())
+        tail = "\n".join(tail.splitlines()[-_LOG_TAIL_LINES:])
         raise OperatorError(
             f"building the Go operator in {source} failed (exit status {finished.returncode} after "
             f"{time.monotonic() - started:.0f} s).\nCommand: {shlex.join(command)}\n"
-            f"--- go build output ---\n{tail}\n--- end ---\n"
+            f"--- go build output (all of it in {plan.log}) ---\n{tail}\n--- end ---\n"
             "Fix the compile error above; if a module is missing, run 'go mod tidy' in that directory."
         )
 
