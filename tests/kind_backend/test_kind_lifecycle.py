@@ -28,7 +28,7 @@ from ktest.kind.sweep import sweep_orphans
 from ktest.wait import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.xdist_group("kind-clusters")
+pytestmark = [pytest.mark.xdist_group("kind-clusters"), pytest.mark.timeout(1800)]
 
 
 def _run_owner(script: str) -> subprocess.Popen[str]:

@@ -62,6 +62,7 @@ def _ktest(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.timeout(1800)  # two cluster starts on a loaded 2-core machine
 def test_up_attach_report_status_down(
     pytester: pytest.Pytester, kind: KindHandle, echo_image: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
