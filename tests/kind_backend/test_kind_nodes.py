@@ -100,7 +100,7 @@ def test_port_forward_reaches_a_service(
 
 def test_port_forward_to_a_missing_target_says_so(kind: KindHandle, namespace: str) -> None:
     with (
-        pytest.raises(KindError, match=r"(?s)port-forward to svc/absent:80 failed:.*services \"absent\" not found"),
+        pytest.raises(KindError, match=r"(?s)port-forward to svc/absent:80 failed:.*\"absent\" not found"),
         kind.port_forward("svc/absent", 80, namespace=namespace),
     ):
         pass
