@@ -109,9 +109,15 @@ def test_failed_repair_keeps_saying_what_is_corrupt(entry_dir: Path, run_cli, cl
     _flip_a_byte(entry_dir / "etcd")
     dead = f"http://127.0.0.1:{closed_port}"
     result = run_cli(
-        "binaries", "install", "--k8s-version", K8S_VERSION,
-        env={"KTEST_ENVTEST_INDEX_URL": f"{dead}/index.yaml", "KTEST_K8S_RELEASE_URL": dead,
-             "PATH": "/nonexistent-bin"},
+        "binaries",
+        "install",
+        "--k8s-version",
+        K8S_VERSION,
+        env={
+            "KTEST_ENVTEST_INDEX_URL": f"{dead}/index.yaml",
+            "KTEST_K8S_RELEASE_URL": dead,
+            "PATH": "/nonexistent-bin",
+        },
     )
     assert result.returncode == 2
     assert f"ktest cache {entry_dir}: corrupt (etcd)" in result.stderr
