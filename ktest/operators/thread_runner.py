@@ -69,13 +69,14 @@ class ThreadOperator(OperatorHandle):
 
     def _start_thread(self, run: ThreadRun, body: Callable[[], None], thread_name: str) -> None:
         """Start ``body`` as the run's main thread and return once it has started."""
+        run.threads.sink = self._sink_of(run)
         run.thread = threading.Thread(
             target=self._thread_main, args=(run, body), name=thread_name, daemon=True
         )
         start_operator_thread(run.thread, run.started, self.log_level, run.threads)
 
     def _thread_main(self, run: ThreadRun, body: Callable[[], None]) -> None:
-        logs.bind_sink(self._sink)
+        logs.bind_sink(run.threads.sink)
         try:
             body()
             run.returned = True
@@ -124,6 +125,21 @@ class ThreadOperator(OperatorHandle):
         return f"{logs.exception_text(error)}\n{logs.format_exception(error)}"
 
     def _sink(self, record: logging.LogRecord, text: str) -> None:
+        """Where records go before a run started (none normally): the log only."""
         self.log.write(text)
-        if record.levelno >= logging.ERROR:
-            self._record_logged_error(text, hint=self.error_hint)
+
+    def _sink_of(self, run: ThreadRun) -> logs.RecordSink:
+        """The log sink of one run: an ERROR record fails the operator only while that run is the
+        current one and was not crashed on purpose (a thread of a crashed run may still log as
+        it ends, even after a restart)."""
+
+        def sink(record: logging.LogRecord, text: str) -> None:
+            crashed = record.exc_info is not None and isinstance(record.exc_info[1], OperatorCrash)
+            if crashed:
+                self.log.write(f"---- ktest: thread {record.threadName} of {self.name} ended by crash() ----")
+                return
+            self.log.write(text)
+            if record.levelno >= logging.ERROR and run is self._run and not run.killed:
+                self._record_logged_error(text, hint=self.error_hint)
+
+        return sink

@@ -253,3 +253,34 @@ def test_an_operator_killed_by_an_api_error_is_reported_readably(admin: Cluster,
     finally:
         op.acknowledge_error()
         op.close()
+
+
+def test_a_crashed_runs_thread_logging_after_the_restart_does_not_fail_the_new_run(admin: Cluster) -> None:
+    late = threading.Event()
+    done = threading.Event()
+
+    def old_worker() -> None:
+        try:
+            while True:
+                time.sleep(0.01)
+        except BaseException:  # catches the crash (as concurrent.futures' workers do) and logs later
+            late.wait(10)
+            log.critical("Exception in worker", exc_info=True)
+            log.error("the old run's thread still talks after the restart")
+            done.set()
+
+    def operator(ctx: OperatorContext) -> None:
+        if not done.is_set() and not late.is_set():
+            threading.Thread(target=old_worker, name="old-worker", daemon=True).start()
+        ctx.ready()
+        ctx.stop.wait()  # type: ignore[call-arg]
+
+    with run_context("late log", test=True), run_callable(operator, admin, stop_timeout=0.5) as op:
+        op.crash()
+        op.restart()
+        late.set()
+        assert done.wait(10)
+        assert op.error is None  # the old run's record is in the log, not a failure of the new run
+        check_health()
+    assert "ended by crash()" in op.logs
+    assert "the old run's thread still talks after the restart" in op.logs
