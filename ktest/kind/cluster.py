@@ -241,8 +241,13 @@ def create_cluster(
             f"kind cluster {name}: nodes up after {time.monotonic() - started:.1f}s; waiting until usable ..."
         )
         _private_kubeconfig(cluster)
-        wait_usable(cluster, timeout=timeout)
-        say(f"kind cluster {name}: usable after {time.monotonic() - started:.1f}s")
+        nodes_up = time.monotonic() - started
+        waited = wait_usable(cluster, timeout=timeout)
+        slowest = ", ".join(
+            f"{what} until {nodes_up + at:.0f}s"
+            for what, at in sorted(waited.items(), key=lambda item: item[1])[-3:]
+        )
+        say(f"kind cluster {name}: usable after {time.monotonic() - started:.1f}s (waited for {slowest})")
         if kept:
             cluster.release_janitor()
         return cluster
@@ -344,12 +349,18 @@ def copy_from_node(node: str, path: str) -> bytes:
 # -------------------------------------------------------------------- readiness
 
 
-def wait_usable(cluster: KindCluster, *, timeout: float = USABLE_TIMEOUT) -> None:
-    """Wait until nodes are Ready, CoreDNS available, kube-proxy running, ServiceAccount present."""
+def wait_usable(cluster: KindCluster, *, timeout: float = USABLE_TIMEOUT) -> dict[str, float]:
+    """Wait until nodes are Ready, CoreDNS available, kube-proxy running, ServiceAccount present.
+
+    Returns when each awaited thing was last seen missing (seconds from the start), so a slow
+    start can be told apart (``ktest: kind cluster ...: usable after ...`` prints it).
+    """
     from ktest.cluster import Cluster
 
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline = started + timeout
     missing: list[str] = ["the API server to answer"]
+    last_missing: dict[str, float] = {}
     with Cluster(cluster.kubeconfig, name=cluster.name) as client:
         while True:
             stopped = cluster.stopped()
@@ -367,8 +378,10 @@ def wait_usable(cluster: KindCluster, *, timeout: float = USABLE_TIMEOUT) -> Non
                     + f". The node image {cluster.record.image} lacks a system image; rebuild it "
                     "(`ktest kind build-image --force`)"
                 )
+            for item in missing:
+                last_missing[item.split(" (")[0]] = round(time.monotonic() - started, 1)
             if not missing:
-                return
+                return last_missing
             if time.monotonic() > deadline:
                 pods = _system_pod_summary(client)
                 raise KindError(
