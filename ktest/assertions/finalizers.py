@@ -110,7 +110,7 @@ def assert_deletion_blocked(
     before = read(cluster, ref)
     if before is None:
         raise AssertionError(failure(
-            f"{describe(ref)} does not exist, so its deletion cannot be blocked by {finalizer!r}",
+            f"deletion of {describe(ref)} was not blocked by finalizer {finalizer!r}: it does not exist",
             RULE_BLOCK,
             "the object was already gone before the check started (404): the finalizer was "
             "removed, or never added, before cleanup could run",
