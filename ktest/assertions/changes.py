@@ -46,6 +46,31 @@ def changed_paths(old: Any, new: Any) -> list[str]:
 def writers(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:
     """The field managers whose managedFields entry is new or changed in ``new``:
     ``'operator' (Update, /status)``. Empty when managedFields do not tell."""
+    return [describe_manager(e) for e in _changed_entries(old, new)]
+
+
+def who_wrote(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The managers behind the write from ``old`` to ``new``: those whose managedFields
+    entry changed, else (entries keep one-second timestamps) those owning the first
+    changed field."""
+    return [describe_manager(e) for e in writer_entries(old, new)]
+
+
+def writer_names(old: Mapping[str, Any], new: Mapping[str, Any]) -> set[str]:
+    """The bare manager names of :func:`who_wrote` (``kube-controller-manager``)."""
+    return {str(e.get("manager", "?")) for e in writer_entries(old, new)}
+
+
+def writer_entries(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The managedFields entries behind the write from ``old`` to ``new`` (see :func:`who_wrote`)."""
+    found = _changed_entries(old, new)
+    if found:
+        return found
+    paths = changed_paths(old, new)
+    return _owner_entries(new, paths[0]) if paths else []
+
+
+def _changed_entries(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     before = {_entry_key(e): e for e in _managed(old)}
     found = []
     for entry in _managed(new):
@@ -53,24 +78,17 @@ def writers(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:
         if previous is None or previous.get("time") != entry.get("time") or (
             previous.get("fieldsV1") != entry.get("fieldsV1")
         ):
-            found.append(describe_manager(entry))
+            found.append(entry)
     return found
-
-
-def who_wrote(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """The managers behind the write from ``old`` to ``new``: those whose managedFields
-    entry changed, else (entries keep one-second timestamps) those owning the first
-    changed field."""
-    found = writers(old, new)
-    if found:
-        return found
-    paths = changed_paths(old, new)
-    return owners(new, paths[0]) if paths else []
 
 
 def owners(obj: Mapping[str, Any], path: str) -> list[str]:
     """The managers whose managedFields claim ``path``, a field above it, or items of a
     list on the way (list items are not followed further)."""
+    return [describe_manager(e) for e in _owner_entries(obj, path)]
+
+
+def _owner_entries(obj: Mapping[str, Any], path: str) -> list[Mapping[str, Any]]:
     parts = [p.split("[", 1)[0] for p in path.split(".") if p]
     found = []
     for entry in _managed(obj):
@@ -86,7 +104,7 @@ def owners(obj: Mapping[str, Any], path: str) -> list[str]:
                 break
             fields = below
         if owned:
-            found.append(describe_manager(entry))
+            found.append(entry)
     return found
 
 

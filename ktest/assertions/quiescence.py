@@ -11,11 +11,11 @@ write with the fields it changed and the field manager that made it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ktest.assertions.changes import changed_fields, changed_paths, who_wrote
+from ktest.assertions.changes import changed_fields, changed_paths, who_wrote, writer_names
 from ktest.assertions.history import History, Target, Write
 from ktest.assertions.objects import duration_or_default, failure, read_existing, ref_of
 from ktest.cluster.refs import ObjectRef, RefLike
@@ -29,6 +29,11 @@ RULE_QUIESCENT = (
     "event that triggers another reconcile, so writing status or patching children on every "
     "reconcile (a fresh timestamp, a counter, a no-op patch that is not one) is a hot loop"
 )
+
+SYSTEM_WRITERS: frozenset[str] = frozenset({"kube-controller-manager", "kube-scheduler", "kubelet"})
+"""Field managers of Kubernetes' own controllers. Their writes (a Deployment's status
+while its Pods start, on a cluster with real nodes) are the cluster converging, not
+the operator looping, so :func:`assert_quiescent` ignores them by default."""
 
 MAX_WRITES_SHOWN = 8
 MAX_FIELDS_SHOWN = 4
@@ -52,12 +57,15 @@ def assert_quiescent(
     *,
     children: Sequence[Child] = (),
     window: float | None = None,
+    ignore_writers: Collection[str] = SYSTEM_WRITERS,
 ) -> Quiescence:
     """Nothing writes ``obj`` (or any of ``children``) for ``window`` seconds (default:
     the consistently duration); their resourceVersions stay unchanged.
 
-    On failure, the AssertionError lists per object how many writes happened and,
-    for each, when, the field manager and the fields that changed.
+    Writes made only by the field managers in ``ignore_writers`` (default: Kubernetes'
+    own controllers, :data:`SYSTEM_WRITERS`) do not count; pass ``()`` to count every
+    write. On failure, the AssertionError lists per object how many writes happened
+    and, for each, when, the field manager and the fields that changed.
     """
     __tracebackhide__ = True
     seconds = duration_or_default(window, "window")
@@ -66,12 +74,14 @@ def assert_quiescent(
     targets = [Target.of(ref), *(_child_target(child, ref) for child in children)]
     history = History(cluster, targets)
     history.record_for(seconds)
-    busy = [t for t in targets if t.writes or t.end_differs()]
+    ignored = frozenset(ignore_writers)
+    counted = {id(t): _counted_writes(t, ignored) for t in targets}
+    busy = [t for t in targets if counted[id(t)] or (not t.writes and t.end_differs())]
     if busy:
-        total = sum(max(len(t.writes), 1 if t.end_differs() else 0) for t in busy)
+        total = sum(max(counted[id(t)], 1) for t in busy)
         observed: list[str] = []
         for target in targets:
-            observed += describe_writes(target)
+            observed += describe_writes(target, ignored)
         raise AssertionError(failure(
             f"{targets[0].label()} is not quiescent: {plural(total, 'write')} in a {seconds:g}s window"
             + (f" (to {len(busy)} of the {len(targets)} watched targets)" if len(targets) > 1 else ""),
@@ -81,20 +91,25 @@ def assert_quiescent(
     return Quiescence(tuple(t.label() for t in targets), history.window)
 
 
-def describe_writes(target: Target) -> list[str]:
-    """Lines about one target: write count, resourceVersions, each write's changes."""
+def describe_writes(target: Target, ignored: Collection[str] = ()) -> list[str]:
+    """Lines about one target: write count, resourceVersions, each write's changes
+    (writes made only by managers in ``ignored`` are marked, not counted)."""
     if not target.writes and not target.end_differs():
         return [f"{target.label()}: no writes"]
-    lines = [f"{target.label()}: {plural(len(target.writes), 'write')}{_version_span(target)}"]
-    previous = dict(target.baseline)
+    steps = list(_steps(target))
+    skipped = [(before, write) for _, before, write in steps if _is_ignored(before, write, ignored)]
+    head = plural(len(target.writes) - len(skipped), "write")
+    if skipped:
+        by = sorted(set().union(*(writer_names(before or {}, write.obj) for before, write in skipped)))
+        head += f" (and {plural(len(skipped), 'ignored write')} by {', '.join(by)})"
+    lines = [f"{target.label()}: {head}{_version_span(target)}"]
     counts: Counter[str] = Counter()
-    for index, write in enumerate(target.writes):
-        before = previous.get(write.name)
+    for index, before, write in steps:
         paths = changed_paths(before or {}, write.obj) if write.type == "MODIFIED" else []
         counts.update(paths)
         if index < MAX_WRITES_SHOWN:
-            lines.append(f"  {_write_line(target, write, before)}")
-        previous[write.name] = write.obj
+            mark = " [ignored]" if _is_ignored(before, write, ignored) else ""
+            lines.append(f"  {_write_line(target, write, before)}{mark}")
     if len(target.writes) > MAX_WRITES_SHOWN:
         lines.append(f"  ... {len(target.writes) - MAX_WRITES_SHOWN} more writes")
     if counts and len(target.writes) > 1:
@@ -104,6 +119,27 @@ def describe_writes(target: Target) -> list[str]:
         lines.append("  the resourceVersion changed but the watch delivered no write")
     lines += [f"  note: {problem}" for problem in target.problems]
     return lines
+
+
+def _steps(target: Target) -> list[tuple[int, dict[str, Any] | None, Write]]:
+    """Each write with the version of its object just before it."""
+    previous = dict(target.baseline)
+    steps = []
+    for index, write in enumerate(target.writes):
+        steps.append((index, previous.get(write.name), write))
+        previous[write.name] = write.obj
+    return steps
+
+
+def _is_ignored(before: dict[str, Any] | None, write: Write, ignored: Collection[str]) -> bool:
+    if not ignored or before is None or write.type != "MODIFIED":
+        return False
+    names = writer_names(before, write.obj)
+    return bool(names) and names <= set(ignored)
+
+
+def _counted_writes(target: Target, ignored: Collection[str]) -> int:
+    return sum(1 for _, before, write in _steps(target) if not _is_ignored(before, write, ignored))
 
 
 def _write_line(target: Target, write: Write, before: dict[str, Any] | None) -> str:

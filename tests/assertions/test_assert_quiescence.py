@@ -4,6 +4,7 @@ their own status writes, or keep rewriting their children."""
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -97,6 +98,77 @@ def test_quiescent_fails_on_a_loop_through_a_child(cluster: Cluster, ns: str) ->
     assert re.search(rf"every ConfigMap \(v1\) in namespace {ns}: \d+ writes", message)
     assert re.search(r"\+\d\.\d\ds w1-config MODIFIED rv \d+ by 'child-op' \(Update\): data\.refreshed:",
                      message)
+
+
+class SystemWriter:
+    """Kubernetes' own controller at work: writes ``obj`` under the field manager
+    ``kube-controller-manager`` every 0.2 s until stopped (as the deployment controller
+    updates a Deployment's status while its Pods start on a cluster with nodes)."""
+
+    def __init__(self, cluster: Cluster, obj: dict[str, Any],
+                 manager: str = "kube-controller-manager") -> None:
+        self.cluster, self.obj, self.manager = cluster, obj, manager
+        self.writes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            write(self.cluster, self.obj, {"data": {"progress": str(self.writes)}}, manager=self.manager)
+            self.writes += 1
+
+    def __enter__(self) -> SystemWriter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def converged_with_child(cluster: Cluster, ns: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    created = cluster.create(widget("w1", ns))
+    assert_observed_generation(cluster, created)
+    from ktest.wait import eventually
+
+    return created, eventually(lambda: cluster.get(child_of(created)))
+
+
+def test_quiescent_ignores_kubernetes_own_controllers_by_default(cluster: Cluster, ns: str) -> None:
+    with Controller(cluster, ns, both(status_writer(cluster), child_maker(cluster))):
+        created, child = converged_with_child(cluster, ns)
+        with SystemWriter(cluster, child) as system:
+            before = system.writes
+            assert_quiescent(cluster, created, children=[child], window=1)
+            during = system.writes - before
+    assert during >= 2, "the system writer did not write during the window: the test proves nothing"
+
+
+def test_quiescent_counts_kubernetes_own_controllers_when_told(cluster: Cluster, ns: str) -> None:
+    with Controller(cluster, ns, both(status_writer(cluster), child_maker(cluster))):
+        created, child = converged_with_child(cluster, ns)
+        with SystemWriter(cluster, child), pytest.raises(AssertionError) as failure:
+            assert_quiescent(cluster, created, children=[child], window=1, ignore_writers=())
+    message = str(failure.value)
+    assert re.search(r"^Widget w1 is not quiescent: \d+ writes in a 1s window \(to 1 of the 2", message)
+    assert re.search(r"by 'kube-controller-manager' \(Update\): data\.progress", message), message
+    assert "[ignored]" not in message
+
+
+def test_quiescent_reports_ignored_writes_beside_the_operators(cluster: Cluster, ns: str) -> None:
+    with Controller(cluster, ns, both(status_writer(cluster), child_maker(cluster))):
+        created, child = converged_with_child(cluster, ns)
+        with SystemWriter(cluster, child), SystemWriter(cluster, child, manager="child-op"), \
+                pytest.raises(AssertionError) as failure:
+            assert_quiescent(cluster, created, children=[child], window=1)
+    message = str(failure.value)
+    counted = re.search(r"ConfigMap \S+ \(v1, uid [-0-9a-f]+\): (\d+) writes? \(and (\d+) ignored "
+                        r"writes? by kube-controller-manager\)", message)
+    assert counted and int(counted.group(1)) >= 1 and int(counted.group(2)) >= 1, message
+    headline = re.search(r"^Widget w1 is not quiescent: (\d+) writes?", message)
+    assert headline and headline.group(1) == counted.group(1), message
+    assert re.search(r"by 'kube-controller-manager' \(Update\): data\.progress: .* \[ignored\]", message)
+    assert re.search(r"by 'child-op' \(Update\): data\.progress: [^\n]*$", message, re.M)
 
 
 def test_quiescent_needs_the_object(cluster: Cluster, ns: str) -> None:
