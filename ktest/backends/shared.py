@@ -46,6 +46,7 @@ _ERROR_TYPES: dict[str, type[errors.KtestError]] = {
         errors.ManifestError,
         errors.CRDError,
         errors.ConfigError,
+        errors.KindError,
     )
 }
 

@@ -59,7 +59,7 @@ def choose_node_image(selector: str | None) -> NodeImage:
     )
     if local:
         return NodeImage(local[0].reference, local[0].k8s_version, True)
-    version = _concrete_version(parsed)
+    version = ktest_images.resolve_version(selector)
     official = f"{OFFICIAL_REPOSITORY}:v{version}"
     if _have_or_pull(official):
         return NodeImage(official, version, False)
@@ -69,30 +69,6 @@ def choose_node_image(selector: str | None) -> NodeImage:
         "(no registry access?).\nBuild one offline, once (tens of minutes cold, cached after): "
         f"`ktest kind build-image --k8s-version {version}`"
     )
-
-
-def _concrete_version(parsed: Any) -> str:
-    if parsed.is_exact:
-        return str(parsed.exact_version)
-    from ktest.assets import download, store, versions
-    from ktest.assets.gobuild import find_go
-    from ktest.assets.progress import as_progress
-
-    go = find_go()
-    known = versions.known_versions(
-        store.Locations.from_env(),
-        go=go.path if go else None,
-        downloader=None,
-        progress=as_progress(False),
-    )
-    del download
-    chosen = parsed.newest_match(known.all())
-    if chosen is None:
-        raise KindError(
-            f"cannot tell which Kubernetes release {parsed} means (known: {known.describe()}); "
-            "give an exact version such as --ktest-k8s-version 1.37.2"
-        )
-    return str(chosen)
 
 
 def _have_or_pull(reference: str) -> bool:
