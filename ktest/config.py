@@ -53,6 +53,7 @@ class Settings:
     keep_cluster: bool = False
     artifacts_dir: Path | None = None
     run_dir: Path | None = None
+    operator_proxy: bool = False
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """Where each non-default value came from (for messages), e.g. ``{"backend": "ini ktest_backend"}``."""
 
@@ -274,6 +275,9 @@ SETTINGS: tuple[Spec, ...] = (
     Spec("run_dir", "--ktest-run-dir", "ktest_run_dir", "KTEST_RUN_DIR", _path,
          "where embedded control planes keep their private directory (etcd data, certificates, logs)",
          "/dev/shm when it has 1 GiB free, else the temp directory"),
+    Spec("operator_proxy", "--ktest-operator-proxy", "ktest_operator_proxy", "KTEST_OPERATOR_PROXY", _bool,
+         "operators started by ktest's runners talk to the API server through ktest's recording, "
+         "fault-injecting proxy (op.traffic, op.faults): on or off", "off"),
 )
 
 SPECS_BY_NAME = {spec.name: spec for spec in SETTINGS}

@@ -18,7 +18,7 @@ import fnmatch
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from ktest.cluster import Cluster
+    from ktest.proxy import Faults, OperatorProxy, Traffic
 
 DEFAULT_READY_TIMEOUT = 60.0
 DEFAULT_STOP_TIMEOUT = 10.0
@@ -83,8 +84,16 @@ class OperatorHandle(abc.ABC):
         log_dir: Path | str | None = None,
         namespaces: Sequence[str] | None = None,
         cluster_wide: bool = False,
+        proxy: bool | None = None,
     ) -> None:
         self.namespaces = _checked_namespaces(type(self).runner, namespaces, cluster_wide)
+        if proxy is None:
+            from ktest.proxy.defaults import operator_proxy_default
+
+            proxy = operator_proxy_default()
+        self.use_proxy = bool(proxy)
+        """Whether the operator talks to the API server through ktest's recording proxy."""
+        self.proxy: OperatorProxy | None = None
         self.cluster_wide = self.namespaces is None
         self.name = name
         self.cluster = cluster
@@ -168,6 +177,36 @@ class OperatorHandle(abc.ABC):
     @property
     def log_path(self) -> Path:
         return self.log.path
+
+    @property
+    def api_cluster(self) -> Cluster:
+        """The cluster as the operator reaches it: through its proxy (the default), or directly."""
+        if self.proxy is not None:
+            return self.proxy.cluster
+        return self.cluster
+
+    @property
+    def traffic(self) -> Traffic:
+        """Every API call of the operator (see ``ktest.proxy.traffic``); needs the proxy."""
+        return self._require_proxy("traffic").traffic
+
+    @property
+    def faults(self) -> Faults:
+        """``with op.faults.inject(rule):`` breaks some of its API calls for the block."""
+        return self._require_proxy("faults").faults
+
+    def _require_proxy(self, what: str) -> OperatorProxy:
+        if self.proxy is None:
+            reason = (
+                "it was started with proxy=False or the setting ktest_operator_proxy is off"
+                if not self.use_proxy
+                else "it has not been started yet"
+            )
+            raise OperatorError(
+                f"operator {self.name!r} has no {what}: it does not run behind ktest's API proxy "
+                f"({reason}). Start it with proxy=True."
+            )
+        return self.proxy
 
     @property
     def denials(self) -> list[Denial]:
@@ -295,6 +334,8 @@ class OperatorHandle(abc.ABC):
                 self._register()
             if self.starts:
                 self.log.write(f"---- ktest: restart #{self.starts} of {self.name} ----")
+                if self.proxy is not None:
+                    self.proxy.traffic.note(f"restart #{self.starts}")
             leftover = [thread.name for thread in self.leaked_threads if thread.is_alive()]
             if leftover:
                 self.log.write(
@@ -441,11 +482,18 @@ class OperatorHandle(abc.ABC):
     # ------------------------------------------------------------ internals
 
     def _register(self) -> None:
+        if self.use_proxy and self.proxy is None:
+            from ktest.proxy import OperatorProxy
+
+            self.proxy = OperatorProxy(self.cluster, self.name).start()
+            self._cleanups.append(self._close_proxy)
         self._cleanups.append(context.add_health_check(self.check))
         current = context.current()
         if current is not None and any(scope.is_test for scope in current.chain()):
             # Started inside a test: its whole log belongs to that test.
             context.add_report_section(f"operator {self.name} log", lambda: self.logs)
+            if self.proxy is not None:
+                context.add_report_section(f"operator {self.name} API calls", self._calls_since(0))
         else:
             # Session-scoped: attach to each failing test what was written during it.
             self._cleanups.append(context.on_each_test(self._on_test_start))
@@ -455,6 +503,29 @@ class OperatorHandle(abc.ABC):
         test_context.sections.append(
             (f"operator {self.name} log during this test", lambda: self.log.since(mark))
         )
+        if self.proxy is not None:
+            test_context.sections.append(
+                (
+                    f"operator {self.name} API calls during this test",
+                    self._calls_since(self.proxy.traffic.mark()),
+                )
+            )
+
+    def _calls_since(self, mark: int) -> Callable[[], str]:
+        def describe() -> str:
+            if self.proxy is None:
+                return ""
+            traffic = self.proxy.traffic
+            return (
+                f"last calls (of {len(traffic) - mark}; counts: {traffic.summary(since=mark)}):\n"
+                + traffic.describe(since=mark)
+            )
+
+        return describe
+
+    def _close_proxy(self) -> None:
+        if self.proxy is not None:
+            self.proxy.close()
 
     def _detect_failure(self) -> OperatorError | None:
         if not self._running():

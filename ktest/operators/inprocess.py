@@ -100,10 +100,10 @@ class CallableOperator(ThreadOperator):
     def _launch(self) -> None:
         run = self._run = _Run(threads=RunThreads(self.name, self._sink))
         ctx = OperatorContext(
-            kubeconfig=self.cluster.kubeconfig,
+            kubeconfig=self.api_cluster.kubeconfig,
             stop=threading.Event(),  # replaced by an asyncio.Event inside the loop for async functions
             ready=lambda: self._mark_ready(run),
-            cluster=self.cluster.as_field_manager(self.field_manager),
+            cluster=self.api_cluster.as_field_manager(self.field_manager),
             name=self.name,
             field_manager=self.field_manager,
             namespaces=list(self.namespaces) if self.namespaces is not None else None,
@@ -196,13 +196,16 @@ def run_callable(
     fail_on_forbidden: bool = True,
     log_level: int = logging.INFO,
     log_dir: Path | str | None = None,
+    proxy: bool | None = None,
 ) -> CallableOperator:
     """Start ``fn(ctx)`` as the operator under test and (with ``wait``) wait until it is ready.
 
     Ready when ``fn`` calls ``ctx.ready()``, or when ``ready()`` returns True if
     a readiness check is given. ``namespaces=[...]`` (names or globs) tells the
     operator (``ctx.namespaces``) and ktest which namespaces it serves: the handle
-    then waits before it stops only for deletions of those namespaces. Use the
+    then waits before it stops only for deletions of those namespaces. ``proxy``
+    (default: the ``ktest_operator_proxy`` setting, on) gives the operator a kubeconfig
+    through ktest's API proxy: ``op.traffic``, ``op.faults``. Use the
     result as a context manager to stop it::
 
         with run_callable(my_operator, cluster) as op:
@@ -221,5 +224,6 @@ def run_callable(
         fail_on_errors=fail_on_errors,
         fail_on_forbidden=fail_on_forbidden,
         log_dir=log_dir,
+        proxy=proxy,
     )
     return launch(handle, wait)

@@ -96,7 +96,7 @@ class KopfOperator(ThreadOperator):
         import kopf
 
         registry = load_registry(self.sources)
-        _bind_credentials(registry, self.cluster)
+        _bind_credentials(registry, self.api_cluster)
         settings = kopf.OperatorSettings()
         if self.configure is not None:
             self.configure(settings)
@@ -118,7 +118,7 @@ class KopfOperator(ThreadOperator):
             ready_flag = asyncio.Event()
             run.stop_flag = asyncio.Event()
             memo = kopf.Memo(self.memo)
-            memo.setdefault("kubeconfig", str(self.cluster.kubeconfig))
+            memo.setdefault("kubeconfig", str(self.api_cluster.kubeconfig))
             # Created before the operator, so kopf's shutdown does not count it as its own.
             watcher = loop.create_task(self._readiness(run, ready_flag, insights), name="ktest readiness")
             run.task = loop.create_task(
@@ -278,6 +278,7 @@ def run_kopf(
     fail_on_forbidden: bool = True,
     log_level: int = logging.INFO,
     log_dir: Path | str | None = None,
+    proxy: bool | None = None,
 ) -> KopfOperator:
     """Run kopf handlers (module names such as ``"my_op.handlers"`` or ``.py`` paths) in-process.
 
@@ -286,6 +287,8 @@ def run_kopf(
     adjusts each run's fresh ``kopf.OperatorSettings``. Handlers find the
     kubeconfig path in ``memo.kubeconfig`` for clients of their own. Every run
     (``restart()`` too) loads the modules afresh into a new registry.
+    ``proxy`` (default: the ``ktest_operator_proxy`` setting, on) routes the operator's
+    API calls through ktest's proxy: ``op.traffic``, ``op.faults``.
     """
     handle = KopfOperator(
         [modules_or_paths] if isinstance(modules_or_paths, (str, Path)) else list(modules_or_paths),
@@ -301,5 +304,6 @@ def run_kopf(
         fail_on_errors=fail_on_errors,
         fail_on_forbidden=fail_on_forbidden,
         log_dir=log_dir,
+        proxy=proxy,
     )
     return launch(handle, wait)

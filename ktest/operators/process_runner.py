@@ -110,7 +110,7 @@ class ProcessOperator(OperatorHandle):
 
         command = [self._expand(part) for part in self.command]
         env = {key: value for key, value in os.environ.items() if key not in IN_CLUSTER_VARIABLES}
-        env["KUBECONFIG"] = str(self.cluster.kubeconfig)
+        env["KUBECONFIG"] = str(self.api_cluster.kubeconfig)
         env.update({key: self._expand(str(value)) for key, value in self.extra_env.items()})
         self._ready_scanned = self._run_mark
         self._last_probe = ""
@@ -161,7 +161,7 @@ class ProcessOperator(OperatorHandle):
 
     def _describe(self) -> str:
         command = shlex.join(self._expand(part) for part in self.command)
-        return f"Command: {command}\nKUBECONFIG={self.cluster.kubeconfig}"
+        return f"Command: {command}\nKUBECONFIG={self.api_cluster.kubeconfig}"
 
     # ------------------------------------------------------------ internals
 
@@ -224,6 +224,7 @@ def run_subprocess(
     stop_timeout: float = DEFAULT_STOP_TIMEOUT,
     fail_on_forbidden: bool = True,
     log_dir: Path | str | None = None,
+    proxy: bool | None = None,
 ) -> ProcessOperator:
     """Start ``cmd`` (+ ``args``) with ``KUBECONFIG`` set and wait until it is ready.
 
@@ -233,7 +234,8 @@ def run_subprocess(
     neither, as soon as it started. ``namespaces=[...]`` (names or globs) says
     which namespaces it serves: ``{namespaces}`` in its arguments or environment
     becomes them, comma-separated, and the handle waits before it stops only for
-    deletions of those namespaces.
+    deletions of those namespaces. ``proxy`` (default: the ``ktest_operator_proxy``
+    setting, on) points ``KUBECONFIG`` at ktest's API proxy: ``op.traffic``, ``op.faults``.
     """
     handle = ProcessOperator(
         cmd,
@@ -250,5 +252,6 @@ def run_subprocess(
         stop_timeout=stop_timeout,
         fail_on_forbidden=fail_on_forbidden,
         log_dir=log_dir,
+        proxy=proxy,
     )
     return launch(handle, wait)

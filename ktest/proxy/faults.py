@@ -1,0 +1,224 @@
+"""Faults while they are injected: which rules are active, what each request gets.
+
+:class:`FaultSet` is what the proxy asks about every request (:meth:`decide`)
+and tells about every watch it streams (so ``close_watches`` and ``gone`` can
+end them). :class:`Faults` is the test's side: ``with op.faults.inject(rule):``
+activates rules for the block; rules stack (the first rule that answers a
+request wins, latencies add up) and end with their block. A rule that matched
+nothing during its block is reported (``UnusedFaultRuleWarning``): most likely a
+typo in a name, or the operator never made that request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ktest.proxy.requests import ApiRequest
+from ktest.proxy.rules import FaultRuleError, Rule, RuleState
+
+if TYPE_CHECKING:
+    from ktest.proxy.server import WatchStream
+    from ktest.proxy.traffic import Traffic
+
+
+class UnusedFaultRuleWarning(UserWarning):
+    """A fault rule matched no request while it was injected."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the proxy does with one request: wait ``delay`` s, then forward it (``answer`` None),
+    answer it (``"status"``, ``"gone"``) or reset the connection (``"reset"``)."""
+
+    label: str
+    delay: float = 0.0
+    answer: str | None = None
+    status: int | None = None
+    reason: str = ""
+    retry_after: float | None = None
+
+
+class FaultSet:
+    """The active rules of one proxy and the watch streams it has open."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rules: list[RuleState] = []
+        self._watches: list[WatchStream] = []
+
+    def decide(self, request: ApiRequest) -> Decision | None:
+        if not self._rules:  # the common case, no lock needed: a rule added now applies to the next request
+            return None
+        delay = 0.0
+        labels: list[str] = []
+        with self._lock:
+            states = list(self._rules)
+        for state in states:
+            rule = state.rule
+            if rule.action == "close-watches" or not rule.matches(request, state.plurals):
+                continue
+            if rule.action == "gone" and not request.is_watch:
+                continue
+            with self._lock:
+                acts = state.take()
+            if not acts:
+                continue
+            labels.append(rule.describe())
+            if rule.action == "latency":
+                delay += rule.delay
+                continue
+            answer = {"status": "status", "gone": "gone", "reset": "reset"}[rule.action]
+            return Decision(" + ".join(labels), delay, answer, rule.status, rule.reason, rule.retry_after)
+        return Decision(" + ".join(labels), delay) if labels else None
+
+    # ------------------------------------------------------------ watches
+
+    def watch_opened(self, watch: WatchStream) -> None:
+        with self._lock:
+            self._watches.append(watch)
+
+    def watch_closed(self, watch: WatchStream) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._watches.remove(watch)
+
+    def cut_watches(self, state: RuleState) -> int:
+        """End the open watches ``state``'s rule matches (within its ``times``); how many."""
+        with self._lock:
+            watches = [
+                w for w in self._watches if w.cut_by is None and state.rule.matches(w.request, state.plurals)
+            ]
+        cut = 0
+        for watch in watches:
+            with self._lock:
+                if state.rule.action == "close-watches":
+                    if not state.take():
+                        continue
+                else:
+                    state.matched += 1
+            watch.cut(state.rule.describe())
+            cut += 1
+        return cut
+
+    # ------------------------------------------------------------ activation
+
+    def add(self, state: RuleState) -> None:
+        with self._lock:
+            self._rules.append(state)
+
+    def remove(self, state: RuleState) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._rules.remove(state)
+
+    @property
+    def active(self) -> list[Rule]:
+        with self._lock:
+            return [state.rule for state in self._rules]
+
+
+@dataclass
+class Injection:
+    """What an ``inject`` block did: per rule, requests matched and faults applied."""
+
+    states: list[RuleState] = field(default_factory=list)
+
+    @property
+    def fired(self) -> int:
+        return sum(state.fired for state in self.states)
+
+    def describe(self) -> str:
+        return "; ".join(
+            f"{state.rule.describe()}: matched {state.matched}, acted {state.fired}" for state in self.states
+        )
+
+
+class Faults:
+    """Inject fault rules into one operator's API traffic: ``with op.faults.inject(rule, ...):``."""
+
+    def __init__(
+        self,
+        name: str,
+        fault_set: FaultSet,
+        traffic: Traffic,
+        catalogue: Callable[[bool], Mapping[str, str]],
+    ) -> None:
+        self.name = name
+        self._set = fault_set
+        self._traffic = traffic
+        self._catalogue = catalogue
+
+    @contextlib.contextmanager
+    def inject(self, *rules: Rule, warn_unused: bool = True) -> Iterator[Injection]:
+        """Activate ``rules`` for the block. Resources are checked first (``FaultRuleError``
+        names the valid ones); at the end of the block a rule that matched nothing is reported
+        as ``UnusedFaultRuleWarning``."""
+        if not rules:
+            raise FaultRuleError(
+                "inject() needs at least one rule, e.g. inject(ktest.faults.gone('webapps'))."
+            )
+        for rule in rules:
+            if not isinstance(rule, Rule):
+                raise FaultRuleError(
+                    f"inject() takes rules made by ktest.faults (close_watches, gone, conflict, throttle, "
+                    f"server_error, latency, reset), not {rule!r}."
+                )
+        injection = Injection([RuleState(rule, self._resolve(rule)) for rule in rules])
+        stop = threading.Event()
+        timers: list[threading.Thread] = []
+        for state in injection.states:
+            self._traffic.note(f"fault injected: {state.rule.describe()}")
+            self._set.add(state)
+            if state.rule.action in ("close-watches", "gone"):
+                self._set.cut_watches(state)
+            if state.rule.action == "close-watches" and state.rule.every is not None:
+                timer = threading.Thread(
+                    target=self._every, args=(state, stop), daemon=True, name=f"ktest-faults-{self.name}"
+                )
+                timer.start()
+                timers.append(timer)
+        try:
+            yield injection
+        finally:
+            stop.set()
+            for state in injection.states:
+                self._set.remove(state)
+            for timer in timers:
+                timer.join(5)
+            for state in injection.states:
+                self._traffic.note(
+                    f"fault ended: {state.rule.describe()} (matched {state.matched}, acted {state.fired})"
+                )
+            if warn_unused:
+                self._report_unused(injection)
+
+    def _resolve(self, rule: Rule) -> frozenset[str] | None:
+        if not rule.resources:
+            return None
+        try:
+            return rule.resolved(self._catalogue(False))
+        except FaultRuleError:  # a CRD installed since the names were read?
+            return rule.resolved(self._catalogue(True))
+
+    def _every(self, state: RuleState, stop: threading.Event) -> None:
+        assert state.rule.every is not None
+        while not stop.wait(state.rule.every) and not state.exhausted:
+            self._set.cut_watches(state)
+
+    def _report_unused(self, injection: Injection) -> None:
+        unused = [state for state in injection.states if state.matched == 0]
+        if not unused:
+            return
+        seen = self._traffic.summary(since=0)
+        for state in unused:
+            warnings.warn(
+                UnusedFaultRuleWarning(
+                    f"fault rule {state.rule.describe()} matched no request of operator {self.name!r} "
+                    f"during its block: a typo in a name, or the operator never made such a request "
+                    f"(it made: {seen})."
+                ),
+                stacklevel=4,
+            )

@@ -1,0 +1,168 @@
+"""``OperatorProxy``: one operator identity behind a recording, fault-injecting proxy.
+
+ktest gives the operator a kubeconfig that points at the proxy (127.0.0.1, a
+port of its own) instead of the API server. The proxy's TLS is ktest's own: a
+CA made for this proxy (its key never leaves memory) signs the proxy's serving
+certificate and a client certificate that only this operator's kubeconfig
+holds, so nothing else on the machine can use the proxy. The proxy forwards
+every request to the real API server with the credentials of the identity the
+operator was given (its client certificate, or its token): authentication,
+RBAC and admission are the real server's, unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import ssl
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from ktest.controlplane.certs import CertificateAuthority
+from ktest.controlplane.kubeconfig import write_kubeconfig
+from ktest.proxy.faults import Faults, FaultSet
+from ktest.proxy.server import ProxyServer, Upstream
+from ktest.proxy.traffic import Traffic
+
+if TYPE_CHECKING:
+    from kubernetes.client import Configuration
+
+    from ktest.cluster import Cluster
+
+DIRECTORY_PREFIX = "ktest-proxy-"
+
+
+class OperatorProxy:
+    """A proxy for ``cluster``'s identity; ``kubeconfig`` and ``cluster`` lead through it."""
+
+    def __init__(self, cluster: Cluster, name: str) -> None:
+        self.name = name
+        self.upstream_cluster = cluster
+        self._catalogue: dict[str, str] = {}
+        self._catalogue_lock = threading.Lock()
+        self.traffic = Traffic(name, resolve_kind=self._plurals_of_kind)
+        self.fault_set = FaultSet()
+        self.faults = Faults(name, self.fault_set, self.traffic, self.catalogue)
+        self._directory: Path | None = None
+        self._server: ProxyServer | None = None
+        self._cluster: Cluster | None = None
+        self.kubeconfig: Path | None = None
+
+    def start(self) -> OperatorProxy:
+        from ktest.backends import owners
+
+        base = Path(tempfile.gettempdir())
+        owners.sweep(base, DIRECTORY_PREFIX)
+        self._directory = Path(tempfile.mkdtemp(prefix=DIRECTORY_PREFIX))
+        owners.write_owner(self._directory)
+        try:
+            authority = CertificateAuthority(self._directory / "pki", "ktest-operator-proxy", write_key=False)
+            serving = authority.serving("proxy", ["localhost"], ["127.0.0.1"], common_name="ktest-proxy")
+            client = authority.client("operator", self.name[:64] or "operator")
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(serving.cert_path, serving.key_path)
+            context.load_verify_locations(authority.cert_path)
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.set_alpn_protocols(["http/1.1"])
+            upstream = upstream_of(self.upstream_cluster.api_client.configuration)
+            self._server = ProxyServer(self.name, upstream, context, self.traffic, self.fault_set)
+            port = self._server.start()
+            self.kubeconfig = write_kubeconfig(
+                self._directory / "kubeconfig",
+                server=f"https://127.0.0.1:{port}",
+                ca_pem=authority.cert_pem,
+                user=self.name[:64] or "operator",
+                client_cert_pem=client.cert_pem,
+                client_key_pem=client.key_pem,
+                cluster_name="ktest-proxy",
+            )
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    @property
+    def port(self) -> int:
+        return self._server.port if self._server is not None else 0
+
+    @property
+    def cluster(self) -> Cluster:
+        """A ``Cluster`` whose requests go through the proxy (what the operator is given)."""
+        from ktest.cluster import Cluster
+
+        if self._cluster is None:
+            assert self.kubeconfig is not None, "start() the proxy first"
+            upstream = self.upstream_cluster
+            self._cluster = Cluster(
+                self.kubeconfig,
+                controllers=upstream.controllers,
+                name=f"{upstream.name} via the proxy of {self.name}",
+                field_manager=upstream.field_manager,
+            )
+        return self._cluster
+
+    @property
+    def open_connections(self) -> int:
+        return self._server.open_connections if self._server is not None else 0
+
+    def close(self) -> None:
+        """Close the operator's connections, stop the proxy, remove its files. Idempotent."""
+        if self._cluster is not None:
+            with contextlib.suppress(Exception):
+                self._cluster.close()
+            self._cluster = None
+        if self._server is not None:
+            self._server.close()
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
+
+    # ------------------------------------------------------------ resource names
+
+    def catalogue(self, refresh: bool = False) -> Mapping[str, str]:
+        """Every name a rule may use for a served resource (plural, plural.group, Kind, kind) -> plural."""
+        with self._catalogue_lock:
+            if self._catalogue and not refresh:
+                return self._catalogue
+        discovery = self.upstream_cluster.discovery
+        names: dict[str, str] = {}
+        for api_version in discovery.all_api_versions():
+            group = api_version.rpartition("/")[0]
+            for info in discovery.group_version_resources(api_version).values():
+                for spelling in (info.plural, info.kind, info.kind.lower()):
+                    names.setdefault(spelling, info.plural)
+                if group:
+                    names.setdefault(f"{info.plural}.{group}", info.plural)
+        with self._catalogue_lock:
+            self._catalogue = names
+        return names
+
+    def _plurals_of_kind(self, kind: str) -> set[str]:
+        catalogue = self.catalogue()
+        plural = catalogue.get(kind) or catalogue.get(kind.lower())
+        if plural is None:
+            plural = self.catalogue(refresh=True).get(kind)
+        return {plural} if plural else {kind.lower() + "s"}
+
+
+def upstream_of(configuration: Configuration) -> Upstream:
+    """Where and as whom to forward: the API server of ``configuration`` and its credentials."""
+    url = urlsplit(str(configuration.host))
+    host = url.hostname or "127.0.0.1"
+    port = url.port or 443
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
+    context.set_alpn_protocols(["http/1.1"])
+    server_name = getattr(configuration, "tls_server_name", None) or host
+    authorization = configuration.get_api_key_with_prefix("authorization") or None
+    if authorization is None and configuration.username:
+        authorization = configuration.get_basic_auth_token() or None
+    return Upstream(host, port, context, server_name, authorization)

@@ -1,0 +1,134 @@
+"""What an API request is about: verb, resource, namespace, name, subresource.
+
+Kubernetes REST paths follow one grammar (``/api/v1/...`` for the core group,
+``/apis/<group>/<version>/...`` for the others), so a request can be named the
+way RBAC and audit logs name it, from its method, path and query alone:
+``GET .../webapps?watch=true`` is ``watch webapps``, ``PATCH
+.../webapps/shop/status`` is ``patch webapps/shop (status)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qs, unquote, urlsplit
+
+VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+READ_VERBS = frozenset({"get", "list", "watch"})
+_TRUE = ("1", "true")
+_NAMESPACE_SUBRESOURCES = ("status", "finalize")
+
+
+@dataclass(frozen=True)
+class ApiRequest:
+    """One request, named like RBAC names it; ``resource`` is empty for non-resource paths
+    (``/version``, discovery, ``/healthz``)."""
+
+    method: str
+    path: str
+    verb: str
+    group: str = ""
+    version: str = ""
+    resource: str = ""
+    namespace: str | None = None
+    name: str | None = None
+    subresource: str | None = None
+    field_manager: str | None = None
+    resource_version: str | None = None
+
+    @property
+    def is_watch(self) -> bool:
+        return self.verb == "watch"
+
+    @property
+    def is_write(self) -> bool:
+        return self.verb in WRITE_VERBS
+
+    @property
+    def qualified_resource(self) -> str:
+        """``webapps.platform.example.com``, or ``pods`` for the core group."""
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+    def target(self) -> str:
+        """``webapps ns/shop (status)``, ``pods in ns``, ``deployments``, or the path."""
+        if not self.resource:
+            return self.path
+        text = self.resource
+        if self.name is not None:
+            text += f" {self.namespace}/{self.name}" if self.namespace else f" {self.name}"
+        elif self.namespace:
+            text += f" in {self.namespace}"
+        if self.subresource:
+            text += f" ({self.subresource})"
+        return text
+
+    def describe(self) -> str:
+        return f"{self.verb} {self.target()}"
+
+
+def parse_request(method: str, target: str) -> ApiRequest:
+    """Name a request from its method and request target (path and query)."""
+    parts = urlsplit(target)
+    query = parse_qs(parts.query)
+    method = method.upper()
+    segments = [unquote(s) for s in parts.path.split("/") if s]
+    watch_query = (query.get("watch") or [""])[0].lower() in _TRUE
+    field_manager = query["fieldManager"][0] if query.get("fieldManager") else None
+    resource_version = query["resourceVersion"][0] if query.get("resourceVersion") else None
+
+    def named(verb: str, group: str = "", version: str = "", **about: str | None) -> ApiRequest:
+        return ApiRequest(
+            method, parts.path, verb, group, version, field_manager=field_manager,
+            resource_version=resource_version, **about,  # type: ignore[arg-type]
+        )
+
+    located = _resource_segments(segments)
+    if located is None:
+        return named(_non_resource_verb(method))
+    group, version, rest = located
+    legacy_watch = bool(rest) and rest[0] == "watch"
+    if legacy_watch:
+        rest = rest[1:]
+    namespace = None
+    if len(rest) >= 3 and rest[0] == "namespaces" and not (
+        len(rest) == 3 and rest[2] in _NAMESPACE_SUBRESOURCES
+    ):
+        namespace, rest = rest[1], rest[2:]
+    if not rest:
+        return named(_non_resource_verb(method), group, version)
+    resource = rest[0]
+    name = rest[1] if len(rest) > 1 else None
+    subresource = "/".join(rest[2:]) or None
+    verb = _verb(method, name is not None, watch_query or legacy_watch)
+    return named(verb, group, version, resource=resource, namespace=namespace, name=name,
+                 subresource=subresource)
+
+
+def _resource_segments(segments: list[str]) -> tuple[str, str, list[str]] | None:
+    if len(segments) >= 2 and segments[0] == "api":
+        return "", segments[1], segments[2:]
+    if len(segments) >= 3 and segments[0] == "apis":
+        return segments[1], segments[2], segments[3:]
+    return None
+
+
+def _verb(method: str, named: bool, watch: bool) -> str:
+    if method in ("GET", "HEAD"):
+        if watch:
+            return "watch"
+        return "get" if named else "list"
+    if method == "POST":
+        return "create"
+    if method == "PUT":
+        return "update"
+    if method == "PATCH":
+        return "patch"
+    if method == "DELETE":
+        return "delete" if named else "deletecollection"
+    return method.lower()
+
+
+def _non_resource_verb(method: str) -> str:
+    return {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "DELETE": "delete"}.get(
+        method, method.lower()
+    )

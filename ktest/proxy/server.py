@@ -1,0 +1,564 @@
+"""The proxy's HTTP/1.1 forwarding: TLS in from the operator, TLS out to the API server.
+
+One thread per operator connection, paired with one connection to the API
+server (opened on the first request, reused while both sides keep it alive).
+Requests are read whole (API request bodies are small); answers are streamed:
+a chunked answer (every watch) is forwarded chunk by chunk as it arrives, so a
+watch event reaches the operator as soon as the API server sends it, and is
+counted on the way. Before a request is forwarded, the active fault rules may
+hold it (latency), answer it themselves (409, 429, 5xx, 410) or reset the
+connection.
+
+Only HTTP/1.1 is offered in the TLS handshake (ALPN ``http/1.1``): Go's
+client-go, which prefers HTTP/2, falls back to HTTP/1.1 when the server does not
+offer h2, as it does behind any HTTP/1.1-only load balancer. The cost is one
+connection per concurrent request (each watch holds one), which the operator
+under test opens to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import socket
+import ssl
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING
+
+from ktest.proxy.requests import ApiRequest, parse_request
+
+if TYPE_CHECKING:
+    from ktest.proxy.faults import Decision, FaultSet
+    from ktest.proxy.traffic import Call, Traffic
+
+_MAX_HEAD = 256 * 1024
+_COPY = 64 * 1024
+_HANDSHAKE_TIMEOUT = 10.0
+_HOP_BY_HOP = frozenset({"proxy-connection", "keep-alive", "te", "trailer", "proxy-authorization"})
+_EVENT_TYPE = re.compile(rb'"type"\s*:\s*"([A-Z]+)"')
+_NO_BODY_STATUS = frozenset({204, 304})
+
+
+class ProxyProtocolError(Exception):
+    """The operator sent something that is not HTTP/1.1."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """The real API server and the operator's own credentials for it."""
+
+    host: str
+    port: int
+    context: ssl.SSLContext
+    server_hostname: str | None
+    authorization: str | None = None
+    """An ``Authorization`` header value (bearer token, basic) when the identity is not a certificate."""
+
+    def connect(self, timeout: float = 10.0) -> ssl.SSLSocket:
+        raw = socket.create_connection((self.host, self.port), timeout=timeout)
+        try:
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            tls = self.context.wrap_socket(raw, server_hostname=self.server_hostname)
+        except BaseException:
+            raw.close()
+            raise
+        tls.settimeout(None)
+        return tls
+
+
+class _Head:
+    """A request or status line and its headers (names kept as sent, looked up case-insensitively)."""
+
+    def __init__(self, first: str, headers: list[tuple[str, str]]) -> None:
+        self.first = first
+        self.headers = headers
+
+    def get(self, name: str, default: str = "") -> str:
+        lowered = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lowered:
+                return value
+        return default
+
+    def has_token(self, name: str, token: str) -> bool:
+        return any(part.strip().lower() == token for part in self.get(name).split(","))
+
+    def encode(self, drop: frozenset[str] = frozenset(), extra: list[tuple[str, str]] | None = None) -> bytes:
+        lines = [self.first]
+        lines += [f"{key}: {value}" for key, value in self.headers if key.lower() not in drop]
+        lines += [f"{key}: {value}" for key, value in extra or []]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _read_head(stream: IO[bytes]) -> _Head | None:
+    """The next head, or None at a clean end of the connection."""
+    first = stream.readline(_MAX_HEAD)
+    while first in (b"\r\n", b"\n"):  # tolerated between requests
+        first = stream.readline(_MAX_HEAD)
+    if not first:
+        return None
+    headers: list[tuple[str, str]] = []
+    size = len(first)
+    while True:
+        line = stream.readline(_MAX_HEAD)
+        size += len(line)
+        if not line:
+            raise ProxyProtocolError("connection ended inside a message head")
+        if size > _MAX_HEAD:
+            raise ProxyProtocolError("message head too large")
+        if line in (b"\r\n", b"\n"):
+            break
+        key, sep, value = line.decode("latin-1").partition(":")
+        if not sep:
+            raise ProxyProtocolError(f"malformed header line {line[:80]!r}")
+        headers.append((key.strip(), value.strip()))
+    return _Head(first.decode("latin-1").rstrip("\r\n"), headers)
+
+
+def _read_chunked(stream: IO[bytes]) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        size = int(stream.readline(1024).split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            while stream.readline(_MAX_HEAD) not in (b"\r\n", b"\n", b""):
+                pass
+            return b"".join(parts)
+        parts.append(_read_exactly(stream, size))
+        stream.readline(1024)
+
+
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
+    data = stream.read(size)
+    if data is None or len(data) != size:
+        raise ProxyProtocolError("connection ended inside a message body")
+    return data
+
+
+def _reader(sock: socket.socket) -> io.BufferedReader:
+    return io.BufferedReader(socket.SocketIO(sock, "rb"), _COPY)
+
+
+def _shutdown(sock: socket.socket | None) -> None:
+    """Unblock whatever thread reads ``sock`` (shutdown acts on the connection, not the descriptor)."""
+    if sock is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        duplicate = socket.socket(fileno=socket.dup(sock.fileno()))
+        with duplicate:
+            duplicate.shutdown(socket.SHUT_RDWR)
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with a TCP reset (SO_LINGER 0): the peer sees 'connection reset by peer'."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
+class WatchStream:
+    """An open watch being forwarded; :meth:`cut` ends it from another thread."""
+
+    def __init__(self, call: Call, upstream: ssl.SSLSocket) -> None:
+        self.call = call
+        self.request = call.request
+        self._upstream = upstream
+        self.cut_by: str | None = None
+
+    def cut(self, reason: str) -> None:
+        if self.cut_by is None:
+            self.cut_by = reason
+            _shutdown(self._upstream)
+
+
+class _EventCounter:
+    """Counts watch events in a JSON (one object per line) or protobuf (length-prefixed) stream."""
+
+    def __init__(self, content_type: str) -> None:
+        self.protobuf = "protobuf" in content_type
+        self._pending = 0  # protobuf: bytes of the current frame still to come
+        self._prefix = b""
+
+    def feed(self, data: bytes, call: Call) -> None:
+        if not self.protobuf:
+            count = data.count(b"\n")
+            if count:
+                call.events += count
+                for kind in _EVENT_TYPE.findall(data):
+                    name = kind.decode()
+                    call.event_types[name] = call.event_types.get(name, 0) + 1
+            return
+        view = memoryview(data)
+        while view:
+            if self._pending:
+                taken = min(self._pending, len(view))
+                self._pending -= taken
+                view = view[taken:]
+                continue
+            need = 4 - len(self._prefix)
+            self._prefix += bytes(view[:need])
+            view = view[need:]
+            if len(self._prefix) == 4:
+                self._pending = struct.unpack(">I", self._prefix)[0]
+                self._prefix = b""
+                call.events += 1
+
+
+class ProxyServer:
+    """Listens on 127.0.0.1 and forwards every request of the operator to ``upstream``."""
+
+    def __init__(
+        self,
+        name: str,
+        upstream: Upstream,
+        server_context: ssl.SSLContext,
+        traffic: Traffic,
+        faults: FaultSet,
+    ) -> None:
+        self.name = name
+        self.upstream = upstream
+        self.server_context = server_context
+        self.traffic = traffic
+        self.faults = faults
+        self._listener: socket.socket | None = None
+        self._accept_thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._connections: dict[int, tuple[threading.Thread, list[socket.socket | None]]] = {}
+        self._counter = 0
+        self._closing = threading.Event()
+        self.port = 0
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> int:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        self._listener = listener
+        self.port = listener.getsockname()[1]
+        self._accept_thread = threading.Thread(
+            target=self._accept_loop, name=f"ktest-proxy-{self.name}", daemon=True
+        )
+        self._accept_thread.start()
+        return self.port
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop accepting, end every connection, and wait for their threads. Idempotent."""
+        if self._closing.is_set():
+            return
+        self._closing.set()
+        if self._listener is not None:
+            _shutdown(self._listener)
+            self._listener.close()
+        if self._accept_thread is not None:
+            self._accept_thread.join(timeout)
+        with self._lock:
+            connections = list(self._connections.values())
+        for _, sockets in connections:
+            for sock in sockets:
+                _shutdown(sock)
+        deadline = time.monotonic() + timeout
+        for thread, _ in connections:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    @property
+    def open_connections(self) -> int:
+        with self._lock:
+            return len(self._connections)
+
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
+        while not self._closing.is_set():
+            try:
+                raw, _ = self._listener.accept()
+            except OSError:
+                return
+            if self._closing.is_set():
+                raw.close()
+                return
+            with self._lock:
+                self._counter += 1
+                number = self._counter
+                sockets: list[socket.socket | None] = [raw, None]
+                thread = threading.Thread(
+                    target=self._serve, args=(number, raw, sockets),
+                    name=f"ktest-proxy-{self.name}-{number}", daemon=True,
+                )
+                self._connections[number] = (thread, sockets)
+            thread.start()
+
+    # ------------------------------------------------------------ one connection
+
+    def _serve(self, number: int, raw: socket.socket, sockets: list[socket.socket | None]) -> None:
+        client: ssl.SSLSocket | None = None
+        upstream: ssl.SSLSocket | None = None
+        try:
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            raw.settimeout(_HANDSHAKE_TIMEOUT)
+            client = self.server_context.wrap_socket(raw, server_side=True)
+            client.settimeout(None)
+            sockets[0] = client
+            reader = _reader(client)
+            upstream_reader: IO[bytes] | None = None
+            while not self._closing.is_set():
+                head = _read_head(reader)
+                if head is None:
+                    return
+                body = self._read_body(reader, head)
+                method, target, _ = [*head.first.split(" ", 2), "", ""][:3]
+                request = parse_request(method, target)
+                call = self.traffic.begin(request, head.get("User-Agent"))
+                decision = self.faults.decide(request)
+                if decision is not None:
+                    if decision.delay:
+                        call.fault = decision.label
+                        time.sleep(decision.delay)
+                    if decision.answer is not None:
+                        keep = self._answer_with_fault(client, head, request, call, decision)
+                        if not keep:
+                            return
+                        continue
+                if upstream is None:
+                    upstream = self.upstream.connect()
+                    sockets[1] = upstream
+                    upstream_reader = _reader(upstream)
+                assert upstream_reader is not None
+                started = time.monotonic()
+                upstream.sendall(self._forward_head(head, len(body)) + body)
+                keep, upstream_usable = self._relay(client, upstream, upstream_reader, head, call, started)
+                if not upstream_usable:
+                    with contextlib.suppress(OSError):
+                        upstream.close()
+                    upstream = upstream_reader = None
+                    sockets[1] = None
+                if not keep:
+                    return
+        except (OSError, ssl.SSLError, ProxyProtocolError, ValueError):
+            return
+        finally:
+            for sock in (upstream, client or raw):
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.close()
+            with self._lock:
+                self._connections.pop(number, None)
+
+    def _read_body(self, reader: IO[bytes], head: _Head) -> bytes:
+        if head.get("Transfer-Encoding").lower() == "chunked":
+            return _read_chunked(reader)
+        length = head.get("Content-Length")
+        return _read_exactly(reader, int(length)) if length and int(length) else b""
+
+    def _forward_head(self, head: _Head, length: int) -> bytes:
+        drop = _HOP_BY_HOP | {"host", "content-length", "transfer-encoding"}
+        extra = [("Host", f"{self.upstream.host}:{self.upstream.port}")]
+        if length or head.first.split(" ", 1)[0] in ("POST", "PUT", "PATCH"):
+            extra.append(("Content-Length", str(length)))
+        if self.upstream.authorization is not None:
+            drop = drop | {"authorization"}
+            extra.append(("Authorization", self.upstream.authorization))
+        return head.encode(drop, extra)
+
+    def _relay(
+        self,
+        client: ssl.SSLSocket,
+        upstream: ssl.SSLSocket,
+        reader: IO[bytes],
+        request_head: _Head,
+        call: Call,
+        started: float,
+    ) -> tuple[bool, bool]:
+        """Forward one answer; (keep the operator's connection, keep the upstream one)."""
+        answer = _read_head(reader)
+        if answer is None:
+            raise ProxyProtocolError("the API server closed the connection without an answer")
+        call.latency = time.monotonic() - started
+        parts = answer.first.split(" ", 2)
+        status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 502
+        call.status = status
+        if answer.get("Retry-After"):
+            with contextlib.suppress(ValueError):
+                call.retry_after = float(answer.get("Retry-After"))
+        client.sendall(answer.encode())
+        closing = request_head.has_token("Connection", "close") or answer.has_token("Connection", "close")
+        if status == 101:
+            self._splice(client, upstream, reader)
+            call.ended = self.traffic.now()
+            return False, False
+        if request_head.first.startswith("HEAD ") or status in _NO_BODY_STATUS or 100 <= status < 200:
+            call.ended = self.traffic.now()
+            return not closing, not closing
+        if answer.get("Transfer-Encoding").lower() == "chunked":
+            usable = self._relay_chunked(client, upstream, reader, answer, call)
+            call.ended = self.traffic.now()
+            return (not closing) and usable, (not closing) and usable
+        length = answer.get("Content-Length")
+        if length:
+            remaining = int(length)
+            while remaining:
+                data = reader.read(min(_COPY, remaining))
+                if not data:
+                    raise ProxyProtocolError("the API server ended an answer early")
+                client.sendall(data)
+                remaining -= len(data)
+            call.ended = self.traffic.now()
+            return not closing, not closing
+        while True:  # delimited by the end of the connection
+            data = reader.read1(_COPY) if hasattr(reader, "read1") else reader.read(_COPY)
+            if not data:
+                break
+            client.sendall(data)
+        call.ended = self.traffic.now()
+        return False, False
+
+    def _relay_chunked(
+        self, client: ssl.SSLSocket, upstream: ssl.SSLSocket, reader: IO[bytes], answer: _Head, call: Call
+    ) -> bool:
+        """Forward chunks as they arrive; False if the stream was cut (the upstream connection is spent)."""
+        watch: WatchStream | None = None
+        counter: _EventCounter | None = None
+        if call.request.is_watch:
+            watch = WatchStream(call, upstream)
+            counter = _EventCounter(answer.get("Content-Type"))
+            self.faults.watch_opened(watch)
+        try:
+            while True:
+                try:
+                    size_line = reader.readline(1024)
+                    if not size_line:
+                        raise ProxyProtocolError("the API server ended a stream early")
+                    size = int(size_line.split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        trailer = b""
+                        while True:
+                            line = reader.readline(_MAX_HEAD)
+                            trailer += line
+                            if line in (b"\r\n", b"\n", b""):
+                                break
+                        client.sendall(b"0\r\n" + (trailer or b"\r\n"))
+                        if watch is not None and watch.call.closed_by is None:
+                            watch.call.closed_by = "server"
+                        return True
+                    data = _read_exactly(reader, size)
+                    reader.readline(1024)
+                except (OSError, ValueError, ProxyProtocolError):
+                    if watch is not None and watch.cut_by is not None:
+                        call.closed_by = watch.cut_by
+                        client.sendall(b"0\r\n\r\n")  # the stream ends cleanly, as when the server ends it
+                        return False
+                    raise
+                if watch is not None and watch.cut_by is not None:
+                    call.closed_by = watch.cut_by
+                    client.sendall(b"0\r\n\r\n")
+                    return False
+                client.sendall(b"%x\r\n%s\r\n" % (size, data))
+                if counter is not None:
+                    counter.feed(data, call)
+        finally:
+            if watch is not None:
+                self.faults.watch_closed(watch)
+
+    def _splice(self, client: ssl.SSLSocket, upstream: ssl.SSLSocket, reader: IO[bytes]) -> None:
+        """After ``101 Switching Protocols`` (exec, port-forward): copy both ways until either ends."""
+
+        def pump(read: Callable[[int], bytes], write: socket.socket) -> None:
+            with contextlib.suppress(OSError, ValueError):
+                while data := read(_COPY):
+                    write.sendall(data)
+            _shutdown(write)
+
+        out = threading.Thread(target=pump, args=(client.recv, upstream), daemon=True,
+                               name=f"ktest-proxy-{self.name}-upgrade")
+        out.start()
+        pump(getattr(reader, "read1", reader.read), client)
+        _shutdown(client)
+        out.join(5)
+
+    # ------------------------------------------------------------ answers made here
+
+    def _answer_with_fault(
+        self, client: ssl.SSLSocket, head: _Head, request: ApiRequest, call: Call, decision: Decision
+    ) -> bool:
+        """Answer ``request`` as the fault says; whether the connection stays usable."""
+        call.fault = decision.label
+        call.answered_by_fault = True
+        call.latency = 0.0
+        answer = decision.answer
+        if answer == "reset":
+            call.error = "connection reset"
+            call.ended = self.traffic.now()
+            _reset(client)
+            return False
+        assert decision.status is not None
+        wants_protobuf = "protobuf" in head.get("Accept")
+        status_body = _status(request, decision.status, decision.reason, decision.retry_after)
+        if answer == "gone" and request.is_watch and not wants_protobuf:
+            event = json.dumps({"type": "ERROR", "object": status_body}, separators=(",", ":")).encode()
+            event += b"\n"
+            client.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+                + f"X-Ktest-Fault: {decision.label}\r\n\r\n".encode()
+                + b"%x\r\n%s\r\n0\r\n\r\n" % (len(event), event)
+            )
+            call.status = 200
+            call.events = 1
+            call.event_types = {"ERROR": 1}
+            call.closed_by = decision.label
+        else:
+            body = json.dumps(status_body, separators=(",", ":")).encode()
+            lines = [
+                f"HTTP/1.1 {decision.status} {_REASON_PHRASES.get(decision.status, 'Error')}",
+                "Content-Type: application/json",
+                f"Content-Length: {len(body)}",
+                f"X-Ktest-Fault: {decision.label}",
+            ]
+            if decision.retry_after is not None:
+                lines.append(f"Retry-After: {decision.retry_after:g}")
+                call.retry_after = decision.retry_after
+            client.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+            call.status = decision.status
+        call.ended = self.traffic.now()
+        return not head.has_token("Connection", "close")
+
+
+_REASON_PHRASES = {
+    409: "Conflict",
+    410: "Gone",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+def _status(request: ApiRequest, code: int, reason: str, retry_after: float | None) -> dict[str, object]:
+    """A ``Status`` object like the API server's for this error."""
+    what = request.qualified_resource or "the request"
+    name = request.name or ""
+    messages = {
+        409: f'Operation cannot be fulfilled on {what} "{name}": the object has been modified; '
+        "please apply your changes to the latest version and try again",
+        410: "too old resource version (injected by ktest)",
+        429: "Too many requests, please try again later.",
+    }
+    details: dict[str, object] = {"name": name, "group": request.group, "kind": request.resource}
+    if retry_after is not None:
+        details["retryAfterSeconds"] = int(retry_after)
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": messages.get(code, f"an error on the server ({reason}) injected by ktest"),
+        "reason": "Expired" if code == 410 else reason,
+        "details": details,
+        "code": code,
+    }

@@ -1,0 +1,257 @@
+"""The traffic record: every request an operator sent through its proxy, and what came back.
+
+A :class:`Call` is one request: when it was sent, what it was about (verb,
+resource, namespace/name, subresource), who sent it (user agent, field
+manager), the answer (status code, time to the answer's headers) and, for a
+watch, how many events the stream delivered and when it ended. Calls answered
+by an injected fault say which (``fault``). :class:`Traffic` is the thread-safe
+record with the filters and counters tests use::
+
+    op.traffic.writes(kind="WebApp", name="shop")        # the operator's writes of one object
+    op.traffic.per_second(verb="patch", window=2)         # its recent write rate
+    op.traffic.calls(verb="watch", resource="webapps")    # every watch it opened
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ktest.proxy.requests import WRITE_VERBS, ApiRequest
+
+TAIL_CALLS = 30
+"""How many of the operator's last calls a failure report shows."""
+
+KindResolver = Callable[[str], set[str]]
+"""Maps a kind (``WebApp``) to the resource names that serve it (``{"webapps"}``)."""
+
+
+@dataclass
+class Call:
+    """One request of the operator and its answer (mutable while a watch streams)."""
+
+    request: ApiRequest
+    at: float
+    """Seconds since the record started (monotonic clock)."""
+    user_agent: str = ""
+    status: int | None = None
+    """The answer's status code; None while waiting for it, or when the connection was reset."""
+    latency: float | None = None
+    """Seconds until the answer's headers arrived."""
+    ended: float | None = None
+    """When the answer (for a watch: the stream) ended, seconds since the record started."""
+    events: int = 0
+    """Watch events delivered to the operator."""
+    event_types: dict[str, int] = field(default_factory=dict)
+    fault: str | None = None
+    """The injected fault that answered (or delayed) this request, if any."""
+    closed_by: str | None = None
+    """Why a watch stream ended early: the fault that closed it, or "server"/"client"."""
+    answered_by_fault: bool = False
+    """The answer came from ktest (an injected error, 410 or reset), not from the API server."""
+    retry_after: float | None = None
+    error: str | None = None
+
+    # a few names tests read most
+    @property
+    def verb(self) -> str:
+        return self.request.verb
+
+    @property
+    def resource(self) -> str:
+        return self.request.resource
+
+    @property
+    def namespace(self) -> str | None:
+        return self.request.namespace
+
+    @property
+    def name(self) -> str | None:
+        return self.request.name
+
+    @property
+    def subresource(self) -> str | None:
+        return self.request.subresource
+
+    @property
+    def field_manager(self) -> str | None:
+        return self.request.field_manager
+
+    @property
+    def is_write(self) -> bool:
+        return self.request.verb in WRITE_VERBS
+
+    def object_key(self) -> tuple[str, str | None, str | None]:
+        """(resource, namespace, name): the object a request is about."""
+        return (self.request.resource, self.request.namespace, self.request.name)
+
+    def describe(self, origin: float = 0.0) -> str:
+        """``+1.23s patch webapps ns/shop (status) -> 409 [fault: conflict] 2.1ms``."""
+        answer = "no answer" if self.status is None else str(self.status)
+        if self.error:
+            answer += f" ({self.error})"
+        text = f"+{self.at - origin:.2f}s {self.request.describe()} -> {answer}"
+        if self.latency is not None:
+            text += f" {self.latency * 1000:.1f}ms"
+        if self.request.is_watch:
+            ended = "open" if self.ended is None else f"ended +{self.ended - origin:.2f}s"
+            text += f", {self.events} events, {ended}"
+            if self.closed_by:
+                text += f" (closed by {self.closed_by})"
+        if self.fault:
+            text += f" [fault: {self.fault}]"
+        if self.user_agent:
+            text += f" ua={self.user_agent.split(' ')[0]}"
+        if self.request.field_manager:
+            text += f" fm={self.request.field_manager}"
+        return text
+
+
+class Traffic:
+    """Every call of one operator, in order; safe to read while the operator runs."""
+
+    def __init__(self, name: str, resolve_kind: KindResolver | None = None) -> None:
+        self.name = name
+        self._resolve_kind = resolve_kind
+        self._calls: list[Call] = []
+        self._lock = threading.Lock()
+        self.started = time.monotonic()
+        self._notes: list[tuple[float, str]] = []
+
+    # ------------------------------------------------------------ recording
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+    def begin(self, request: ApiRequest, user_agent: str) -> Call:
+        call = Call(request, self.now(), user_agent=user_agent)
+        with self._lock:
+            self._calls.append(call)
+        return call
+
+    def note(self, text: str) -> None:
+        """A line in the record (a fault injected or ended, a restart)."""
+        with self._lock:
+            self._notes.append((self.now(), text))
+
+    # ------------------------------------------------------------ reading
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._calls)
+
+    def mark(self) -> int:
+        """A position in the record: ``calls(since=mark)`` returns what came after it."""
+        return len(self)
+
+    def calls(
+        self,
+        *,
+        verb: str | Iterable[str] | None = None,
+        resource: str | None = None,
+        kind: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+        since: int = 0,
+        faulted: bool | None = None,
+    ) -> list[Call]:
+        """The calls matching every filter given (``subresource=""`` means the object itself)."""
+        verbs = {verb} if isinstance(verb, str) else set(verb) if verb is not None else None
+        resources = self._resources(resource, kind)
+        with self._lock:
+            calls = self._calls[since:]
+        found = []
+        for call in calls:
+            request = call.request
+            if verbs is not None and request.verb not in verbs:
+                continue
+            if resources is not None and request.resource not in resources and (
+                request.qualified_resource not in resources
+            ):
+                continue
+            if namespace is not None and request.namespace != namespace:
+                continue
+            if name is not None and request.name != name:
+                continue
+            if subresource is not None and (request.subresource or "") != subresource:
+                continue
+            if faulted is not None and (call.fault is not None) != faulted:
+                continue
+            found.append(call)
+        return found
+
+    def writes(
+        self,
+        *,
+        kind: str | None = None,
+        resource: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        since: int = 0,
+    ) -> list[Call]:
+        """The operator's writes (create, update, patch, delete), optionally of one kind or object."""
+        return self.calls(
+            verb=WRITE_VERBS, kind=kind, resource=resource, namespace=namespace, name=name, since=since
+        )
+
+    def count(self, **filters: object) -> int:
+        return len(self.calls(**filters))  # type: ignore[arg-type]
+
+    def per_second(self, *, window: float | None = None, **filters: object) -> float:
+        """Requests per second matching ``filters``: over the last ``window`` seconds, or since the
+        record started."""
+        now = self.now()
+        start = 0.0 if window is None else max(0.0, now - window)
+        span = max(now - start, 1e-3)
+        matching = [call for call in self.calls(**filters) if call.at >= start]  # type: ignore[arg-type]
+        return len(matching) / span
+
+    def open_watches(self, resource: str | None = None) -> list[Call]:
+        return [call for call in self.calls(verb="watch", resource=resource) if call.ended is None]
+
+    def last(self, count: int = TAIL_CALLS, *, since: int = 0) -> list[Call]:
+        with self._lock:
+            return self._calls[max(since, len(self._calls) - count):]
+
+    def describe(
+        self, calls: Iterable[Call] | None = None, *, limit: int = TAIL_CALLS, since: int = 0
+    ) -> str:
+        """The calls (default: the last ``limit``) one per line, with the notes in between."""
+        chosen = list(calls) if calls is not None else self.last(limit, since=since)
+        total = len(chosen)
+        shown = chosen[-limit:]
+        if not shown:
+            return "(no API calls recorded)"
+        first = shown[0].at
+        with self._lock:
+            notes = [(at, text) for at, text in self._notes if at >= first]
+        lines: list[tuple[float, str]] = [(call.at, "  " + call.describe()) for call in shown]
+        lines += [(at, f"  +{at:.2f}s ---- {text} ----") for at, text in notes]
+        lines.sort(key=lambda item: item[0])
+        head = f"{total - len(shown)} earlier calls not shown\n" if total > len(shown) else ""
+        return head + "\n".join(text for _, text in lines)
+
+    def summary(self, *, since: int = 0) -> str:
+        """Counts per verb and resource: ``patch webapps x12, watch webapps x3``."""
+        counts: dict[str, int] = {}
+        for call in self.calls(since=since):
+            key = f"{call.verb} {call.request.resource or call.request.path}"
+            counts[key] = counts.get(key, 0) + 1
+        ordered = sorted(counts.items(), key=lambda item: -item[1])
+        return ", ".join(f"{key} x{count}" for key, count in ordered) or "no calls"
+
+    def _resources(self, resource: str | None, kind: str | None) -> set[str] | None:
+        if resource is None and kind is None:
+            return None
+        names: set[str] = set()
+        if resource is not None:
+            names.add(resource)
+        if kind is not None:
+            if self._resolve_kind is None:
+                names.add(kind.lower() + "s")
+            else:
+                names |= self._resolve_kind(kind)
+        return names
