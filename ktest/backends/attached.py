@@ -33,6 +33,7 @@ class AttachedBackend(Backend):
                 controllers=controllers,
                 name="ktest",
                 on_crds_installed=_restart_controllers_of(share),
+                webhook_host=_webhook_host_of(share),
             )
         )
 
@@ -50,6 +51,16 @@ def _issue_user(directory: Path, name: str, groups: Sequence[str]) -> Path:
     from ktest.backends.users import issue_user  # cryptography: imported only when a user is needed
 
     return issue_user(directory, name, groups)
+
+
+def _webhook_host_of(share: ClusterShare) -> str | Callable[[], str] | None:
+    """Where the API server reaches this machine: a kind network's gateway, or loopback for an
+    embedded control plane (the only other kind of share with a directory)."""
+    if share.kind_cluster:
+        from ktest.kind.network import host_gateway
+
+        return partial(host_gateway, share.kind_cluster)
+    return "127.0.0.1" if share.directory else None
 
 
 def _restart_controllers_of(share: ClusterShare) -> Callable[[list[str]], None] | None:

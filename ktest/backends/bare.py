@@ -21,6 +21,7 @@ class BareBackend(Backend):
                 user_issuer=plane.add_user,
                 controllers=frozenset(plane.controllers),
                 name="ktest",
+                webhook_host="127.0.0.1",  # the API server runs on this machine
                 # The GC notices new kinds only on its 30 s discovery resync; a restart takes ~0.4 s.
                 on_crds_installed=(
                     (lambda names: plane.restart_controllers())

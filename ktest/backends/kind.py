@@ -38,6 +38,7 @@ class KindBackend(Backend):
                 name=kind_cluster.name,
                 controllers=None,  # a real kube-controller-manager runs every controller
                 user_issuer=_user_issuer(kind_cluster.directory),
+                webhook_host=partial(_host_gateway, kind_cluster.name),
             )
         )
         self.handle = KindHandle(
@@ -134,6 +135,12 @@ def _user_issuer(directory: Path) -> UserIssuer | None:
     from ktest.backends.users import issue_user
 
     return partial(issue_user, directory)
+
+
+def _host_gateway(name: str) -> str:
+    from ktest.kind.network import host_gateway
+
+    return host_gateway(name)
 
 
 def _say(message: str) -> None:

@@ -44,6 +44,9 @@ PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
 UserIssuer = Callable[[str, Sequence[str]], Path]
 """Issues credentials for a user: (name, groups) -> kubeconfig path."""
 
+HostResolver = Callable[[], "str | None"]
+"""Finds, when first asked, the address of this machine the API server can connect to."""
+
 
 class Cluster:
     """A Kubernetes API server seen through one identity (a kubeconfig).
@@ -71,8 +74,10 @@ class Cluster:
         on_crds_installed: Callable[[builtins.list[str]], None] | None = None,
         parent: Cluster | None = None,
         field_manager: str = FIELD_MANAGER,
+        webhook_host: str | HostResolver | None = None,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
+        self._webhook_host = webhook_host
         self.field_manager = field_manager
         self.context = context
         self.name = name
@@ -117,6 +122,15 @@ class Cluster:
     @property
     def server(self) -> str:
         return str(self.api_client.configuration.host)
+
+    @property
+    def webhook_host(self) -> str | None:
+        """The address of this machine the API server can connect to (where webhook servers
+        listen): ``127.0.0.1`` for an embedded control plane, the Docker network's gateway
+        for kind; None when the backend does not know (an existing cluster)."""
+        if callable(self._webhook_host):
+            self._webhook_host = self._webhook_host()
+        return self._webhook_host
 
     @cached_property
     def version_info(self) -> dict[str, Any]:
@@ -406,7 +420,11 @@ class Cluster:
             if key not in self._users:
                 kubeconfig = self._user_issuer(name, list(groups))
                 self._users[key] = Cluster(
-                    kubeconfig, controllers=self.controllers, name=f"{self.name} as {name}", parent=self
+                    kubeconfig,
+                    controllers=self.controllers,
+                    name=f"{self.name} as {name}",
+                    parent=self,
+                    webhook_host=lambda: self.webhook_host,
                 )
             return self._users[key]
 
@@ -425,6 +443,7 @@ class Cluster:
                     name=f"{self.name} writing as {manager}",
                     parent=self,
                     field_manager=manager,
+                    webhook_host=lambda: self.webhook_host,
                 )
             return self._users[key]
 
