@@ -2,12 +2,34 @@
 
 ``resolve_assets("1.37")`` returns an ``Assets`` directory, reusing what is
 installed, downloading (SHA-512 verified) or building from Go modules.
+
+The names are imported lazily: settings that only parse a version selector
+(``ktest.assets.selectors``) must not pull in the download and build machinery,
+which would cost every pytest run with ``KTEST_K8S_VERSION`` set ~40 ms.
 """
 
-from ktest.assets.assets import ALL_BINARIES, OPTIONAL_BINARIES, REQUIRED_BINARIES, Assets
-from ktest.assets.progress import Progress
-from ktest.assets.resolve import SOURCES, resolve_assets
-from ktest.assets.selectors import Selector, parse_selector
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ktest.assets.assets import ALL_BINARIES, OPTIONAL_BINARIES, REQUIRED_BINARIES, Assets
+    from ktest.assets.progress import Progress
+    from ktest.assets.resolve import SOURCES, resolve_assets
+    from ktest.assets.selectors import Selector, parse_selector
+
+_EXPORTS = {
+    "ALL_BINARIES": "ktest.assets.assets",
+    "OPTIONAL_BINARIES": "ktest.assets.assets",
+    "REQUIRED_BINARIES": "ktest.assets.assets",
+    "Assets": "ktest.assets.assets",
+    "Progress": "ktest.assets.progress",
+    "SOURCES": "ktest.assets.resolve",
+    "resolve_assets": "ktest.assets.resolve",
+    "Selector": "ktest.assets.selectors",
+    "parse_selector": "ktest.assets.selectors",
+}
 
 __all__ = [
     "ALL_BINARIES",
@@ -20,3 +42,10 @@ __all__ = [
     "parse_selector",
     "resolve_assets",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ktest.assets' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -26,7 +26,7 @@ import sys
 
 def test_plain():
     heavy = [m for m in ("kubernetes", "urllib3", "yaml", "tenacity", "ktest.wait.sync", "ktest.cluster",
-                         "ktest.backends") if m in sys.modules]
+                         "ktest.backends", "ktest.assets.resolve", "filelock") if m in sys.modules]
     print("HEAVY", heavy)
 """
 
@@ -42,8 +42,12 @@ def test_plain():
 """
 
 
-def test_a_run_without_ktest_fixtures_imports_nothing_heavy(pytester: pytest.Pytester, inner_env: dict
-                                                            ) -> None:
+@pytest.mark.parametrize("version", [None, "1.37"])
+def test_a_run_without_ktest_fixtures_imports_nothing_heavy(
+    pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch, version: str | None
+) -> None:
+    if version:  # the version selector is parsed without the download and build machinery
+        monkeypatch.setenv("KTEST_K8S_VERSION", version)
     pytester.makepyfile(NO_KTEST)
     result = pytester.runpytest_subprocess("-s", *OTHERS_OFF)
     result.assert_outcomes(passed=1)
