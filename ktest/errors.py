@@ -44,3 +44,7 @@ class ConfigError(KtestError):
 
 class KindError(KtestError):
     """The Docker engine, the kind binary, a kind node image or a kind cluster is not usable."""
+
+
+class WebhookError(KtestError):
+    """Webhook manifests, certificates or servers are unusable, or the API server never called them."""
