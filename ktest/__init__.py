@@ -47,6 +47,7 @@ _EXPORTS = {
     "OperatorError": "ktest.errors",
     "ConfigError": "ktest.errors",
     "KindError": "ktest.errors",
+    "WebhookError": "ktest.errors",
     "KindHandle": "ktest.kind.handle",
     "image_from_binary": "ktest.kind.binary_image",
 }

@@ -1,0 +1,176 @@
+"""Install rewritten webhook configurations and CRDs, wait until the API server calls them, remove them.
+
+"Installed" is not "in effect": the API server loads webhook configurations
+through an informer and rebuilds a CRD's conversion when the CRD changes. So
+readiness is proven by the API server itself: a dry-run create of a ConfigMap
+labelled with this set's token must reach the probe webhook of every
+configuration, and a dry-run create of a probe custom resource at a
+non-storage version must reach ktest for every conversion webhook (the API
+server converts it to the storage version). The front server answers probes
+itself; the operator never sees them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ktest.api_error import ApiError
+from ktest.errors import WebhookError
+from ktest.webhooks.manifests import ADMISSION_API_VERSION, PROBE_LABEL
+from ktest.webhooks.routes import PROBE_PREFIX
+
+if TYPE_CHECKING:
+    from ktest.cluster import Cluster
+
+_POLL = 0.05
+CRD_REF = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+
+
+@dataclass
+class Installed:
+    """What one :class:`~ktest.webhooks.Webhooks` put into the cluster (to remove it exactly)."""
+
+    configurations: list[tuple[str, str]] = field(default_factory=list)  # (kind, name)
+    conversions: list[str] = field(default_factory=list)  # CRD names whose conversion points at ktest
+    probes: dict[str, Callable[[], None]] = field(default_factory=dict)  # probe key -> request that hits it
+    probe_names: dict[str, str] = field(default_factory=dict)  # probe key -> what it proves
+
+
+def install_configuration(
+    cluster: Cluster,
+    config: dict[str, Any],
+    installed: Installed,
+    probe_index: int,
+    probe: Callable[[], None],
+) -> None:
+    """Create one rewritten admission configuration and register its probe."""
+    try:
+        cluster.create(config)
+    except ApiError as error:
+        raise WebhookError(
+            f"the API server rejected {config['kind']} {config['metadata']['annotations']['ktest.dev/original-name']} "
+            f"(installed as {config['metadata']['name']}): {error.message}"
+        ) from None
+    installed.configurations.append((config["kind"], config["metadata"]["name"]))
+    key = f"{PROBE_PREFIX}{probe_index}"
+    installed.probes[key] = probe
+    installed.probe_names[key] = f"{config['kind']} {config['metadata']['name']}"
+
+
+def install_conversion(
+    cluster: Cluster,
+    crd: dict[str, Any],
+    installed: Installed,
+    route_path: str,
+    namespace: str,
+    probe_name: str,
+) -> None:
+    """Install (or update) a CRD whose conversion points at ktest, and register its probe."""
+    from ktest.errors import CRDError
+
+    name = crd["metadata"]["name"]
+    installed.conversions.append(name)  # first: a failed install still gets its conversion reset
+    try:
+        cluster.install_crds(crd)
+    except CRDError as error:
+        raise WebhookError(f"cannot install the conversion webhook of CRD {name}: {error}") from None
+    installed.probes[route_path] = _conversion_probe(cluster, crd, namespace, probe_name)
+    installed.probe_names[route_path] = f"conversion webhook of CustomResourceDefinition {name}"
+
+
+def admission_probe(cluster: Cluster, namespace: str, probe_name: str, token: str) -> Callable[[], None]:
+    """A dry-run create of a ConfigMap only the probe webhooks of this set match."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": probe_name, "namespace": namespace, "labels": {PROBE_LABEL: token}},
+    }
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    return lambda: _dry_run(cluster, path, body)
+
+
+def _conversion_probe(
+    cluster: Cluster, crd: dict[str, Any], namespace: str, probe_name: str
+) -> Callable[[], None]:
+    spec = crd["spec"]
+    versions = [v["name"] for v in spec.get("versions") or () if v.get("served", True)]
+    storage = next((v["name"] for v in spec.get("versions") or () if v.get("storage")), None)
+    other = next((v for v in versions if v != storage), None)
+    if other is None:
+        return lambda: None  # one version: nothing is ever converted; ready once served
+    group, kind = spec["group"], spec["names"]["kind"]
+    namespaced = spec.get("scope", "Namespaced") == "Namespaced"
+    body = {"apiVersion": f"{group}/{other}", "kind": kind, "metadata": {"name": probe_name}}
+    if namespaced:
+        body["metadata"]["namespace"] = namespace
+    plural = spec["names"]["plural"]
+    path = (
+        f"/apis/{group}/{other}/namespaces/{namespace}/{plural}"
+        if namespaced
+        else f"/apis/{group}/{other}/{plural}"
+    )
+    return lambda: _dry_run(cluster, path, body)
+
+
+def _dry_run(cluster: Cluster, path: str, body: dict[str, Any]) -> None:
+    cluster.rest.request("POST", path, query={"dryRun": "All", "fieldManager": "ktest-probe"}, body=body)
+
+
+def wait_called(installed: Installed, hits: set[str], timeout: float) -> None:
+    """Send probes until the API server has called ktest for every configuration and conversion."""
+    deadline = time.monotonic() + timeout
+    last_errors: dict[str, str] = {}
+    while True:
+        pending = [key for key in installed.probes if key not in hits]
+        if not pending:
+            return
+        for key in pending:
+            try:
+                installed.probes[key]()
+            except ApiError as error:
+                last_errors[key] = error.message
+            if key in hits:
+                last_errors.pop(key, None)
+        if all(key in hits for key in pending):
+            return
+        if time.monotonic() >= deadline:
+            lines = [
+                f"  {installed.probe_names[key]}: "
+                + (
+                    f"the probe request failed: {last_errors[key]}"
+                    if key in last_errors
+                    else "no call arrived"
+                )
+                for key in pending
+                if key not in hits
+            ]
+            raise WebhookError(
+                f"the API server did not call ktest's webhook server within {timeout:g}s for:\n"
+                + "\n".join(lines)
+                + "\n(the API server must reach the address in the rewritten clientConfig and trust its CA)"
+            )
+        time.sleep(_POLL)
+
+
+def uninstall(cluster: Cluster, installed: Installed) -> list[str]:
+    """Delete the configurations, reset the conversions to None; the problems met (never raises)."""
+    problems = []
+    for kind, name in reversed(installed.configurations):
+        try:
+            cluster.delete((ADMISSION_API_VERSION, kind, name), missing_ok=True)
+        except Exception as error:
+            problems.append(f"could not delete {kind} {name}: {error}")
+    for name in installed.conversions:
+        try:
+            cluster.patch((*CRD_REF, name), {"spec": {"conversion": {"strategy": "None", "webhook": None}}})
+        except ApiError as error:
+            if error.status != 404:
+                problems.append(f"could not reset the conversion of CustomResourceDefinition {name}: {error}")
+        except Exception as error:
+            problems.append(f"could not reset the conversion of CustomResourceDefinition {name}: {error}")
+    installed.configurations.clear()
+    installed.conversions.clear()
+    return problems

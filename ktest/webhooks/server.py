@@ -1,0 +1,295 @@
+"""ktest's HTTPS front server: the one address every rewritten webhook points at.
+
+It answers Python handlers itself and forwards the other calls to the operator's
+own webhook server (``https://127.0.0.1:<operator port><path>``, verified against
+ktest's CA), recording each call (:mod:`ktest.webhooks.calls`). Probe requests
+(ktest's readiness checks) are answered here and never reach the operator.
+"""
+
+from __future__ import annotations
+
+import errno
+import http.client
+import json
+import logging
+import ssl
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from ktest.errors import WebhookError
+from ktest.webhooks.calls import CallLog, WebhookCall
+from ktest.webhooks.handlers import AdmissionRequest, Registration, answer_admission, answer_conversion
+from ktest.webhooks.routes import PROBE_PREFIX, Route, RouteTable
+
+log = logging.getLogger("ktest.webhooks")
+
+
+class FrontServer:
+    """Listens on ``host:port`` (0: a free port) with ``context``; see the module docstring."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        context: ssl.SSLContext,
+        routes: RouteTable,
+        calls: CallLog,
+        *,
+        upstream: tuple[str, int],
+        upstream_context: ssl.SSLContext,
+        probe_name: str,
+    ) -> None:
+        self.routes = routes
+        self.calls = calls
+        self.upstream = upstream
+        self.upstream_context = upstream_context
+        self.probe_name = probe_name  # objects named like this are ktest's probes
+        self.probe_hits: set[str] = set()
+        self.handler_errors: list[str] = []
+        self._probe_lock = threading.Lock()
+        try:
+            self._server = _Server((host, port), _RequestHandler)
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise WebhookError(
+                    f"cannot serve webhooks on {host}:{port}: the port is already taken by another process; "
+                    "pass another port, or port=0 for a free one"
+                ) from None
+            if error.errno == errno.EADDRNOTAVAIL:
+                raise WebhookError(
+                    f"cannot serve webhooks on {host}:{port}: this machine has no address {host} "
+                    "(for kind, the Docker network's gateway; is the cluster's network gone?)"
+                ) from None
+            raise
+        self._server.front = self
+        self._server.socket = context.wrap_socket(
+            self._server.socket, server_side=True, do_handshake_on_connect=False
+        )
+        self.host, self.port = host, self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="ktest-webhooks", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def probe_hit(self, key: str) -> None:
+        with self._probe_lock:
+            self.probe_hits.add(key)
+
+    # ------------------------------------------------------------ answering
+
+    def answer(self, path: str, body: bytes) -> tuple[int, bytes]:
+        """The HTTP status and body for one POST from the API server."""
+        if path.startswith(PROBE_PREFIX):
+            self.probe_hit(path)
+            review = json.loads(body)
+            return 200, _review(review, {"uid": review["request"]["uid"], "allowed": True})
+        route = self.routes.find(path)
+        if route is None:
+            return 404, f"ktest: no webhook is served at {path}".encode()
+        review = json.loads(body)
+        if self._is_probe(review):
+            self.probe_hit(route.path)
+            return 200, _review(review, _probe_answer(review))
+        call = WebhookCall(
+            webhook=route.webhook,
+            kind=route.kind,
+            served_by=_served_by(route, self.upstream),
+            failure_policy=route.failure_policy,
+            timeout_seconds=route.timeout_seconds,
+        )
+        _describe_request(call, review)
+        try:
+            if route.handler is not None:
+                status, answer = self._python(route.handler, review, call)
+            else:
+                status, answer = self._forward(route, body, call)
+        finally:
+            call.latency = time.monotonic() - call.started
+            self.calls.add(call)
+        return status, answer
+
+    def _python(
+        self, registration: Registration, review: dict[str, Any], call: WebhookCall
+    ) -> tuple[int, bytes]:
+        try:
+            if registration.kind == "conversion":
+                response = answer_conversion(registration, review["request"])
+            else:
+                response = answer_admission(registration, AdmissionRequest(review["request"]))
+        except Exception as error:
+            text = "".join(traceback.format_exception_only(type(error), error)).strip()
+            call.error = f"the Python handler {registration.function.__name__} raised {text}"
+            self.handler_errors.append(
+                f"{call.describe()}\n{''.join(traceback.format_exception(type(error), error, error.__traceback__))}"
+            )
+            return 500, f"ktest: {call.error}".encode()
+        _record_answer(call, response)
+        return 200, _review(review, response)
+
+    def _forward(self, route: Route, body: bytes, call: WebhookCall) -> tuple[int, bytes]:
+        host, port = self.upstream
+        connection = http.client.HTTPSConnection(
+            host, port, context=self.upstream_context, timeout=route.timeout_seconds + 1
+        )
+        try:
+            connection.request("POST", route.target_path, body, {"Content-Type": "application/json"})
+            response = connection.getresponse()
+            answer = response.read()
+        except ssl.SSLCertVerificationError as error:
+            call.error = (
+                f"the operator's webhook server at {host}:{port} presents a certificate ktest did not issue "
+                f"({error.verify_message}): start it with ktest's certificate (cert dir, port and host from "
+                "Webhooks: e.g. --webhook-cert-dir for a controller-runtime manager)"
+            )
+            return 502, f"ktest: {call.error}".encode()
+        except ConnectionRefusedError:
+            call.error = (
+                f"the operator's webhook server at {host}:{port} is unreachable (connection refused): "
+                "is the operator running, and was it given this port?"
+            )
+            return 502, f"ktest: {call.error}".encode()
+        except TimeoutError:
+            call.error = (
+                f"the operator's webhook server at {host}:{port}{route.target_path} did not answer "
+                f"within timeoutSeconds={route.timeout_seconds:g}"
+            )
+            return 504, f"ktest: {call.error}".encode()
+        except (OSError, http.client.HTTPException) as error:
+            call.error = (
+                f"calling the operator's webhook server at {host}:{port}{route.target_path} failed: {error}"
+            )
+            return 502, f"ktest: {call.error}".encode()
+        finally:
+            connection.close()
+        if response.status != 200:
+            call.error = (
+                f"the operator's webhook server answered HTTP {response.status} at {route.target_path}: "
+                f"{answer[:300].decode('utf-8', 'replace').strip()}"
+                + (
+                    " (no handler at this path: does the manifest's path match the operator's?)"
+                    if response.status == 404
+                    else ""
+                )
+            )
+            return response.status, answer
+        try:
+            _record_answer(call, json.loads(answer).get("response") or {})
+        except ValueError:
+            call.error = (
+                f"the operator's webhook server answered something that is not JSON: {answer[:200]!r}"
+            )
+        return 200, answer
+
+    def _is_probe(self, review: dict[str, Any]) -> bool:
+        request = review.get("request") or {}
+        if review.get("kind") == "ConversionReview":
+            objects = request.get("objects") or ()
+            return bool(objects) and all(
+                str((o.get("metadata") or {}).get("name", "")).startswith(self.probe_name) for o in objects
+            )
+        name = request.get("name") or ((request.get("object") or {}).get("metadata") or {}).get("name") or ""
+        return str(name).startswith(self.probe_name)
+
+
+def _served_by(route: Route, upstream: tuple[str, int]) -> str:
+    if route.handler is not None:
+        return f"python handler {route.handler.function.__name__}"
+    return f"operator at {upstream[0]}:{upstream[1]}{route.target_path}"
+
+
+def _describe_request(call: WebhookCall, review: dict[str, Any]) -> None:
+    request = review.get("request") or {}
+    if review.get("kind") == "ConversionReview":
+        objects = request.get("objects") or ()
+        names = ", ".join(_object_name(o) for o in objects[:3]) + (" ..." if len(objects) > 3 else "")
+        call.operation = f"convert to {request.get('desiredAPIVersion')}"
+        call.object = names
+        return
+    call.operation = str(request.get("operation", ""))
+    kind = (request.get("kind") or {}).get("kind", "")
+    name = request.get("name") or ((request.get("object") or {}).get("metadata") or {}).get(
+        "generateName", "?"
+    )
+    namespace = request.get("namespace")
+    call.object = f"{kind} {namespace + '/' if namespace else ''}{name}"
+
+
+def _object_name(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{obj.get('kind')} {namespace + '/' if namespace else ''}{meta.get('name')} ({obj.get('apiVersion')})"
+
+
+def _record_answer(call: WebhookCall, response: dict[str, Any]) -> None:
+    if "convertedObjects" in response or ("result" in response and "allowed" not in response):
+        result = response.get("result") or {}
+        if result.get("status") == "Failure":
+            call.error = f"the conversion failed: {result.get('message')}"
+        else:
+            call.message = f"converted {len(response.get('convertedObjects') or ())} object(s)"
+        return
+    call.allowed = bool(response.get("allowed"))
+    status = response.get("status") or {}
+    if not call.allowed:
+        call.message = str(status.get("message") or status.get("reason") or "(no message)")
+    elif response.get("patch"):
+        import base64
+
+        try:
+            operations = json.loads(base64.b64decode(response["patch"]))
+            call.message = "patched " + ", ".join(f"{op['op']} {op['path']}" for op in operations)
+        except (ValueError, KeyError, TypeError):
+            call.message = "patched"
+
+
+def _probe_answer(review: dict[str, Any]) -> dict[str, Any]:
+    request = review["request"]
+    if review.get("kind") == "ConversionReview":
+        desired = request["desiredAPIVersion"]
+        return {
+            "uid": request["uid"],
+            "convertedObjects": [{**o, "apiVersion": desired} for o in request.get("objects") or ()],
+            "result": {"status": "Success"},
+        }
+    return {"uid": request["uid"], "allowed": True}
+
+
+def _review(review: dict[str, Any], response: dict[str, Any]) -> bytes:
+    return json.dumps(
+        {"apiVersion": review.get("apiVersion"), "kind": review.get("kind"), "response": response}
+    ).encode()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    front: FrontServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("webhook connection from %s failed", client_address, exc_info=True)
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        try:
+            status, answer = self.server.front.answer(self.path.split("?", 1)[0], body)
+        except (ValueError, KeyError, TypeError) as error:
+            status, answer = 400, f"ktest: not a valid review: {error}".encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json" if status == 200 else "text/plain")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s %s", self.address_string(), format % args)

@@ -1,0 +1,58 @@
+"""TLS material for one set of webhooks: a CA of its own and one serving certificate.
+
+The certificate carries every address a webhook server listens on (``127.0.0.1``
+for the operator's own server, the address the API server dials, e.g. a kind
+network's gateway) plus ``localhost``; the API server trusts it through the CA
+bundle written into each rewritten client config. Files use controller-runtime's
+names (``tls.crt``, ``tls.key`` in ``cert_dir``), so a manager needs only
+``--webhook-cert-dir``.
+"""
+
+from __future__ import annotations
+
+import base64
+import ssl
+from collections.abc import Iterable
+from pathlib import Path
+
+from ktest.controlplane.certs import CertificateAuthority, KeyPair
+
+
+class WebhookTLS:
+    """A CA (key kept in memory) and a serving certificate for ``addresses``, written to ``cert_dir``."""
+
+    def __init__(self, cert_dir: Path, addresses: Iterable[str]) -> None:
+        self.cert_dir = cert_dir
+        self.addresses = sorted(set(addresses))
+        self._ca = CertificateAuthority(cert_dir, "ktest-webhook-ca", write_key=False)
+        self.serving: KeyPair = self._ca.serving(
+            "tls", ["localhost"], self.addresses, common_name="ktest-webhook-server"
+        )
+
+    @property
+    def ca_file(self) -> Path:
+        return self._ca.cert_path
+
+    @property
+    def cert_file(self) -> Path:
+        return self.serving.cert_path
+
+    @property
+    def key_file(self) -> Path:
+        return self.serving.key_path
+
+    @property
+    def ca_bundle(self) -> str:
+        """``clientConfig.caBundle``: the CA certificate, PEM, base64-encoded."""
+        return base64.b64encode(self._ca.cert_pem).decode("ascii")
+
+    def server_context(self) -> ssl.SSLContext:
+        """For ktest's own HTTPS server."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.cert_file, self.key_file)
+        return context
+
+    def client_context(self) -> ssl.SSLContext:
+        """For connecting to the operator's server: it must present a certificate of this CA."""
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        return context
