@@ -23,6 +23,9 @@ _EXPORTS = {
     "assert_matches": "ktest.wait",
     "ConcurrentWriter": "ktest.assertions",
     "assert_condition": "ktest.assertions",
+    "assert_converts": "ktest.assertions",
+    "assert_defaulted": "ktest.assertions",
+    "assert_rejected": "ktest.assertions",
     "assert_conflict_on_stale_update": "ktest.assertions",
     "assert_deletion_blocked": "ktest.assertions",
     "assert_garbage_collected": "ktest.assertions",
@@ -49,6 +52,7 @@ _EXPORTS = {
     "KindError": "ktest.errors",
     "WebhookError": "ktest.errors",
     "KindHandle": "ktest.kind.handle",
+    "Webhooks": "ktest.webhooks",
     "image_from_binary": "ktest.kind.binary_image",
 }
 

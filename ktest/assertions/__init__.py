@@ -1,5 +1,5 @@
 """Ready assertions for what operators get wrong: finalizers, owner references and
-garbage collection, the status subresource and conditions, conflicts, hot loops.
+garbage collection, the status subresource and conditions, conflicts, hot loops, webhooks.
 
 Each takes a ``Cluster`` and objects as dicts, ``ObjectRef`` or
 ``(apiVersion, kind, name[, namespace])`` tuples; timeouts and windows default to
@@ -42,6 +42,7 @@ from ktest.assertions.status import (
     assert_transition_time_stable,
     condition_shape_problems,
 )
+from ktest.assertions.webhooks import assert_converts, assert_defaulted, assert_rejected
 
 __all__ = [
     "ConcurrentWriter",
@@ -53,6 +54,8 @@ __all__ = [
     "TransitionHistory",
     "aio",
     "assert_condition",
+    "assert_converts",
+    "assert_defaulted",
     "assert_conflict_on_stale_update",
     "assert_deletion_blocked",
     "assert_garbage_collected",
@@ -62,6 +65,7 @@ __all__ = [
     "assert_orphaned",
     "assert_owned_by",
     "assert_quiescent",
+    "assert_rejected",
     "assert_status_subresource",
     "assert_survives_concurrent_writes",
     "assert_transition_time_stable",

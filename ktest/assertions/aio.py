@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from ktest.assertions import conflicts, finalizers, ownership, quiescence, status
+from ktest.assertions import conflicts, finalizers, ownership, quiescence, status, webhooks
 from ktest.assertions.conflicts import ConcurrentWriter
 from ktest.assertions.finalizers import FinalizerScenario
 from ktest.cluster.refs import RefLike
@@ -66,6 +66,9 @@ assert_status_subresource = _threaded(status.assert_status_subresource)
 assert_observed_generation = _threaded(status.assert_observed_generation)
 assert_condition = _threaded(status.assert_condition)
 assert_quiescent = _threaded(quiescence.assert_quiescent)
+assert_rejected = _threaded(webhooks.assert_rejected, callbacks=("action",))
+assert_defaulted = _threaded(webhooks.assert_defaulted)
+assert_converts = _threaded(webhooks.assert_converts)
 stale_copy = _threaded(conflicts.stale_copy)
 assert_transition_time_stable = _threaded(status.assert_transition_time_stable, callbacks=("trigger",))
 assert_conflict_on_stale_update = _threaded(conflicts.assert_conflict_on_stale_update, callbacks=("write",))
@@ -128,6 +131,8 @@ __all__ = [
     "ConcurrentWriter",
     "assert_condition",
     "assert_conflict_on_stale_update",
+    "assert_converts",
+    "assert_defaulted",
     "assert_deletion_blocked",
     "assert_garbage_collected",
     "assert_gone",
@@ -136,6 +141,7 @@ __all__ = [
     "assert_orphaned",
     "assert_owned_by",
     "assert_quiescent",
+    "assert_rejected",
     "assert_status_subresource",
     "assert_survives_concurrent_writes",
     "assert_transition_time_stable",

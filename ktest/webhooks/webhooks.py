@@ -74,12 +74,13 @@ class Webhooks:
         self.handlers = handlers or Handlers()
         self.namespaces = list(namespaces) if namespaces else None
         self.read: WebhookManifests = read_manifests(*manifests)
-        self.host = host or cluster.webhook_host
-        if not self.host:
+        resolved_host = host or cluster.webhook_host
+        if not resolved_host:
             raise WebhookError(
                 f"ktest does not know how the API server of {cluster.server} reaches this machine "
                 "(an existing cluster): pass host= (an address of this machine the API server can connect to)"
             )
+        self.host: str = resolved_host
         self.requested_port = port
         self.operator_port = operator_port if operator_port is not None else _free_port()
         self.timeout_seconds = timeout_seconds
