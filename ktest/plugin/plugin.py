@@ -264,6 +264,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from ktest.plugin.kind_fixtures import register as register_kind_fixtures
 
     register_kind_fixtures(config, settings.backend)
+    from ktest.plugin import webhook_fixtures
+
+    config.pluginmanager.register(webhook_fixtures, "ktest-webhook-fixtures")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
