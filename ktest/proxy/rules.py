@@ -61,7 +61,10 @@ class Rule:
     label: str = ""
 
     def matches(self, request: ApiRequest, plurals: frozenset[str] | None) -> bool:
-        """Whether ``request`` is one this rule is about (``plurals``: its resources, resolved)."""
+        """Whether ``request`` is one this rule is about (``plurals``: its resources, resolved).
+        Requests that name no resource (discovery, ``/version``, health) are never matched."""
+        if not request.resource:
+            return False
         if self.verbs is not None and request.verb not in self.verbs:
             return False
         if plurals is not None and request.resource not in plurals:
@@ -108,7 +111,7 @@ class Rule:
             plural = catalogue.get(resource) or catalogue.get(resource.lower())
             if plural is None:
                 valid = sorted({value for value in catalogue.values()})
-                close = difflib.get_close_matches(resource.lower(), list(catalogue), n=3)
+                close = difflib.get_close_matches(resource.lower(), valid, n=3)
                 hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
                 raise FaultRuleError(
                     f"fault rule {self.describe()}: the API server serves no resource {resource!r}.{hint} "

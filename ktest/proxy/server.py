@@ -19,6 +19,7 @@ under test opens to 127.0.0.1 only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import re
@@ -314,6 +315,8 @@ class ProxyServer:
                 body = self._read_body(reader, head)
                 method, target, _ = [*head.first.split(" ", 2), "", ""][:3]
                 request = parse_request(method, target)
+                if request.verb == "create" and request.resource and body:
+                    request = _named_by_body(request, body)
                 call = self.traffic.begin(request, head.get("User-Agent"))
                 decision = self.faults.decide(request)
                 if decision is not None:
@@ -396,9 +399,11 @@ class ProxyServer:
             call.ended = self.traffic.now()
             return not closing, not closing
         if answer.get("Transfer-Encoding").lower() == "chunked":
+            # A watch cut by a fault ends cleanly for the operator, whose connection stays usable;
+            # the API server's connection is spent (it was in the middle of an answer).
             usable = self._relay_chunked(client, upstream, reader, answer, call)
             call.ended = self.traffic.now()
-            return (not closing) and usable, (not closing) and usable
+            return not closing, (not closing) and usable
         length = answer.get("Content-Length")
         if length:
             remaining = int(length)
@@ -502,15 +507,16 @@ class ProxyServer:
         if answer == "gone" and request.is_watch and not wants_protobuf:
             event = json.dumps({"type": "ERROR", "object": status_body}, separators=(",", ":")).encode()
             event += b"\n"
+            call.status = 200
+            call.events = 1
+            call.event_types = {"ERROR": 1}
+            call.closed_by = decision.label
+            call.ended = self.traffic.now()
             client.sendall(
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
                 + f"X-Ktest-Fault: {decision.label}\r\n\r\n".encode()
                 + b"%x\r\n%s\r\n0\r\n\r\n" % (len(event), event)
             )
-            call.status = 200
-            call.events = 1
-            call.event_types = {"ERROR": 1}
-            call.closed_by = decision.label
         else:
             body = json.dumps(status_body, separators=(",", ":")).encode()
             lines = [
@@ -522,10 +528,24 @@ class ProxyServer:
             if decision.retry_after is not None:
                 lines.append(f"Retry-After: {decision.retry_after:g}")
                 call.retry_after = decision.retry_after
-            client.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
             call.status = decision.status
-        call.ended = self.traffic.now()
+            call.ended = self.traffic.now()
+            client.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
         return not head.has_token("Connection", "close")
+
+
+def _named_by_body(request: ApiRequest, body: bytes) -> ApiRequest:
+    """A create names its object in the body: take the name from there (JSON bodies)."""
+    if not body.lstrip().startswith(b"{") or len(body) > 4 * 1024 * 1024:
+        return request
+    try:
+        metadata = json.loads(body).get("metadata") or {}
+    except (ValueError, AttributeError):
+        return request
+    name = metadata.get("name")
+    if isinstance(name, str) and name:
+        return dataclasses.replace(request, name=name)
+    return request
 
 
 _REASON_PHRASES = {
