@@ -42,6 +42,12 @@ from ktest.assertions.status import (
     assert_transition_time_stable,
     condition_shape_problems,
 )
+from ktest.assertions.traffic import (
+    assert_backs_off,
+    assert_no_hot_loop,
+    assert_recovers,
+    assert_relists_after_410,
+)
 from ktest.assertions.webhooks import assert_converts, assert_defaulted, assert_rejected
 
 __all__ = [
@@ -53,19 +59,23 @@ __all__ = [
     "StatusSubresourceReport",
     "TransitionHistory",
     "aio",
+    "assert_backs_off",
     "assert_condition",
+    "assert_conflict_on_stale_update",
     "assert_converts",
     "assert_defaulted",
-    "assert_conflict_on_stale_update",
     "assert_deletion_blocked",
     "assert_garbage_collected",
     "assert_gone",
     "assert_has_finalizer",
+    "assert_no_hot_loop",
     "assert_observed_generation",
     "assert_orphaned",
     "assert_owned_by",
     "assert_quiescent",
+    "assert_recovers",
     "assert_rejected",
+    "assert_relists_after_410",
     "assert_status_subresource",
     "assert_survives_concurrent_writes",
     "assert_transition_time_stable",

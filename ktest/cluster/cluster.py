@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.resource import Resource
 
+    from ktest.operators.handle import OperatorHandle
+    from ktest.proxy import Faults
+
 
 FIELD_MANAGER = "ktest"
 """The field manager of the test's own writes (managedFields tell them apart from the operator's)."""
@@ -446,6 +449,11 @@ class Cluster:
                     webhook_host=lambda: self.webhook_host,
                 )
             return self._users[key]
+
+    def faults(self, operator: OperatorHandle) -> Faults:
+        """Break some of ``operator``'s API calls for a block: ``with cluster.faults(op).inject(rule):``
+        (rules from ``ktest.faults``; the operator must run behind ktest's proxy, the default)."""
+        return operator.faults
 
     @contextlib.contextmanager
     def namespace(

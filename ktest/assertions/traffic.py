@@ -1,0 +1,424 @@
+"""Assertions on what the operator asks of the API server, read from its traffic record.
+
+They need the operator to run behind ktest's proxy (the default): each reads
+``op.traffic`` and, where it needs a fault, injects it with ``op.faults``.
+
+- :func:`assert_no_hot_loop`: the operator's own writes per object, counted at
+  the proxy, stay under a bound (no-op writes the API server swallows count too:
+  they are load all the same, and resourceVersion churn never shows them);
+- :func:`assert_recovers`: under a fault, then after it, the operator converges,
+  re-opens the watches the fault closed and retries what the fault refused;
+- :func:`assert_backs_off`: after 429/5xx the operator waits before it retries
+  (at least ``Retry-After``), never retries in a tight loop;
+- :func:`assert_relists_after_410`: after ``410 Gone`` on a watch the operator lists
+  again before it watches again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ktest.assertions.objects import duration_or_default, failure
+from ktest.proxy.rules import Rule, gone, server_error, throttle
+from ktest.wait.defaults import current_defaults
+from ktest.wait.report import plural
+
+if TYPE_CHECKING:
+    from ktest.cluster.refs import RefLike
+    from ktest.operators.handle import OperatorHandle
+    from ktest.proxy.traffic import Call, Traffic
+
+RULE_NO_HOT_LOOP = (
+    "a controller that has converged sends no writes until something changes; a write on every "
+    "reconcile (even one the API server finds unchanged) is a hot loop that loads the API server "
+    "and, when it changes the object, triggers the next reconcile"
+)
+RULE_RECOVERS = (
+    "a controller survives API server trouble: it re-opens dropped watches (resuming from its "
+    "last resourceVersion, or listing again), retries refused writes with back-off, and converges "
+    "once the trouble is over"
+)
+RULE_BACKS_OFF = (
+    "after 429 Too Many Requests or a 5xx a client waits before it retries: at least the "
+    "Retry-After the server sent, and longer after each failure; retrying at once multiplies "
+    "the load on a server that is already overloaded"
+)
+RULE_RELIST = (
+    "after 410 Gone (the resourceVersion it watched from is too old) a client must list again, "
+    "then watch from the list's resourceVersion; watching on without a list misses every change "
+    "(deletions included) made while it was away"
+)
+MAX_CALLS_SHOWN = 12
+_POLL = 0.05
+_RETRY_AFTER_SLACK = 0.9
+
+
+def _calls_text(traffic: Traffic, calls: Sequence[Call], origin: float = 0.0) -> list[str]:
+    shown = list(calls)[-MAX_CALLS_SHOWN:]
+    lines = [call.describe(origin) for call in shown]
+    if len(calls) > len(shown):
+        lines.insert(0, f"... {len(calls) - len(shown)} earlier calls")
+    return lines or ["(no calls)"]
+
+
+def _object_filters(operator: OperatorHandle, obj: RefLike | None) -> dict[str, Any]:
+    if obj is None:
+        return {}
+    from ktest.assertions.objects import ref_of
+
+    ref = ref_of(obj)
+    info = operator.cluster.info(ref.api_version, ref.kind)
+    namespace = ref.namespace if info.namespaced else None
+    return {"resource": info.plural, "namespace": namespace, "name": ref.name}
+
+
+# -------------------------------------------------------------------- hot loops
+
+
+@dataclass(frozen=True)
+class WriteCounts:
+    """What :func:`assert_no_hot_loop` counted: writes per object in the window."""
+
+    window: float
+    per_object: dict[str, int]
+
+
+def assert_no_hot_loop(
+    operator: OperatorHandle,
+    obj: RefLike | None = None,
+    *,
+    window: float | None = None,
+    max_writes: int = 2,
+) -> WriteCounts:
+    """For ``window`` seconds (default: the consistently duration) the operator writes no object
+    (or only ``obj``) more than ``max_writes`` times, counting every write it sends.
+
+    Call it once the operator should have converged. On failure the message names the
+    object written most, how often and how fast, and lists the writes.
+    """
+    __tracebackhide__ = True
+    seconds = duration_or_default(window, "window")
+    traffic = operator.traffic
+    filters = _object_filters(operator, obj)
+    mark = traffic.mark()
+    time.sleep(seconds)
+    writes = traffic.writes(since=mark, **filters)
+    per_object: dict[str, list[Call]] = {}
+    for call in writes:
+        request = call.request
+        key = request.target()
+        if request.subresource:
+            key = key.replace(f" ({request.subresource})", "")
+        per_object.setdefault(key, []).append(call)
+    counts = {key: len(calls) for key, calls in per_object.items()}
+    busy = {key: calls for key, calls in per_object.items() if len(calls) > max_writes}
+    if busy:
+        worst, calls = max(busy.items(), key=lambda item: len(item[1]))
+        verbs: dict[str, int] = {}
+        for call in calls:
+            what = call.verb + (f" ({call.subresource})" if call.subresource else "")
+            verbs[what] = verbs.get(what, 0) + 1
+        observed = [
+            f"{key}: {plural(len(c), 'write')}" for key, c in sorted(busy.items(), key=lambda i: -len(i[1]))
+        ]
+        observed.append(f"writes of {worst}: " + ", ".join(f"{v} x{n}" for v, n in verbs.items()))
+        observed += _calls_text(traffic, calls, 0.0)
+        raise AssertionError(failure(
+            f"operator {operator.name!r} is in a hot loop: it wrote {worst} {len(calls)} times in a "
+            f"{seconds:g}s window ({len(calls) / seconds:.1f}/s; at most {max_writes} allowed)",
+            RULE_NO_HOT_LOOP,
+            observed,
+        ))
+    return WriteCounts(seconds, counts)
+
+
+# -------------------------------------------------------------------- recovery
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What :func:`assert_recovers` saw: the faults applied and how long convergence took."""
+
+    faults: str
+    converged_after: float
+
+
+def assert_recovers(
+    operator: OperatorHandle,
+    fault: Rule | Sequence[Rule],
+    then: Callable[[], Any],
+    *,
+    action: Callable[[], Any] | None = None,
+    duration: float = 1.0,
+    timeout: float | None = None,
+) -> Recovery:
+    """Inject ``fault`` (one rule or several), run ``action`` (the change the operator must
+    handle) while it is active, keep it ``duration`` s (or until counted rules are used up,
+    at most ``duration`` s more), end it; then the operator must converge: ``then`` passes
+    within ``timeout`` (default: the eventually timeout).
+
+    Beyond ``then``, recovery means: every watch the fault closed is re-opened, and every
+    object whose request the fault refused is asked about again. The failure says which
+    of these did not happen (the symptom: "never re-opened its watch of webapps", "gave up
+    on webapps ns/shop after 409 Conflict").
+    """
+    __tracebackhide__ = True
+    from ktest.wait import eventually
+
+    rules = [fault] if isinstance(fault, Rule) else list(fault)
+    limit = current_defaults().timeout if timeout is None else timeout
+    traffic = operator.traffic
+    mark = traffic.mark()
+    start = traffic.now()
+    with operator.faults.inject(*rules) as injection:
+        if action is not None:
+            action()
+        deadline = time.monotonic() + duration
+        counted = [state for state in injection.states if state.rule.times is not None]
+        while time.monotonic() < deadline:
+            if counted and all(state.exhausted for state in counted):
+                break
+            time.sleep(_POLL)
+    ended = traffic.now()
+    description = injection.describe()
+    problems: list[str] = []
+    try:
+        eventually(then, timeout=limit, description="the operator converged after the fault")
+    except AssertionError as error:
+        problems.append(f"it did not converge within {limit:g}s after the fault ended:\n"
+                        f"{_indent(str(error))}")
+    converged = traffic.now() - ended
+    gaps = _unrecovered(traffic, mark, start, max(0.0, limit - converged))
+    problems = gaps + problems
+    if problems:
+        symptom = problems[0].splitlines()[0]
+        faults = ", ".join(rule.describe() for rule in rules)
+        raise AssertionError(failure(
+            f"operator {operator.name!r} did not recover from {faults}: {symptom}",
+            RULE_RECOVERS,
+            [*problems, f"faults: {description}", "its calls since the fault:",
+             *_calls_text(traffic, _calls_during(traffic, mark, start))],
+        ))
+    return Recovery(description, converged)
+
+
+def _calls_during(traffic: Traffic, mark: int, start: float) -> list[Call]:
+    """The calls made since ``mark``, and those still open at ``start`` (a watch the fault closed)."""
+    earlier = [c for c in traffic.calls()[:mark] if c.ended is None or c.ended >= start]
+    return earlier + traffic.calls(since=mark)
+
+
+def _unrecovered(traffic: Traffic, mark: int, start: float, wait: float) -> list[str]:
+    """Watches closed and never re-opened; objects refused and never asked about again."""
+    deadline = time.monotonic() + wait
+    while True:
+        problems = _recovery_gaps(_calls_during(traffic, mark, start))
+        if not problems or time.monotonic() >= deadline:
+            return problems
+        time.sleep(_POLL)
+
+
+def _recovery_gaps(calls: list[Call]) -> list[str]:
+    problems = []
+    cut_watches = [
+        c for c in calls
+        if c.verb == "watch" and (c.answered_by_fault or c.closed_by not in (None, "server", "client"))
+    ]
+    for resource in sorted({c.resource for c in cut_watches}):
+        last_cut = max(c.ended or c.at for c in cut_watches if c.resource == resource)
+        reopened = [
+            c for c in calls
+            if c.verb == "watch" and c.resource == resource and c.at >= last_cut and not c.answered_by_fault
+        ]
+        if not reopened:
+            problems.append(
+                f"it never re-established its watch of {resource}: the fault closed it at +{last_cut:.2f}s "
+                "and no new watch followed, so it no longer sees changes of "
+                f"{resource}"
+            )
+    refused = [c for c in calls if c.answered_by_fault and c.status not in (None, 200) and c.request.name]
+    for key in sorted({c.object_key() for c in refused}, key=str):
+        last = max((c for c in refused if c.object_key() == key), key=lambda c: c.at)
+        later = [c for c in calls if c.object_key() == key and c.at > last.at]
+        if not later:
+            resource, namespace, name = key
+            where = f"{namespace}/{name}" if namespace else name
+            problems.append(
+                f"it gave up on {resource} {where} after {last.status} {_reason(last.status)}: no request "
+                f"about it since +{last.at:.2f}s (a refused write must be retried)"
+            )
+    return problems
+
+
+def _reason(status: int | None) -> str:
+    return {409: "Conflict", 410: "Gone", 429: "Too Many Requests", 500: "Internal Server Error",
+            503: "Service Unavailable"}.get(status or 0, "")
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())
+
+
+# -------------------------------------------------------------------- back-off
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """The gaps (seconds) between each refused request and the operator's retry."""
+
+    gaps: tuple[float, ...]
+
+
+def assert_backs_off(
+    operator: OperatorHandle,
+    on: int = 429,
+    *,
+    trigger: Callable[[], Any] | None = None,
+    resource: str | None = None,
+    verb: str | Sequence[str] | None = None,
+    namespace: str | None = None,
+    name: str | None = None,
+    subresource: str | None = None,
+    times: int = 2,
+    retry_after: float | None = 1.0,
+    min_gap: float = 0.1,
+    timeout: float | None = None,
+) -> Backoff:
+    """Answer the operator's next ``times`` matching requests with ``on`` (429, or a 5xx) and
+    ``Retry-After: retry_after``; ``trigger()`` makes it send them. Each retry (the next
+    matching request) must come at least ``retry_after`` s (or, with ``retry_after=None``,
+    ``min_gap`` s) after the refusal.
+    """
+    __tracebackhide__ = True
+    rule: Rule
+    if on == 429:
+        rule = throttle(resource, retry_after=retry_after or 0, verb=verb, namespace=namespace, name=name,
+                        subresource=subresource, times=times)
+    else:
+        rule = server_error(on, resource, retry_after=retry_after, verb=verb, namespace=namespace, name=name,
+                            subresource=subresource, times=times)
+    limit = current_defaults().timeout if timeout is None else timeout
+    traffic = operator.traffic
+    mark = traffic.mark()
+    with operator.faults.inject(rule) as injection:
+        state = injection.states[0]
+        if trigger is not None:
+            trigger()
+        deadline = time.monotonic() + limit + times * (retry_after or 0)
+        while time.monotonic() < deadline and not state.exhausted:
+            time.sleep(_POLL)
+        refused_all = state.exhausted
+    # the retry of the last refusal
+    deadline = time.monotonic() + limit
+    matching: list[Call] = []
+    while time.monotonic() < deadline:
+        matching = [c for c in traffic.calls(since=mark) if rule.matches(c.request, state.plurals)]
+        if matching and not matching[-1].answered_by_fault:
+            break
+        time.sleep(_POLL)
+    wanted = retry_after if retry_after else min_gap
+    gaps: list[float] = []
+    tight: list[str] = []
+    for refused, retry in itertools.pairwise(matching):
+        if not refused.answered_by_fault:
+            continue
+        gap = retry.at - (refused.ended or refused.at)
+        gaps.append(gap)
+        if gap < wanted * _RETRY_AFTER_SLACK:
+            tight.append(f"{gap:.3f}s after {refused.describe()}")
+    label = f"{on} {_reason(on)}" + (f" (Retry-After: {retry_after:g})" if retry_after else "")
+    if not state.fired:
+        raise AssertionError(failure(
+            f"operator {operator.name!r} sent no request matching {rule.describe()} within {limit:g}s, "
+            "so its back-off could not be observed",
+            RULE_BACKS_OFF,
+            ["check the rule's resource/verb/name, and that trigger() makes the operator write",
+             f"its calls: {traffic.summary(since=mark)}"],
+        ))
+    if tight:
+        raise AssertionError(failure(
+            f"operator {operator.name!r} retried in a tight loop after {label}: "
+            f"{len(tight)} of {len(gaps)} retries came sooner than {wanted:g}s",
+            RULE_BACKS_OFF,
+            [*tight, f"gaps: {', '.join(f'{g:.3f}s' for g in gaps)}", "the matching calls:",
+             *_calls_text(traffic, matching)],
+        ))
+    if not refused_all or not matching or matching[-1].answered_by_fault:
+        raise AssertionError(failure(
+            f"operator {operator.name!r} stopped retrying after {label}: after {state.fired} refusals "
+            f"it sent no further matching request within {limit:g}s",
+            RULE_BACKS_OFF,
+            ["the matching calls:", *_calls_text(traffic, matching)],
+        ))
+    return Backoff(tuple(gaps))
+
+
+# -------------------------------------------------------------------- 410 Gone
+
+
+@dataclass(frozen=True)
+class Relist:
+    """The watch answered 410 and the list that followed it."""
+
+    gone: Call
+    relist: Call
+
+
+def assert_relists_after_410(
+    operator: OperatorHandle, resource: str, *, namespace: str | None = None, timeout: float | None = None
+) -> Relist:
+    """Close the operator's watches of ``resource`` and answer its next watch with ``410 Gone``;
+    it must list ``resource`` again (then watch again) within ``timeout``."""
+    __tracebackhide__ = True
+    limit = current_defaults().timeout if timeout is None else timeout
+    traffic = operator.traffic
+    mark = traffic.mark()
+    rule = gone(resource, namespace=namespace)
+    with operator.faults.inject(rule, warn_unused=False) as injection:
+        state = injection.states[0]
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline and not state.exhausted:
+            time.sleep(_POLL)
+    plurals = state.plurals
+    gone_calls = [
+        c for c in traffic.calls(verb="watch", since=mark)
+        if c.answered_by_fault and (plurals is None or c.resource in plurals)
+    ]
+    if not gone_calls:
+        watches = traffic.calls(verb="watch", since=mark)
+        raise AssertionError(failure(
+            f"operator {operator.name!r} never re-established its watch of {resource} after ktest "
+            f"closed it (so it never got the 410 Gone either) within {limit:g}s",
+            RULE_RELIST,
+            ["its watches since:", *_calls_text(traffic, watches),
+             f"its calls: {traffic.summary(since=mark)}"],
+        ))
+    answered = gone_calls[0]
+    deadline = time.monotonic() + limit
+    while True:
+        after = [
+            c for c in traffic.calls(since=mark)
+            if c.at > answered.at and (plurals is None or c.resource in plurals)
+        ]
+        lists = [c for c in after if c.verb == "list" and c.status == 200]
+        if lists or time.monotonic() >= deadline:
+            break
+        time.sleep(_POLL)
+    if not lists:
+        rewatched = [c for c in after if c.verb == "watch"]
+        how = (
+            f"it watched again {plural(len(rewatched), 'time')} without listing "
+            f"(resourceVersion {', '.join(repr(c.request.resource_version or '') for c in rewatched[:3])})"
+            if rewatched else "it sent nothing about them at all"
+        )
+        raise AssertionError(failure(
+            f"operator {operator.name!r} did not re-list {resource} after its watch got 410 Gone: {how}",
+            RULE_RELIST,
+            [f"the 410: {answered.describe()}", f"its calls of {resource} since:",
+             *_calls_text(traffic, after)],
+        ))
+    return Relist(answered, lists[0])
