@@ -70,6 +70,12 @@ kind-images: venv docker-engine binaries binaries-older
 	$(KTEST) kind build-image $(VERSION_FLAG)
 	$(KTEST) kind build-image --k8s-version $(OLDER_K8S_VERSION)
 
+# ktest against Go envtest and issue 15's goals in one interleaved run (cold start, attach to a
+# warm control plane, plugin cost, memory; a couple of minutes). BENCH_ARGS="--runs 9 --suite tests/plugin".
+BENCH_ARGS ?=
+bench: venv binaries
+	$(BIN)/python bench/compare_envtest.py $(BENCH_ARGS)
+
 # The seeded-bug detection matrix: the demo suite against the correct operators and every seeded bug.
 .PHONY: matrix
 matrix: venv binaries
