@@ -268,9 +268,12 @@ def _indent(text: str) -> str:
 
 @dataclass(frozen=True)
 class Backoff:
-    """The gaps (seconds) between each refused request and the operator's retry."""
+    """The gaps (seconds) between each refused request and the operator's retry; requests that
+    followed a watch event about the same object are reactions to a change, not retries, and
+    are listed apart."""
 
     gaps: tuple[float, ...]
+    reactions: tuple[str, ...] = ()
 
 
 def assert_backs_off(
@@ -291,7 +294,13 @@ def assert_backs_off(
     """Answer the operator's next ``times`` matching requests with ``on`` (429, or a 5xx) and
     ``Retry-After: retry_after``; ``trigger()`` makes it send them. Each retry (the next
     matching request) must come at least ``retry_after`` s (or, with ``retry_after=None``,
-    ``min_gap`` s) after the refusal.
+    ``min_gap`` s) after the refusal. A request that follows a watch event about an object of
+    the same namespace and name (the operator reacting to a change, e.g. another writer's)
+    is not judged as a retry.
+
+    The official Python client (urllib3) itself retries 429 and 503 answers that carry
+    Retry-After, honouring it (up to three times): an operator built on it passes those
+    whatever its own retry logic; 500 (or ``retry_after=None``) tests the operator's.
     """
     __tracebackhide__ = True
     rule: Rule
@@ -323,10 +332,18 @@ def assert_backs_off(
     wanted = retry_after if retry_after else min_gap
     gaps: list[float] = []
     tight: list[str] = []
+    reactions: list[str] = []
     for refused, retry in itertools.pairwise(matching):
         if not refused.answered_by_fault:
             continue
-        gap = retry.at - (refused.ended or refused.at)
+        refused_at = refused.ended or refused.at
+        gap = retry.at - refused_at
+        if refused.name is not None:
+            events = traffic.events_about(refused.namespace, refused.name, after=refused_at, before=retry.at)
+            if events:  # the operator reacting to a change is not a retry
+                reactions.append(f"{gap:.3f}s after {refused.describe()}: followed a watch event of "
+                                 f"{events[0][1]} about it")
+                continue
         gaps.append(gap)
         if gap < wanted * _RETRY_AFTER_SLACK:
             tight.append(f"{gap:.3f}s after {refused.describe()}")
@@ -345,7 +362,8 @@ def assert_backs_off(
             f"{len(tight)} of {len(gaps)} retries came sooner than {wanted:g}s",
             RULE_BACKS_OFF,
             [*tight, f"gaps: {', '.join(f'{g:.3f}s' for g in gaps)}", "the matching calls:",
-             *_calls_text(traffic, matching)],
+             *_calls_text(traffic, matching),
+             *(["not judged (reactions to watch events):", *reactions] if reactions else [])],
         ))
     if not refused_all or not matching or matching[-1].answered_by_fault:
         raise AssertionError(failure(
@@ -354,7 +372,7 @@ def assert_backs_off(
             RULE_BACKS_OFF,
             ["the matching calls:", *_calls_text(traffic, matching)],
         ))
-    return Backoff(tuple(gaps))
+    return Backoff(tuple(gaps), tuple(reactions))
 
 
 # -------------------------------------------------------------------- 410 Gone
@@ -372,7 +390,8 @@ def assert_relists_after_410(
     operator: OperatorHandle, resource: str, *, namespace: str | None = None, timeout: float | None = None
 ) -> Relist:
     """Close the operator's watches of ``resource`` and answer its next watch with ``410 Gone``;
-    it must list ``resource`` again (then watch again) within ``timeout``."""
+    it must list ``resource`` again (then watch again) within ``timeout``. A watch that streams
+    the current state first (``sendInitialEvents=true``, client-go's watch list) counts as a list."""
     __tracebackhide__ = True
     limit = current_defaults().timeout if timeout is None else timeout
     traffic = operator.traffic
@@ -404,12 +423,12 @@ def assert_relists_after_410(
             c for c in traffic.calls(since=mark)
             if c.at > answered.at and (plurals is None or c.resource in plurals)
         ]
-        lists = [c for c in after if c.verb == "list" and c.status == 200]
+        lists = [c for c in after if c.request.lists and c.status == 200 and not c.answered_by_fault]
         if lists or time.monotonic() >= deadline:
             break
         time.sleep(_POLL)
     if not lists:
-        rewatched = [c for c in after if c.verb == "watch"]
+        rewatched = [c for c in after if c.verb == "watch" and not c.request.lists]
         how = (
             f"it watched again {plural(len(rewatched), 'time')} without listing "
             f"(resourceVersion {', '.join(repr(c.request.resource_version or '') for c in rewatched[:3])})"

@@ -35,10 +35,17 @@ class ApiRequest:
     subresource: str | None = None
     field_manager: str | None = None
     resource_version: str | None = None
+    send_initial_events: bool = False
+    """A watch that first streams the current state (client-go's "watch list"): a list, too."""
 
     @property
     def is_watch(self) -> bool:
         return self.verb == "watch"
+
+    @property
+    def lists(self) -> bool:
+        """Reads the whole current state: a list, or a watch that streams it first."""
+        return self.verb == "list" or (self.verb == "watch" and self.send_initial_events)
 
     @property
     def is_write(self) -> bool:
@@ -63,7 +70,8 @@ class ApiRequest:
         return text
 
     def describe(self) -> str:
-        return f"{self.verb} {self.target()}"
+        verb = "watch (list)" if self.verb == "watch" and self.send_initial_events else self.verb
+        return f"{verb} {self.target()}"
 
 
 def parse_request(method: str, target: str) -> ApiRequest:
@@ -75,11 +83,13 @@ def parse_request(method: str, target: str) -> ApiRequest:
     watch_query = (query.get("watch") or [""])[0].lower() in _TRUE
     field_manager = query["fieldManager"][0] if query.get("fieldManager") else None
     resource_version = query["resourceVersion"][0] if query.get("resourceVersion") else None
+    initial_events = (query.get("sendInitialEvents") or [""])[0].lower() in _TRUE
 
     def named(verb: str, group: str = "", version: str = "", **about: str | None) -> ApiRequest:
         return ApiRequest(
             method, parts.path, verb, group, version, field_manager=field_manager,
-            resource_version=resource_version, **about,  # type: ignore[arg-type]
+            resource_version=resource_version, send_initial_events=initial_events,
+            **about,  # type: ignore[arg-type]
         )
 
     located = _resource_segments(segments)

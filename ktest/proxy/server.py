@@ -43,6 +43,12 @@ _COPY = 64 * 1024
 _HANDSHAKE_TIMEOUT = 10.0
 _HOP_BY_HOP = frozenset({"proxy-connection", "keep-alive", "te", "trailer", "proxy-authorization"})
 _EVENT_TYPE = re.compile(rb'"type"\s*:\s*"([A-Z]+)"')
+# The API server writes metadata's name (and generateName) before its namespace.
+_EVENT_OBJECT = re.compile(
+    rb'"metadata":\{"name":"([^"]+)"(?:,"generateName":"[^"]*")?(?:,"namespace":"([^"]*)")?'
+)
+MAX_EVENT_OBJECTS = 5000
+"""Per watch: how many events' objects are remembered (namespace, name, when)."""
 _NO_BODY_STATUS = frozenset({204, 304})
 
 
@@ -186,7 +192,7 @@ class _EventCounter:
         self._pending = 0  # protobuf: bytes of the current frame still to come
         self._prefix = b""
 
-    def feed(self, data: bytes, call: Call) -> None:
+    def feed(self, data: bytes, call: Call, now: float) -> None:
         if not self.protobuf:
             count = data.count(b"\n")
             if count:
@@ -194,6 +200,12 @@ class _EventCounter:
                 for kind in _EVENT_TYPE.findall(data):
                     name = kind.decode()
                     call.event_types[name] = call.event_types.get(name, 0) + 1
+                if len(call.event_objects) < MAX_EVENT_OBJECTS:
+                    for match in _EVENT_OBJECT.finditer(data):
+                        namespace = match.group(2)
+                        call.event_objects.append(
+                            (now, namespace.decode() if namespace else None, match.group(1).decode())
+                        )
             return
         view = memoryview(data)
         while view:
@@ -465,7 +477,7 @@ class ProxyServer:
                     return False
                 client.sendall(b"%x\r\n%s\r\n" % (size, data))
                 if counter is not None:
-                    counter.feed(data, call)
+                    counter.feed(data, call, self.traffic.now())
         finally:
             if watch is not None:
                 self.faults.watch_closed(watch)

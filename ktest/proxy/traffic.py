@@ -45,6 +45,8 @@ class Call:
     events: int = 0
     """Watch events delivered to the operator."""
     event_types: dict[str, int] = field(default_factory=dict)
+    event_objects: list[tuple[float, str | None, str]] = field(default_factory=list)
+    """(when, namespace, name) of the objects the watch events were about (JSON streams)."""
     fault: str | None = None
     """The injected fault that answered (or delayed) this request, if any."""
     closed_by: str | None = None
@@ -208,6 +210,20 @@ class Traffic:
         span = max(now - start, 1e-3)
         matching = [call for call in self.calls(**filters) if call.at >= start]  # type: ignore[arg-type]
         return len(matching) / span
+
+    def events_about(
+        self, namespace: str | None, name: str, *, after: float = 0.0, before: float | None = None
+    ) -> list[tuple[float, str]]:
+        """Watch events delivered to the operator about objects named ``namespace/name`` (any
+        kind: an owner and its children often share a name), as (when, watched resource)."""
+        found = []
+        for call in self.calls(verb="watch"):
+            for at, event_namespace, event_name in list(call.event_objects):
+                if event_name == name and event_namespace == namespace and at > after and (
+                    before is None or at < before
+                ):
+                    found.append((at, call.request.resource))
+        return sorted(found)
 
     def open_watches(self, resource: str | None = None) -> list[Call]:
         return [call for call in self.calls(verb="watch", resource=resource) if call.ended is None]

@@ -245,7 +245,7 @@ def test_session_scoped_operator_attaches_logs_during_each_test(admin: Cluster) 
         ctx.stop.wait()  # type: ignore[call-arg]
 
     with use_context(RunContext("session")) as session:  # a scope wider than a test
-        op = run_callable(operator, admin)
+        op = run_callable(operator, admin, proxy=False)  # the proxy's API calls section: tests/proxy
         assert session.test_start_hooks  # registered for the tests to come
         op.log.write("before the test")
         with run_context("test", test=True) as test:
@@ -263,7 +263,7 @@ def test_per_test_operator_attaches_its_whole_log(admin: Cluster) -> None:
         ctx.stop.wait()  # type: ignore[call-arg]
 
     with use_context(RunContext("session")), run_context("test", test=True) as test:
-        with run_callable(operator, admin, name="per-test") as op:
+        with run_callable(operator, admin, name="per-test", proxy=False) as op:
             op.log.write("hello")
         ((title, provider),) = test.sections
         assert title == "operator per-test log"

@@ -61,9 +61,8 @@ def mirror_operator(behaviour: Behaviour) -> Any:
                 except queue.Empty:
                     continue
                 wait = due - time.monotonic()
-                if wait > 0:
-                    if ctx.stop.wait(wait):
-                        break
+                if wait > 0 and ctx.stop.wait(wait):
+                    break
                 try:
                     _mirror(core, namespace, name, behaviour)
                 except ApiException as error:

@@ -67,12 +67,14 @@ def test_only_the_operator_s_certificate_is_accepted(proxy: OperatorProxy) -> No
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    with socket.create_connection(("127.0.0.1", proxy.port)) as raw:
-        with pytest.raises((ssl.SSLError, ConnectionError)):
-            with context.wrap_socket(raw) as tls:
-                tls.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\n\r\n")
-                if not tls.recv(100):
-                    raise ConnectionError("closed without an answer")
+    with (
+        socket.create_connection(("127.0.0.1", proxy.port)) as raw,
+        pytest.raises((ssl.SSLError, ConnectionError)),
+        context.wrap_socket(raw) as tls,
+    ):
+        tls.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\n\r\n")
+        if not tls.recv(100):
+            raise ConnectionError("closed without an answer")
     assert len(proxy.traffic) == 0
 
 

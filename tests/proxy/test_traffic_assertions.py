@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from mirror_operator import Behaviour, mirror_operator
 
 from ktest import faults
 from ktest.assertions.traffic import (
@@ -21,7 +22,6 @@ from ktest.assertions.traffic import (
 from ktest.cluster import Cluster
 from ktest.operators import OperatorHandle, run_callable
 from ktest.wait import eventually
-from mirror_operator import Behaviour, mirror_operator
 
 OperatorFactory = Callable[..., OperatorHandle]
 
@@ -66,7 +66,9 @@ def test_no_hot_loop_passes_once_converged(start: OperatorFactory, admin: Cluste
     assert counts.per_object == {}
 
 
-def test_no_hot_loop_counts_the_operator_s_own_writes(start: OperatorFactory, admin: Cluster, ns: str) -> None:
+def test_no_hot_loop_counts_the_operator_s_own_writes(
+    start: OperatorFactory, admin: Cluster, ns: str
+) -> None:
     op = start(hot=True)
     admin.create(source(), namespace=ns)
     eventually(copied(admin, ns, "1"))
@@ -125,9 +127,11 @@ def test_recovers_fails_when_the_operator_gives_up_after_a_conflict(
     with pytest.raises(AssertionError) as caught:
         assert_recovers(
             op, faults.conflict("configmaps", name="source-copy", times=1), then=copied(admin, ns, "2"),
-            action=lambda: admin.patch(("v1", "ConfigMap", "source", ns), {"data": {"value": "2"}}), timeout=2,
+            action=lambda: admin.patch(("v1", "ConfigMap", "source", ns), {"data": {"value": "2"}}),
+            timeout=2,
         )
-    assert f"it gave up on configmaps {ns}/source-copy after 409 Conflict" in str(caught.value).splitlines()[0]
+    headline = str(caught.value).splitlines()[0]
+    assert f"it gave up on configmaps {ns}/source-copy after 409 Conflict" in headline
 
 
 # ------------------------------------------------------------------ assert_backs_off
