@@ -17,7 +17,22 @@ process dies, and a small janitor process removes what is left after ``kill -9``
 
 from __future__ import annotations
 
-from ktest.controlplane.plane import ControlPlane
-from ktest.controlplane.process import ManagedProcess
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ktest.controlplane.plane import ControlPlane
+    from ktest.controlplane.process import ManagedProcess
+
+# Imported on first use: attaching to a running control plane needs only its small
+# readiness client (ktest.controlplane.apiserver), not certificates and processes.
+_EXPORTS = {"ControlPlane": "ktest.controlplane.plane", "ManagedProcess": "ktest.controlplane.process"}
 
 __all__ = ["ControlPlane", "ManagedProcess"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ktest.controlplane' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -8,10 +8,13 @@ import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ktest.controlplane.etcd import EtcdCredentials
 from ktest.controlplane.flags import merge_flags
 from ktest.controlplane.process import ManagedProcess
+
+if TYPE_CHECKING:  # certificates (cryptography) are not needed to check a running server
+    from ktest.controlplane.etcd import EtcdCredentials
 
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 # The first address of the service range: the `kubernetes` Service's cluster IP.
@@ -67,11 +70,28 @@ class ApiServerFiles:
     audit_log: Path | None = None
 
 
+# ktest's flags that are the same for every control plane (they also key the etcd templates,
+# since they shape what the API server stores at bootstrap).
+STATIC_FLAGS: dict[str, str] = {
+    "bind-address": "127.0.0.1",
+    "advertise-address": "127.0.0.1",
+    "authorization-mode": "RBAC",
+    "service-account-issuer": SERVICE_ACCOUNT_ISSUER,
+    "service-cluster-ip-range": SERVICE_CLUSTER_IP_RANGE,
+    "allow-privileged": "true",
+    # The endpoint reconcilers refuse a loopback advertise address, and nothing
+    # runs inside the cluster that would use the `kubernetes` Service's endpoints.
+    "endpoint-reconciler-type": "none",
+    # Nothing creates the `default` ServiceAccount of new namespaces (that is the
+    # serviceaccount controller's job, which ktest does not run), so the admission
+    # plugin would reject every Pod. Disabling it is what envtest does as well.
+    "disable-admission-plugins": "ServiceAccount",
+}
+
+
 def default_flags(port: int, etcd_port: int, files: ApiServerFiles) -> dict[str, str | None]:
     """ktest's kube-apiserver flags, before the user's extra flags override them."""
     flags: dict[str, str | None] = {
-        "bind-address": "127.0.0.1",
-        "advertise-address": "127.0.0.1",
         "secure-port": str(port),
         "etcd-servers": f"https://127.0.0.1:{etcd_port}",
         "etcd-cafile": str(files.etcd.ca_cert),
@@ -81,19 +101,9 @@ def default_flags(port: int, etcd_port: int, files: ApiServerFiles) -> dict[str,
         "tls-cert-file": str(files.serving_cert),
         "tls-private-key-file": str(files.serving_key),
         "client-ca-file": str(files.ca_cert),
-        "authorization-mode": "RBAC",
         "service-account-key-file": str(files.service_account_public_key),
         "service-account-signing-key-file": str(files.service_account_key),
-        "service-account-issuer": SERVICE_ACCOUNT_ISSUER,
-        "service-cluster-ip-range": SERVICE_CLUSTER_IP_RANGE,
-        "allow-privileged": "true",
-        # The endpoint reconcilers refuse a loopback advertise address, and nothing
-        # runs inside the cluster that would use the `kubernetes` Service's endpoints.
-        "endpoint-reconciler-type": "none",
-        # Nothing creates the `default` ServiceAccount of new namespaces (that is the
-        # serviceaccount controller's job, which ktest does not run), so the admission
-        # plugin would reject every Pod. Disabling it is what envtest does as well.
-        "disable-admission-plugins": "ServiceAccount",
+        **STATIC_FLAGS,
     }
     if files.audit_policy is not None and files.audit_log is not None:
         flags["audit-policy-file"] = str(files.audit_policy)
@@ -124,11 +134,15 @@ class ApiServerClient:
 
     def get(self, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
         """(status, body); status 0 when the server cannot be reached."""
+        return self.request("GET", path, timeout)
+
+    def request(self, method: str, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+        """(status, body) of a request without a body; status 0 when the server cannot be reached."""
         connection = http.client.HTTPSConnection(
             "127.0.0.1", self.port, context=self._context, timeout=timeout
         )
         try:
-            connection.request("GET", path)
+            connection.request(method, path)
             response = connection.getresponse()
             return response.status, response.read()
         except (OSError, http.client.HTTPException):

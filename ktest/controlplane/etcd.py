@@ -22,6 +22,8 @@ from ktest.controlplane.process import ManagedProcess
 MEMBER_NAME = "ktest"
 _NAMES = ("localhost",)
 _ADDRESSES = ("127.0.0.1",)
+HEARTBEAT_MS = 10
+ELECTION_TIMEOUT_MS = 50  # etcd requires at least 5 heartbeats
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,13 @@ def etcd_process(
         "--peer-client-cert-auth",
         "--log-level=warn",
     ]
-    if probe(binary).accepts("unsafe-no-fsync"):
+    known = probe(binary)
+    if known.accepts("election-timeout") and known.accepts("heartbeat-interval"):
+        # A new member waits a random part of the election timeout (default 1 s) before it
+        # elects itself, and the API server waits for etcd: up to ~1 s of every start. A lone
+        # member has no peer to miss heartbeats from, so short timeouts change nothing else.
+        command += [f"--heartbeat-interval={HEARTBEAT_MS}", f"--election-timeout={ELECTION_TIMEOUT_MS}"]
+    if known.accepts("unsafe-no-fsync"):
         # Test data is disposable: skipping fsync makes every write much cheaper.
         command.append("--unsafe-no-fsync")
     return ManagedProcess("etcd", command, log_path)

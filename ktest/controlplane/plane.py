@@ -22,6 +22,7 @@ from ktest.controlplane.apiserver import (
     RESERVED_FLAGS,
     SERVING_DNS_NAMES,
     SERVING_IPS,
+    STATIC_FLAGS,
     ApiServerClient,
     ApiServerFiles,
     apiserver_process,
@@ -98,7 +99,10 @@ class ControlPlane:
     garbage collector and namespace); ``"none"`` or ``()`` runs no
     controller-manager. ``apiserver_flags`` (``["--name=value"]`` or a mapping)
     replace ktest's value of the same flag or are added. ``audit=True`` writes
-    a Metadata-level audit log to :attr:`audit_log`.
+    a Metadata-level audit log to :attr:`audit_log`. ``etcd_template=True`` starts
+    etcd on a copy of data bootstrapped once per version (see
+    :mod:`ktest.controlplane.etcd_template`; not with ``apiserver_flags``, which may
+    change what is bootstrapped), so the API server has little left to create.
     """
 
     def __init__(
@@ -113,6 +117,7 @@ class ControlPlane:
         root_directory: Path | str | None = None,
         start_timeout: float = 60.0,
         wait_for_controllers: bool = True,
+        etcd_template: bool = True,
     ) -> None:
         self.k8s_version = k8s_version
         self._assets_argument = assets
@@ -138,6 +143,8 @@ class ControlPlane:
         self._root_directory = Path(root_directory) if root_directory is not None else None
         self.start_timeout = start_timeout
         self.wait_for_controllers = wait_for_controllers
+        self.etcd_template = etcd_template
+        self._template: Path | None = None
 
         self._lock = threading.RLock()
         self._assets: Assets | None = None
@@ -396,6 +403,40 @@ class ControlPlane:
             (directory / janitor.KEEP_FILE).touch()
         self._janitor = JanitorHandle(directory, keep_directory=self.keep_directory)
         (directory / "logs").mkdir()
+        self._template = self._find_template() if self.etcd_template and not self._apiserver_flags else None
+
+    def _find_template(self) -> Path:
+        """The etcd template for these binaries, bootstrapped first if there is none."""
+        from ktest.controlplane import etcd_template
+
+        assert self._assets is not None
+        binaries = [self._assets.binary("etcd"), self._assets.binary("kube-apiserver")]
+        bootstrap: list[ControlPlane] = []
+
+        def build() -> Path:
+            plane = ControlPlane(
+                assets=self._assets,
+                controllers="none",
+                root_directory=self._root_directory,
+                start_timeout=self.start_timeout,
+                etcd_template=False,
+            )
+            bootstrap.append(plane)
+            plane.start()
+            with plane._lock:
+                plane._forget_kubernetes_service()
+                plane._stop_components()  # etcd last and cleanly: its data is complete
+            return plane.directory / "etcd"
+
+        def remove(_data_dir: Path) -> None:
+            for plane in bootstrap:
+                plane.stop()
+
+        try:
+            return etcd_template.ensure(etcd_template.template_key(binaries, STATIC_FLAGS), build, remove)
+        except BaseException:
+            remove(Path())
+            raise
 
     def _make_etcd_credentials(self) -> EtcdCredentials:
         if self._etcd_credentials is None:
@@ -463,9 +504,15 @@ class ControlPlane:
         assert self._assets is not None
         etcd_port, peer_port, api_port = free_ports(3, prefer=prefer_ports)
         self._ports = (etcd_port, peer_port, api_port)
+        data_dir = self.directory / "etcd"
+        template = self._template
+        if template is not None and not data_dir.exists():
+            from ktest.controlplane.etcd_template import restore
+
+            self._write_files(lambda: restore(template, data_dir))
         self._etcd = etcd_process(
             self._assets.binary("etcd"),
-            data_dir=self.directory / "etcd",
+            data_dir=data_dir,
             client_port=etcd_port,
             peer_port=peer_port,
             credentials=self._write_files(self._make_etcd_credentials),
@@ -509,6 +556,25 @@ class ControlPlane:
                     "Raise start_timeout= if this machine is very busy, or look at the log above.",
                 )
             time.sleep(0.02)
+
+    def _forget_kubernetes_service(self) -> None:
+        """Wait for the API server to create the ``kubernetes`` Service, then delete it.
+
+        For an etcd template: the Service names this API server's port, and an API server
+        never corrects an existing one, so each control plane must create its own."""
+        client, apiserver = self._client, self._apiserver
+        assert client is not None and apiserver is not None
+        path = "/api/v1/namespaces/default/services/kubernetes"
+        apiserver.wait_until(
+            lambda: client.get(path)[0] == 200,
+            timeout=self.start_timeout,
+            what="serving the kubernetes Service",
+        )
+        status, body = client.request("DELETE", path)
+        if status not in (200, 202):
+            raise apiserver.failure(
+                f"could not delete the kubernetes Service (status {status}: {body[:300]!r})"
+            )
 
     def _raise_start_failure(self, process: ManagedProcess) -> None:
         raw = process.log_since_start()

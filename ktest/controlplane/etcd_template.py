@@ -1,0 +1,167 @@
+"""A pre-initialised etcd data directory per version, so a new control plane skips bootstrap.
+
+A fresh kube-apiserver spends ~0.3-0.5 s (more on a busy machine) after it starts serving
+creating what every cluster holds: the system namespaces, bootstrap RBAC roles and
+bindings, priority-and-fairness flow schemas, priority classes, the ``kubernetes``
+Service. Those objects are the same for every control plane of one version, so they are
+created once: a throwaway control plane bootstraps an etcd, both are stopped cleanly, and
+etcd's data directory is kept as a template. Each later control plane starts on a copy;
+the API server's post-start hooks then find everything in place and only reconcile.
+``tests/controlplane/test_etcd_template.py`` checks that the result is the same cluster.
+
+Templates live in ``${XDG_CACHE_HOME:-~/.cache}/ktest/etcd-templates/<key>/``; the key
+covers the etcd and kube-apiserver binaries (path, size, modification time) and the flags
+that shape stored data. A template is built under a file lock in a private directory and
+renamed into place, so concurrent starts (pytest-xdist workers) build it once and never
+see half of one; a template whose files do not match its manifest is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from ktest.controlplane.flags import cache_directory as flags_cache_directory
+
+FORMAT = 1
+MANIFEST = "ktest-template.json"
+_PAGE = 4096
+
+
+def templates_directory() -> Path:
+    return flags_cache_directory().parent / "etcd-templates"
+
+
+def template_key(binaries: list[Path], shaping: dict[str, str]) -> str:
+    """A key for the binaries (path, size, mtime) and the flags that shape stored data."""
+    identities = []
+    for binary in binaries:
+        stat = binary.stat()
+        identities.append(f"{binary.resolve()}:{stat.st_size}:{stat.st_mtime_ns}")
+    text = json.dumps({"format": FORMAT, "binaries": identities, "flags": shaping}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _used_length(path: Path) -> int:
+    """The file's length without its trailing zeros, rounded up to a page plus one zero page.
+
+    etcd preallocates each WAL segment (64 MiB of zeros) and reads a zero record length
+    as the end of the log, so the trimmed file is what etcd itself would see."""
+    size = path.stat().st_size
+    with path.open("rb") as file:
+        end = size
+        while end > 0:
+            start = max(0, end - (1 << 20))
+            file.seek(start)
+            chunk = file.read(end - start).rstrip(b"\0")
+            if chunk:
+                used = start + len(chunk)
+                return min(size, (used + _PAGE - 1) // _PAGE * _PAGE + _PAGE)
+            end = start
+    return 0
+
+
+def _copy_trimmed(source: Path, target: Path) -> None:
+    length = _used_length(source)
+    with source.open("rb") as src, target.open("wb") as dst:
+        remaining = length
+        while remaining:
+            chunk = src.read(min(remaining, 1 << 20))
+            if not chunk:
+                break
+            dst.write(chunk)
+            remaining -= len(chunk)
+
+
+def store(data_dir: Path, destination: Path) -> None:
+    """Copy a stopped etcd's ``data_dir`` to ``destination`` atomically (WAL zeros trimmed,
+    preallocated ``*.tmp`` segments left out), with a manifest of file sizes."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{destination.name}.partial-", dir=destination.parent))
+    try:
+        files: dict[str, int] = {}
+        for path in sorted(data_dir.rglob("*")):
+            relative = path.relative_to(data_dir)
+            target = partial / relative
+            if path.is_dir():
+                _private_directories(partial, target)
+            elif path.is_file() and not path.name.endswith(".tmp"):
+                _private_directories(partial, target.parent)
+                if path.suffix == ".wal":
+                    _copy_trimmed(path, target)
+                else:
+                    shutil.copyfile(path, target)
+                files[str(relative)] = target.stat().st_size
+        (partial / MANIFEST).write_text(json.dumps({"format": FORMAT, "files": files}))
+        try:
+            os.rename(partial, destination)
+        except OSError:
+            if not is_complete(destination):
+                raise
+            shutil.rmtree(partial, ignore_errors=True)  # another process stored it first
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+
+
+def is_complete(template: Path) -> bool:
+    """True when every file the manifest lists is there with its size."""
+    try:
+        manifest = json.loads((template / MANIFEST).read_text())
+        files = manifest["files"]
+        return manifest.get("format") == FORMAT and bool(files) and all(
+            (template / name).stat().st_size == size for name, size in files.items()
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def restore(template: Path, data_dir: Path) -> None:
+    """Copy the template into ``data_dir`` (which must not exist), private to this user."""
+    files = json.loads((template / MANIFEST).read_text())["files"]
+    data_dir.mkdir(mode=0o700)
+    for name in sorted(files):
+        target = data_dir / name
+        _private_directories(data_dir, target.parent)
+        shutil.copyfile(template / name, target)
+        target.chmod(0o600)
+
+
+def _private_directories(root: Path, directory: Path) -> None:
+    """Create ``directory`` below ``root`` and its missing parents, all mode 0700 (etcd warns
+    about data directories others can read)."""
+    current = root
+    for part in directory.relative_to(root).parts:
+        current = current / part
+        current.mkdir(mode=0o700, exist_ok=True)
+
+
+def ensure(key: str, build: Callable[[], Path], stored_by: Callable[[Path], None]) -> Path:
+    """The template for ``key``, built first when missing: ``build()`` bootstraps a throwaway
+    control plane and returns its stopped etcd's data directory, ``stored_by(path)`` removes
+    whatever ``build`` left. Concurrent callers wait on a file lock and build it once."""
+    import filelock  # deferred: only a start that has to build a template needs it
+
+    directory = templates_directory()
+    template = directory / key
+    if is_complete(template):
+        return template
+    directory.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(directory / f".{key}.lock")):
+        if is_complete(template):
+            return template
+        if template.exists():  # damaged (a manifest that does not match): build it again
+            shutil.rmtree(template, ignore_errors=True)
+        for partial in directory.glob(f".{key}.partial-*"):  # a store killed midway (we hold the lock)
+            shutil.rmtree(partial, ignore_errors=True)
+        data_dir = build()
+        try:
+            store(data_dir, template)
+        finally:
+            stored_by(data_dir)
+    return template

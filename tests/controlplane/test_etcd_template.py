@@ -1,0 +1,220 @@
+"""The etcd template (ktest.controlplane.etcd_template): a control plane started on a copy
+of bootstrapped etcd data is the same cluster as one that bootstrapped itself, and the
+template is built once, atomically, and rebuilt when damaged."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import kubernetes
+import pytest
+from controlplane_helpers import client_for, wait_for
+
+from ktest.assets.assets import Assets
+from ktest.controlplane import ControlPlane, etcd_template
+from ktest.controlplane.apiserver import ApiServerClient
+
+# What the API server creates at bootstrap, and what it serves.
+LISTS = {
+    "namespaces": "/api/v1/namespaces",
+    "clusterroles": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "clusterrolebindings": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "roles": "/apis/rbac.authorization.k8s.io/v1/roles",
+    "rolebindings": "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+    "flowschemas": "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
+    "prioritylevelconfigurations": "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations",
+    "priorityclasses": "/apis/scheduling.k8s.io/v1/priorityclasses",
+    "services": "/api/v1/services",
+    "configmaps": "/api/v1/configmaps",
+    "serviceaccounts": "/api/v1/serviceaccounts",
+    "servicecidrs": "/apis/networking.k8s.io/v1/servicecidrs",
+    "ipaddresses": "/apis/networking.k8s.io/v1/ipaddresses",
+    "leases": "/apis/coordination.k8s.io/v1/leases",
+}
+
+
+def _get(client: ApiServerClient, path: str) -> Any:
+    status, body = client.get(path, timeout=10)
+    assert status == 200, f"GET {path}: status {status}: {body[:300]!r}"
+    return json.loads(body)
+
+
+def _content(item: dict[str, Any]) -> str:
+    """What an object says, without what differs between any two clusters (uid, times, versions)."""
+    kept = {key: value for key, value in item.items() if key not in ("metadata", "status")}
+    labels = item["metadata"].get("labels", {})
+    return json.dumps({"spec": kept, "labels": labels}, sort_keys=True)
+
+
+def _client(plane: ControlPlane) -> ApiServerClient:
+    certs = plane.directory / "certs"
+    port = urlparse(plane.server).port
+    assert port is not None
+    return ApiServerClient(port, certs / "ca.crt", certs / "admin.crt", certs / "admin.key")
+
+
+def cluster_snapshot(plane: ControlPlane) -> dict[str, Any]:
+    """Bootstrap objects (name -> content) and served API group versions and resources."""
+    client = _client(plane)
+    snapshot: dict[str, Any] = {}
+    for kind, path in LISTS.items():
+        items = _get(client, path)["items"]
+        for item in items:  # the `kubernetes` Service points at this API server's own port
+            if kind == "services" and item["metadata"]["name"] == "kubernetes":
+                assert item["spec"]["ports"][0]["targetPort"] == client.port
+                item["spec"]["ports"][0]["targetPort"] = "<this API server's port>"
+        snapshot[kind] = {
+            f"{item['metadata'].get('namespace', '')}/{item['metadata']['name']}": _content(item)
+            for item in items
+        }
+    served = {"v1": sorted(r["name"] for r in _get(client, "/api/v1")["resources"])}
+    for group in _get(client, "/apis")["groups"]:
+        for version in group["versions"]:
+            group_version = version["groupVersion"]
+            resources = _get(client, f"/apis/{group_version}")["resources"]
+            served[group_version] = sorted(r["name"] for r in resources)
+    snapshot["served API groups and resources"] = served
+    return snapshot
+
+
+def _differences(slow: dict[str, Any], fast: dict[str, Any]) -> list[str]:
+    found = []
+    for kind in slow:
+        if kind in ("configmaps", "leases"):  # contents: each cluster's own CA, renewal times
+            slow_kind, fast_kind = set(slow[kind]), set(fast[kind])
+            if slow_kind != fast_kind:
+                found.append(f"{kind}: only bootstrapped {sorted(slow_kind - fast_kind)}, "
+                             f"only from template {sorted(fast_kind - slow_kind)}")
+            continue
+        for name in sorted(set(slow[kind]) | set(fast[kind])):
+            if slow[kind].get(name) != fast[kind].get(name):
+                found.append(f"{kind} {name}: bootstrapped {str(slow[kind].get(name))[:2000]} | "
+                             f"from template {str(fast[kind].get(name))[:2000]}")
+    return found
+
+
+def test_a_plane_started_from_the_template_is_the_same_cluster(assets: Assets) -> None:
+    with ControlPlane(assets=assets, controllers="none", etcd_template=False) as slow:
+        assert slow._template is None
+        # Each API server creates the `kubernetes` Service (it names its own port) once /readyz
+        # is green (polled every 100 ms): the template leaves it out.
+        wait_for(lambda: _client(slow).get("/api/v1/namespaces/default/services/kubernetes")[0] == 200,
+                 timeout=30, what="the kubernetes Service of the bootstrapped cluster")
+        bootstrapped = cluster_snapshot(slow)
+    with ControlPlane(assets=assets, controllers="none") as fast:
+        assert fast._template is not None and etcd_template.is_complete(fast._template)
+        wait_for(lambda: _client(fast).get("/api/v1/namespaces/default/services/kubernetes")[0] == 200,
+                 timeout=30, what="the kubernetes Service of the cluster started from the template")
+        from_template = cluster_snapshot(fast)
+        # and it is a working cluster of its own: a write lands and reads back
+        api = client_for(fast.kubeconfig)
+        core = kubernetes.client.CoreV1Api(api)
+        core.create_namespaced_config_map("default", {"metadata": {"name": "written"}, "data": {"k": "v"}})
+        assert core.read_namespaced_config_map("written", "default").data == {"k": "v"}
+        api.close()
+    assert len(bootstrapped["clusterroles"]) > 50 and len(bootstrapped["flowschemas"]) > 5
+    assert {"/default", "/kube-system", "/kube-public", "/kube-node-lease"} <= set(bootstrapped["namespaces"])
+    assert _differences(bootstrapped, from_template) == []
+
+
+def test_the_comparison_sees_a_missing_bootstrap_object() -> None:
+    slow = {"clusterroles": {"/view": "rules", "/edit": "rules"}, "configmaps": {"a/b": "x"}}
+    fast = {"clusterroles": {"/view": "rules"}, "configmaps": {"a/b": "y"}}
+    assert _differences(slow, fast) == ["clusterroles /edit: bootstrapped rules | from template None"]
+    assert _differences(slow, {**fast, "configmaps": {}}) == [
+        "clusterroles /edit: bootstrapped rules | from template None",
+        "configmaps: only bootstrapped ['a/b'], only from template []",
+    ]
+
+
+def _fake_etcd_data(directory: Path) -> Path:
+    """A data directory shaped like etcd's: a WAL segment preallocated with zeros, a db, a .tmp."""
+    wal = directory / "member" / "wal"
+    wal.mkdir(parents=True)
+    (directory / "member" / "snap").mkdir()
+    (wal / "0000000000000000-0000000000000000.wal").write_bytes(b"\x01" * 5000 + b"\0" * (1 << 22))
+    (wal / "0.tmp").write_bytes(b"\0" * (1 << 20))
+    (directory / "member" / "snap" / "db").write_bytes(b"\x02" * 10000)
+    return directory
+
+
+def test_store_trims_the_wal_and_restore_gives_the_same_data(tmp_path: Path) -> None:
+    data = _fake_etcd_data(tmp_path / "data")
+    etcd_template.store(data, tmp_path / "templates" / "key")
+    template = tmp_path / "templates" / "key"
+    assert etcd_template.is_complete(template)
+    stored_wal = template / "member" / "wal" / "0000000000000000-0000000000000000.wal"
+    assert stored_wal.stat().st_size == 12288  # 5000 bytes, rounded to pages, one zero page after
+    assert not (template / "member" / "wal" / "0.tmp").exists()
+    assert [p.name for p in (tmp_path / "templates").iterdir()] == ["key"]  # no partial directory left
+
+    etcd_template.restore(template, tmp_path / "copy")
+    copy = tmp_path / "copy"
+    wal = (copy / "member" / "wal" / stored_wal.name).read_bytes()
+    assert wal[:5000] == b"\x01" * 5000 and set(wal[5000:]) == {0}
+    assert (copy / "member" / "snap" / "db").read_bytes() == b"\x02" * 10000
+    assert {oct(p.stat().st_mode & 0o777) for p in copy.rglob("*") if p.is_dir()} == {"0o700"}
+
+
+def test_a_damaged_template_is_not_complete(tmp_path: Path) -> None:
+    etcd_template.store(_fake_etcd_data(tmp_path / "data"), tmp_path / "t")
+    (tmp_path / "t" / "member" / "snap" / "db").write_bytes(b"short")
+    assert not etcd_template.is_complete(tmp_path / "t")
+    (tmp_path / "t" / "member" / "snap" / "db").unlink()
+    assert not etcd_template.is_complete(tmp_path / "t")
+    assert not etcd_template.is_complete(tmp_path / "missing")
+
+
+def test_concurrent_callers_build_the_template_once_and_a_damaged_one_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    builds: list[Path] = []
+    removed: list[Path] = []
+    barrier = threading.Barrier(4)
+
+    def build() -> Path:
+        data = _fake_etcd_data(tmp_path / f"build-{len(builds)}")
+        builds.append(data)
+        return data
+
+    results: list[Path] = []
+
+    def caller() -> None:
+        barrier.wait()
+        results.append(etcd_template.ensure("k", build, removed.append))
+
+    threads = [threading.Thread(target=caller) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(builds) == 1 and removed == builds
+    assert len(set(results)) == 1 and len(results) == 4 and etcd_template.is_complete(results[0])
+    assert sorted(p.name for p in etcd_template.templates_directory().iterdir()) == [".k.lock", "k"]
+
+    (results[0] / "member" / "snap" / "db").write_bytes(b"damaged")
+    (etcd_template.templates_directory() / ".k.partial-killed").mkdir()  # a store killed midway
+    assert etcd_template.ensure("k", build, removed.append) == results[0]
+    assert len(builds) == 2 and etcd_template.is_complete(results[0])
+    assert sorted(p.name for p in etcd_template.templates_directory().iterdir()) == [".k.lock", "k"]
+
+
+def test_a_failed_build_leaves_no_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+    def build() -> Path:
+        raise RuntimeError("bootstrap failed")
+
+    with pytest.raises(RuntimeError, match="bootstrap failed"):
+        etcd_template.ensure("k", build, lambda _: None)
+    assert sorted(p.name for p in etcd_template.templates_directory().iterdir()) == [".k.lock"]
+
+
+def test_flags_the_user_adds_bypass_the_template(assets: Assets) -> None:
+    with ControlPlane(assets=assets, controllers="none", apiserver_flags=["--v=1"]) as plane:
+        assert plane._template is None
