@@ -20,17 +20,20 @@ if TYPE_CHECKING:
 @pytest.fixture
 def webhooks(cluster: Cluster, namespace: str, request: pytest.FixtureRequest) -> Iterator[Callable[..., Webhooks]]:
     """``webhooks(*manifests, handlers=..., **options)``: started webhooks, limited to the test's
-    namespace (``namespaces=`` overrides), removed after the test; see ``ktest.webhooks.Webhooks``."""
+    namespace (``namespaces=`` overrides), removed after the test; see ``ktest.webhooks.Webhooks``.
+    ``start=False``: not started yet (start the operator with its ``cert_dir`` and
+    ``operator_port`` first, then call ``start()``)."""
     from ktest.webhooks import Webhooks
 
     started: list[Webhooks] = []
 
-    def start(*manifests: Any, **options: Any) -> Webhooks:
+    def start(*manifests: Any, start: bool = True, **options: Any) -> Webhooks:
         options.setdefault("namespaces", [namespace])
         options.setdefault("name", request.node.name)
         webhook_set = Webhooks(cluster, *manifests, **options)
-        webhook_set.start()
         started.append(webhook_set)
+        if start:
+            webhook_set.start()
         return webhook_set
 
     yield start

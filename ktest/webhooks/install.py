@@ -13,6 +13,7 @@ itself; the operator never sees them.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ class Installed:
 
     configurations: list[tuple[str, str]] = field(default_factory=list)  # (kind, name)
     conversions: list[str] = field(default_factory=list)  # CRD names whose conversion points at ktest
+    locks: list[Any] = field(default_factory=list)  # held conversion locks (filelock.FileLock)
     probes: dict[str, Callable[[], None]] = field(default_factory=dict)  # probe key -> request that hits it
     probe_names: dict[str, str] = field(default_factory=dict)  # probe key -> what it proves
 
@@ -67,11 +69,13 @@ def install_conversion(
     route_path: str,
     namespace: str,
     probe_name: str,
+    lock_timeout: float = 300.0,
 ) -> None:
     """Install (or update) a CRD whose conversion points at ktest, and register its probe."""
     from ktest.errors import CRDError
 
     name = crd["metadata"]["name"]
+    installed.locks.append(_conversion_lock(cluster, name, lock_timeout))
     installed.conversions.append(name)  # first: a failed install still gets its conversion reset
     try:
         cluster.install_crds(crd)
@@ -79,6 +83,28 @@ def install_conversion(
         raise WebhookError(f"cannot install the conversion webhook of CRD {name}: {error}") from None
     installed.probes[route_path] = _conversion_probe(cluster, crd, namespace, probe_name)
     installed.probe_names[route_path] = f"conversion webhook of CustomResourceDefinition {name}"
+
+
+def _conversion_lock(cluster: Cluster, crd_name: str, timeout: float) -> Any:
+    """A CRD has one conversion webhook for the whole cluster: two webhook sets converting the
+    same CRD on one API server (parallel test workers) take turns instead of overwriting each
+    other's client config. Held until :func:`uninstall`."""
+    import hashlib
+    import tempfile
+
+    import filelock
+
+    server = hashlib.sha256(cluster.server.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"ktest-conversion-{server}-{crd_name}.lock"
+    lock = filelock.FileLock(path)
+    try:
+        lock.acquire(timeout=timeout)
+    except filelock.Timeout:
+        raise WebhookError(
+            f"the conversion webhook of CustomResourceDefinition {crd_name} on {cluster.server} stayed in use by "
+            f"another test for {timeout:g}s (lock {path}): conversion webhooks are cluster-wide, one set at a time"
+        ) from None
+    return lock
 
 
 def admission_probe(cluster: Cluster, namespace: str, probe_name: str, token: str) -> Callable[[], None]:
@@ -173,4 +199,7 @@ def uninstall(cluster: Cluster, installed: Installed) -> list[str]:
             problems.append(f"could not reset the conversion of CustomResourceDefinition {name}: {error}")
     installed.configurations.clear()
     installed.conversions.clear()
+    for lock in installed.locks:
+        lock.release()
+    installed.locks.clear()
     return problems

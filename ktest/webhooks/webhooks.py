@@ -2,11 +2,12 @@
 
 ::
 
-    with Webhooks(cluster, "config/webhook/manifests.yaml", "config/crd/bases",
-                  namespaces=[ns]) as wh:
-        with run_subprocess([manager, *wh.controller_runtime_args()], cluster, ...):
-            wh.wait_for_operator()
-            ...
+    wh = Webhooks(cluster, "config/webhook/manifests.yaml", "config/crd/bases", namespaces=[ns])
+    with run_subprocess([manager, *wh.controller_runtime_args()], cluster, ...), wh:
+        ...   # start() waited for the operator's server, installed, and saw the API server call
+
+The operator starts first (certificate and port are known before ``start()``): a
+conversion webhook is called as soon as it is installed.
 
 One set of webhooks = one CA and serving certificate, one front server on the
 address the API server reaches (``cluster.webhook_host``), the user's
@@ -55,6 +56,9 @@ class Webhooks:
     a free port). ``operator_port``: where the operator's own server is expected
     (default: a free port). ``timeout_seconds``: override every admission webhook's
     ``timeoutSeconds`` (e.g. 2, so a hanging webhook fails a test in 2 s, not 10).
+    ``wait_for_operator``: :meth:`start` first waits until the operator's server answers
+    (when a webhook is forwarded to it), so start the operator before the webhooks;
+    False installs without it (to see what an absent server does).
     """
 
     def __init__(
@@ -68,6 +72,7 @@ class Webhooks:
         operator_port: int | None = None,
         timeout_seconds: float | None = None,
         ready_timeout: float = DEFAULT_READY_TIMEOUT,
+        wait_for_operator: bool = True,
         name: str = "ktest",
     ) -> None:
         self.cluster = cluster
@@ -85,6 +90,7 @@ class Webhooks:
         self.operator_port = operator_port if operator_port is not None else _free_port()
         self.timeout_seconds = timeout_seconds
         self.ready_timeout = ready_timeout
+        self.wait_for_operator_first = wait_for_operator
         self.token = f"{_clean(name)[:20]}-{secrets.token_hex(3)}"
         self.calls = CallLog()
         self.routes = RouteTable()
@@ -191,21 +197,23 @@ class Webhooks:
         probe_namespace = self.namespaces[0] if self.namespaces else "default"
         probe_name = f"{self.server.probe_name}-0"
         generated = read_manifests(*self.handlers.admission_configurations())
-        self.read.crds and self.cluster.install_crds(*(m.obj for m in self.read.crds))
-        for index, manifest in enumerate([*self.read.admission, *generated.admission]):
-            config, _ = rewriter.admission(manifest, index)
-            install.install_configuration(
-                self.cluster,
-                config,
-                self.installed,
-                index,
-                install.admission_probe(self.cluster, probe_namespace, probe_name, self.token),
-            )
-        for manifest in [*self.read.conversions, *self._python_conversions()]:
-            crd, route = rewriter.conversion(manifest)
-            install.install_conversion(
-                self.cluster, crd, self.installed, route.path, probe_namespace, probe_name
-            )
+        # Rewrite everything first: a manifest ktest cannot rewrite fails before anything is installed.
+        configs = [
+            rewriter.admission(manifest, index)[0]
+            for index, manifest in enumerate([*self.read.admission, *generated.admission])
+        ]
+        conversions = [rewriter.conversion(m) for m in [*self.read.conversions, *self._python_conversions()]]
+        if self.wait_for_operator_first and any(route.handler is None for route in self.routes):
+            # A conversion webhook is called as soon as it is installed (the API server converts
+            # stored objects to fill its caches): the operator must already serve.
+            self.wait_for_operator(self.ready_timeout)
+        if self.read.crds:
+            self.cluster.install_crds(*(m.obj for m in self.read.crds))
+        for index, config in enumerate(configs):
+            probe = install.admission_probe(self.cluster, probe_namespace, probe_name, self.token)
+            install.install_configuration(self.cluster, config, self.installed, index, probe)
+        for crd, route in conversions:
+            install.install_conversion(self.cluster, crd, self.installed, route.path, probe_namespace, probe_name)
         install.wait_called(self.installed, self.server.probe_hits, self.ready_timeout)
 
     def _python_conversions(self) -> list[Any]:

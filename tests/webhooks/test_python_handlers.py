@@ -1,0 +1,100 @@
+"""Python handlers on ktest's own HTTPS server: validating, mutating and conversion,
+called by the real API server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ktest.api_error import ApiError
+from ktest.assertions import assert_converts, assert_defaulted, assert_rejected
+from ktest.cluster import Cluster
+from ktest.webhooks import AdmissionRequest, Denied, Handlers
+
+
+def configmap(name: str, namespace: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+            "data": data}
+
+
+def limits() -> Handlers:
+    handlers = Handlers()
+
+    @handlers.validate("", "v1", "configmaps")
+    def no_secrets_in_configmaps(request: AdmissionRequest) -> None:
+        if "password" in (request.object.get("data") or {}):
+            raise Denied("data.password: passwords belong in Secrets")
+
+    @handlers.mutate("", "v1", "configmaps")
+    def owner_label(request: AdmissionRequest) -> None:
+        labels = request.object.setdefault("metadata", {}).setdefault("labels", {})
+        labels.setdefault("team", "platform")
+
+    return handlers
+
+
+def test_python_handlers_validate_and_mutate(cluster: Cluster, namespace: str, webhooks: Any) -> None:
+    wh = webhooks(handlers=limits())
+    created = cluster.create(configmap("settings", namespace, mode="fast"))
+    assert_defaulted(created, {"metadata": {"labels": {"team": "platform"}}}, sent=configmap("settings", namespace))
+    bad = configmap("leaky", namespace, password="hunter2")
+    assert_rejected(
+        lambda: cluster.create(bad), "passwords belong in Secrets", status=403,
+        webhook="no-secrets-in-configmaps.configmaps.core", cluster=cluster, obj=bad, webhooks=wh,
+    )
+    kinds = [(call.kind, call.allowed) for call in wh.calls]
+    assert kinds == [("mutating", True), ("validating", True), ("mutating", True), ("validating", False)]
+
+
+def test_webhooks_are_limited_to_the_test_namespace(cluster: Cluster, namespace: str, webhooks: Any) -> None:
+    """A namespaceSelector term keeps one test's webhooks away from other tests' namespaces."""
+    wh = webhooks(handlers=limits())
+    with cluster.namespace(prefix="other", background=True) as other:
+        created = cluster.create(configmap("free", other, password="fine-here"))  # neither denied nor mutated
+    assert "team" not in (created["metadata"].get("labels") or {})
+    assert len(wh.calls) == 0
+
+
+def test_a_handler_that_raises_fails_the_test_with_its_traceback(
+    cluster: Cluster, namespace: str, webhooks: Any
+) -> None:
+    handlers = Handlers()
+
+    @handlers.validate("", "v1", "configmaps")
+    def buggy(request: AdmissionRequest) -> None:
+        raise KeyError("spec")
+
+    wh = webhooks(handlers=handlers)
+    with pytest.raises(ApiError) as raised:
+        cluster.create(configmap("x", namespace))
+    assert raised.value.status == 500 and "the Python handler buggy raised KeyError: 'spec'" in raised.value.message
+    with pytest.raises(Exception, match="a Python webhook handler raised") as health:
+        wh.check_handlers()
+    assert "KeyError" in str(health.value)
+    wh.server.handler_errors.clear()  # type: ignore[union-attr]  (the failure was the point of this test)
+
+
+def gadget_conversion() -> Handlers:
+    handlers = Handlers()
+
+    @handlers.convert("pyhooks.ktest.dev", "gadgets")
+    def sizes(obj: dict[str, Any], to_version: str) -> dict[str, Any]:
+        spec = obj.setdefault("spec", {})
+        if to_version == "v2" and "size" in spec:
+            spec["sizeGi"] = int(spec.pop("size").removesuffix("Gi"))
+        if to_version == "v1" and "sizeGi" in spec:
+            spec["size"] = f"{spec.pop('sizeGi')}Gi"
+        return obj
+
+    return handlers
+
+
+def test_python_conversion_round_trip(cluster: Cluster, namespace: str, webhooks: Any, gadgets: str) -> None:
+    wh = webhooks(handlers=gadget_conversion())
+    cluster.create({"apiVersion": "pyhooks.ktest.dev/v1", "kind": "Gadget",
+                    "metadata": {"name": "g", "namespace": namespace}, "spec": {"size": "10Gi", "color": "red"}})
+    converted = assert_converts(cluster, ("pyhooks.ktest.dev/v1", "Gadget", "g", namespace), to="v2",
+                                expect={"spec": {"sizeGi": 10, "color": "red"}})
+    assert converted["apiVersion"] == "pyhooks.ktest.dev/v2"
+    assert any(call.kind == "conversion" for call in wh.calls)
