@@ -53,7 +53,7 @@ class Settings:
     keep_cluster: bool = False
     artifacts_dir: Path | None = None
     run_dir: Path | None = None
-    operator_proxy: bool = False
+    operator_proxy: bool = True
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """Where each non-default value came from (for messages), e.g. ``{"backend": "ini ktest_backend"}``."""
 
@@ -75,6 +75,8 @@ class Settings:
             parts.append(f"keep-namespaces={self.keep_namespaces}")
         if self.namespace_deletion != "background":
             parts.append(f"namespace-deletion={self.namespace_deletion}")
+        if not self.operator_proxy:
+            parts.append("operator-proxy=off")
         return " ".join(parts)
 
 
@@ -277,7 +279,7 @@ SETTINGS: tuple[Spec, ...] = (
          "/dev/shm when it has 1 GiB free, else the temp directory"),
     Spec("operator_proxy", "--ktest-operator-proxy", "ktest_operator_proxy", "KTEST_OPERATOR_PROXY", _bool,
          "operators started by ktest's runners talk to the API server through ktest's recording, "
-         "fault-injecting proxy (op.traffic, op.faults): on or off", "off"),
+         "fault-injecting proxy (op.traffic, op.faults)", "true", flag=True),
 )
 
 SPECS_BY_NAME = {spec.name: spec for spec in SETTINGS}

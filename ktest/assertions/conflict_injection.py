@@ -13,9 +13,10 @@ every time; a write without one (merge patch, server-side apply) does not,
 and the injector says so.
 
 Hooks: ``urllib3`` (the official ``kubernetes`` client, ktest's own
-``Cluster``) and ``aiohttp`` (kopf). Only in-process operators can be reached
-this way; a subprocess (a Go manager) needs a proxy, which ktest does not have
-yet. Writes from the thread that armed the injector (the test) and from
+``Cluster``) and ``aiohttp`` (kopf), whether they talk to the API server or to
+the operator's proxy (``ktest.proxy``). Only in-process operators can be reached
+this way; for a subprocess (a Go manager) use the proxy's fault rules
+(``ktest.faults.conflict``). Writes from the thread that armed the injector (the test) and from
 ktest's helper threads (named ``ktest-...``) are never intercepted.
 """
 
@@ -152,7 +153,10 @@ class ConflictInjector:
         if thread is self._owner or thread.name.startswith("ktest-"):
             return None
         if (host, port) != self._host:
-            return None
+            from ktest.proxy.endpoints import upstream_of
+
+            if upstream_of(host, port) != self._host:  # nor an operator proxy in front of it
+                return None
         path = urlsplit(url).path
         if self._prefix and path.startswith(self._prefix):
             path = path[len(self._prefix) :]

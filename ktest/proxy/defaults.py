@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-_enabled: ContextVar[bool] = ContextVar("ktest_operator_proxy", default=False)
+_enabled: ContextVar[bool] = ContextVar("ktest_operator_proxy", default=True)
 
 
 def operator_proxy_default() -> bool:

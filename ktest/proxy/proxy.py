@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from ktest.controlplane.certs import CertificateAuthority
 from ktest.controlplane.kubeconfig import write_kubeconfig
+from ktest.proxy import endpoints
 from ktest.proxy.faults import Faults, FaultSet
 from ktest.proxy.server import ProxyServer, Upstream
 from ktest.proxy.traffic import Traffic
@@ -71,6 +72,7 @@ class OperatorProxy:
             upstream = upstream_of(self.upstream_cluster.api_client.configuration)
             self._server = ProxyServer(self.name, upstream, context, self.traffic, self.fault_set)
             port = self._server.start()
+            endpoints.register(("127.0.0.1", port), (upstream.host, upstream.port))
             self.kubeconfig = write_kubeconfig(
                 self._directory / "kubeconfig",
                 server=f"https://127.0.0.1:{port}",
@@ -116,6 +118,7 @@ class OperatorProxy:
                 self._cluster.close()
             self._cluster = None
         if self._server is not None:
+            endpoints.unregister(("127.0.0.1", self._server.port))
             self._server.close()
         if self._directory is not None:
             shutil.rmtree(self._directory, ignore_errors=True)
