@@ -30,12 +30,29 @@ class WebhookCall:
     error: str = ""  # why no valid answer reached the API server
     started: float = field(default_factory=time.monotonic)
     latency: float = 0.0
+    finished: bool = False  # logged when it arrives: a call still running shows as such
 
     @property
     def timed_out(self) -> bool:
-        return self.latency >= self.timeout_seconds
+        return self.elapsed >= self.timeout_seconds
+
+    @property
+    def elapsed(self) -> float:
+        return self.latency if self.finished else time.monotonic() - self.started
+
+    def finish(self) -> None:
+        self.latency = time.monotonic() - self.started
+        self.finished = True
 
     def outcome(self) -> str:
+        if not self.finished:
+            late = (
+                f": past timeoutSeconds={self.timeout_seconds:g}, the API server gave up on it "
+                f"(failurePolicy {self.failure_policy})"
+                if self.timed_out
+                else ""
+            )
+            return f"NO ANSWER YET after {self.elapsed:.1f}s{late}"
         if self.error:
             consequence = (
                 "the API server ignored the failure (failurePolicy Ignore): the request went on WITHOUT this webhook"
@@ -62,7 +79,7 @@ class WebhookCall:
         what = " ".join(part for part in (self.operation, self.object) if part)
         return (
             f"{self.kind} webhook {self.webhook} ({self.served_by}, failurePolicy {self.failure_policy}): "
-            f"{what or '?'} -> {self.outcome()} [{self.latency * 1000:.0f} ms]"
+            f"{what or '?'} -> {self.outcome()} [{self.elapsed * 1000:.0f} ms]"
         )
 
 

@@ -14,7 +14,6 @@ import json
 import logging
 import ssl
 import threading
-import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -104,14 +103,14 @@ class FrontServer:
             timeout_seconds=route.timeout_seconds,
         )
         _describe_request(call, review)
+        self.calls.add(call)
         try:
             if route.handler is not None:
                 status, answer = self._python(route.handler, review, call)
             else:
                 status, answer = self._forward(route, body, call)
         finally:
-            call.latency = time.monotonic() - call.started
-            self.calls.add(call)
+            call.finish()
         return status, answer
 
     def _python(
