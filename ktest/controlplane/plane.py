@@ -405,8 +405,10 @@ class ControlPlane:
         (directory / "logs").mkdir()
         self._template = self._find_template() if self.etcd_template and not self._apiserver_flags else None
 
-    def _find_template(self) -> Path:
-        """The etcd template for these binaries, bootstrapped first if there is none."""
+    def _find_template(self) -> Path | None:
+        """The etcd template for these binaries, bootstrapped first if there is none; None
+        when that fails (an unwritable cache, a bootstrap that did not start): the template
+        only saves time, and this start then bootstraps itself and reports any error."""
         from ktest.controlplane import etcd_template
 
         assert self._assets is not None
@@ -434,9 +436,10 @@ class ControlPlane:
 
         try:
             return etcd_template.ensure(etcd_template.template_key(binaries, STATIC_FLAGS), build, remove)
-        except BaseException:
+        except (OSError, ControlPlaneError):
+            return None
+        finally:
             remove(Path())
-            raise
 
     def _make_etcd_credentials(self) -> EtcdCredentials:
         if self._etcd_credentials is None:

@@ -218,3 +218,13 @@ def test_a_failed_build_leaves_no_template(tmp_path: Path, monkeypatch: pytest.M
 def test_flags_the_user_adds_bypass_the_template(assets: Assets) -> None:
     with ControlPlane(assets=assets, controllers="none", apiserver_flags=["--v=1"]) as plane:
         assert plane._template is None
+
+
+def test_an_unwritable_cache_only_costs_the_template(
+    assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file" / "cache"))
+    with ControlPlane(assets=assets, controllers="none") as plane:
+        assert plane._template is None
+        assert _client(plane).get("/api/v1/namespaces/default")[0] == 200
