@@ -208,8 +208,10 @@ def assert_recovers(
 
 def _calls_during(traffic: Traffic, mark: int, start: float) -> list[Call]:
     """The calls made since ``mark``, and those still open at ``start`` (a watch the fault closed)."""
-    earlier = [c for c in traffic.calls()[:mark] if c.ended is None or c.ended >= start]
-    return earlier + traffic.calls(since=mark)
+    later = traffic.calls(since=mark)
+    seen = {id(call) for call in later}
+    earlier = [c for c in traffic.calls() if id(c) not in seen and (c.ended is None or c.ended >= start)]
+    return earlier + later
 
 
 def _unrecovered(traffic: Traffic, mark: int, start: float, wait: float) -> list[str]:

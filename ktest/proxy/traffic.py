@@ -23,6 +23,8 @@ from ktest.proxy.requests import WRITE_VERBS, ApiRequest
 
 TAIL_CALLS = 30
 """How many of the operator's last calls a failure report shows."""
+MAX_CALLS = 50_000
+"""The record keeps this many most recent calls (a long session's operator does not grow it forever)."""
 
 KindResolver = Callable[[str], set[str]]
 """Maps a kind (``WebApp``) to the resource names that serve it (``{"webapps"}``)."""
@@ -118,6 +120,7 @@ class Traffic:
         self.name = name
         self._resolve_kind = resolve_kind
         self._calls: list[Call] = []
+        self._dropped = 0  # calls forgotten from the front; marks stay absolute positions
         self._lock = threading.Lock()
         self.started = time.monotonic()
         self._notes: list[tuple[float, str]] = []
@@ -131,6 +134,10 @@ class Traffic:
         call = Call(request, self.now(), user_agent=user_agent)
         with self._lock:
             self._calls.append(call)
+            if len(self._calls) > MAX_CALLS:
+                excess = len(self._calls) - MAX_CALLS // 2
+                del self._calls[:excess]
+                self._dropped += excess
         return call
 
     def note(self, text: str) -> None:
@@ -141,8 +148,9 @@ class Traffic:
     # ------------------------------------------------------------ reading
 
     def __len__(self) -> int:
+        """Calls recorded so far (forgotten ones included)."""
         with self._lock:
-            return len(self._calls)
+            return self._dropped + len(self._calls)
 
     def mark(self) -> int:
         """A position in the record: ``calls(since=mark)`` returns what came after it."""
@@ -164,7 +172,7 @@ class Traffic:
         verbs = {verb} if isinstance(verb, str) else set(verb) if verb is not None else None
         resources = self._resources(resource, kind)
         with self._lock:
-            calls = self._calls[since:]
+            calls = self._calls[max(0, since - self._dropped):]
         found = []
         for call in calls:
             request = call.request
@@ -230,7 +238,8 @@ class Traffic:
 
     def last(self, count: int = TAIL_CALLS, *, since: int = 0) -> list[Call]:
         with self._lock:
-            return self._calls[max(since, len(self._calls) - count):]
+            start = max(since - self._dropped, len(self._calls) - count, 0)
+            return self._calls[start:]
 
     def describe(
         self, calls: Iterable[Call] | None = None, *, limit: int = TAIL_CALLS, since: int = 0
