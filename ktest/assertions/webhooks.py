@@ -56,10 +56,14 @@ def assert_rejected(
         if webhooks is None:
             return []
         made = webhooks.calls.since(mark)
-        return ["webhook calls during the request:"] + [f"  {c.describe()}" for c in made] if made else [
-            "webhook calls during the request: none (does a webhook's rules, namespaceSelector or "
-            "objectSelector match this request?)"
-        ]
+        return (
+            ["webhook calls during the request:"] + [f"  {c.describe()}" for c in made]
+            if made
+            else [
+                "webhook calls during the request: none (does a webhook's rules, namespaceSelector or "
+                "objectSelector match this request?)"
+            ]
+        )
 
     rule = "an admission webhook refuses an invalid request with its own message, and nothing is stored"
     try:
@@ -93,10 +97,15 @@ def assert_rejected(
         problems.append(
             "it was stored although the request was rejected"
             if before is None
-            else f"the stored object changed although the request was rejected (resourceVersion {before} -> {after})"
+            else "the stored object changed although the request was rejected "
+            f"(resourceVersion {before} -> {after})"
         )
     if problems:
-        observed = [*problems, f"API error: {rejected.status} {_status_reason(rejected)}: {message}", *calls()]
+        observed = [
+            *problems,
+            f"API error: {rejected.status} {_status_reason(rejected)}: {message}",
+            *calls(),
+        ]
         raise AssertionError(failure(f"{target} was not rejected as expected", rule, observed))
     return rejected
 
@@ -211,7 +220,9 @@ def _resolve(obj: Mapping[str, Any] | RefLike, cluster: Cluster | None) -> dict[
     if isinstance(obj, Mapping) and "metadata" in obj and ("spec" in obj or cluster is None):
         return dict(obj)
     if cluster is None:
-        raise TypeError("assert_defaulted: pass the object (the API server's answer) or a reference and cluster=")
+        raise TypeError(
+            "assert_defaulted: pass the object (the API server's answer) or a reference and cluster="
+        )
     return cluster.get(as_ref(obj))
 
 
@@ -253,7 +264,9 @@ def _round_trip_wording(line: str) -> str:
         return f"{lost.group('path')}: lost (was {lost.group('before')})"
     changed = _CHANGED.match(line)
     if changed:
-        return f"{changed.group('path')}: was {changed.group('before')}, came back as {changed.group('after')}"
+        return (
+            f"{changed.group('path')}: was {changed.group('before')}, came back as {changed.group('after')}"
+        )
     return line
 
 

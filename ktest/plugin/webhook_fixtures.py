@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture
-def webhooks(cluster: Cluster, namespace: str, request: pytest.FixtureRequest) -> Iterator[Callable[..., Webhooks]]:
+def webhooks(
+    cluster: Cluster, namespace: str, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Webhooks]]:
     """``webhooks(*manifests, handlers=..., **options)``: started webhooks, limited to the test's
     namespace (``namespaces=`` overrides), removed after the test; see ``ktest.webhooks.Webhooks``.
     ``start=False``: not started yet (start the operator with its ``cert_dir`` and

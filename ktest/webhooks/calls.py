@@ -55,7 +55,8 @@ class WebhookCall:
             return f"NO ANSWER YET after {self.elapsed:.1f}s{late}"
         if self.error:
             consequence = (
-                "the API server ignored the failure (failurePolicy Ignore): the request went on WITHOUT this webhook"
+                "the API server ignored the failure (failurePolicy Ignore): "
+                "the request went on WITHOUT this webhook"
                 if self.failure_policy == "Ignore"
                 else "the API server failed the request (failurePolicy Fail)"
                 if self.failure_policy == "Fail"
@@ -65,7 +66,8 @@ class WebhookCall:
         if self.timed_out:
             return (
                 f"answered after {self.latency:.1f}s, but the API server gives up after "
-                f"timeoutSeconds={self.timeout_seconds:g}: treated as a failure (failurePolicy {self.failure_policy})"
+                f"timeoutSeconds={self.timeout_seconds:g}: treated as a failure "
+                f"(failurePolicy {self.failure_policy})"
             )
         if self.allowed is None:
             return self.message or "converted"

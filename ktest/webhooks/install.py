@@ -13,9 +13,9 @@ itself; the operator never sees them.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktest.api_error import ApiError
@@ -53,7 +53,8 @@ def install_configuration(
         cluster.create(config)
     except ApiError as error:
         raise WebhookError(
-            f"the API server rejected {config['kind']} {config['metadata']['annotations']['ktest.dev/original-name']} "
+            f"the API server rejected {config['kind']} "
+            f"{config['metadata']['annotations']['ktest.dev/original-name']} "
             f"(installed as {config['metadata']['name']}): {error.message}"
         ) from None
     installed.configurations.append((config["kind"], config["metadata"]["name"]))
@@ -101,8 +102,9 @@ def _conversion_lock(cluster: Cluster, crd_name: str, timeout: float) -> Any:
         lock.acquire(timeout=timeout)
     except filelock.Timeout:
         raise WebhookError(
-            f"the conversion webhook of CustomResourceDefinition {crd_name} on {cluster.server} stayed in use by "
-            f"another test for {timeout:g}s (lock {path}): conversion webhooks are cluster-wide, one set at a time"
+            f"the conversion webhook of CustomResourceDefinition {crd_name} on {cluster.server} stayed in "
+            f"use by another test for {timeout:g}s (lock {path}): conversion webhooks are cluster-wide, "
+            "one set at a time"
         ) from None
     return lock
 

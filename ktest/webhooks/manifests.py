@@ -95,7 +95,8 @@ def target_path(client_config: dict[str, Any], where: str) -> tuple[str, str | N
         if parsed.hostname in LOCAL_HOSTS:
             return parsed.path or "/", None
         raise WebhookError(
-            f"{where}: clientConfig.url {url} points at {parsed.hostname}, a server ktest cannot stand in for; "
+            f"{where}: clientConfig.url {url} points at {parsed.hostname}, a server ktest cannot stand in "
+            "for; "
             "write the webhook's clientConfig as a service reference (as kubebuilder does) or as a URL on "
             "localhost, and ktest points it at the operator it runs"
         )
@@ -188,9 +189,9 @@ class Rewriter:
         if len(self.services) > 1:
             listed = "; ".join(f"Service {name} ({first})" for name, first in self.services.items())
             raise WebhookError(
-                f"the webhooks point at {len(self.services)} different Services: {listed}. ktest forwards every "
-                "webhook to the one operator webhook server it starts; serve them from one Service, or use one "
-                "ktest.webhooks.Webhooks per server (each with its own operator port)"
+                f"the webhooks point at {len(self.services)} different Services: {listed}. ktest forwards "
+                "every webhook to the one operator webhook server it starts; serve them from one Service, "
+                "or use one ktest.webhooks.Webhooks per server (each with its own operator port)"
             )
 
     def _probe_webhook(self, index: int) -> dict[str, Any]:

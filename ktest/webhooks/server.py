@@ -124,9 +124,7 @@ class FrontServer:
         except Exception as error:
             text = "".join(traceback.format_exception_only(type(error), error)).strip()
             call.error = f"the Python handler {registration.function.__name__} raised {text}"
-            self.handler_errors.append(
-                f"{call.describe()}\n{''.join(traceback.format_exception(type(error), error, error.__traceback__))}"
-            )
+            self.handler_errors.append(call.describe() + "\n" + "".join(traceback.format_exception(error)))
             return 500, f"ktest: {call.error}".encode()
         _record_answer(call, response)
         return 200, _review(review, response)
@@ -222,7 +220,8 @@ def _describe_request(call: WebhookCall, review: dict[str, Any]) -> None:
 def _object_name(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace")
-    return f"{obj.get('kind')} {namespace + '/' if namespace else ''}{meta.get('name')} ({obj.get('apiVersion')})"
+    where = f"{namespace}/" if namespace else ""
+    return f"{obj.get('kind')} {where}{meta.get('name')} ({obj.get('apiVersion')})"
 
 
 def _record_answer(call: WebhookCall, response: dict[str, Any]) -> None:

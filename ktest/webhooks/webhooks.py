@@ -213,7 +213,9 @@ class Webhooks:
             probe = install.admission_probe(self.cluster, probe_namespace, probe_name, self.token)
             install.install_configuration(self.cluster, config, self.installed, index, probe)
         for crd, route in conversions:
-            install.install_conversion(self.cluster, crd, self.installed, route.path, probe_namespace, probe_name)
+            install.install_conversion(
+                self.cluster, crd, self.installed, route.path, probe_namespace, probe_name
+            )
         install.wait_called(self.installed, self.server.probe_hits, self.ready_timeout)
 
     def _python_conversions(self) -> list[Any]:
@@ -226,8 +228,9 @@ class Webhooks:
             crd = self.cluster.get_or_none((*install.CRD_REF, name))
             if crd is None:
                 raise WebhookError(
-                    f"conversion handler {registration.function.__name__}: CustomResourceDefinition {name} is not "
-                    "installed; install it first (cluster.install_crds, ktest_crds) or pass it in the manifests"
+                    f"conversion handler {registration.function.__name__}: CustomResourceDefinition {name} "
+                    "is not installed; install it first (cluster.install_crds, ktest_crds) or pass it "
+                    "in the manifests"
                 )
             crd = {key: crd[key] for key in ("apiVersion", "kind", "spec")} | {"metadata": {"name": name}}
             crd["spec"]["conversion"] = {
@@ -261,8 +264,9 @@ class Webhooks:
                     return
             except ssl.SSLCertVerificationError as error:
                 raise WebhookError(
-                    f"the operator's webhook server at {OPERATOR_HOST}:{self.operator_port} presents a certificate "
-                    f"ktest did not issue ({error.verify_message}); give it ktest's: cert dir {self.cert_dir} "
+                    f"the operator's webhook server at {OPERATOR_HOST}:{self.operator_port} presents a "
+                    f"certificate ktest did not issue ({error.verify_message}); give it ktest's: "
+                    f"cert dir {self.cert_dir} "
                     "(tls.crt, tls.key), e.g. --webhook-cert-dir for a controller-runtime manager"
                 ) from None
             except (ConnectionRefusedError, ssl.SSLError, OSError) as error:

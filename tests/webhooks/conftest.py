@@ -43,9 +43,7 @@ def start_manager(manager: Path, cluster: Cluster, wh: Webhooks, *extra: str) ->
 
 
 @pytest.fixture
-def go_webhooks(
-    cluster: Cluster, webhooks: Any, go_webhook_manager: Path
-) -> Iterator[Webhooks]:
+def go_webhooks(cluster: Cluster, webhooks: Any, go_webhook_manager: Path) -> Iterator[Webhooks]:
     """The Go manager's webhooks installed (scoped to the test's namespace) and served by it."""
     wh = webhooks(GO_WEBHOOK_MANIFESTS, GO_WEBHOOK_CRD, start=False)
     with start_manager(go_webhook_manager, cluster, wh):
@@ -55,5 +53,9 @@ def go_webhooks(
 
 
 def widget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": WIDGET_V1, "kind": "Widget", "metadata": {"name": name, "namespace": namespace},
-            "spec": spec}
+    return {
+        "apiVersion": WIDGET_V1,
+        "kind": "Widget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }

@@ -13,8 +13,12 @@ HERE = Path(__file__).parent
 
 
 def gadget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "pyhooks.ktest.dev/v1", "kind": "Gadget",
-            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    return {
+        "apiVersion": "pyhooks.ktest.dev/v1",
+        "kind": "Gadget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
 
 
 def test_kopf_validating_handler(cluster: Cluster, namespace: str, webhooks: Any, gadgets: str) -> None:
@@ -24,13 +28,26 @@ def test_kopf_validating_handler(cluster: Cluster, namespace: str, webhooks: Any
         settings.admission.server = wh.kopf_server()  # kopf.WebhookServer on ktest's port and certificate
 
     # kopf logs each denial (kopf.AdmissionError) as an ERROR record: expected here, not a failure.
-    with run_kopf(HERE / "kopf_gadgets.py", cluster, namespaces=[namespace], configure=serve_webhooks,
-                  fail_on_errors=False):
+    with run_kopf(
+        HERE / "kopf_gadgets.py",
+        cluster,
+        namespaces=[namespace],
+        configure=serve_webhooks,
+        fail_on_errors=False,
+    ):
         wh.start()
         cluster.create(gadget("fine", namespace, color="red"))
         purple = gadget("purple", namespace, color="purple")
         assert_rejected(
-            lambda: cluster.create(purple), "spec.color 'purple' is not one of red, green, blue", status=422,
-            webhook="color.gadgets.pyhooks.ktest.dev", cluster=cluster, obj=purple, webhooks=wh,
+            lambda: cluster.create(purple),
+            "spec.color 'purple' is not one of red, green, blue",
+            status=422,
+            webhook="color.gadgets.pyhooks.ktest.dev",
+            cluster=cluster,
+            obj=purple,
+            webhooks=wh,
         )
-    assert [(c.served_by.split(" at ")[0], c.allowed) for c in wh.calls] == [("operator", True), ("operator", False)]
+    assert [(c.served_by.split(" at ")[0], c.allowed) for c in wh.calls] == [
+        ("operator", True),
+        ("operator", False),
+    ]

@@ -14,8 +14,12 @@ from ktest.webhooks import AdmissionRequest, Denied, Handlers
 
 
 def configmap(name: str, namespace: str, **data: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
-            "data": data}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data,
+    }
 
 
 def limits() -> Handlers:
@@ -37,11 +41,18 @@ def limits() -> Handlers:
 def test_python_handlers_validate_and_mutate(cluster: Cluster, namespace: str, webhooks: Any) -> None:
     wh = webhooks(handlers=limits())
     created = cluster.create(configmap("settings", namespace, mode="fast"))
-    assert_defaulted(created, {"metadata": {"labels": {"team": "platform"}}}, sent=configmap("settings", namespace))
+    assert_defaulted(
+        created, {"metadata": {"labels": {"team": "platform"}}}, sent=configmap("settings", namespace)
+    )
     bad = configmap("leaky", namespace, password="hunter2")
     assert_rejected(
-        lambda: cluster.create(bad), "passwords belong in Secrets", status=403,
-        webhook="no-secrets-in-configmaps.configmaps.core", cluster=cluster, obj=bad, webhooks=wh,
+        lambda: cluster.create(bad),
+        "passwords belong in Secrets",
+        status=403,
+        webhook="no-secrets-in-configmaps.configmaps.core",
+        cluster=cluster,
+        obj=bad,
+        webhooks=wh,
     )
     kinds = [(call.kind, call.allowed) for call in wh.calls]
     assert kinds == [("mutating", True), ("validating", True), ("mutating", True), ("validating", False)]
@@ -68,7 +79,10 @@ def test_a_handler_that_raises_fails_the_test_with_its_traceback(
     wh = webhooks(handlers=handlers)
     with pytest.raises(ApiError) as raised:
         cluster.create(configmap("x", namespace))
-    assert raised.value.status == 500 and "the Python handler buggy raised KeyError: 'spec'" in raised.value.message
+    assert (
+        raised.value.status == 500
+        and "the Python handler buggy raised KeyError: 'spec'" in raised.value.message
+    )
     with pytest.raises(Exception, match="a Python webhook handler raised") as health:
         wh.check_handlers()
     assert "KeyError" in str(health.value)
@@ -92,9 +106,19 @@ def gadget_conversion() -> Handlers:
 
 def test_python_conversion_round_trip(cluster: Cluster, namespace: str, webhooks: Any, gadgets: str) -> None:
     wh = webhooks(handlers=gadget_conversion())
-    cluster.create({"apiVersion": "pyhooks.ktest.dev/v1", "kind": "Gadget",
-                    "metadata": {"name": "g", "namespace": namespace}, "spec": {"size": "10Gi", "color": "red"}})
-    converted = assert_converts(cluster, ("pyhooks.ktest.dev/v1", "Gadget", "g", namespace), to="v2",
-                                expect={"spec": {"sizeGi": 10, "color": "red"}})
+    cluster.create(
+        {
+            "apiVersion": "pyhooks.ktest.dev/v1",
+            "kind": "Gadget",
+            "metadata": {"name": "g", "namespace": namespace},
+            "spec": {"size": "10Gi", "color": "red"},
+        }
+    )
+    converted = assert_converts(
+        cluster,
+        ("pyhooks.ktest.dev/v1", "Gadget", "g", namespace),
+        to="v2",
+        expect={"spec": {"sizeGi": 10, "color": "red"}},
+    )
     assert converted["apiVersion"] == "pyhooks.ktest.dev/v2"
     assert any(call.kind == "conversion" for call in wh.calls)
