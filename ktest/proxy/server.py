@@ -246,6 +246,8 @@ class ProxyServer:
         self._counter = 0
         self._closing = threading.Event()
         self.port = 0
+        self.errors: list[str] = []
+        """Unexpected errors of connection threads (the connection was closed); empty normally."""
 
     # ------------------------------------------------------------ lifecycle
 
@@ -340,14 +342,37 @@ class ProxyServer:
                         if not keep:
                             return
                         continue
-                if upstream is None:
-                    upstream = self.upstream.connect()
-                    sockets[1] = upstream
-                    upstream_reader = _reader(upstream)
-                assert upstream_reader is not None
                 started = time.monotonic()
-                upstream.sendall(self._forward_head(head, len(body)) + body)
-                keep, upstream_usable = self._relay(client, upstream, upstream_reader, head, call, started)
+                message = self._forward_head(head, len(body)) + body
+                answer: _Head | None = None
+                for attempt in (1, 2):
+                    fresh = upstream is None
+                    try:
+                        if upstream is None:
+                            upstream = self.upstream.connect()
+                            sockets[1] = upstream
+                            upstream_reader = _reader(upstream)
+                        assert upstream_reader is not None
+                        upstream.sendall(message)
+                        answer = _read_head(upstream_reader)
+                        if answer is None:
+                            raise ProxyProtocolError("the API server closed the connection without an answer")
+                        break
+                    except (OSError, ProxyProtocolError) as error:
+                        # A kept-alive connection the server closed while idle: once more on a new one.
+                        if upstream is not None:
+                            with contextlib.suppress(OSError):
+                                upstream.close()
+                        upstream = upstream_reader = None
+                        sockets[1] = None
+                        if fresh or attempt == 2:
+                            call.error = f"API server unreachable: {error}"
+                            call.ended = self.traffic.now()
+                            return
+                assert upstream is not None and upstream_reader is not None and answer is not None
+                keep, upstream_usable = self._relay(
+                    client, upstream, upstream_reader, head, answer, call, started
+                )
                 if not upstream_usable:
                     with contextlib.suppress(OSError):
                         upstream.close()
@@ -356,6 +381,9 @@ class ProxyServer:
                 if not keep:
                     return
         except (OSError, ssl.SSLError, ProxyProtocolError, ValueError):
+            return
+        except Exception as error:  # a defect must not end the run; the operator sees the connection close
+            self.errors.append(f"{type(error).__name__}: {error}")
             return
         finally:
             for sock in (upstream, client or raw):
@@ -387,13 +415,11 @@ class ProxyServer:
         upstream: ssl.SSLSocket,
         reader: IO[bytes],
         request_head: _Head,
+        answer: _Head,
         call: Call,
         started: float,
     ) -> tuple[bool, bool]:
         """Forward one answer; (keep the operator's connection, keep the upstream one)."""
-        answer = _read_head(reader)
-        if answer is None:
-            raise ProxyProtocolError("the API server closed the connection without an answer")
         call.latency = time.monotonic() - started
         parts = answer.first.split(" ", 2)
         status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 502

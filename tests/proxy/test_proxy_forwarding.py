@@ -130,3 +130,19 @@ def _pool(proxy: OperatorProxy) -> urllib3.HTTPSConnectionPool:
         "127.0.0.1", proxy.port, ca_certs=configuration.ssl_ca_cert, cert_file=configuration.cert_file,
         key_file=configuration.key_file, assert_hostname=False, retries=False,
     )
+
+
+def test_an_upstream_connection_closed_while_idle_is_replaced(proxy: OperatorProxy, ns: str) -> None:
+    pool = _pool(proxy)
+    assert pool.request("GET", f"/api/v1/namespaces/{ns}/configmaps").status == 200
+    server = proxy._server
+    assert server is not None
+    with server._lock:
+        ((_, sockets),) = server._connections.values()
+    upstream = sockets[1]
+    assert upstream is not None
+    upstream.shutdown(socket.SHUT_RDWR)  # as an API server closing an idle kept-alive connection
+    assert pool.request("GET", f"/api/v1/namespaces/{ns}/configmaps").status == 200  # same client connection
+    assert proxy.open_connections == 1 and sockets[1] is not upstream
+    assert [c.status for c in proxy.traffic.calls(verb="list")] == [200, 200] and not server.errors
+    pool.close()
