@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from ktest.assertions import conflicts, finalizers, ownership, quiescence, status, webhooks
+from ktest.assertions import conflicts, finalizers, ownership, quiescence, status, traffic, webhooks
 from ktest.assertions.conflicts import ConcurrentWriter
 from ktest.assertions.finalizers import FinalizerScenario
 from ktest.cluster.refs import RefLike
@@ -75,6 +75,10 @@ assert_conflict_on_stale_update = _threaded(conflicts.assert_conflict_on_stale_u
 assert_survives_concurrent_writes = _threaded(
     conflicts.assert_survives_concurrent_writes, callbacks=("converged", "trigger")
 )
+assert_no_hot_loop = _threaded(traffic.assert_no_hot_loop)
+assert_recovers = _threaded(traffic.assert_recovers, callbacks=("then", "action"))
+assert_backs_off = _threaded(traffic.assert_backs_off, callbacks=("trigger",))
+assert_relists_after_410 = _threaded(traffic.assert_relists_after_410)
 
 
 async def finalizer_scenario(
@@ -129,6 +133,7 @@ async def _await(value: Awaitable[T]) -> T:
 
 __all__ = [
     "ConcurrentWriter",
+    "assert_backs_off",
     "assert_condition",
     "assert_conflict_on_stale_update",
     "assert_converts",
@@ -137,11 +142,14 @@ __all__ = [
     "assert_garbage_collected",
     "assert_gone",
     "assert_has_finalizer",
+    "assert_no_hot_loop",
     "assert_observed_generation",
     "assert_orphaned",
     "assert_owned_by",
     "assert_quiescent",
+    "assert_recovers",
     "assert_rejected",
+    "assert_relists_after_410",
     "assert_status_subresource",
     "assert_survives_concurrent_writes",
     "assert_transition_time_stable",

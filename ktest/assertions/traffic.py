@@ -159,7 +159,8 @@ def assert_recovers(
     """Inject ``fault`` (one rule or several), run ``action`` (the change the operator must
     handle) while it is active, keep it ``duration`` s (or until counted rules are used up,
     at most ``duration`` s more), end it; then the operator must converge: ``then`` passes
-    within ``timeout`` (default: the eventually timeout).
+    within ``timeout`` (default: the eventually timeout). ``then`` is a check as ``eventually``
+    takes it (in ``ktest.assertions.aio``, an async ``then`` must return a truthy value).
 
     Beyond ``then``, recovery means: every watch the fault closed is re-opened, and every
     object whose request the fault refused is asked about again. The failure says which

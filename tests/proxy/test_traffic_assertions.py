@@ -183,3 +183,25 @@ def test_relists_after_410_fails_when_the_operator_watches_on(start: OperatorFac
         "operator 'mirror' did not re-list configmaps after its watch got 410 Gone: it watched again "
         "1 time without listing (resourceVersion '')"
     )
+
+
+# ------------------------------------------------------------------ async forms
+
+
+@pytest.mark.asyncio
+async def test_async_forms_take_coroutine_callbacks(start: OperatorFactory, admin: Cluster, ns: str) -> None:
+    import asyncio
+
+    from ktest.assertions import aio
+
+    op = start()
+
+    async def create() -> None:
+        await asyncio.to_thread(admin.create, source(), namespace=ns)
+
+    async def converged() -> bool:  # through a worker thread, a check must return a truthy value
+        await asyncio.to_thread(copied(admin, ns, "1"))
+        return True
+
+    await aio.assert_recovers(op, faults.close_watches("configmaps"), then=converged, action=create, duration=0.2)
+    await aio.assert_relists_after_410(op, "configmaps")
