@@ -203,5 +203,7 @@ async def test_async_forms_take_coroutine_callbacks(start: OperatorFactory, admi
         await asyncio.to_thread(copied(admin, ns, "1"))
         return True
 
-    await aio.assert_recovers(op, faults.close_watches("configmaps"), then=converged, action=create, duration=0.2)
+    await aio.assert_recovers(
+        op, faults.close_watches("configmaps"), then=converged, action=create, duration=0.2
+    )
     await aio.assert_relists_after_410(op, "configmaps")
