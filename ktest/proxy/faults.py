@@ -82,6 +82,10 @@ class FaultSet:
         with self._lock:
             self._watches.append(watch)
 
+    def open_watches(self) -> list[WatchStream]:
+        with self._lock:
+            return list(self._watches)
+
     def watch_closed(self, watch: WatchStream) -> None:
         with self._lock, contextlib.suppress(ValueError):
             self._watches.remove(watch)

@@ -23,6 +23,7 @@ import dataclasses
 import io
 import json
 import re
+import select
 import socket
 import ssl
 import struct
@@ -50,6 +51,8 @@ _EVENT_OBJECT = re.compile(
 MAX_EVENT_OBJECTS = 5000
 """Per watch: how many events' objects are remembered (namespace, name, when)."""
 _NO_BODY_STATUS = frozenset({204, 304})
+_JANITOR_INTERVAL = 0.5
+_TLS_ALERT = b"\x15"  # the record type of a TLS alert (close_notify)
 
 
 class ProxyProtocolError(Exception):
@@ -172,16 +175,30 @@ def _reset(sock: socket.socket) -> None:
 class WatchStream:
     """An open watch being forwarded; :meth:`cut` ends it from another thread."""
 
-    def __init__(self, call: Call, upstream: ssl.SSLSocket) -> None:
+    def __init__(self, call: Call, upstream: ssl.SSLSocket, client: ssl.SSLSocket) -> None:
         self.call = call
         self.request = call.request
         self._upstream = upstream
+        self._client = client
         self.cut_by: str | None = None
 
     def cut(self, reason: str) -> None:
         if self.cut_by is None:
             self.cut_by = reason
             _shutdown(self._upstream)
+
+    def client_gone(self) -> bool:
+        """Whether the operator closed its end (a watch it abandoned): the forwarding thread only
+        notices when the next event arrives, which on a quiet watch may be never."""
+        try:
+            readable, _, _ = select.select([self._client], [], [], 0)
+            if not readable:
+                return False
+            with socket.socket(fileno=socket.dup(self._client.fileno())) as raw:
+                waiting = raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            return waiting in (b"", _TLS_ALERT)  # closed, or closing (Go sends close_notify first)
+        except (OSError, ValueError):
+            return True
 
 
 class _EventCounter:
@@ -241,6 +258,7 @@ class ProxyServer:
         self.faults = faults
         self._listener: socket.socket | None = None
         self._accept_thread: threading.Thread | None = None
+        self._janitor: threading.Thread | None = None
         self._lock = threading.Lock()
         self._connections: dict[int, tuple[threading.Thread, list[socket.socket | None]]] = {}
         self._counter = 0
@@ -262,7 +280,17 @@ class ProxyServer:
             target=self._accept_loop, name=f"ktest-proxy-{self.name}", daemon=True
         )
         self._accept_thread.start()
+        self._janitor = threading.Thread(
+            target=self._end_abandoned_watches, name=f"ktest-proxy-{self.name}-janitor", daemon=True
+        )
+        self._janitor.start()
         return self.port
+
+    def _end_abandoned_watches(self) -> None:
+        while not self._closing.wait(_JANITOR_INTERVAL):
+            for watch in self.faults.open_watches():
+                if watch.cut_by is None and watch.client_gone():
+                    watch.cut("client")
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop accepting, end every connection, and wait for their threads. Idempotent."""
@@ -274,6 +302,8 @@ class ProxyServer:
             self._listener.close()
         if self._accept_thread is not None:
             self._accept_thread.join(timeout)
+        if self._janitor is not None:
+            self._janitor.join(timeout)
         with self._lock:
             connections = list(self._connections.values())
         for _, sockets in connections:
@@ -468,7 +498,7 @@ class ProxyServer:
         watch: WatchStream | None = None
         counter: _EventCounter | None = None
         if call.request.is_watch:
-            watch = WatchStream(call, upstream)
+            watch = WatchStream(call, upstream, client)
             counter = _EventCounter(answer.get("Content-Type"))
             self.faults.watch_opened(watch)
         try:

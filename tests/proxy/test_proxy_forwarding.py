@@ -146,3 +146,14 @@ def test_an_upstream_connection_closed_while_idle_is_replaced(proxy: OperatorPro
     assert proxy.open_connections == 1 and sockets[1] is not upstream
     assert [c.status for c in proxy.traffic.calls(verb="list")] == [200, 200] and not server.errors
     pool.close()
+
+
+def test_a_watch_the_operator_abandons_is_ended(proxy: OperatorProxy, ns: str) -> None:
+    pool = _pool(proxy)
+    response = pool.request("GET", f"/api/v1/namespaces/{ns}/configmaps?watch=true", preload_content=False)
+    eventually(lambda: proxy.traffic.open_watches("configmaps"), timeout=5)
+    response.shutdown()  # the operator closes its connection; no event ever comes on this quiet watch
+    response.close()
+    eventually(lambda: proxy.open_connections == 0, timeout=5)
+    assert proxy.traffic.calls(verb="watch")[-1].closed_by == "client"
+    pool.close()
