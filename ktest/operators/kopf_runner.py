@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,11 +44,20 @@ class _KopfRun(ThreadRun):
     phase: str = "starting"
 
 
+_WEBHOOK_DENIAL = re.compile(r"(^|\] )Webhook '[^']*' failed permanently: ")
+
+
 class KopfOperator(ThreadOperator):
     """A kopf operator run in-process against the test cluster."""
 
     kind = "kopf"
     runner = "run_kopf"
+
+    def is_expected_error(self, record: logging.LogRecord) -> bool:
+        """kopf logs an admission handler's denial (``kopf.AdmissionError``, a PermanentError) as
+        "Webhook '<id>' failed permanently: <message>": the webhook rejecting a request, not a failure."""
+        return record.name.startswith("kopf.objects") and bool(_WEBHOOK_DENIAL.search(record.getMessage()))
+
     error_hint = (
         "kopf logs handler exceptions and failed API requests as errors. "
         "Pass fail_on_errors=False if the test expects them."
