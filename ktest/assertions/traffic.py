@@ -402,6 +402,7 @@ def assert_relists_after_410(
     rule = gone(resource, namespace=namespace)
     with operator.faults.inject(rule, warn_unused=False) as injection:
         state = injection.states[0]
+        closed = state.matched  # the open watches the rule ended when injected
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline and not state.exhausted:
             time.sleep(_POLL)
@@ -412,11 +413,22 @@ def assert_relists_after_410(
     ]
     if not gone_calls:
         watches = traffic.calls(verb="watch", since=mark)
+        earlier = [c for c in traffic.calls(verb="watch") if plurals is None or c.resource in plurals]
+        if closed:
+            what = (f"never re-established its watch of {resource} after ktest closed it (so it never got "
+                    f"the 410 Gone either) within {limit:g}s")
+        elif earlier:
+            last = earlier[-1]
+            what = (f"had no open watch of {resource} to answer with 410 Gone: it stopped watching "
+                    f"{resource} earlier (its last watch ended at +{last.ended or last.at:.2f}s) and never "
+                    f"watched again within {limit:g}s")
+        else:
+            what = f"never watched {resource} (within {limit:g}s): there was no watch to answer with 410 Gone"
         raise AssertionError(failure(
-            f"operator {operator.name!r} never re-established its watch of {resource} after ktest "
-            f"closed it (so it never got the 410 Gone either) within {limit:g}s",
+            f"operator {operator.name!r} {what}",
             RULE_RELIST,
             ["its watches since:", *_calls_text(traffic, watches),
+             *(["its last watch before:", earlier[-1].describe()] if earlier and not closed else []),
              f"its calls: {traffic.summary(since=mark)}"],
         ))
     answered = gone_calls[0]

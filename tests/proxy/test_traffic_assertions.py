@@ -207,3 +207,18 @@ async def test_async_forms_take_coroutine_callbacks(start: OperatorFactory, admi
         op, faults.close_watches("configmaps"), then=converged, action=create, duration=0.2
     )
     await aio.assert_relists_after_410(op, "configmaps")
+
+
+def test_relists_after_410_says_when_the_operator_had_stopped_watching(
+    start: OperatorFactory, ns: str
+) -> None:
+    op = start(rewatch=False)
+    with op.faults.inject(faults.close_watches("configmaps")):
+        pass
+    eventually(lambda: not op.traffic.open_watches("configmaps"))
+    with pytest.raises(AssertionError) as caught:
+        assert_relists_after_410(op, "configmaps", timeout=1)
+    assert str(caught.value).splitlines()[0].startswith(
+        "operator 'mirror' had no open watch of configmaps to answer with 410 Gone: it stopped watching "
+        "configmaps earlier (its last watch ended at +"
+    )
