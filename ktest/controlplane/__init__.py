@@ -9,6 +9,7 @@ child processes bound to the life of the Python process that started them.
         cp.restart()                               # same etcd data, same ports if free
 
 Components start in parallel where they can (etcd and kube-apiserver together),
+etcd starts on a copy of data bootstrapped once per version (``etcd_template``),
 readiness is polled every 20 ms, and ``start()`` returns once the API server is
 ready, the ``default`` namespace exists and the garbage collector has synced.
 Every child runs in its own session, gets SIGKILL from the kernel when this
