@@ -404,7 +404,8 @@ server: readiness (and so a usable cluster) then waits up to 10 s more."""
 def _hasten_coredns(client: Any) -> bool:
     """Shorten CoreDNS's readiness probe period once its Deployment exists; True when done.
 
-    Patched before the node is Ready, the pods it replaces have not started yet.
+    Patched as soon as the API server answers, usually before kube-controller-manager has
+    created CoreDNS's pods, so nothing is replaced.
     """
     ref = ("apps/v1", "Deployment", "coredns", "kube-system")
     coredns = client.get_or_none(ref)

@@ -9,6 +9,7 @@ import pytest
 
 from ktest.cluster import Cluster
 from ktest.errors import KindError
+from ktest.kind.cluster import COREDNS_PROBE_PERIOD
 from ktest.kind.handle import KindHandle
 from ktest.kind.recipe import IMAGE_REGISTRY, minor_recipe
 from ktest.wait import eventually
@@ -22,6 +23,13 @@ def _available(cluster: Cluster, namespace: str, name: str) -> int:
 
 def _pod_phase(cluster: Cluster, namespace: str, name: str) -> str:
     return str(cluster.get(("v1", "Pod", name, namespace)).get("status", {}).get("phase", ""))
+
+
+def test_coredns_readiness_is_probed_every_second(cluster: Cluster) -> None:
+    coredns = cluster.get(("apps/v1", "Deployment", "coredns", "kube-system"))
+    [container] = [c for c in coredns["spec"]["template"]["spec"]["containers"] if c["name"] == "coredns"]
+    assert container["readinessProbe"]["periodSeconds"] == COREDNS_PROBE_PERIOD
+    assert container["readinessProbe"]["httpGet"]["path"] == "/ready", "the patch must keep kubeadm's probe"
 
 
 def test_a_pause_pod_runs_to_ready(cluster: Cluster, namespace: str, kind: KindHandle) -> None:
