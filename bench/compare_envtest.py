@@ -76,15 +76,22 @@ def _rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def _allocated_mib(directory: Path) -> float:
+    """What the files under ``directory`` occupy (on tmpfs: memory), sparse parts excluded."""
+    return sum(path.stat().st_blocks * 512 for path in directory.rglob("*") if path.is_file()) / 2**20
+
+
 def ktest_cold_start(assets: Assets, samples: Samples, *, template: bool = True) -> None:
     began = time.perf_counter()
     plane = ControlPlane(assets=assets, etcd_template=template)
     plane.start()
     if not template:
         samples.add("ktest ready, no etcd template", time.perf_counter() - began)
+        samples.add("etcd data, no etcd template", _allocated_mib(plane.directory / "etcd"))
         plane.stop()
         return
     samples.add("ktest ready", time.perf_counter() - began)
+    samples.add("etcd data", _allocated_mib(plane.directory / "etcd"))
     try:
         total = 0.0
         for name, process in plane.processes().items():
@@ -233,6 +240,8 @@ def main() -> int:
         Row("control-plane RSS (etcd + apiserver + kcm)", f"{rss:.0f} MiB",
             " + ".join(f"{samples.median(f'rss {name}'):.0f}" for name in COMPONENTS
                        if f"rss {name}" in samples.values), "", "<= 300 MiB", rss <= 300),
+        Row("etcd data directory (tmpfs: memory too, not in RSS)", f"{samples.median('etcd data'):.0f} MiB",
+            f"no etcd template {samples.median('etcd data, no etcd template'):.0f} MiB", "", "", None),
     ]
     if args.suite:
         serial, serial_outcome = plugin_startup.suite(args.suite, "0", env)
