@@ -303,10 +303,9 @@ class Webhooks:
 
     def report(self) -> str:
         """The failure-report section: what is installed where, and every call."""
-        lines = [
-            f"webhooks served at {self.url if self.server else '(stopped)'}; operator server expected at "
-            f"{OPERATOR_HOST}:{self.operator_port}"
-        ]
+        lines = [f"webhooks served at {self.url if self.server else '(stopped)'}"]
+        if any(route.handler is None for route in self.routes):
+            lines[0] += f"; the operator's server expected at {OPERATOR_HOST}:{self.operator_port}"
         for route in self.routes:
             target = (
                 f"python handler {route.handler.function.__name__}"
