@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from webhook_helpers import GO_WEBHOOK_MANIFESTS, WIDGET_V1, start_manager, widget
 
-from conftest import GO_WEBHOOK_MANIFESTS, WIDGET_V1, start_manager, widget
 from ktest.assertions import assert_converts, assert_defaulted, assert_rejected
 from ktest.cluster import Cluster
 from ktest.errors import WebhookError

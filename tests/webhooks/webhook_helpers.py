@@ -1,0 +1,36 @@
+"""Paths and helpers of the webhook tests (a module of its own: several conftest.py files
+are loaded in one run, so ``from conftest import ...`` would be ambiguous)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ktest.cluster import Cluster
+from ktest.operators import OperatorHandle, run_subprocess
+from ktest.webhooks import Webhooks
+
+ROOT = Path(__file__).resolve().parents[2]
+GO_WEBHOOK_MANAGER = ROOT / "fixtures" / "go-webhook-manager"
+GO_WEBHOOK_MANIFESTS = GO_WEBHOOK_MANAGER / "config" / "webhook"
+GO_WEBHOOK_CRD = GO_WEBHOOK_MANAGER / "config" / "crd"
+GADGETS_CRD = Path(__file__).parent / "crds" / "gadgets.yaml"
+WIDGET_V1 = "webhooks.ktest.dev/v1"
+
+
+def start_manager(manager: Path, cluster: Cluster, wh: Webhooks, *extra: str) -> OperatorHandle:
+    """The Go manager serving on the port and with the certificate ``wh`` expects."""
+    return run_subprocess(
+        [manager, *wh.controller_runtime_args(), "--health-probe-bind-address=127.0.0.1:{port}", *extra],
+        cluster,
+        ready_http="http://127.0.0.1:{port}/readyz",
+    )
+
+
+def widget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": WIDGET_V1,
+        "kind": "Widget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
