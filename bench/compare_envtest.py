@@ -140,7 +140,7 @@ def cold_build(version: str | None) -> float:
     """Seconds to build one version's binaries with a throwaway ktest cache and GOCACHE."""
     with tempfile.TemporaryDirectory(prefix="ktest-cold-build-") as scratch:
         env = dict(os.environ, KTEST_CACHE_DIR=f"{scratch}/ktest", GOCACHE=f"{scratch}/gocache")
-        command = [sys.executable, "-m", "ktest", "binaries", "install"]
+        command = [sys.executable, "-m", "ktest", "binaries", "install", "--source", "build"]
         if version:
             command += ["--k8s-version", version]
         began = time.monotonic()
