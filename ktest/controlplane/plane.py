@@ -47,6 +47,8 @@ ADMIN_USER = "ktest-admin"
 ADMIN_GROUPS = ("system:masters",)
 _PORT_ATTEMPTS = 3
 _MIN_TMPFS_FREE = 1 << 30
+# etcd preallocates its write-ahead log in 64 MiB segments; with less, it fails at some later write.
+MIN_RUN_DIR_FREE = 96 << 20
 _STOP_TIMEOUT = 10.0
 T = TypeVar("T")
 
@@ -389,6 +391,14 @@ class ControlPlane:
         try:
             base.mkdir(parents=True, exist_ok=True)
             janitor.sweep_stale(base)
+            stats = os.statvfs(base)
+            free = stats.f_bavail * stats.f_frsize
+            if free < MIN_RUN_DIR_FREE:
+                raise ControlPlaneError(
+                    f"only {free >> 20} MiB free in {base}; a control plane needs at least "
+                    f"{MIN_RUN_DIR_FREE >> 20} MiB there (etcd preallocates its log in 64 MiB segments).\n"
+                    f"{disk_hint(base)}"
+                )
             directory = Path(
                 tempfile.mkdtemp(prefix=f"{janitor.DIRECTORY_PREFIX}{os.getpid()}-", dir=base)
             )
