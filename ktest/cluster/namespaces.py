@@ -117,6 +117,17 @@ def delete_namespace(
     if the namespace is not ktest's or is still there after ``timeout``.
     """
     started = time.monotonic()
+    finished = request_namespace_deletion(cluster, name)
+    if finished is not None:
+        return finished
+    return await_namespace_deletion(
+        cluster, name, started=started, timeout=timeout, force_finalizers_after=force_finalizers_after
+    )
+
+
+def request_namespace_deletion(cluster: ClusterClient, name: str) -> NamespaceCleanup | None:
+    """Send the DELETE for a namespace ktest created; a final report when there is nothing
+    to wait for (already gone, or no namespace controller to empty it), else None."""
     report = NamespaceCleanup(name)
     ref = ObjectRef("v1", "Namespace", name)
     current = cluster.get_or_none(ref)
@@ -137,6 +148,20 @@ def delete_namespace(
             "(controllers turned off), so nothing empties and removes it"
         )
         return report
+    return None
+
+
+def await_namespace_deletion(
+    cluster: ClusterClient,
+    name: str,
+    *,
+    started: float,
+    timeout: float,
+    force_finalizers_after: float,
+) -> NamespaceCleanup:
+    """Wait until a namespace whose deletion was requested is gone (see :func:`delete_namespace`)."""
+    report = NamespaceCleanup(name)
+    ref = ObjectRef("v1", "Namespace", name)
     deadline = started + timeout
     held_since: float | None = None
     while time.monotonic() < deadline:
@@ -233,8 +258,16 @@ class NamespaceReaper:
 
     def submit(self, name: str, *, owner: str = "") -> None:
         """Delete ``name`` now and wait for it on a background thread."""
+        started = time.monotonic()
+        try:
+            finished = request_namespace_deletion(self.cluster, name)
+        except Exception as error:  # reported by drain(), in the caller's thread
+            finished = NamespaceCleanup(name, error=error)
+        if finished is not None:
+            self._record(finished, owner)
+            return
         thread = threading.Thread(
-            target=self._reap, args=(name, owner), name=f"ktest-reap-{name}", daemon=True
+            target=self._reap, args=(name, owner, started), name=f"ktest-reap-{name}", daemon=True
         )
         with self._lock:
             self._threads.append(thread)
@@ -266,13 +299,17 @@ class NamespaceReaper:
             reports, self._reports = self._reports, []
         return reports
 
-    def _reap(self, name: str, owner: str) -> None:
+    def _reap(self, name: str, owner: str, started: float) -> None:
         try:
-            report = delete_namespace(
-                self.cluster, name, timeout=self.timeout, force_finalizers_after=self.force_finalizers_after
+            report = await_namespace_deletion(
+                self.cluster, name, started=started, timeout=self.timeout,
+                force_finalizers_after=self.force_finalizers_after,
             )
         except Exception as error:  # reported by drain(), in the caller's thread
             report = NamespaceCleanup(name, error=error)
+        self._record(report, owner)
+
+    def _record(self, report: NamespaceCleanup, owner: str) -> None:
         report.owner = owner
         with self._lock:
             self._reports.append(report)
