@@ -55,6 +55,8 @@ RULE_RELIST = (
 MAX_CALLS_SHOWN = 12
 _POLL = 0.05
 _RETRY_AFTER_SLACK = 0.9
+_PASS_SLACK = 0.05
+"""Seconds before a refused request that its reconcile pass may have started (events then count)."""
 
 
 def _calls_text(traffic: Traffic, calls: Sequence[Call], origin: float = 0.0) -> list[str]:
@@ -342,7 +344,11 @@ def assert_backs_off(
         refused_at = refused.ended or refused.at
         gap = retry.at - refused_at
         if refused.name is not None:
-            events = traffic.events_about(refused.namespace, refused.name, after=refused_at, before=retry.at)
+            # An event that arrived while the refused pass ran, or since, makes the operator act again
+            # at once (a work queue re-queues a key that changed while it was being processed).
+            events = traffic.events_about(
+                refused.namespace, refused.name, after=refused.at - _PASS_SLACK, before=retry.at
+            )
             if events:  # the operator reacting to a change is not a retry
                 reactions.append(f"{gap:.3f}s after {refused.describe()}: followed a watch event of "
                                  f"{events[0][1]} about it")

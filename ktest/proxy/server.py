@@ -52,7 +52,10 @@ MAX_EVENT_OBJECTS = 5000
 """Per watch: how many events' objects are remembered (namespace, name, when)."""
 _NO_BODY_STATUS = frozenset({204, 304})
 _JANITOR_INTERVAL = 0.5
-_TLS_ALERT = b"\x15"  # the record type of a TLS alert (close_notify)
+_TLS_ALERT = b"\x15"
+_EMPTY_WATCH = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+)  # the record type of a TLS alert (close_notify)
 
 
 class ProxyProtocolError(Exception):
@@ -175,12 +178,19 @@ def _reset(sock: socket.socket) -> None:
 class WatchStream:
     """An open watch being forwarded; :meth:`cut` ends it from another thread."""
 
-    def __init__(self, call: Call, upstream: ssl.SSLSocket, client: ssl.SSLSocket) -> None:
+    def __init__(self, call: Call, client: ssl.SSLSocket) -> None:
         self.call = call
         self.request = call.request
-        self._upstream = upstream
+        self._upstream: ssl.SSLSocket | None = None
         self._client = client
         self.cut_by: str | None = None
+
+    def attach(self, upstream: ssl.SSLSocket) -> None:
+        """The API server connection the watch is sent on (registered before it is answered, so
+        a watch in flight is closed too)."""
+        self._upstream = upstream
+        if self.cut_by is not None:
+            _shutdown(upstream)
 
     def cut(self, reason: str) -> None:
         if self.cut_by is None:
@@ -362,47 +372,64 @@ class ProxyServer:
                 if request.verb == "create" and request.resource and body:
                     request = _named_by_body(request, body)
                 call = self.traffic.begin(request, head.get("User-Agent"))
-                decision = self.faults.decide(request)
-                if decision is not None:
-                    if decision.delay:
-                        call.fault = decision.label
-                        time.sleep(decision.delay)
-                    if decision.answer is not None:
-                        keep = self._answer_with_fault(client, head, request, call, decision)
-                        if not keep:
-                            return
-                        continue
                 started = time.monotonic()
-                message = self._forward_head(head, len(body)) + body
-                answer: _Head | None = None
-                for attempt in (1, 2):
-                    fresh = upstream is None
-                    try:
-                        if upstream is None:
-                            upstream = self.upstream.connect()
-                            sockets[1] = upstream
-                            upstream_reader = _reader(upstream)
-                        assert upstream_reader is not None
-                        upstream.sendall(message)
-                        answer = _read_head(upstream_reader)
-                        if answer is None:
-                            raise ProxyProtocolError("the API server closed the connection without an answer")
-                        break
-                    except (OSError, ProxyProtocolError) as error:
-                        # A kept-alive connection the server closed while idle: once more on a new one.
-                        if upstream is not None:
-                            with contextlib.suppress(OSError):
-                                upstream.close()
-                        upstream = upstream_reader = None
-                        sockets[1] = None
-                        if fresh or attempt == 2:
-                            call.error = f"API server unreachable: {error}"
-                            call.ended = self.traffic.now()
-                            return
-                assert upstream is not None and upstream_reader is not None and answer is not None
-                keep, upstream_usable = self._relay(
-                    client, upstream, upstream_reader, head, answer, call, started
-                )
+                # Registered from now on, so that closing watches closes those in flight too.
+                watch = WatchStream(call, client) if request.is_watch else None
+                if watch is not None:
+                    self.faults.watch_opened(watch)
+                try:
+                    decision = self.faults.decide(request)
+                    if decision is not None:
+                        if decision.delay:
+                            call.fault = decision.label
+                            time.sleep(decision.delay)
+                        if decision.answer is not None:
+                            if not self._answer_with_fault(client, head, request, call, decision):
+                                return
+                            continue
+                    if watch is not None and watch.cut_by is not None:  # while it was held
+                        self._end_watch_unanswered(client, call, watch, started)
+                        continue
+                    message = self._forward_head(head, len(body)) + body
+                    answer: _Head | None = None
+                    for attempt in (1, 2):
+                        fresh = upstream is None
+                        try:
+                            if upstream is None:
+                                upstream = self.upstream.connect()
+                                sockets[1] = upstream
+                                upstream_reader = _reader(upstream)
+                            assert upstream_reader is not None
+                            if watch is not None:
+                                watch.attach(upstream)
+                            upstream.sendall(message)
+                            answer = _read_head(upstream_reader)
+                            if answer is None:
+                                raise ProxyProtocolError("the API server closed the connection unanswered")
+                            break
+                        except (OSError, ProxyProtocolError) as error:
+                            # A kept-alive connection the server closed while idle: once more on a new one.
+                            if upstream is not None:
+                                with contextlib.suppress(OSError):
+                                    upstream.close()
+                            upstream = upstream_reader = None
+                            sockets[1] = None
+                            if watch is not None and watch.cut_by is not None:
+                                self._end_watch_unanswered(client, call, watch, started)
+                                break
+                            if fresh or attempt == 2:
+                                call.error = f"API server unreachable: {error}"
+                                call.ended = self.traffic.now()
+                                return
+                    if answer is None:  # a watch cut before the API server answered it
+                        continue
+                    assert upstream is not None and upstream_reader is not None
+                    keep, upstream_usable = self._relay(
+                        client, upstream, upstream_reader, head, answer, call, started, watch
+                    )
+                finally:
+                    if watch is not None:
+                        self.faults.watch_closed(watch)
                 if not upstream_usable:
                     with contextlib.suppress(OSError):
                         upstream.close()
@@ -448,6 +475,7 @@ class ProxyServer:
         answer: _Head,
         call: Call,
         started: float,
+        watch: WatchStream | None = None,
     ) -> tuple[bool, bool]:
         """Forward one answer; (keep the operator's connection, keep the upstream one)."""
         call.latency = time.monotonic() - started
@@ -469,7 +497,7 @@ class ProxyServer:
         if answer.get("Transfer-Encoding").lower() == "chunked":
             # A watch cut by a fault ends cleanly for the operator, whose connection stays usable;
             # the API server's connection is spent (it was in the middle of an answer).
-            usable = self._relay_chunked(client, upstream, reader, answer, call)
+            usable = self._relay_chunked(client, reader, answer, call, watch)
             call.ended = self.traffic.now()
             return not closing, (not closing) and usable
         length = answer.get("Content-Length")
@@ -491,52 +519,54 @@ class ProxyServer:
         call.ended = self.traffic.now()
         return False, False
 
+    def _end_watch_unanswered(
+        self, client: ssl.SSLSocket, call: Call, watch: WatchStream, started: float
+    ) -> None:
+        """A watch cut before the API server answered it: it ends at once, empty, as a watch the
+        server ends (the operator watches again, as it would then)."""
+        call.status = 200
+        call.latency = time.monotonic() - started
+        call.closed_by = watch.cut_by
+        call.ended = self.traffic.now()
+        client.sendall(_EMPTY_WATCH)
+
     def _relay_chunked(
-        self, client: ssl.SSLSocket, upstream: ssl.SSLSocket, reader: IO[bytes], answer: _Head, call: Call
+        self, client: ssl.SSLSocket, reader: IO[bytes], answer: _Head, call: Call, watch: WatchStream | None
     ) -> bool:
         """Forward chunks as they arrive; False if the stream was cut (the upstream connection is spent)."""
-        watch: WatchStream | None = None
-        counter: _EventCounter | None = None
-        if call.request.is_watch:
-            watch = WatchStream(call, upstream, client)
-            counter = _EventCounter(answer.get("Content-Type"))
-            self.faults.watch_opened(watch)
-        try:
-            while True:
-                try:
-                    size_line = reader.readline(1024)
-                    if not size_line:
-                        raise ProxyProtocolError("the API server ended a stream early")
-                    size = int(size_line.split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        trailer = b""
-                        while True:
-                            line = reader.readline(_MAX_HEAD)
-                            trailer += line
-                            if line in (b"\r\n", b"\n", b""):
-                                break
-                        client.sendall(b"0\r\n" + (trailer or b"\r\n"))
-                        if watch is not None and watch.call.closed_by is None:
-                            watch.call.closed_by = "server"
-                        return True
-                    data = _read_exactly(reader, size)
-                    reader.readline(1024)
-                except (OSError, ValueError, ProxyProtocolError):
-                    if watch is not None and watch.cut_by is not None:
-                        call.closed_by = watch.cut_by
-                        client.sendall(b"0\r\n\r\n")  # the stream ends cleanly, as when the server ends it
-                        return False
-                    raise
+        counter = _EventCounter(answer.get("Content-Type")) if watch is not None else None
+        while True:
+            try:
+                size_line = reader.readline(1024)
+                if not size_line:
+                    raise ProxyProtocolError("the API server ended a stream early")
+                size = int(size_line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    trailer = b""
+                    while True:
+                        line = reader.readline(_MAX_HEAD)
+                        trailer += line
+                        if line in (b"\r\n", b"\n", b""):
+                            break
+                    client.sendall(b"0\r\n" + (trailer or b"\r\n"))
+                    if watch is not None and watch.call.closed_by is None:
+                        watch.call.closed_by = "server"
+                    return True
+                data = _read_exactly(reader, size)
+                reader.readline(1024)
+            except (OSError, ValueError, ProxyProtocolError):
                 if watch is not None and watch.cut_by is not None:
                     call.closed_by = watch.cut_by
-                    client.sendall(b"0\r\n\r\n")
+                    client.sendall(b"0\r\n\r\n")  # the stream ends cleanly, as when the server ends it
                     return False
-                client.sendall(b"%x\r\n%s\r\n" % (size, data))
-                if counter is not None:
-                    counter.feed(data, call, self.traffic.now())
-        finally:
-            if watch is not None:
-                self.faults.watch_closed(watch)
+                raise
+            if watch is not None and watch.cut_by is not None:
+                call.closed_by = watch.cut_by
+                client.sendall(b"0\r\n\r\n")
+                return False
+            client.sendall(b"%x\r\n%s\r\n" % (size, data))
+            if counter is not None:
+                counter.feed(data, call, self.traffic.now())
 
     def _splice(self, client: ssl.SSLSocket, upstream: ssl.SSLSocket, reader: IO[bytes]) -> None:
         """After ``101 Switching Protocols`` (exec, port-forward): copy both ways until either ends."""

@@ -105,6 +105,23 @@ def test_gone_ends_open_watches_and_answers_the_next_watch_with_410(proxy: Opera
     pool.close()
 
 
+def test_a_watch_in_flight_is_closed_too(proxy: OperatorProxy, ns: str) -> None:
+    pool = _pool(proxy)
+    answers: list[bytes] = []
+    with proxy.faults.inject(faults.latency(1.0, "configmaps", verb="watch")):
+        path = f"/api/v1/namespaces/{ns}/configmaps?watch=1"
+        watcher = threading.Thread(target=lambda: answers.append(pool.request("GET", path).data), daemon=True)
+        watcher.start()
+        eventually(lambda: proxy.traffic.calls(verb="watch"), timeout=5)  # sent, held, not yet answered
+        with proxy.faults.inject(faults.close_watches("configmaps")) as injection:
+            assert injection.states[0].fired == 1
+        watcher.join(5)
+    assert answers == [b""]  # an empty watch: it ended before any event
+    (call,) = proxy.traffic.calls(verb="watch")
+    assert call.status == 200 and call.closed_by == "close_watches(configmaps)"
+    pool.close()
+
+
 def test_close_watches_every_interval(proxy: OperatorProxy, ns: str) -> None:
     pool = _pool(proxy)
     ended: list[float] = []
