@@ -10,6 +10,7 @@ the assertions say so instead of timing out.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,11 @@ RULE_ORPHANED = (
 
 _POLICIES = ("Background", "Foreground")
 GC_RESYNC_HINT = 90.0
+GC_DISCOVERY_PERIOD = 30.0
+"""kube-controller-manager refreshes its discovery cache, and its garbage collector compares
+the resource kinds it watches with discovery, each this often: a new kind can take two
+periods to be watched."""
+GC_DISCOVERY_ALLOWANCE = 2 * GC_DISCOVERY_PERIOD + 5.0
 """Seconds after a CRD's creation during which a slow collection may be the garbage
 collector not watching that kind yet (it rediscovers kinds every 30 s)."""
 
@@ -162,7 +168,11 @@ def assert_garbage_collected(
     ``child`` is gone (404 or recreated under a new uid); with Foreground, the owner too.
 
     With ``delete_owner=False`` (or no owner) the owner is assumed deleted already.
-    Raises ClusterError at once if no garbage collector runs on the cluster.
+    While the owner's CRD is younger than the minute the garbage collector may take to
+    discover it, the wait is extended to the end of that minute (the collector cannot act
+    on a kind it does not watch yet), unless the cluster restarts the controllers after
+    installing CRDs (ktest's bare backend does). Raises ClusterError at once if no garbage collector
+    runs on the cluster.
     """
     __tracebackhide__ = True
     if propagation not in _POLICIES:
@@ -179,6 +189,8 @@ def assert_garbage_collected(
                              "checked: create the child (and its owner) first")
     child_uid = uid_of(before)
     owner_ref = ref_of(owner) if owner is not None else None
+    extra, why_extra = _gc_discovery_allowance(cluster, owner_ref)
+    wait += extra
     owner_uid = None
     if owner_ref is not None:
         owner_obj = read(cluster, owner_ref)
@@ -203,7 +215,7 @@ def assert_garbage_collected(
     def explain(report: str) -> str:
         seen = last.get("child") or before
         observed = [f"{'the owner was deleted' if delete_owner and owner_ref else 'owner deletion assumed'}"
-                    f" with propagationPolicy={propagation}; waited {wait:g}s"]
+                    f" with propagationPolicy={propagation}; waited {wait:g}s{why_extra}"]
         observed += _why_not_collected(cluster, seen, owner_ref, owner_uid)
         observed.append(report)
         return failure(f"{describe(child_ref, child_uid)} was not garbage-collected", RULE_COLLECTED,
@@ -236,6 +248,8 @@ def assert_orphaned(
         raise AssertionError(f"{describe(child_ref)} does not exist, so its survival cannot be checked")
     child_uid = uid_of(before)
     name = describe(child_ref, child_uid)
+    extra, why_extra = _gc_discovery_allowance(cluster, owner_ref)
+    wait += extra
     owner_obj = read(cluster, owner_ref)
     owner_uid = uid_of(owner_obj)
     if delete_owner and owner_obj is not None:
@@ -271,7 +285,7 @@ def assert_orphaned(
 
     try:
         result = until(orphaned, timeout=wait, description=f"{child_ref} orphaned", explain=lambda report:
-                       failure(f"{name} was not orphaned within {wait:g}s", RULE_ORPHANED,
+                       failure(f"{name} was not orphaned within {wait:g}s{why_extra}", RULE_ORPHANED,
                                [*_gc_discovery_note(cluster, owner_ref), report]))
         throughout(child_alive, duration=window, description=f"{child_ref} survives",
                    explain=deleted_message)
@@ -295,30 +309,57 @@ def _require_gc(cluster: Cluster, what: str) -> None:
         )
 
 
-def _gc_discovery_note(cluster: Cluster, owner_ref: ObjectRef | None) -> list[str]:
-    """A hint when the owner's kind is a recently created CRD: kube-controller-manager's
-    garbage collector looks for new kinds only every 30 seconds."""
+def _owner_crd_age(cluster: Cluster, owner_ref: ObjectRef | None) -> tuple[str, float] | None:
+    """The owner's CustomResourceDefinition name and age in seconds (None for built-in kinds)."""
     if owner_ref is None or not owner_ref.group:
-        return []
+        return None
     try:
         plural = cluster.info(owner_ref.api_version, owner_ref.kind).plural
         crd = cluster.get_or_none(("apiextensions.k8s.io/v1", "CustomResourceDefinition",
                                    f"{plural}.{owner_ref.group}"))
     except ClusterError:
-        return []
+        return None
     created = field(crd, "metadata.creationTimestamp")
     if not created:
-        return []
+        return None
     try:
         age = (datetime.now(timezone.utc) - datetime.fromisoformat(created.replace("Z", "+00:00")))
     except ValueError:
+        return None
+    return f"{plural}.{owner_ref.group}", age.total_seconds()
+
+
+def _gc_discovery_allowance(cluster: Cluster, owner_ref: ObjectRef | None) -> tuple[float, str]:
+    """Extra seconds to wait, and why, while the owner's CRD is younger than the time the
+    garbage collector may take to discover it (which cannot act on a kind it has not discovered yet, unless
+    kube-controller-manager was restarted after the CRD was installed, as ktest's bare
+    backend does whenever CRDs are installed through ``install_crds``; on kind or an
+    existing cluster it cannot be)."""
+    if cluster.on_crds_installed is not None:
+        return 0.0, ""
+    found = _owner_crd_age(cluster, owner_ref)
+    if found is None:
+        return 0.0, ""
+    name, age = found
+    extra = float(math.ceil(max(0.0, GC_DISCOVERY_ALLOWANCE - age)))
+    if not extra:
+        return 0.0, ""
+    return extra, (f" (+{extra:.0f}s: CustomResourceDefinition {name} was {age:.0f}s old, and the garbage "
+                   f"collector may take {2 * GC_DISCOVERY_PERIOD:.0f}s to discover a new kind)")
+
+
+def _gc_discovery_note(cluster: Cluster, owner_ref: ObjectRef | None) -> list[str]:
+    """A hint when the owner's kind is a recently created CRD: kube-controller-manager's
+    garbage collector looks for new kinds only every 30 seconds."""
+    found = _owner_crd_age(cluster, owner_ref)
+    if found is None or found[1] > GC_RESYNC_HINT:
         return []
-    if age.total_seconds() > GC_RESYNC_HINT:
-        return []
+    name, age = found
     return [
-        f"the owner's kind comes from CustomResourceDefinition {plural}.{owner_ref.group}, created "
-        f"{age.total_seconds():.0f}s ago: kube-controller-manager's garbage collector picks up new "
-        "resource kinds only on its 30-second discovery sync, and until it watches a kind it does not "
+        f"the owner's kind comes from CustomResourceDefinition {name}, created "
+        f"{age:.0f}s ago: kube-controller-manager's garbage collector picks up new "
+        "resource kinds only on its 30-second discovery sync (up to a minute with kube-controller-manager's "
+        "discovery cache), and until it watches a kind it does not "
         "notice owners of that kind going away. Install CRDs before the controller-manager starts, "
         "restart it afterwards (ControlPlane.restart_controllers()), or allow a longer timeout"
     ]

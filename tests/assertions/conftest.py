@@ -37,8 +37,9 @@ def plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
 
 @pytest.fixture(scope="session")
 def cluster(plane: ControlPlane) -> Iterator[Cluster]:
+    # Like the bare backend's: CRDs installed through it restart the garbage collector.
     with Cluster(plane.kubeconfig, controllers=plane.controllers, user_issuer=plane.add_user,
-                 name="assertions") as admin:
+                 name="assertions", on_crds_installed=lambda names: plane.restart_controllers()) as admin:
         yield admin
 
 
