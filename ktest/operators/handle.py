@@ -93,6 +93,10 @@ class OperatorHandle(abc.ABC):
             proxy = operator_proxy_default()
         self.use_proxy = bool(proxy)
         """Whether the operator talks to the API server through ktest's recording proxy."""
+        from ktest.proxy.defaults import operator_proxy_http2_default
+
+        self.proxy_http2 = operator_proxy_http2_default()
+        """Whether that proxy offers HTTP/2 (setting ``ktest_operator_proxy_http2``)."""
         self.proxy: OperatorProxy | None = None
         self.cluster_wide = self.namespaces is None
         self.name = name
@@ -485,7 +489,7 @@ class OperatorHandle(abc.ABC):
         if self.use_proxy and self.proxy is None:
             from ktest.proxy import OperatorProxy
 
-            self.proxy = OperatorProxy(self.cluster, self.name).start()
+            self.proxy = OperatorProxy(self.cluster, self.name, http2=self.proxy_http2).start()
             self._cleanups.append(self._close_proxy)
         self._cleanups.append(context.add_health_check(self.check))
         current = context.current()

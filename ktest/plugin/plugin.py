@@ -70,9 +70,10 @@ class KtestSession:
         if self.settings_error is None:
             defaults = WaitDefaults(settings.timeout, settings.interval, settings.consistently)
             self._stack.enter_context(use_defaults(defaults))
-            from ktest.proxy.defaults import use_operator_proxy
+            from ktest.proxy.defaults import use_operator_proxy, use_operator_proxy_http2
 
             self._stack.enter_context(use_operator_proxy(settings.operator_proxy))
+            self._stack.enter_context(use_operator_proxy_http2(settings.operator_proxy_http2))
 
     def usable_settings(self) -> Settings:
         """The settings, once checked as far as possible before anything starts (CRD files

@@ -1,8 +1,11 @@
-"""Whether operators started by ktest's runners go through the API proxy by default.
+"""Whether operators started by ktest's runners go through the API proxy by default,
+and whether that proxy offers HTTP/2.
 
-On unless turned off (setting ``ktest_operator_proxy = off``, or ``proxy=False``
-on one runner). Kept in a ContextVar, like the wait defaults, so the pytest
-plugin sets it for its session and nothing leaks between sessions.
+The proxy is on unless turned off (setting ``ktest_operator_proxy = off``, or
+``proxy=False`` on one runner); HTTP/2 is off unless turned on (setting
+``ktest_operator_proxy_http2``, or ``http2=True`` on ``OperatorProxy``). Kept
+in ContextVars, like the wait defaults, so the pytest plugin sets them for its
+session and nothing leaks between sessions.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 _enabled: ContextVar[bool] = ContextVar("ktest_operator_proxy", default=True)
+_http2: ContextVar[bool] = ContextVar("ktest_operator_proxy_http2", default=False)
 
 
 def operator_proxy_default() -> bool:
@@ -27,3 +31,18 @@ def use_operator_proxy(enabled: bool) -> Iterator[None]:
         yield
     finally:
         _enabled.reset(token)
+
+
+def operator_proxy_http2_default() -> bool:
+    """Whether an ``OperatorProxy`` given ``http2=None`` offers HTTP/2."""
+    return _http2.get()
+
+
+@contextmanager
+def use_operator_proxy_http2(enabled: bool) -> Iterator[None]:
+    """Make ``enabled`` the HTTP/2 default inside the block."""
+    token = _http2.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _http2.reset(token)

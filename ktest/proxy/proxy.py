@@ -40,8 +40,12 @@ DIRECTORY_PREFIX = "ktest-proxy-"
 class OperatorProxy:
     """A proxy for ``cluster``'s identity; ``kubeconfig`` and ``cluster`` lead through it."""
 
-    def __init__(self, cluster: Cluster, name: str) -> None:
+    def __init__(self, cluster: Cluster, name: str, http2: bool | None = None) -> None:
+        from ktest.proxy.defaults import operator_proxy_http2_default
+
         self.name = name
+        self.http2 = operator_proxy_http2_default() if http2 is None else bool(http2)
+        """Whether HTTP/2 (h2) is offered besides HTTP/1.1 (setting ``ktest_operator_proxy_http2``)."""
         self.upstream_cluster = cluster
         self._catalogue: dict[str, str] = {}
         self._catalogue_lock = threading.Lock()
@@ -68,9 +72,11 @@ class OperatorProxy:
             context.load_cert_chain(serving.cert_path, serving.key_path)
             context.load_verify_locations(authority.cert_path)
             context.verify_mode = ssl.CERT_REQUIRED
-            context.set_alpn_protocols(["http/1.1"])
+            context.set_alpn_protocols(["h2", "http/1.1"] if self.http2 else ["http/1.1"])
             upstream = upstream_of(self.upstream_cluster.api_client.configuration)
-            self._server = ProxyServer(self.name, upstream, context, self.traffic, self.fault_set)
+            self._server = ProxyServer(
+                self.name, upstream, context, self.traffic, self.fault_set, http2=self.http2
+            )
             port = self._server.start()
             endpoints.register(("127.0.0.1", port), (upstream.host, upstream.port))
             self.kubeconfig = write_kubeconfig(

@@ -9,11 +9,13 @@ counted on the way. Before a request is forwarded, the active fault rules may
 hold it (latency), answer it themselves (409, 429, 5xx, 410) or reset the
 connection.
 
-Only HTTP/1.1 is offered in the TLS handshake (ALPN ``http/1.1``): Go's
-client-go, which prefers HTTP/2, falls back to HTTP/1.1 when the server does not
-offer h2, as it does behind any HTTP/1.1-only load balancer. The cost is one
-connection per concurrent request (each watch holds one), which the operator
-under test opens to 127.0.0.1 only.
+By default only HTTP/1.1 is offered in the TLS handshake (ALPN ``http/1.1``):
+Go's client-go, which prefers HTTP/2, falls back to HTTP/1.1 when the server
+does not offer h2, as it does behind any HTTP/1.1-only load balancer, at the
+cost of one connection per concurrent request (each watch holds one). With
+``http2`` the proxy offers h2 too and serves such connections in
+``ktest.proxy.http2``, each stream through the same ``exchange`` as an
+HTTP/1.1 request (a ``ClientSide`` says how its answer is written).
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ import ssl
 import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Protocol
 
 from ktest.proxy.requests import ApiRequest, parse_request
 
@@ -52,10 +55,7 @@ MAX_EVENT_OBJECTS = 5000
 """Per watch: how many events' objects are remembered (namespace, name, when)."""
 _NO_BODY_STATUS = frozenset({204, 304})
 _JANITOR_INTERVAL = 0.5
-_TLS_ALERT = b"\x15"
-_EMPTY_WATCH = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
-)  # the record type of a TLS alert (close_notify)
+_TLS_ALERT = b"\x15"  # the record type of a TLS alert (close_notify)
 
 
 class ProxyProtocolError(Exception):
@@ -178,11 +178,11 @@ def _reset(sock: socket.socket) -> None:
 class WatchStream:
     """An open watch being forwarded; :meth:`cut` ends it from another thread."""
 
-    def __init__(self, call: Call, client: ssl.SSLSocket) -> None:
+    def __init__(self, call: Call, client_gone: Callable[[], bool]) -> None:
         self.call = call
         self.request = call.request
         self._upstream: ssl.SSLSocket | None = None
-        self._client = client
+        self._client_gone = client_gone
         self.cut_by: str | None = None
 
     def attach(self, upstream: ssl.SSLSocket) -> None:
@@ -200,26 +200,139 @@ class WatchStream:
     def client_gone(self) -> bool:
         """Whether the operator closed its end (a watch it abandoned): the forwarding thread only
         notices when the next event arrives, which on a quiet watch may be never."""
-        try:
-            readable, _, _ = select.select([self._client], [], [], 0)
-            if not readable:
-                return False
-            with socket.socket(fileno=socket.dup(self._client.fileno())) as raw:
-                waiting = raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-            return waiting in (b"", _TLS_ALERT)  # closed, or closing (Go sends close_notify first)
-        except (OSError, ValueError):
-            return True
+        return self._client_gone()
+
+
+def _socket_closed_by_peer(client: socket.socket) -> bool:
+    """Whether the peer of an idle HTTP/1.1 connection closed it (or is closing it)."""
+    try:
+        readable, _, _ = select.select([client], [], [], 0)
+        if not readable:
+            return False
+        with socket.socket(fileno=socket.dup(client.fileno())) as raw:
+            waiting = raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        return waiting in (b"", _TLS_ALERT)  # closed, or closing (Go sends close_notify first)
+    except (OSError, ValueError):
+        return True
+
+
+class ClientSide(Protocol):
+    """Where one answer goes: an HTTP/1.1 connection, or one HTTP/2 stream.
+
+    The request handling (naming, recording, faults, forwarding) is the same for
+    both protocols; only how an answer's head and body are written differs.
+    """
+
+    protocol: str
+    """"HTTP/1.1" or "HTTP/2", as recorded in ``Call.protocol``."""
+
+    def send_head(self, answer: _Head, has_body: bool) -> None:
+        """The status line and headers (as the API server sent them, HTTP/1.1 style)."""
+
+    def send_data(self, data: bytes) -> None:
+        """A piece of the body, written at once (a watch event must not wait)."""
+
+    def finish(self, trailer: bytes = b"") -> None:
+        """The end of the body."""
+
+    def reset(self) -> None:
+        """Fail the request as a broken connection would (the ``reset`` fault)."""
+
+    def client_gone(self) -> bool:
+        """Whether the operator abandoned the request (closed its connection or stream)."""
+
+    def splice(self, upstream: ssl.SSLSocket, reader: IO[bytes]) -> None:
+        """After ``101 Switching Protocols``: copy both ways until either side ends."""
+
+
+class _Http1Client:
+    """An HTTP/1.1 connection of the operator: answers written as bytes on the TLS socket."""
+
+    protocol = "HTTP/1.1"
+
+    def __init__(self, server: ProxyServer, client: ssl.SSLSocket) -> None:
+        self._server = server
+        self._client = client
+        self._chunked = False
+
+    def send_head(self, answer: _Head, has_body: bool) -> None:
+        self._chunked = has_body and answer.get("Transfer-Encoding").lower() == "chunked"
+        self._client.sendall(answer.encode())
+
+    def send_data(self, data: bytes) -> None:
+        if not data:
+            return
+        self._client.sendall(b"%x\r\n%s\r\n" % (len(data), data) if self._chunked else data)
+
+    def finish(self, trailer: bytes = b"") -> None:
+        if self._chunked:
+            self._client.sendall(b"0\r\n" + (trailer or b"\r\n"))
+
+    def reset(self) -> None:
+        _reset(self._client)
+
+    def client_gone(self) -> bool:
+        return _socket_closed_by_peer(self._client)
+
+    def splice(self, upstream: ssl.SSLSocket, reader: IO[bytes]) -> None:
+        self._server._splice(self._client, upstream, reader)
+
+
+class UpstreamLink:
+    """The API server connection one operator connection (HTTP/1.1) or stream (HTTP/2) uses:
+    opened on the first request, reused while the API server keeps it alive."""
+
+    def __init__(self, upstream: Upstream, registered: Callable[[ssl.SSLSocket | None], None]) -> None:
+        self._upstream = upstream
+        self._registered = registered
+        self.sock: ssl.SSLSocket | None = None
+        self.reader: IO[bytes] | None = None
+
+    def open(self) -> tuple[ssl.SSLSocket, IO[bytes]]:
+        if self.sock is None or self.reader is None:
+            self.sock = self._upstream.connect()
+            self.reader = _reader(self.sock)
+            self._registered(self.sock)
+        return self.sock, self.reader
+
+    def drop(self) -> None:
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.close()
+        self.sock = self.reader = None
+        self._registered(None)
 
 
 class _EventCounter:
-    """Counts watch events in a JSON (one object per line) or protobuf (length-prefixed) stream."""
+    """Counts watch events in a JSON (one object per line) or protobuf (length-prefixed) stream,
+    gzip-compressed or not (the API server compresses a watch for clients that accept gzip, as
+    client-go does: every flush is a gzip member of its own)."""
 
-    def __init__(self, content_type: str) -> None:
+    def __init__(self, content_type: str, content_encoding: str = "") -> None:
         self.protobuf = "protobuf" in content_type
         self._pending = 0  # protobuf: bytes of the current frame still to come
         self._prefix = b""
+        self._gzip = content_encoding.strip().lower() == "gzip"
+        self._inflater = zlib.decompressobj(31) if self._gzip else None
+
+    def _inflate(self, data: bytes) -> bytes:
+        """The uncompressed bytes of ``data`` (gzip members back to back)."""
+        out: list[bytes] = []
+        while data and self._inflater is not None:
+            try:
+                out.append(self._inflater.decompress(data))
+            except zlib.error:
+                self._inflater = None  # not gzip after all: stop counting rather than guess
+                break
+            if not self._inflater.eof:
+                break
+            data = self._inflater.unused_data
+            self._inflater = zlib.decompressobj(31)
+        return b"".join(out)
 
     def feed(self, data: bytes, call: Call, now: float) -> None:
+        if self._gzip:
+            data = self._inflate(data)
         if not self.protobuf:
             count = data.count(b"\n")
             if count:
@@ -260,8 +373,12 @@ class ProxyServer:
         server_context: ssl.SSLContext,
         traffic: Traffic,
         faults: FaultSet,
+        http2: bool = False,
     ) -> None:
         self.name = name
+        self.http2 = http2
+        """Serve connections whose TLS handshake chose ``h2`` as HTTP/2 (``server_context`` must
+        offer it in ALPN); otherwise HTTP/1.1 only."""
         self.upstream = upstream
         self.server_context = server_context
         self.traffic = traffic
@@ -353,89 +470,31 @@ class ProxyServer:
 
     def _serve(self, number: int, raw: socket.socket, sockets: list[socket.socket | None]) -> None:
         client: ssl.SSLSocket | None = None
-        upstream: ssl.SSLSocket | None = None
+        link: UpstreamLink | None = None
         try:
             raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             raw.settimeout(_HANDSHAKE_TIMEOUT)
             client = self.server_context.wrap_socket(raw, server_side=True)
             client.settimeout(None)
             sockets[0] = client
+            if self.http2 and client.selected_alpn_protocol() == "h2":
+                from ktest.proxy.http2 import serve_http2
+
+                serve_http2(self, client)
+                return
             reader = _reader(client)
-            upstream_reader: IO[bytes] | None = None
+            side = _Http1Client(self, client)
+
+            def registered(sock: ssl.SSLSocket | None) -> None:
+                sockets[1] = sock
+
+            link = UpstreamLink(self.upstream, registered)
             while not self._closing.is_set():
                 head = _read_head(reader)
                 if head is None:
                     return
                 body = self._read_body(reader, head)
-                method, target, _ = [*head.first.split(" ", 2), "", ""][:3]
-                request = parse_request(method, target)
-                if request.verb == "create" and request.resource and body:
-                    request = _named_by_body(request, body)
-                call = self.traffic.begin(request, head.get("User-Agent"))
-                started = time.monotonic()
-                # Registered from now on, so that closing watches closes those in flight too.
-                watch = WatchStream(call, client) if request.is_watch else None
-                if watch is not None:
-                    self.faults.watch_opened(watch)
-                try:
-                    decision = self.faults.decide(request)
-                    if decision is not None:
-                        if decision.delay:
-                            call.fault = decision.label
-                            time.sleep(decision.delay)
-                        if decision.answer is not None:
-                            if not self._answer_with_fault(client, head, request, call, decision):
-                                return
-                            continue
-                    if watch is not None and watch.cut_by is not None:  # while it was held
-                        self._end_watch_unanswered(client, call, watch, started)
-                        continue
-                    message = self._forward_head(head, len(body)) + body
-                    answer: _Head | None = None
-                    for attempt in (1, 2):
-                        fresh = upstream is None
-                        try:
-                            if upstream is None:
-                                upstream = self.upstream.connect()
-                                sockets[1] = upstream
-                                upstream_reader = _reader(upstream)
-                            assert upstream_reader is not None
-                            if watch is not None:
-                                watch.attach(upstream)
-                            upstream.sendall(message)
-                            answer = _read_head(upstream_reader)
-                            if answer is None:
-                                raise ProxyProtocolError("the API server closed the connection unanswered")
-                            break
-                        except (OSError, ProxyProtocolError) as error:
-                            # A kept-alive connection the server closed while idle: once more on a new one.
-                            if upstream is not None:
-                                with contextlib.suppress(OSError):
-                                    upstream.close()
-                            upstream = upstream_reader = None
-                            sockets[1] = None
-                            if watch is not None and watch.cut_by is not None:
-                                self._end_watch_unanswered(client, call, watch, started)
-                                break
-                            if fresh or attempt == 2:
-                                call.error = f"API server unreachable: {error}"
-                                call.ended = self.traffic.now()
-                                return
-                    if answer is None:  # a watch cut before the API server answered it
-                        continue
-                    assert upstream is not None and upstream_reader is not None
-                    keep, upstream_usable = self._relay(
-                        client, upstream, upstream_reader, head, answer, call, started, watch
-                    )
-                finally:
-                    if watch is not None:
-                        self.faults.watch_closed(watch)
-                if not upstream_usable:
-                    with contextlib.suppress(OSError):
-                        upstream.close()
-                    upstream = upstream_reader = None
-                    sockets[1] = None
-                if not keep:
+                if not self.exchange(side, head, body, link):
                     return
         except (OSError, ssl.SSLError, ProxyProtocolError, ValueError):
             return
@@ -443,12 +502,74 @@ class ProxyServer:
             self.errors.append(f"{type(error).__name__}: {error}")
             return
         finally:
-            for sock in (upstream, client or raw):
-                if sock is not None:
-                    with contextlib.suppress(OSError):
-                        sock.close()
+            if link is not None:
+                link.drop()
+            with contextlib.suppress(OSError):
+                (client or raw).close()
             with self._lock:
                 self._connections.pop(number, None)
+
+    @property
+    def closing(self) -> bool:
+        return self._closing.is_set()
+
+    def exchange(self, side: ClientSide, head: _Head, body: bytes, link: UpstreamLink) -> bool:
+        """One request of the operator, whole, and its answer: named, recorded, held, answered by a
+        fault or forwarded on ``link``. Whether the operator's connection stays usable."""
+        method, target, _ = [*head.first.split(" ", 2), "", ""][:3]
+        request = parse_request(method, target)
+        if request.verb == "create" and request.resource and body:
+            request = _named_by_body(request, body)
+        call = self.traffic.begin(request, head.get("User-Agent"), side.protocol)
+        started = time.monotonic()
+        # Registered from now on, so that closing watches closes those in flight too.
+        watch = WatchStream(call, side.client_gone) if request.is_watch else None
+        if watch is not None:
+            self.faults.watch_opened(watch)
+        try:
+            decision = self.faults.decide(request)
+            if decision is not None:
+                if decision.delay:
+                    call.fault = decision.label
+                    time.sleep(decision.delay)
+                if decision.answer is not None:
+                    return self._answer_with_fault(side, head, request, call, decision)
+            if watch is not None and watch.cut_by is not None:  # while it was held
+                self._end_watch_unanswered(side, call, watch, started)
+                return True
+            message = self._forward_head(head, len(body)) + body
+            answer: _Head | None = None
+            for attempt in (1, 2):
+                fresh = link.sock is None
+                try:
+                    upstream, upstream_reader = link.open()
+                    if watch is not None:
+                        watch.attach(upstream)
+                    upstream.sendall(message)
+                    answer = _read_head(upstream_reader)
+                    if answer is None:
+                        raise ProxyProtocolError("the API server closed the connection unanswered")
+                    break
+                except (OSError, ProxyProtocolError) as error:
+                    # A kept-alive connection the server closed while idle: once more on a new one.
+                    link.drop()
+                    if watch is not None and watch.cut_by is not None:
+                        self._end_watch_unanswered(side, call, watch, started)
+                        return True
+                    if fresh or attempt == 2:
+                        call.error = f"API server unreachable: {error}"
+                        call.ended = self.traffic.now()
+                        return False
+            assert answer is not None and link.sock is not None and link.reader is not None
+            keep, upstream_usable = self._relay(
+                side, link.sock, link.reader, head, answer, call, started, watch
+            )
+        finally:
+            if watch is not None:
+                self.faults.watch_closed(watch)
+        if not upstream_usable:
+            link.drop()
+        return keep
 
     def _read_body(self, reader: IO[bytes], head: _Head) -> bytes:
         if head.get("Transfer-Encoding").lower() == "chunked":
@@ -468,7 +589,7 @@ class ProxyServer:
 
     def _relay(
         self,
-        client: ssl.SSLSocket,
+        client: ClientSide,
         upstream: ssl.SSLSocket,
         reader: IO[bytes],
         request_head: _Head,
@@ -485,15 +606,18 @@ class ProxyServer:
         if answer.get("Retry-After"):
             with contextlib.suppress(ValueError):
                 call.retry_after = float(answer.get("Retry-After"))
-        client.sendall(answer.encode())
         closing = request_head.has_token("Connection", "close") or answer.has_token("Connection", "close")
         if status == 101:
-            self._splice(client, upstream, reader)
+            client.send_head(answer, has_body=False)
+            client.splice(upstream, reader)
             call.ended = self.traffic.now()
             return False, False
         if request_head.first.startswith("HEAD ") or status in _NO_BODY_STATUS or 100 <= status < 200:
+            client.send_head(answer, has_body=False)
+            client.finish()
             call.ended = self.traffic.now()
             return not closing, not closing
+        client.send_head(answer, has_body=True)
         if answer.get("Transfer-Encoding").lower() == "chunked":
             # A watch cut by a fault ends cleanly for the operator, whose connection stays usable;
             # the API server's connection is spent (it was in the middle of an answer).
@@ -507,20 +631,22 @@ class ProxyServer:
                 data = reader.read(min(_COPY, remaining))
                 if not data:
                     raise ProxyProtocolError("the API server ended an answer early")
-                client.sendall(data)
+                client.send_data(data)
                 remaining -= len(data)
+            client.finish()
             call.ended = self.traffic.now()
             return not closing, not closing
         while True:  # delimited by the end of the connection
             data = reader.read1(_COPY) if hasattr(reader, "read1") else reader.read(_COPY)
             if not data:
                 break
-            client.sendall(data)
+            client.send_data(data)
+        client.finish()
         call.ended = self.traffic.now()
         return False, False
 
     def _end_watch_unanswered(
-        self, client: ssl.SSLSocket, call: Call, watch: WatchStream, started: float
+        self, client: ClientSide, call: Call, watch: WatchStream, started: float
     ) -> None:
         """A watch cut before the API server answered it: it ends at once, empty, as a watch the
         server ends (the operator watches again, as it would then)."""
@@ -528,13 +654,16 @@ class ProxyServer:
         call.latency = time.monotonic() - started
         call.closed_by = watch.cut_by
         call.ended = self.traffic.now()
-        client.sendall(_EMPTY_WATCH)
+        client.send_head(_empty_watch_head(), has_body=True)
+        client.finish()
 
     def _relay_chunked(
-        self, client: ssl.SSLSocket, reader: IO[bytes], answer: _Head, call: Call, watch: WatchStream | None
+        self, client: ClientSide, reader: IO[bytes], answer: _Head, call: Call, watch: WatchStream | None
     ) -> bool:
         """Forward chunks as they arrive; False if the stream was cut (the upstream connection is spent)."""
-        counter = _EventCounter(answer.get("Content-Type")) if watch is not None else None
+        counter = None
+        if watch is not None:
+            counter = _EventCounter(answer.get("Content-Type"), answer.get("Content-Encoding"))
         while True:
             try:
                 size_line = reader.readline(1024)
@@ -548,7 +677,7 @@ class ProxyServer:
                         trailer += line
                         if line in (b"\r\n", b"\n", b""):
                             break
-                    client.sendall(b"0\r\n" + (trailer or b"\r\n"))
+                    client.finish(trailer)
                     if watch is not None and watch.call.closed_by is None:
                         watch.call.closed_by = "server"
                     return True
@@ -557,14 +686,14 @@ class ProxyServer:
             except (OSError, ValueError, ProxyProtocolError):
                 if watch is not None and watch.cut_by is not None:
                     call.closed_by = watch.cut_by
-                    client.sendall(b"0\r\n\r\n")  # the stream ends cleanly, as when the server ends it
+                    client.finish()  # the stream ends cleanly, as when the server ends it
                     return False
                 raise
             if watch is not None and watch.cut_by is not None:
                 call.closed_by = watch.cut_by
-                client.sendall(b"0\r\n\r\n")
+                client.finish()
                 return False
-            client.sendall(b"%x\r\n%s\r\n" % (size, data))
+            client.send_data(data)
             if counter is not None:
                 counter.feed(data, call, self.traffic.now())
 
@@ -587,7 +716,7 @@ class ProxyServer:
     # ------------------------------------------------------------ answers made here
 
     def _answer_with_fault(
-        self, client: ssl.SSLSocket, head: _Head, request: ApiRequest, call: Call, decision: Decision
+        self, client: ClientSide, head: _Head, request: ApiRequest, call: Call, decision: Decision
     ) -> bool:
         """Answer ``request`` as the fault says; whether the connection stays usable."""
         call.fault = decision.label
@@ -597,7 +726,7 @@ class ProxyServer:
         if answer == "reset":
             call.error = "connection reset"
             call.ended = self.traffic.now()
-            _reset(client)
+            client.reset()
             return False
         assert decision.status is not None
         wants_protobuf = "protobuf" in head.get("Accept")
@@ -610,26 +739,35 @@ class ProxyServer:
             call.event_types = {"ERROR": 1}
             call.closed_by = decision.label
             call.ended = self.traffic.now()
-            client.sendall(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
-                + f"X-Ktest-Fault: {decision.label}\r\n\r\n".encode()
-                + b"%x\r\n%s\r\n0\r\n\r\n" % (len(event), event)
-            )
+            head_out = _empty_watch_head()
+            head_out.headers.append(("X-Ktest-Fault", decision.label))
+            client.send_head(head_out, has_body=True)
+            client.send_data(event)
+            client.finish()
         else:
             body = json.dumps(status_body, separators=(",", ":")).encode()
-            lines = [
-                f"HTTP/1.1 {decision.status} {_REASON_PHRASES.get(decision.status, 'Error')}",
-                "Content-Type: application/json",
-                f"Content-Length: {len(body)}",
-                f"X-Ktest-Fault: {decision.label}",
+            headers = [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(body))),
+                ("X-Ktest-Fault", decision.label),
             ]
             if decision.retry_after is not None:
-                lines.append(f"Retry-After: {decision.retry_after:g}")
+                headers.append(("Retry-After", f"{decision.retry_after:g}"))
                 call.retry_after = decision.retry_after
             call.status = decision.status
             call.ended = self.traffic.now()
-            client.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+            status_line = f"HTTP/1.1 {decision.status} {_REASON_PHRASES.get(decision.status, 'Error')}"
+            client.send_head(_Head(status_line, headers), has_body=True)
+            client.send_data(body)
+            client.finish()
         return not head.has_token("Connection", "close")
+
+
+def _empty_watch_head() -> _Head:
+    """The head of a watch answered here (an empty one, or one carrying an injected ERROR event)."""
+    return _Head(
+        "HTTP/1.1 200 OK", [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")]
+    )
 
 
 def _named_by_body(request: ApiRequest, body: bytes) -> ApiRequest:

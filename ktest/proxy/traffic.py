@@ -57,6 +57,8 @@ class Call:
     """The answer came from ktest (an injected error, 410 or reset), not from the API server."""
     retry_after: float | None = None
     error: str | None = None
+    protocol: str = "HTTP/1.1"
+    """How the operator sent the request to the proxy: "HTTP/1.1", or "HTTP/2" (one stream)."""
 
     # a few names tests read most
     @property
@@ -130,8 +132,8 @@ class Traffic:
     def now(self) -> float:
         return time.monotonic() - self.started
 
-    def begin(self, request: ApiRequest, user_agent: str) -> Call:
-        call = Call(request, self.now(), user_agent=user_agent)
+    def begin(self, request: ApiRequest, user_agent: str, protocol: str = "HTTP/1.1") -> Call:
+        call = Call(request, self.now(), user_agent=user_agent, protocol=protocol)
         with self._lock:
             self._calls.append(call)
             if len(self._calls) > MAX_CALLS:

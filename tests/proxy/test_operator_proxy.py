@@ -86,6 +86,7 @@ def test_a_go_manager_goes_through_the_proxy_over_http_1_1(admin: Cluster, ns: s
         eventually(lambda: admin.get(("v1", "ConfigMap", "a-mirror", ns))["data"] == {"k": "v"})
         watches = op.traffic.calls(verb="watch", resource="configmaps")
         assert watches and watches[0].user_agent.startswith("go-manager/")  # client-go: binary name
+        assert {call.protocol for call in op.traffic.calls()} == {"HTTP/1.1"}  # h2 is off by default
         # client-go 1.37's reflector lists by a watch that streams the initial state first
         assert watches[0].request.send_initial_events and watches[0].events >= 1
         writes = op.traffic.writes(resource="configmaps", namespace=ns)
