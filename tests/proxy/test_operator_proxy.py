@@ -11,7 +11,7 @@ from ktest.cluster import Cluster
 from ktest.context import RunContext, run_context, use_context
 from ktest.errors import OperatorError
 from ktest.operators import OperatorContext, build_go_binary, run_callable, run_kopf, run_subprocess
-from ktest.proxy.defaults import use_operator_proxy
+from ktest.proxy.defaults import use_operator_proxy, use_operator_proxy_http2
 from ktest.wait import eventually
 
 GO_MANAGER = Path(__file__).resolve().parents[2] / "fixtures" / "go-manager"
@@ -77,7 +77,7 @@ def test_a_kopf_operator_goes_through_the_proxy(admin: Cluster, ns: str) -> None
 def test_a_go_manager_goes_through_the_proxy_over_http_1_1(admin: Cluster, ns: str) -> None:
     manager = build_go_binary(GO_MANAGER)
     labels = {"ktest.dev/mirror": "true"}
-    with run_subprocess(
+    with use_operator_proxy_http2(False), run_subprocess(
         [manager], admin, args=["--health-probe-bind-address=127.0.0.1:{port}"],
         ready_http="http://127.0.0.1:{port}/readyz", proxy=True,
     ) as op:
@@ -86,7 +86,7 @@ def test_a_go_manager_goes_through_the_proxy_over_http_1_1(admin: Cluster, ns: s
         eventually(lambda: admin.get(("v1", "ConfigMap", "a-mirror", ns))["data"] == {"k": "v"})
         watches = op.traffic.calls(verb="watch", resource="configmaps")
         assert watches and watches[0].user_agent.startswith("go-manager/")  # client-go: binary name
-        assert {call.protocol for call in op.traffic.calls()} == {"HTTP/1.1"}  # h2 is off by default
+        assert {call.protocol for call in op.traffic.calls()} == {"HTTP/1.1"}  # h2 not offered
         # client-go 1.37's reflector lists by a watch that streams the initial state first
         assert watches[0].request.send_initial_events and watches[0].events >= 1
         writes = op.traffic.writes(resource="configmaps", namespace=ns)
