@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ssl
 import threading
+import time
 from typing import IO, TYPE_CHECKING
 
 import h2.config
@@ -131,8 +132,9 @@ class _Connection:
             self.lock.notify_all()
         for stream in streams:
             stream.link.drop_from_other_thread()
+        deadline = time.monotonic() + _JOIN
         for thread in self._threads:
-            thread.join(_JOIN)
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 class _StreamLink(UpstreamLink):
