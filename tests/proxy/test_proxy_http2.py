@@ -31,7 +31,8 @@ def test_a_go_manager_speaks_http2_and_a_python_client_http_1_1_on_the_same_prox
         go_calls = [call for call in op.traffic.calls() if call.user_agent.startswith("go-manager/")]
         assert go_calls and {call.protocol for call in go_calls} == {"HTTP/2"}, op.traffic.describe(go_calls)
         # client-go multiplexes: its watches and writes share one connection instead of one each
-        assert op.proxy.open_connections == 1
+        # (a second one dialled in a race at start-up is closed by Go's connection pool at once)
+        eventually(lambda: op.proxy is not None and op.proxy.open_connections == 1, timeout=5)
         watches = op.traffic.calls(verb="watch", resource="configmaps")
         assert watches and watches[0].events >= 1
         events_before = watches[0].events
