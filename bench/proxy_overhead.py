@@ -4,14 +4,15 @@ Per request: one ConfigMap GET at a time over a kept-alive TLS connection,
 straight to the API server and through an ``OperatorProxy`` (no rule active),
 interleaved (direct, proxied, proxied, direct, ...) so both see the same load;
 reported per run and as medians over runs: p50 and p99 of each, and the overhead
-(proxied minus direct) at p50 and p99.
+(proxied minus direct) at p50 and p99. ``--http2``: both connections speak HTTP/2
+(urllib3's h2 support), the proxy with ``http2=True`` (it forwards over HTTP/1.1).
 
 Suite (``--suite``): ``pytest examples -n 0`` with ``KTEST_OPERATOR_PROXY=off``
 and ``=on``, alternated, ``--suite-runs`` times each; medians and their ratio.
 ``examples/test_faults.py`` is left out of both: it needs the proxy (with it off,
 its tests fail at once, which would flatter the "off" runs).
 
-    .venv/bin/python bench/proxy_overhead.py [--requests 1000] [--runs 3] [--suite] [--suite-runs 2]
+    .venv/bin/python bench/proxy_overhead.py [--requests 1000] [--runs 3] [--http2] [--suite] [--suite-runs 2]
 
 Set KTEST_ASSETS to use a directory of binaries instead of resolving them.
 """
@@ -74,11 +75,15 @@ def one_run(direct: urllib3.HTTPSConnectionPool, proxied: urllib3.HTTPSConnectio
     return figures
 
 
-def per_request(requests: int, runs: int) -> None:
+def per_request(requests: int, runs: int, http2: bool = False) -> None:
+    if http2:
+        import urllib3.http2
+
+        urllib3.http2.inject_into_urllib3()  # HTTPS connections negotiate h2 when offered
     with ControlPlane() as plane, Cluster(plane.kubeconfig) as cluster:
         cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": "bench", "namespace": "default"}, "data": {"k": "v"}})
-        proxy = OperatorProxy(cluster, "bench").start()
+        proxy = OperatorProxy(cluster, "bench", http2=http2).start()
         try:
             direct, proxied = pool_for(cluster), pool_for(proxy.cluster)
             path = "/api/v1/namespaces/default/configmaps/bench"
@@ -92,6 +97,8 @@ def per_request(requests: int, runs: int) -> None:
             for key in results[0]:
                 print(f"  {key:<18} {statistics.median(r[key] for r in results):7.3f}")
             print(f"  load average       {os.getloadavg()[0]:.1f}")
+            protocols = sorted({call.protocol for call in proxy.traffic.calls(resource="configmaps")})
+            print(f"  proxied protocol   {', '.join(protocols)}")
             direct.close()
             proxied.close()
         finally:
@@ -122,11 +129,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=1000, help="requests each way per run")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--http2", action="store_true", help="clients and proxy speak HTTP/2")
     parser.add_argument("--suite", action="store_true", help="also time the demo suite with the proxy off/on")
     parser.add_argument("--suite-runs", type=int, default=2)
     args = parser.parse_args()
     if args.runs:
-        per_request(args.requests, args.runs)
+        per_request(args.requests, args.runs, args.http2)
     if args.suite:
         suite(args.suite_runs)
 

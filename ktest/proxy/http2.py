@@ -2,7 +2,7 @@
 
 Go's client-go prefers HTTP/2 and multiplexes all of an operator's requests,
 watches included, over one connection. When the proxy offers ``h2`` (setting
-``ktest_operator_proxy_http2``) the connection is served here with the ``h2``
+``ktest_operator_proxy_http2``, on by default) the connection is served here with the ``h2``
 library: one thread reads frames; every request stream, once its request is
 whole, gets a thread of its own that runs the same request handling as
 HTTP/1.1 (``ProxyServer.exchange``: naming, the traffic record, fault rules)
@@ -41,6 +41,7 @@ _READ = 64 * 1024
 _WINDOW_WAIT = 1.0
 _MAX_STREAMS = 1000
 _JOIN = 5.0
+_IDLE_UPSTREAMS = 16
 # Connection-specific header fields HTTP/2 forbids (RFC 9113, 8.2.2).
 _NOT_IN_HTTP2 = frozenset(
     {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"}
@@ -61,6 +62,9 @@ class _Connection:
         self._requests: dict[int, tuple[list[tuple[str, str]], bytearray]] = {}
         self.streams: dict[int, _Stream] = {}
         self._threads: list[threading.Thread] = []
+        self.idle: list[tuple[ssl.SSLSocket, IO[bytes]]] = []
+        """API server connections free for the next stream (as HTTP/1.1 keep-alive reuses one)."""
+        self.idle_lock = threading.Lock()
 
     def flush(self) -> None:
         """Send what the state machine has queued (call with the lock held)."""
@@ -135,10 +139,37 @@ class _Connection:
         deadline = time.monotonic() + _JOIN
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        with self.idle_lock:
+            idle, self.idle = self.idle, []
+        for sock, _ in idle:
+            with contextlib.suppress(OSError):
+                sock.close()
 
 
 class _StreamLink(UpstreamLink):
-    """A stream's API server connection, which the frame-reading thread may have to break."""
+    """A stream's API server connection: an idle one of the connection's when there is one, back
+    to them when the answer was forwarded whole; the frame-reading thread may have to break it."""
+
+    def __init__(self, connection: _Connection) -> None:
+        super().__init__(connection.server.upstream, lambda sock: None)
+        self._connection = connection
+
+    def open(self) -> tuple[ssl.SSLSocket, IO[bytes]]:
+        if self.sock is None:
+            with self._connection.idle_lock:
+                if self._connection.idle:
+                    self.sock, self.reader = self._connection.idle.pop()
+        return super().open()
+
+    def release(self) -> None:
+        """Keep the connection for the next stream (exchange drops one it cannot reuse)."""
+        connection = self._connection
+        if self.sock is not None and self.reader is not None and not connection.closed:
+            with connection.idle_lock:
+                if len(connection.idle) < _IDLE_UPSTREAMS:
+                    connection.idle.append((self.sock, self.reader))
+                    self.sock = self.reader = None
+        self.drop()
 
     def drop_from_other_thread(self) -> None:
         _shutdown(self.sock)
@@ -159,13 +190,15 @@ class _Stream:
         self.reset_by_client = False
         self.answered = False
         self.finished = False
-        self.link = _StreamLink(connection.server.upstream, lambda sock: None)
+        self.link = _StreamLink(connection)
 
     def run(self) -> None:
         server = self.connection.server
+        whole = False
         try:
             if not server.exchange(self, self._head(), self.body, self.link) and not self.finished:
                 self.reset()  # the API server could not be reached: no answer will come
+            whole = not self.reset_by_client
         except (OSError, ValueError, ProxyProtocolError, h2.exceptions.H2Error):
             if not self.finished:
                 self.reset()  # a broken API server connection, or the operator gave up the stream
@@ -173,7 +206,10 @@ class _Stream:
             server.errors.append(f"{type(error).__name__}: {error}")
             self.reset()
         finally:
-            self.link.drop()
+            if whole:
+                self.link.release()
+            else:
+                self.link.drop()
             with self.connection.lock:
                 self.connection.streams.pop(self.id, None)
 
