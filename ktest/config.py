@@ -54,7 +54,7 @@ class Settings:
     artifacts_dir: Path | None = None
     run_dir: Path | None = None
     operator_proxy: bool = True
-    operator_proxy_http2: bool = False
+    operator_proxy_http2: bool = True
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """Where each non-default value came from (for messages), e.g. ``{"backend": "ini ktest_backend"}``."""
 
@@ -284,7 +284,7 @@ SETTINGS: tuple[Spec, ...] = (
     Spec("operator_proxy_http2", "--ktest-operator-proxy-http2", "ktest_operator_proxy_http2",
          "KTEST_OPERATOR_PROXY_HTTP2", _bool,
          "the operator proxy offers HTTP/2 (h2) as well as HTTP/1.1: Go operators then multiplex their "
-         "requests over one connection, as they do with a real API server", "false", flag=True),
+         "requests over one connection, as they do with a real API server", "true", flag=True),
 )
 
 SPECS_BY_NAME = {spec.name: spec for spec in SETTINGS}

@@ -2,8 +2,9 @@
 and whether that proxy offers HTTP/2.
 
 The proxy is on unless turned off (setting ``ktest_operator_proxy = off``, or
-``proxy=False`` on one runner); HTTP/2 is off unless turned on (setting
-``ktest_operator_proxy_http2``, or ``http2=True`` on ``OperatorProxy``). Kept
+``proxy=False`` on one runner); it offers HTTP/2 unless that is turned off
+(setting ``ktest_operator_proxy_http2 = off``, or ``http2=False`` on
+``OperatorProxy``). Kept
 in ContextVars, like the wait defaults, so the pytest plugin sets them for its
 session and nothing leaks between sessions.
 """
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 _enabled: ContextVar[bool] = ContextVar("ktest_operator_proxy", default=True)
-_http2: ContextVar[bool] = ContextVar("ktest_operator_proxy_http2", default=False)
+_http2: ContextVar[bool] = ContextVar("ktest_operator_proxy_http2", default=True)
 
 
 def operator_proxy_default() -> bool:

@@ -9,13 +9,13 @@ counted on the way. Before a request is forwarded, the active fault rules may
 hold it (latency), answer it themselves (409, 429, 5xx, 410) or reset the
 connection.
 
-By default only HTTP/1.1 is offered in the TLS handshake (ALPN ``http/1.1``):
-Go's client-go, which prefers HTTP/2, falls back to HTTP/1.1 when the server
-does not offer h2, as it does behind any HTTP/1.1-only load balancer, at the
-cost of one connection per concurrent request (each watch holds one). With
-``http2`` the proxy offers h2 too and serves such connections in
-``ktest.proxy.http2``, each stream through the same ``exchange`` as an
-HTTP/1.1 request (a ``ClientSide`` says how its answer is written).
+With ``http2`` (``OperatorProxy``'s default) the proxy offers h2 besides
+HTTP/1.1 and serves such connections in ``ktest.proxy.http2``, each stream
+through the same ``exchange`` as an HTTP/1.1 request (a ``ClientSide`` says how
+its answer is written). Without it only HTTP/1.1 is offered (ALPN ``http/1.1``):
+Go's client-go, which prefers HTTP/2, falls back to HTTP/1.1, as behind any
+HTTP/1.1-only load balancer, at the cost of one connection per concurrent
+request (each watch holds one).
 """
 
 from __future__ import annotations

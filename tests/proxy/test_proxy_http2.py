@@ -197,3 +197,20 @@ def test_streams_share_a_connection_within_flow_control_and_reset_alone(admin: C
     finally:
         client.close()
         proxy.close()
+
+
+def test_http2_is_on_by_default_and_the_setting_turns_it_off(admin: Cluster) -> None:
+    from ktest.config import resolve_settings
+    from ktest.operators import OperatorContext, run_callable
+
+    assert resolve_settings(env={}).operator_proxy_http2 is True
+    assert resolve_settings(env={"KTEST_OPERATOR_PROXY_HTTP2": "off"}).operator_proxy_http2 is False
+
+    def idle(ctx: OperatorContext) -> None:
+        ctx.ready()
+        ctx.stop.wait()  # type: ignore[call-arg]
+
+    with use_operator_proxy_http2(False), run_callable(idle, admin, name="h1-only", proxy=True) as op:
+        assert op.proxy is not None and not op.proxy.http2
+    with use_operator_proxy_http2(True), run_callable(idle, admin, name="h2-too", proxy=True) as op:
+        assert op.proxy is not None and op.proxy.http2
