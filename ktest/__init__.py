@@ -6,8 +6,7 @@ side effects (the pytest plugin imports it in every test run).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ktest.lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -59,12 +58,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ktest' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

@@ -10,8 +10,9 @@ which would cost every pytest run with ``KTEST_K8S_VERSION`` set ~40 ms.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ktest.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from ktest.assets.assets import ALL_BINARIES, OPTIONAL_BINARIES, REQUIRED_BINARIES, Assets
@@ -44,8 +45,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ktest.assets' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

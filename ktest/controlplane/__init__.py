@@ -18,8 +18,9 @@ process dies, and a small janitor process removes what is left after ``kill -9``
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ktest.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from ktest.controlplane.plane import ControlPlane
@@ -32,8 +33,4 @@ _EXPORTS = {"ControlPlane": "ktest.controlplane.plane", "ManagedProcess": "ktest
 __all__ = ["ControlPlane", "ManagedProcess"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ktest.controlplane' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

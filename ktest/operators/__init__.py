@@ -17,8 +17,7 @@ per test, ``namespace_for`` for a namespace per test): ``ktest.operators.pytest_
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ktest.lazy import lazy_attributes
 
 _EXPORTS = {
     "OperatorHandle": "ktest.operators.handle",
@@ -46,12 +45,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ktest.operators' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

@@ -14,8 +14,7 @@ imported on first use, so the pytest plugin can read the default cheaply.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ktest.lazy import lazy_attributes
 
 _EXPORTS = {
     "Call": "ktest.proxy.traffic",
@@ -31,12 +30,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ktest.proxy' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

@@ -11,8 +11,9 @@ at session start, which must not pull in the kubernetes client.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ktest.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from ktest.wait import aio
@@ -54,14 +55,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "aio":
-        return importlib.import_module("ktest.wait.aio")
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ktest.wait' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS, "aio"])
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals(), submodules=("aio",))
