@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 _POLL = 0.05
 CRD_REF = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+CONVERSION_FIELD_MANAGER = "ktest-webhooks"
 
 
 @dataclass
@@ -78,10 +79,21 @@ def install_conversion(
     name = crd["metadata"]["name"]
     installed.locks.append(_conversion_lock(cluster, name, lock_timeout))
     installed.conversions.append(name)  # first: a failed install still gets its conversion reset
+    # The conversion is applied under a field manager of its own: a later plain install of the
+    # same CRD (another worker's session fixture, applied as 'ktest' without a conversion) then
+    # leaves it alone instead of removing it mid-test.
+    spec = {key: value for key, value in crd["spec"].items() if key != "conversion"}
     try:
-        cluster.install_crds(crd)
-    except CRDError as error:
-        raise WebhookError(f"cannot install the conversion webhook of CRD {name}: {error}") from None
+        cluster.install_crds({**crd, "spec": spec})
+        cluster.patch(
+            (*CRD_REF, name),
+            {"apiVersion": CRD_REF[0], "kind": CRD_REF[1], "metadata": {"name": name},
+             "spec": {"conversion": crd["spec"]["conversion"]}},
+            type="apply", field_manager=CONVERSION_FIELD_MANAGER,
+        )
+    except (CRDError, ApiError) as error:
+        message = error.message if isinstance(error, ApiError) else str(error)
+        raise WebhookError(f"cannot install the conversion webhook of CRD {name}: {message}") from None
     installed.probes[route_path] = _conversion_probe(cluster, crd, namespace, probe_name)
     installed.probe_names[route_path] = f"conversion webhook of CustomResourceDefinition {name}"
 

@@ -33,6 +33,18 @@ def gadgets(cluster: Cluster) -> str:
     return cluster.install_crds(GADGETS_CRD)[0]
 
 
+@pytest.fixture(scope="session")
+def widgets(cluster: Cluster) -> str:
+    """The Go manager's Widget CRD served, without its conversion webhook (tests that install only
+    admission webhooks need the kind; a webhook set adds the conversion under its own field
+    manager, which this plain install leaves alone)."""
+    import yaml
+
+    crd = yaml.safe_load((GO_WEBHOOK_CRD / "webhooks.ktest.dev_widgets.yaml").read_text())
+    crd["spec"].pop("conversion", None)
+    return cluster.install_crds(crd)[0]
+
+
 @pytest.fixture
 def go_webhooks(cluster: Cluster, webhooks: Any, go_webhook_manager: Path) -> Iterator[Webhooks]:
     """The Go manager's webhooks installed (scoped to the test's namespace) and served by it."""

@@ -62,7 +62,7 @@ def test_conversion_round_trip(cluster: Cluster, namespace: str, go_webhooks: We
 
 
 def test_a_stopped_operator_is_reported_as_unreachable_not_as_a_rejection(
-    cluster: Cluster, namespace: str, webhooks: Any, go_webhook_manager: Path
+    cluster: Cluster, namespace: str, webhooks: Any, go_webhook_manager: Path, widgets: str
 ) -> None:
     # Admission only: a conversion webhook is cluster-wide, and one without a server would also
     # break the conversions other tests' namespaces need while they are deleted.
@@ -84,7 +84,7 @@ def test_a_stopped_operator_is_reported_as_unreachable_not_as_a_rejection(
 
 
 def test_failure_policy_ignore_lets_requests_through_and_says_so(
-    cluster: Cluster, namespace: str, webhooks: Any, tmp_path: Path
+    cluster: Cluster, namespace: str, webhooks: Any, tmp_path: Path, widgets: str
 ) -> None:
     manifests = (
         (GO_WEBHOOK_MANIFESTS / "manifests.yaml")
