@@ -233,11 +233,16 @@ def _recovery_gaps(calls: list[Call]) -> list[str]:
         c for c in calls
         if c.verb == "watch" and (c.answered_by_fault or c.closed_by not in (None, "server", "client"))
     ]
+    cut_ids = {id(c) for c in cut_watches}
     for resource in sorted({c.resource for c in cut_watches}):
-        last_cut = max(c.ended or c.at for c in cut_watches if c.resource == resource)
+        last = max((c for c in cut_watches if c.resource == resource), key=lambda c: c.ended or c.at)
+        last_cut = last.ended or last.at
+        # A client may re-open the watch before the proxy has recorded the cut one's end,
+        # so a new watch counts from when the cut one started, not from when it ended.
         reopened = [
             c for c in calls
-            if c.verb == "watch" and c.resource == resource and c.at >= last_cut and not c.answered_by_fault
+            if c.verb == "watch" and c.resource == resource and id(c) not in cut_ids
+            and c.at >= last.at and not c.answered_by_fault
         ]
         if not reopened:
             problems.append(
