@@ -38,6 +38,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 import plugin_startup  # noqa: E402  (a sibling script)
+from controlplane_start import bench_assets, rss_mib  # noqa: E402  (a sibling script)
 
 from ktest.assets.assets import Assets  # noqa: E402
 from ktest.controlplane import ControlPlane  # noqa: E402
@@ -60,22 +61,6 @@ class Samples:
         return f"{min(found):.3f}-{max(found):.3f}"
 
 
-def _assets() -> Assets:
-    directory = os.environ.get("KTEST_ASSETS")
-    if directory:
-        return Assets(directory=Path(directory), version="", origin="path")
-    from ktest.assets import resolve_assets
-
-    return resolve_assets(None)
-
-
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def _allocated_mib(directory: Path) -> float:
     """What the files under ``directory`` occupy (on tmpfs: memory), sparse parts excluded."""
     return sum(path.stat().st_blocks * 512 for path in directory.rglob("*") if path.is_file()) / 2**20
@@ -96,7 +81,7 @@ def ktest_cold_start(assets: Assets, samples: Samples, *, template: bool = True)
         total = 0.0
         for name, process in plane.processes().items():
             if process.pid:
-                rss = _rss_mib(process.pid)
+                rss = rss_mib(process.pid)
                 samples.add(f"rss {name}", rss)
                 total += rss
         samples.add("rss total", total)
@@ -179,7 +164,7 @@ def main() -> int:
     parser.add_argument("--k8s-version", help="the version for --cold-build (default: the latest)")
     args = parser.parse_args()
 
-    assets = _assets()
+    assets = bench_assets()
     print(f"binaries: {assets.directory}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
           flush=True)
     baseline = envtest_baseline_binary()

@@ -28,23 +28,25 @@ from ktest.assets.assets import Assets
 from ktest.controlplane import ControlPlane
 
 
-def _assets() -> Assets | Path:
+def bench_assets() -> Assets:
+    """The binaries to measure: KTEST_ASSETS (a directory) when set, else resolve_assets()."""
     directory = os.environ.get("KTEST_ASSETS")
     if directory:
-        return Path(directory)
+        return Assets(directory=Path(directory), version="", origin="path")
     from ktest.assets import resolve_assets
 
     return resolve_assets(None)
 
 
-def _rss_mib(pid: int) -> float:
+def rss_mib(pid: int) -> float:
+    """Resident memory of process ``pid`` in MiB (NaN when /proc does not say)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
 
-def _measure(assets: Assets | Path, controllers: str, runs: int) -> dict[str, list[float]]:
+def _measure(assets: Assets, controllers: str, runs: int) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {"ready": [], "stop": []}
     for _ in range(runs):
         began = time.perf_counter()
@@ -53,21 +55,21 @@ def _measure(assets: Assets | Path, controllers: str, runs: int) -> dict[str, li
         results["ready"].append(time.perf_counter() - began)
         for name, process in plane.processes().items():
             if process.pid:
-                results.setdefault(f"rss {name}", []).append(_rss_mib(process.pid))
+                results.setdefault(f"rss {name}", []).append(rss_mib(process.pid))
         began = time.perf_counter()
         plane.stop()
         results["stop"].append(time.perf_counter() - began)
     return results
 
 
-def _envtest_baseline(assets: Assets | Path, runs: int) -> dict[str, list[float]] | None:
+def _envtest_baseline(assets: Assets, runs: int) -> dict[str, list[float]] | None:
     """Go envtest's start/stop times on the same binaries, or None without Go."""
     if shutil.which("go") is None:
         return None
     from ktest.operators.gobuild import build_go_binary
 
     binary = build_go_binary(Path(__file__).parent / "envtest-baseline")
-    directory = assets.directory if isinstance(assets, Assets) else assets
+    directory = assets.directory
     output = subprocess.run(
         [str(binary), "-runs", str(runs)],
         env={**os.environ, "KUBEBUILDER_ASSETS": str(directory)},
@@ -84,7 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     options = parser.parse_args()
-    assets = _assets()
+    assets = bench_assets()
     # One unmeasured start warms the page cache and the --help probe cache.
     ControlPlane(assets=assets).start().stop()
     scenarios = {
