@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import io
 import logging
 import os
@@ -146,8 +147,12 @@ def current_sink() -> RecordSink | None:
 
 
 def _routed_print(original: Callable[..., None]) -> Callable[..., None]:
-    """``print`` that sends an operator's output to its log and leaves other callers alone."""
+    """``print`` that sends an operator's output to its log and leaves other callers alone.
 
+    It wraps the original (``__wrapped__``), so code that inspects callables, like the
+    check rule of ``eventually``, still sees the builtin ``print``, not a function."""
+
+    @functools.wraps(original)
     def print(
         *values: Any, sep: str | None = " ", end: str | None = "\n", file: Any = None, flush: bool = False
     ) -> None:

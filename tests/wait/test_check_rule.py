@@ -289,3 +289,12 @@ async def test_aio_follows_the_same_rule() -> None:
     obj["metadata"]["finalizers"] = ["example.com/cleanup"]
     assert await aio.eventually(check_finalized, timeout=1, interval=0.01) is None
     assert await aio.eventually(finalizers, timeout=1, interval=0.01) == ["example.com/cleanup"]
+
+
+def test_print_stays_a_builtin_while_operators_route_it() -> None:
+    """While an in-process operator runs, ktest routes ``print`` to its log; a check that
+    only prints must still not count as assertion-style (CI: it passed at once)."""
+    from ktest.operators.logs import routing
+
+    with routing():
+        assert is_assertion_style(lambda: print("x")) is False
