@@ -16,7 +16,9 @@ One round measures, in this order, each of:
 Rounds interleave the scenarios, so a change of machine load hits all of them;
 medians are printed with ratios and the goals of issue 15, and the load average.
 
-``--suite PATH`` also times ``pytest -n 0`` and ``-n 2`` on PATH once each (slow).
+``--suite ARGS`` also times ``pytest -n 0`` and ``-n 2`` on ARGS (paths and options) once
+each (slow), and how many cores the machine kept busy in each: the ``-n 0`` figure caps
+the speed-up any worker count can reach.  ``--suite-only`` measures just that.
 ``--cold-build`` also times a build of one version's binaries into a throwaway
 ktest cache and an empty GOCACHE (many minutes; the real caches are untouched).
 """
@@ -154,12 +156,31 @@ def _table(rows: list[Row]) -> str:
                      for line in cells)
 
 
+def suite_rows(arguments: str, env: dict[str, str]) -> list[Row]:
+    """``-n 2`` against ``-n 0`` on one suite, and the ceiling the serial run's CPU use sets:
+    with ``cores_busy`` of the machine's cores already busy at ``-n 0``, no number of
+    workers can be more than ``cpu_count / cores_busy`` times faster."""
+    serial = plugin_startup.suite(arguments, "0", env)
+    parallel = plugin_startup.suite(arguments, "2", env)
+    cores = os.cpu_count() or 1
+    print(f"-n 0: {serial.outcome}\n-n 2: {parallel.outcome}")
+    speed_up = serial.seconds / parallel.seconds
+    return [
+        Row(f"{arguments}: -n 2 vs -n 0 (speed-up)", f"{parallel.seconds:.0f} s", f"{serial.seconds:.0f} s",
+            f"{speed_up:.2f}x", ">= 1.7x", speed_up >= 1.7),
+        Row("  cores busy on average (machine-wide)", f"{parallel.cores_busy:.2f} at -n 2",
+            f"{serial.cores_busy:.2f} at -n 0", f"ceiling {cores / serial.cores_busy:.2f}x", "", None),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--suite", help="also time pytest -n 0 and -n 2 on this path (slow)")
+    parser.add_argument("--suite", help="also time pytest -n 0 and -n 2 on these paths and options "
+                        "(shell-split, e.g. 'tests --ignore=tests/kind'; slow)")
+    parser.add_argument("--suite-only", action="store_true", help="measure only --suite, not the rounds")
     parser.add_argument("--cold-build", action="store_true", help="also time a cold build (many minutes)")
     parser.add_argument("--k8s-version", help="the version for --cold-build (default: the latest)")
     args = parser.parse_args()
@@ -167,11 +188,16 @@ def main() -> int:
     assets = bench_assets()
     print(f"binaries: {assets.directory}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
           flush=True)
-    baseline = envtest_baseline_binary()
     # Python runs as users run it: byte code cached (PYTHONDONTWRITEBYTECODE would make every
     # pytest run compile ktest and pytest's assertion rewriting again: +0.3-0.5 s).
     env = {k: v for k, v in os.environ.items()
            if (not k.startswith("KTEST_") or k == "KTEST_CACHE_DIR") and k != "PYTHONDONTWRITEBYTECODE"}
+    if args.suite_only:
+        if not args.suite:
+            parser.error("--suite-only needs --suite")
+        print(_table(suite_rows(args.suite, env)))
+        return 0
+    baseline = envtest_baseline_binary()
     samples = Samples()
     loads = []
     with tempfile.TemporaryDirectory(prefix="ktest-bench-") as raw:
@@ -229,11 +255,7 @@ def main() -> int:
             f"no etcd template {samples.median('etcd data, no etcd template'):.0f} MiB", "", "", None),
     ]
     if args.suite:
-        serial, serial_outcome = plugin_startup.suite(args.suite, "0", env)
-        parallel, parallel_outcome = plugin_startup.suite(args.suite, "2", env)
-        rows.append(Row(f"{args.suite}: -n 2 vs -n 0 (speed-up)", f"{parallel:.0f} s",
-                        f"{serial:.0f} s", f"{serial / parallel:.2f}x", ">= 1.7x", serial / parallel >= 1.7))
-        print(f"-n 0: {serial_outcome}\n-n 2: {parallel_outcome}")
+        rows.extend(suite_rows(args.suite, env))
     if args.cold_build:
         seconds = cold_build(args.k8s_version)
         rows.append(Row("cold build of one version (empty caches)", f"{seconds / 60:.1f} min", "", "",

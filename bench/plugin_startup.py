@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,15 +78,39 @@ def namespace_cost(runs: int) -> list[float]:
     return costs
 
 
-def suite(path: str, workers: str, env: dict[str, str]) -> tuple[float, str]:
-    """Wall time of the suite and pytest's closing line (it must say the tests passed)."""
+@dataclass
+class SuiteRun:
+    seconds: float
+    outcome: str
+    """pytest's closing line (it must say the tests passed)."""
+    cores_busy: float
+    """CPU time of the whole machine during the run divided by its wall time: how many
+    cores were busy on average.  ``cpu_count / cores_busy`` of the ``-n 0`` run bounds
+    what any number of workers can gain."""
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs since boot, from /proc/stat."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    total = sum(fields[:8])  # guest time is already counted in user
+    return total - idle, total
+
+
+def suite(arguments: str, workers: str, env: dict[str, str]) -> SuiteRun:
+    """Run pytest on ``arguments`` (paths and options, shell-split) with ``-n workers``."""
+    busy_before, total_before = _cpu_ticks()
     started = time.monotonic()
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers]
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, path],
+        [*command, *shlex.split(arguments)],
         cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=3600,
     )
+    seconds = time.monotonic() - started
+    busy_after, total_after = _cpu_ticks()
+    cores = (os.cpu_count() or 1) * (busy_after - busy_before) / max(1, total_after - total_before)
     lines = result.stdout.strip().splitlines()
-    return time.monotonic() - started, lines[-1] if lines else f"exit status {result.returncode}"
+    return SuiteRun(seconds, lines[-1] if lines else f"exit status {result.returncode}", cores)
 
 
 def run_once(directory: Path, extra: list[str], env: dict[str, str]) -> tuple[float, float, float]:
@@ -167,9 +193,10 @@ def main() -> int:
     print(_row("namespace fixture: create + waited deletion", namespace_cost(args.runs)), flush=True)
     if not args.skip_suite:
         for workers in ("0", "2"):
-            seconds, outcome = suite(args.suite, workers, env)
+            run = suite(args.suite, workers, env)
             label = f"suite {args.suite} with -n {workers}"
-            print(f"{label:<46} {seconds:7.1f} s  ({outcome})", flush=True)
+            print(f"{label:<46} {run.seconds:7.1f} s, {run.cores_busy:.2f} cores busy ({run.outcome})",
+                  flush=True)
     return 0
 
 
