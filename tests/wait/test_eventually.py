@@ -59,14 +59,14 @@ def test_failure_message_has_elapsed_attempts_rewritten_assert_and_last_value() 
 
     started = time.monotonic()
     with pytest.raises(AssertionError) as info:
-        eventually(check_phase, timeout=0.2, interval=0.02)
+        eventually(check_phase, timeout=0.5, interval=0.02)
     elapsed = time.monotonic() - started
     message = str(info.value)
     first, *_ = message.splitlines()
-    assert first.startswith("eventually(check_phase) did not pass within 0.2s: ")
+    assert first.startswith("eventually(check_phase) did not pass within 0.5s: ")
     assert f"{counter.calls} attempts in " in first
-    assert elapsed >= 0.2, "gave up before the timeout"
-    assert counter.calls >= 5
+    assert elapsed >= 0.5, "gave up before the timeout"
+    assert counter.calls >= 5  # ~25 on a quiet machine
     # pytest's rewritten assertion text, not a bare "AssertionError"
     assert "AssertionError: assert 'Pending' == 'Running'" in message
     assert f"Last failure (attempt {counter.calls}, at " in message
@@ -231,11 +231,11 @@ def test_api_error_at_timeout_is_summarised_in_the_message() -> None:
 def test_defaults_come_from_use_defaults() -> None:
     counter = Counter()
     started = time.monotonic()
-    with use_defaults(timeout=0.1, interval=0.01), pytest.raises(AssertionError) as info:
+    with use_defaults(timeout=0.3, interval=0.01), pytest.raises(AssertionError) as info:
         eventually(lambda: counter.tick() < 0)
     assert time.monotonic() - started < 5
-    assert "did not pass within 0.1s" in str(info.value)
-    assert counter.calls >= 3
+    assert "did not pass within 0.3s" in str(info.value)
+    assert counter.calls >= 3  # ~30 on a quiet machine
 
 
 def test_timeout_zero_makes_exactly_one_attempt() -> None:

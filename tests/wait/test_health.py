@@ -21,7 +21,7 @@ def test_eventually_fails_fast_when_an_operator_crashed() -> None:
         started = time.monotonic()
         with pytest.raises(OperatorError, match="ZeroDivisionError in on_create"):
             eventually(lambda: False, timeout=5)
-        assert time.monotonic() - started < 1
+        assert time.monotonic() - started < 2.5, "waited for the timeout instead of failing fast"
 
 
 def test_consistently_fails_fast_when_an_operator_crashed() -> None:
