@@ -10,7 +10,9 @@ pytest plugin; the rest is here:
 - ``bucket_operator``: the kopf BucketClaim operator, one per test, limited to
   the test's namespace and wired to that test's ``storage``;
 - ``webapp_operator``: the WebApp operator (plain ``kubernetes`` client), one
-  for the whole session, watching every namespace.
+  for the whole session per xdist worker, serving that worker's test namespaces
+  (``worker_namespace_selector``; two copies serving every namespace would both
+  reconcile each WebApp and fight over its status).
 
 Fixture order matters for operators that own finalizers: an operator must
 still run while the objects it finalizes are deleted. The session operator
@@ -86,11 +88,14 @@ def bucket_operator(
 
 
 @pytest.fixture(scope="session")
-def webapp_operator(cluster: Cluster, crds: list[str]) -> Iterator[OperatorHandle]:
-    """The WebApp operator for the whole session (no finalizers, so it may stop last)."""
+def webapp_operator(
+    cluster: Cluster, crds: list[str], worker_namespace_selector: str
+) -> Iterator[OperatorHandle]:
+    """The WebApp operator for the whole session (no finalizers, so it may stop last), serving
+    this xdist worker's test namespaces only: each worker runs its own copy on the shared cluster."""
 
     def operator(ctx: OperatorContext) -> None:  # ktest's OperatorContext -> the operator's entry point
-        webapp.run(str(ctx.kubeconfig), ctx.stop, ctx.ready)
+        webapp.run(str(ctx.kubeconfig), ctx.stop, ctx.ready, namespace_selector=worker_namespace_selector)
 
     with run_callable(operator, cluster, name="webapp-operator") as handle:
         yield handle

@@ -1,7 +1,8 @@
 """The WebApp operator (plain ``kubernetes`` client): owned children, status, config roll-out.
 
-One operator runs for the whole session and watches every namespace; each
-test works in its own namespace. ktest's embedded control plane runs the
+One operator runs for the whole session (one per xdist worker, each serving its
+worker's namespaces: ``worker_namespace_selector``); each test works in its own
+namespace. ktest's embedded control plane runs the
 garbage collector but no kubelet and no deployment controller: a Deployment
 never gets pods, so ``readyReplicas`` stays 0 unless a test writes the
 Deployment's status itself (as ``test_ready_replicas_come_from_the_deployment``
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.operators.webapp import operator as webapp
 from fixtures.operators.webapp.operator import CONFIG_HASH_ANNOTATION, config_hash
 from ktest.assertions import (
     assert_condition,
@@ -27,6 +29,7 @@ from ktest.assertions import (
 )
 from ktest.cluster import Cluster
 from ktest.kind.handle import KindHandle
+from ktest.operators import OperatorContext, run_callable
 from ktest.wait import assert_matches, consistently, eventually
 
 pytestmark = pytest.mark.usefixtures("webapp_operator")
@@ -60,6 +63,23 @@ def reconciled(cluster: Cluster, namespace: str, app: dict[str, Any]) -> dict[st
     created = cluster.create(app, namespace=namespace)
     assert_condition(cluster, created, "Reconciled", "True", reason="ChildrenUpToDate")
     return created
+
+
+# ----------------------------------------------------------------------------- xdist workers
+
+
+def test_another_workers_copy_leaves_this_workers_webapps_alone(cluster: Cluster, namespace: str) -> None:
+    """With ``-n 2`` each worker runs its own session operator on the shared cluster; one
+    that served every namespace would reconcile the other worker's WebApps too."""
+
+    def other_worker(ctx: OperatorContext) -> None:
+        webapp.run(str(ctx.kubeconfig), ctx.stop, ctx.ready, namespace_selector="ktest.dev/worker=elsewhere")
+
+    with run_callable(other_worker, cluster, name="other-worker") as copy:
+        app = reconciled(cluster, namespace, web_app())
+        assert_quiescent(cluster, app, children=[deployment_of(app), service_of(app)], window=1)
+        about_this_test = [call.describe() for call in copy.traffic.calls(namespace=namespace)]
+        assert about_this_test == [], "the other worker's copy acted in this worker's namespace"
 
 
 # ----------------------------------------------------------------------------- owned children

@@ -31,6 +31,10 @@ log = logging.getLogger("ktest.namespaces")
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "ktest"
+WORKER_LABEL = "ktest.dev/worker"
+"""Set on every test namespace to the pytest-xdist worker that made it (``gw0``...; ``main``
+without xdist): a session-scoped operator runs once per worker on the one shared cluster,
+so it must serve only its own worker's namespaces (``worker_namespace_selector``)."""
 DNS_LABEL_MAX = 63
 _POLL = 0.05
 

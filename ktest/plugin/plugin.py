@@ -454,14 +454,36 @@ def control_plane(ktest_backend: Backend) -> ControlPlane:
     return plane
 
 
+@pytest.fixture(scope="session")
+def ktest_worker(pytestconfig: pytest.Config) -> str:
+    """This process's pytest-xdist worker id (``gw0``, ``gw1``...), or ``main`` without xdist."""
+    workerinput = getattr(pytestconfig, "workerinput", None)
+    return str(workerinput["workerid"]) if workerinput else "main"
+
+
+@pytest.fixture(scope="session")
+def worker_namespace_selector(ktest_worker: str) -> str:
+    """The label selector of the test namespaces this worker creates (``ktest.dev/worker=gw0``).
+
+    With ``-n N`` every worker runs its own copy of a session-scoped operator against the
+    one shared cluster; an operator watching every namespace would then reconcile other
+    workers' objects too, two copies writing the same object. Give it this selector."""
+    from ktest.cluster.namespaces import WORKER_LABEL
+
+    return f"{WORKER_LABEL}={ktest_worker}"
+
+
 @pytest.fixture
-def namespace(cluster: Cluster, request: pytest.FixtureRequest, ktest_settings: Settings) -> Iterator[str]:
-    """A fresh namespace named after the test, deleted afterwards: the deletion is waited for
-    in the background while later tests run (``ktest_namespace_deletion = wait``: in the teardown)."""
-    from ktest.cluster.namespaces import delete_namespace, unique_name
+def namespace(
+    cluster: Cluster, request: pytest.FixtureRequest, ktest_settings: Settings, ktest_worker: str
+) -> Iterator[str]:
+    """A fresh namespace named after the test, labelled with its xdist worker, deleted afterwards:
+    the deletion is waited for in the background while later tests run
+    (``ktest_namespace_deletion = wait``: in the teardown)."""
+    from ktest.cluster.namespaces import WORKER_LABEL, delete_namespace, unique_name
 
     name = unique_name(request.node.nodeid)
-    cluster.create_namespace(name)
+    cluster.create_namespace(name, labels={WORKER_LABEL: ktest_worker})
     request.node.stash[_NAMESPACE] = (cluster, name)
     yield name
     if _keep_namespace(request.node, ktest_settings.keep_namespaces):

@@ -27,9 +27,11 @@ def test_cluster_and_namespace_fixtures(
         test_names="""
         import pytest
 
-        def test_one(cluster, namespace):
+        def test_one(cluster, namespace, worker_namespace_selector):
             ns = cluster.get(("v1", "Namespace", namespace))
             assert ns["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "ktest"
+            assert ns["metadata"]["labels"]["ktest.dev/worker"] == "main"  # no xdist
+            assert worker_namespace_selector == "ktest.dev/worker=main"
             assert ns["status"]["phase"] == "Active"
             cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
                            "data": {"k": "v"}}, namespace=namespace)

@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 OUT = os.environ["KTEST_TEST_OUT"]
 
 @pytest.mark.parametrize("n", range(4))
-def test_worker(cluster, namespace, n):
+def test_worker(cluster, namespace, worker_namespace_selector, n):
     cluster.create({"apiVersion": "xdist.example.com/v1", "kind": "Crate",
                     "metadata": {"name": "c"}, "spec": {"n": n}}, namespace=namespace)
     bob = cluster.user("bob")
@@ -25,7 +25,8 @@ def test_worker(cluster, namespace, n):
     with open(os.path.join(OUT, f"{n}.json"), "w") as out:
         json.dump({"worker": os.environ["PYTEST_XDIST_WORKER"], "pid": os.getpid(),
                    "server": cluster.server, "kubeconfig": str(cluster.kubeconfig),
-                   "namespace": namespace}, out)
+                   "namespace": namespace, "selector": worker_namespace_selector,
+                   "labels": cluster.get(("v1", "Namespace", namespace))["metadata"]["labels"]}, out)
 """
 
 
@@ -46,6 +47,9 @@ def test_two_workers_share_one_control_plane(
     assert len({entry["pid"] for entry in seen}) == 2
     assert len({entry["server"] for entry in seen}) == 1, "workers must share one API server"
     assert len({entry["namespace"] for entry in seen}) == 4
+    for entry in seen:  # a session operator per worker can serve just its worker's namespaces
+        assert entry["labels"]["ktest.dev/worker"] == entry["worker"]
+        assert entry["selector"] == f"ktest.dev/worker={entry['worker']}"
     result.stdout.fnmatch_lines(["cluster: embedded control plane * at https://127.0.0.1:*"])
     # The controller stopped the control plane at the end: its directory is gone.
     assert not Path(seen[0]["kubeconfig"]).parent.exists()
