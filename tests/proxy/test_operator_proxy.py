@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from traffic_helpers import answered
 
 from ktest import faults
 from ktest.cluster import Cluster
@@ -71,7 +72,8 @@ def test_a_kopf_operator_goes_through_the_proxy(admin: Cluster, ns: str) -> None
         labelled = {"seen": "yes"}
         eventually(lambda: admin.get(("v1", "ConfigMap", "k", ns))["metadata"].get("labels") == labelled)
         assert op.traffic.calls(verb="watch", resource="configmaps", namespace=ns)
-        assert op.traffic.writes(kind="ConfigMap", name="k")[0].status == 200
+        writes = eventually(lambda: answered(op.traffic.writes(kind="ConfigMap", name="k")))
+        assert writes[0].status == 200
 
 
 def test_a_go_manager_goes_through_the_proxy_over_http_1_1(admin: Cluster, ns: str) -> None:
@@ -89,8 +91,8 @@ def test_a_go_manager_goes_through_the_proxy_over_http_1_1(admin: Cluster, ns: s
         assert {call.protocol for call in op.traffic.calls()} == {"HTTP/1.1"}  # h2 not offered
         # client-go 1.37's reflector lists by a watch that streams the initial state first
         assert watches[0].request.send_initial_events and watches[0].events >= 1
-        writes = op.traffic.writes(resource="configmaps", namespace=ns)
-        assert writes and {call.status for call in writes} <= {200, 201}, op.traffic.describe(writes)
+        writes = eventually(lambda: answered(op.traffic.writes(resource="configmaps", namespace=ns)))
+        assert {call.status for call in writes} <= {200, 201}, op.traffic.describe(writes)
         # client-go re-opens a watch the proxy closes (its reflector resumes from the last resourceVersion)
         with op.faults.inject(faults.close_watches("configmaps")):
             pass

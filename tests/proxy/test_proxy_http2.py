@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from traffic_helpers import answered
+
 from ktest import faults
 from ktest.cluster import Cluster
 from ktest.operators import build_go_binary, run_subprocess
@@ -36,14 +38,14 @@ def test_a_go_manager_speaks_http2_and_a_python_client_http_1_1_on_the_same_prox
         watches = op.traffic.calls(verb="watch", resource="configmaps")
         assert watches and watches[0].events >= 1
         events_before = watches[0].events
-        writes = op.traffic.writes(resource="configmaps", namespace=ns)
-        assert writes and {call.status for call in writes} <= {200, 201}, op.traffic.describe(writes)
+        writes = eventually(lambda: answered(op.traffic.writes(resource="configmaps", namespace=ns)))
+        assert {call.status for call in writes} <= {200, 201}, op.traffic.describe(writes)
 
         # status faults over h2: two conflicts, then client-go's requeue gets the update through
         with op.faults.inject(faults.conflict("configmaps", name="a-mirror", verb="update", times=2)):
             admin.patch(("v1", "ConfigMap", "a", ns), {"data": {"k": "w"}})
             eventually(lambda: admin.get(("v1", "ConfigMap", "a-mirror", ns))["data"] == {"k": "w"})
-        conflicts = op.traffic.calls(verb="update", name="a-mirror")
+        conflicts = eventually(lambda: answered(op.traffic.calls(verb="update", name="a-mirror")))
         assert [call.status for call in conflicts if call.answered_by_fault] == [409, 409]
         assert conflicts[-1].status == 200 and conflicts[-1].protocol == "HTTP/2"
         # the patch of a and the update of a-mirror came to the manager as events on its h2 watch
