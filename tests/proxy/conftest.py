@@ -13,6 +13,7 @@ import pytest
 from ktest.assets import Assets
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
+from ktest.proxy import OperatorProxy
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +32,13 @@ def admin(plane: ControlPlane) -> Iterator[Cluster]:
 def ns(admin: Cluster) -> Iterator[str]:
     with admin.namespace(prefix="proxy", background=True) as name:
         yield name
+
+
+@pytest.fixture
+def proxy(admin: Cluster) -> Iterator[OperatorProxy]:
+    """A proxy in front of the admin identity, as an operator named 'test-operator' would get."""
+    started = OperatorProxy(admin, "test-operator").start()
+    try:
+        yield started
+    finally:
+        started.close()

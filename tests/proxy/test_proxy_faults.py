@@ -6,29 +6,16 @@ import json
 import threading
 import time
 import warnings
-from collections.abc import Iterator
 
 import pytest
 import urllib3
 from kubernetes.client.exceptions import ApiException
+from traffic_helpers import config_map
 
 from ktest import faults
 from ktest.cluster import Cluster
 from ktest.proxy import FaultRuleError, OperatorProxy, UnusedFaultRuleWarning
 from ktest.wait import eventually
-
-
-@pytest.fixture
-def proxy(admin: Cluster) -> Iterator[OperatorProxy]:
-    started = OperatorProxy(admin, "faulty").start()
-    try:
-        yield started
-    finally:
-        started.close()
-
-
-def config_map(name: str) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "1"}}
 
 
 def status_of(call: object) -> int:
@@ -178,7 +165,7 @@ def test_a_rule_that_matched_nothing_is_reported_at_the_end_of_its_block(
     proxy: OperatorProxy, ns: str
 ) -> None:
     proxy.cluster.list("v1", "ConfigMap", ns)
-    unused = r"conflict\(secrets\) matched no request of operator 'faulty'.*it made: list configmaps x"
+    unused = r"conflict\(secrets\) matched no request of operator 'test-operator'.*it made: list configmaps x"
     with pytest.warns(UnusedFaultRuleWarning, match=unused), proxy.faults.inject(faults.conflict("secrets")):
         proxy.cluster.list("v1", "ConfigMap", ns)
     with warnings.catch_warnings():

@@ -7,28 +7,15 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 import urllib3
 from kubernetes.client.exceptions import ApiException
+from traffic_helpers import config_map
 
 from ktest.cluster import Cluster
 from ktest.proxy import OperatorProxy
 from ktest.wait import eventually
-
-
-@pytest.fixture
-def proxy(admin: Cluster) -> Iterator[OperatorProxy]:
-    started = OperatorProxy(admin, "test-operator").start()
-    try:
-        yield started
-    finally:
-        started.close()
-
-
-def config_map(name: str, data: dict[str, str] | None = None) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data or {"a": "1"}}
 
 
 def test_requests_are_forwarded_and_recorded(proxy: OperatorProxy, ns: str) -> None:

@@ -1,4 +1,4 @@
-"""Helpers for reading an operator's traffic record in tests."""
+"""Helpers shared by the proxy tests: manifests, and reading an operator's traffic record."""
 
 from __future__ import annotations
 
@@ -14,3 +14,7 @@ def answered(calls: list[Call]) -> list[Call]:
     pending = [call.describe() for call in calls if call.status is None]
     assert not pending, f"answers not recorded yet: {pending}"
     return calls
+
+
+def config_map(name: str, data: dict[str, str] | None = None) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data or {"a": "1"}}
