@@ -4,15 +4,14 @@ and whether that proxy offers HTTP/2.
 The proxy is on unless turned off (setting ``ktest_operator_proxy = off``, or
 ``proxy=False`` on one runner); it offers HTTP/2 unless that is turned off
 (setting ``ktest_operator_proxy_http2 = off``, or ``http2=False`` on
-``OperatorProxy``). Kept
-in ContextVars, like the wait defaults, so the pytest plugin sets them for its
-session and nothing leaks between sessions.
+``OperatorProxy``). Kept in ContextVars, like the wait defaults, so the pytest
+plugin sets them for its session and nothing leaks between sessions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 
 _enabled: ContextVar[bool] = ContextVar("ktest_operator_proxy", default=True)
@@ -25,13 +24,17 @@ def operator_proxy_default() -> bool:
 
 
 @contextmanager
-def use_operator_proxy(enabled: bool) -> Iterator[None]:
-    """Make ``enabled`` the default inside the block."""
-    token = _enabled.set(bool(enabled))
+def _holding(var: ContextVar[bool], value: bool) -> Iterator[None]:
+    token = var.set(bool(value))
     try:
         yield
     finally:
-        _enabled.reset(token)
+        var.reset(token)
+
+
+def use_operator_proxy(enabled: bool) -> AbstractContextManager[None]:
+    """Make ``enabled`` the default inside the block."""
+    return _holding(_enabled, enabled)
 
 
 def operator_proxy_http2_default() -> bool:
@@ -39,11 +42,6 @@ def operator_proxy_http2_default() -> bool:
     return _http2.get()
 
 
-@contextmanager
-def use_operator_proxy_http2(enabled: bool) -> Iterator[None]:
+def use_operator_proxy_http2(enabled: bool) -> AbstractContextManager[None]:
     """Make ``enabled`` the HTTP/2 default inside the block."""
-    token = _http2.set(bool(enabled))
-    try:
-        yield
-    finally:
-        _http2.reset(token)
+    return _holding(_http2, enabled)
