@@ -26,6 +26,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from stat import S_ISDIR
 
 OWNER_FILE = "owner"
 KEEP_FILE = "keep"
@@ -100,20 +101,41 @@ def kill_and_remove(directory: Path, *, remove: bool, timeout: float = 10.0) -> 
             time.sleep(0.05)
 
 
-def sweep_stale(base: Path) -> list[Path]:
-    """Remove control-plane directories under ``base`` whose owner process is gone."""
+def own_directory(path: Path) -> bool:
+    """A real directory (not a symlink) owned by this user: the only kind a sweep judges.
+
+    Another user's directory is never entered (its 0700 mode would make every
+    check a PermissionError; as root, entering it would remove someone else's run).
+    """
+    try:
+        stat = os.lstat(path)
+    except OSError:
+        return False
+    return S_ISDIR(stat.st_mode) and stat.st_uid == os.getuid()
+
+
+def sweep_stale(base: Path, prefix: str = DIRECTORY_PREFIX) -> list[Path]:
+    """Remove this user's ``prefix*`` directories under ``base`` whose owner process is gone.
+
+    Entries of other users, symlinks and anything that fails to be read are
+    skipped: a sweep is housekeeping and never fails the caller.
+    """
     removed: list[Path] = []
     try:
         entries = list(base.iterdir())
     except OSError:
         return removed
     for directory in entries:
-        if not directory.name.startswith(DIRECTORY_PREFIX) or not directory.is_dir():
+        if not directory.name.startswith(prefix) or not own_directory(directory):
             continue
-        if (directory / KEEP_FILE).exists() or owner_alive(directory):
+        try:
+            if (directory / KEEP_FILE).exists() or owner_alive(directory):
+                continue
+            kill_and_remove(directory, remove=True, timeout=2.0)
+        except OSError:
             continue
-        kill_and_remove(directory, remove=True, timeout=2.0)
-        removed.append(directory)
+        if not os.path.lexists(directory):
+            removed.append(directory)
     return removed
 
 

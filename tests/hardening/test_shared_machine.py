@@ -1,0 +1,144 @@
+"""Issue 23.1: on a machine with other users, their directories in a shared run
+directory never break this user's sweeps, and are never entered or removed.
+
+The tests run as root (the test machine's user). Root can read everything, so
+the realistic case (an ordinary user meeting another user's 0700 directory) is
+reproduced in a forked child that drops its privileges to an unprivileged uid
+before sweeping; the ownership rule itself is checked as root too (root must
+not remove another user's run either)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ktest.backends import owners
+from ktest.controlplane import janitor
+
+OTHER_UID = 65534  # nobody: the "other user"
+TEST_UID = 64123  # an unprivileged uid for this user in the forked child
+
+needs_root = pytest.mark.skipif(os.getuid() != 0, reason="needs root to create another user's directory")
+
+
+def _dead_owner_text() -> str:
+    """An owner record naming a process that has exited (pid with a start time that never was)."""
+    command = [sys.executable, "-c", "import os; print(os.getpid())"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return f"{int(done.stdout)} 1\n"
+
+
+@pytest.fixture
+def shared_base() -> Iterator[Path]:
+    """A run directory reachable by TEST_UID (pytest's tmp_path is root's 0700)."""
+    base = Path(tempfile.mkdtemp(prefix="ktest-shared-test-", dir="/tmp"))
+    os.chown(base, TEST_UID, TEST_UID)
+    try:
+        yield base
+    finally:
+        subprocess.run(["rm", "-rf", str(base)], check=False)
+
+
+def _other_users_directory(base: Path, name: str, *, dead_owner: bool) -> Path:
+    directory = base / name
+    directory.mkdir(mode=0o700)
+    if dead_owner:
+        (directory / janitor.OWNER_FILE).write_text(_dead_owner_text())
+    (directory / "etcd-data").mkdir()
+    for path in (directory, directory / "etcd-data", *directory.iterdir()):
+        os.chown(path, OTHER_UID, OTHER_UID)
+    directory.chmod(0o700)
+    return directory
+
+
+def _own_stale_directory(base: Path, name: str, uid: int) -> Path:
+    directory = base / name
+    directory.mkdir(mode=0o700)
+    (directory / janitor.OWNER_FILE).write_text(_dead_owner_text())
+    for path in (directory, directory / janitor.OWNER_FILE):
+        os.chown(path, uid, uid)
+    return directory
+
+
+def _as_user(uid: int, job: Callable[[], object]) -> object:
+    """Run ``job`` in a forked child with uid/gid ``uid``; its result (JSON) or its error text."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no exec (root's home, holding Python, is 0700)
+        os.close(read_end)
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            outcome = {"result": job()}
+        except BaseException as error:  # reported to the parent, whatever it is
+            outcome = {"error": f"{type(error).__name__}: {error}"}
+        os.write(write_end, json.dumps(outcome, default=str).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(pid, 0)
+    outcome = json.loads(data)
+    if "error" in outcome:
+        raise AssertionError(f"the sweep failed as uid {uid}: {outcome['error']}")
+    return outcome["result"]
+
+
+@needs_root
+def test_another_users_private_directory_does_not_break_the_sweep(shared_base: Path) -> None:
+    """Was: PermissionError from ``keep`` inside the other user's 0700 directory,
+    which broke every ControlPlane.start() and `ktest down` on the machine."""
+    others = _other_users_directory(shared_base, f"{janitor.DIRECTORY_PREFIX}x", dead_owner=False)
+    mine = _own_stale_directory(shared_base, f"{janitor.DIRECTORY_PREFIX}1-mine", TEST_UID)
+
+    removed = _as_user(TEST_UID, lambda: [str(path) for path in janitor.sweep_stale(shared_base)])
+
+    assert removed == [str(mine)], "the sweep must still remove this user's stale directory"
+    assert others.is_dir() and (others / "etcd-data").is_dir()
+
+
+@needs_root
+def test_another_users_dead_run_is_never_entered_even_by_root(shared_base: Path) -> None:
+    """Root can read the other user's directory, and its owner is dead: still not ours."""
+    others = _other_users_directory(shared_base, f"{janitor.DIRECTORY_PREFIX}2-theirs", dead_owner=True)
+    os.chown(shared_base, 0, 0)
+    mine = _own_stale_directory(shared_base, f"{janitor.DIRECTORY_PREFIX}3-mine", 0)
+
+    assert janitor.sweep_stale(shared_base) == [mine]
+    assert others.is_dir() and (others / "etcd-data").is_dir() and (others / janitor.OWNER_FILE).is_file()
+
+
+@needs_root
+def test_a_symlink_is_not_followed(shared_base: Path, tmp_path: Path) -> None:
+    os.chown(shared_base, 0, 0)
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / janitor.OWNER_FILE).write_text(_dead_owner_text())
+    (target / "precious").write_text("x")
+    (shared_base / f"{janitor.DIRECTORY_PREFIX}link").symlink_to(target)
+
+    assert janitor.sweep_stale(shared_base) == []
+    assert (target / "precious").is_file()
+
+
+@needs_root
+def test_owners_sweep_leaves_other_users_alone_too(shared_base: Path) -> None:
+    """Same rule for the share and scratch directories (backends/owners.py): a positive control."""
+    others = _other_users_directory(shared_base, f"{owners.CLUSTER_SCRATCH_PREFIX}x", dead_owner=False)
+    mine = _own_stale_directory(shared_base, f"{owners.CLUSTER_SCRATCH_PREFIX}mine", TEST_UID)
+
+    removed = _as_user(
+        TEST_UID,
+        lambda: [str(path) for path in owners.sweep(shared_base, owners.CLUSTER_SCRATCH_PREFIX)],
+    )
+
+    assert removed == [str(mine)]
+    assert others.is_dir()
