@@ -8,6 +8,7 @@ arguments and returns the exit code.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -35,8 +36,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_OS_ERROR_HINTS = {
+    errno.ENOENT: "check the path: a directory on it does not exist",
+    errno.ENOTDIR: "check the path: a part of it is a file, not a directory",
+    errno.EACCES: "choose a path this user may write, or fix its permissions",
+    errno.EPERM: "choose a path this user may write, or fix its permissions",
+    errno.EROFS: "the file system is read-only: choose a path on a writable one",
+    errno.ENOSPC: "the disk is full: free some space (`df -h`) or choose another path",
+    errno.EISDIR: "the path names a directory: give a file name",
+    errno.EEXIST: "something already exists there: remove it or choose another path",
+}
+
+
+def describe_os_error(error: OSError) -> str:
+    """``error`` in one line: what failed (the path), why (the system's reason), how to fix it."""
+    why = error.strerror or str(error) or type(error).__name__
+    paths = [str(name) for name in (error.filename, error.filename2) if name is not None]
+    what = f"cannot use {' -> '.join(paths)}: {why}" if paths else why
+    default = "check the path and its permissions, then run the command again"
+    hint = _OS_ERROR_HINTS.get(error.errno or 0, default)
+    return f"{what} ({hint})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (KtestError: message on stderr, 2)."""
+    """Run the command line; returns the exit code (KtestError or OSError: one line on stderr, 2)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -51,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args))
     except KtestError as error:
         print(f"ktest: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as error:  # a path that cannot be read or written: one line, no traceback
+        print(f"ktest: error: {describe_os_error(error)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("ktest: interrupted", file=sys.stderr)

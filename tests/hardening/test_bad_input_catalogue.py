@@ -259,6 +259,30 @@ def cli(*args: str) -> Callable[[Sandbox], Any]:
     return lambda box: box.cli(*args)
 
 
+PIN = ("--repository", "example/ktest", "--ref", "a" * 40)
+
+
+def cli_os_error(*args: str, **env: str) -> Callable[[Sandbox], Any]:
+    """A command meeting a path it cannot use: one line on stderr, exit 2 (issue 23.8; was a traceback)."""
+
+    def trigger(box: Sandbox) -> Any:
+        done = subprocess.run(
+            [sys.executable, "-m", "ktest", *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **{name: value.format(root=box.root) for name, value in env.items()}},
+            cwd=box.root,
+            timeout=120,
+            check=False,
+        )
+        assert "Traceback" not in done.stderr, done.stderr
+        assert done.returncode == 2, (done.returncode, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        raise CliFailed(done.stderr)
+
+    return trigger
+
+
 def user_issue(name: str) -> Callable[[Sandbox], Any]:
     def trigger(box: Sandbox) -> Any:
         from ktest.backends.users import issue_user
@@ -498,6 +522,25 @@ CASES: list[tuple[str, Callable[[Sandbox], Any], str, tuple[str, ...]]] = [
         ("'bad name!'", "letters, digits"),
     ),
     ("warm-plane-unknown", cli("down", "--name", "nothere"), "CliFailed", ("'nothere'", "ktest status")),
+    # -- CLI commands meeting paths they cannot use (issue 23.8)
+    (
+        "cli-init-path-in-missing-directory",
+        cli_os_error("init", "github-actions", "--path", "/proc/nope/x.yml", *PIN),
+        "CliFailed",
+        ("ktest: error:", "/proc/nope", "No such file or directory", "check the path"),
+    ),
+    (
+        "cli-init-path-is-a-directory",
+        cli_os_error("init", "github-actions", "--path", "/proc/self", "--force", *PIN),
+        "CliFailed",
+        ("ktest: error:", "/proc/self", "check the path"),
+    ),
+    (
+        "cli-up-state-dir-unusable",
+        cli_os_error("up", "--name", "x", XDG_STATE_HOME="/proc/nope/state"),
+        "CliFailed",
+        ("ktest: error:", "/proc/nope", "check the path"),
+    ),
     ("kind-engine-absent", engine_absent, "KindError", ("unix:///nonexistent/docker.sock", "no socket")),
 ]
 
