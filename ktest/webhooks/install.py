@@ -12,8 +12,10 @@ itself; the operator never sees them.
 
 from __future__ import annotations
 
+import os
+import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,13 +105,12 @@ def _conversion_lock(cluster: Cluster, crd_name: str, timeout: float) -> Any:
     same CRD on one API server (parallel test workers) take turns instead of overwriting each
     other's client config. Held until :func:`uninstall`."""
     import hashlib
-    import tempfile
 
     import filelock
 
     server = hashlib.sha256(cluster.server.encode()).hexdigest()[:12]
-    path = Path(tempfile.gettempdir()) / f"ktest-conversion-{server}-{crd_name}.lock"
-    lock = filelock.FileLock(path)
+    path = lock_directory() / f"ktest-conversion-{server}-{crd_name}.lock"
+    lock = filelock.FileLock(path, mode=0o600)
     try:
         lock.acquire(timeout=timeout)
     except filelock.Timeout:
@@ -119,6 +120,49 @@ def _conversion_lock(cluster: Cluster, crd_name: str, timeout: float) -> Any:
             "one set at a time"
         ) from None
     return lock
+
+
+def lock_directory(env: Mapping[str, str] | None = None) -> Path:
+    """This user's private (0700) directory for ktest's lock files, shared by all its processes.
+
+    ``$XDG_RUNTIME_DIR/ktest`` when the runtime directory is this user's, else
+    ``${XDG_CACHE_HOME:-~/.cache}/ktest/locks``: never the world-writable temp directory, where
+    another user could create (and hold) a lock first or plant a symlink under its name.
+    """
+    from ktest.controlplane.certs import private_directory
+
+    env = os.environ if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime and _private_to_user(Path(runtime)):
+        directory = Path(runtime) / "ktest"
+    else:
+        cache = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
+        directory = Path(cache) / "ktest" / "locks"
+    private_directory(directory)
+    try:
+        info = os.lstat(directory)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+            os.chmod(directory, 0o700)
+            info = os.lstat(directory)
+    except OSError as error:
+        raise WebhookError(f"cannot use the lock directory {directory}: {error.strerror or error}") from None
+    if not _private_to_user(directory):
+        raise WebhookError(
+            f"the lock directory {directory} is not a directory private to this user (owner uid "
+            f"{info.st_uid}, mode {oct(stat.S_IMODE(info.st_mode))}, symlink: "
+            f"{stat.S_ISLNK(info.st_mode)}); remove it, or set XDG_CACHE_HOME to a directory of yours"
+        )
+    return directory
+
+
+def _private_to_user(path: Path) -> bool:
+    """A real directory (no symlink) of this user that nobody else may enter."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    private = not stat.S_IMODE(info.st_mode) & 0o077
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and private
 
 
 def admission_probe(cluster: Cluster, namespace: str, probe_name: str, token: str) -> Callable[[], None]:

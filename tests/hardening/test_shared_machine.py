@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ktest.backends import owners
-from ktest.controlplane import janitor
+from ktest.controlplane import ControlPlane, janitor
 
 OTHER_UID = 65534  # nobody: the "other user"
 TEST_UID = 64123  # an unprivileged uid for this user in the forked child
@@ -142,3 +143,83 @@ def test_owners_sweep_leaves_other_users_alone_too(shared_base: Path) -> None:
 
     assert removed == [str(mine)]
     assert others.is_dir()
+
+
+# ---------------------------------------------------------------------- 23.4: lock files
+
+
+def _hold_lock(path: Path) -> subprocess.Popen[str]:
+    """Another process (standing in for another user) creates ``path`` and holds a lock on it."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.read()\n",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_a_lock_held_in_tmp_by_someone_else_does_not_block_conversion_webhooks(
+    plane: ControlPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was: ``/tmp/ktest-conversion-<server hash>-<crd>.lock``, a name anyone could create and hold."""
+    import hashlib
+
+    from ktest.cluster import Cluster
+    from ktest.webhooks import install
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    cluster = Cluster(plane.kubeconfig)
+    crd = "gadgets.locks.example.com"
+    server = hashlib.sha256(cluster.server.encode()).hexdigest()[:12]
+    squatted = Path(tempfile.gettempdir()) / f"ktest-conversion-{server}-{crd}.lock"
+    holder = _hold_lock(squatted)
+    try:
+        lock = install._conversion_lock(cluster, crd, timeout=1.0)
+        try:
+            path = Path(lock.lock_file)
+            assert path.parent == tmp_path / "cache" / "ktest" / "locks"
+            assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+            assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0
+        finally:
+            lock.release()
+    finally:
+        holder.communicate("")
+        squatted.unlink(missing_ok=True)
+
+
+def test_lock_directory_refuses_a_planted_symlink(tmp_path: Path) -> None:
+    from ktest.errors import WebhookError
+    from ktest.webhooks.install import lock_directory
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o777)
+    (tmp_path / "cache" / "ktest").mkdir(parents=True)
+    (tmp_path / "cache" / "ktest" / "locks").symlink_to(elsewhere)
+    with pytest.raises(WebhookError, match="not a directory private to this user"):
+        lock_directory({"XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path)})
+
+
+@needs_root
+def test_lock_directory_ignores_a_runtime_directory_of_another_user(tmp_path: Path) -> None:
+    from ktest.webhooks.install import lock_directory
+
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    os.chown(runtime, OTHER_UID, OTHER_UID)
+    env = {"XDG_RUNTIME_DIR": str(runtime), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    assert lock_directory(env) == tmp_path / "cache" / "ktest" / "locks"
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    assert lock_directory({**env, "XDG_RUNTIME_DIR": str(mine)}) == mine / "ktest"
