@@ -26,6 +26,7 @@ import yaml
 from ktest.backends.base import Backend, ClusterShare
 from ktest.backends.private_kubeconfig import PrivateKubeconfig
 from ktest.cluster import Cluster
+from ktest.cluster.rest import auth_headers
 from ktest.controlplane.plane import default_base_directory
 from ktest.errors import ClusterError, ConfigError
 
@@ -108,8 +109,7 @@ def check_reachable(cluster: Cluster, kubeconfig: Path, context: str, timeout: f
     """GET ``/version`` once, without retries; raise ClusterError saying what failed and how to check."""
     server = cluster.server
     client = cluster.api_client
-    headers = {"Accept": "application/json", **client.default_headers}
-    client.update_params_for_auth(headers, None, ["BearerToken"], "/version", "GET", None)
+    headers = {"Accept": "application/json", **client.default_headers, **auth_headers(client.configuration)}
     try:
         response = client.rest_client.pool_manager.request(
             "GET",

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import datetime
 import logging
+import re
 import shutil
 import tempfile
 import threading
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import kubernetes.config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
+from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
 from ktest.api_error import ApiError
 from ktest.cluster import crds, namespaces
@@ -97,12 +100,17 @@ class Cluster:
             configuration = Configuration()
             # Watches used by eventually's wake-up each hold a connection; keep them pooled.
             configuration.connection_pool_maxsize = 32
-            self.api_client: ApiClient = kubernetes.config.new_client_from_config(
-                config_file=str(self.kubeconfig),
-                context=context,
-                persist_config=False,
-                client_configuration=configuration,
+            # The loader classes, not load_kube_config(): while in-process operators run, the
+            # package-level loaders lead an operator's code to its proxy (operators.client_defaults),
+            # and a Cluster made in an operator's thread must still use the kubeconfig it names.
+            merged = KubeConfigMerger(str(self.kubeconfig))
+            if merged.config is None:
+                raise kubernetes.config.ConfigException("Invalid kube-config file. No configuration found.")
+            loader = KubeConfigLoader(
+                config_dict=merged.config, config_base_path=None, active_context=context
             )
+            loader.load_and_set(configuration)
+            self.api_client: ApiClient = ApiClient(configuration)
         except (kubernetes.config.ConfigException, OSError) as error:
             raise ClusterError(
                 f"cannot use kubeconfig {self.kubeconfig}"
@@ -269,6 +277,7 @@ class Cluster:
             query = {"fieldManager": field_manager or self.field_manager, "force": force}
             path = info.path(ref.namespace, ref.name, subresource)
             results.append(self._write(f"{manifest.origin}: {ref}", "PATCH", path, query, obj, "apply"))
+            self._note_cluster_scoped(info, results[-1])
         return _one_or_list(results)
 
     def create(
@@ -299,6 +308,7 @@ class Cluster:
             what = f"{manifest.origin}: {manifest.ref_text}"
             query = {"fieldManager": field_manager or self.field_manager}
             results.append(self._write(what, "POST", info.path(ns, None, None), query, obj, None))
+            self._note_cluster_scoped(info, results[-1])
         return _one_or_list(results)
 
     def update(
@@ -536,6 +546,19 @@ class Cluster:
         except ApiError as error:
             raise error.with_context(what) from None
 
+    def _note_cluster_scoped(self, info: ResourceInfo, written: Mapping[str, Any]) -> None:
+        """Tell the current test about a cluster-scoped custom object it created (no namespace
+        deletion will clean it up; ``operator_for_test`` does, while the operator runs)."""
+        if info.namespaced or not is_custom_api_version(info.api_version):
+            return
+        from ktest import context
+
+        meta = written.get("metadata") or {}
+        test = context.current_test()
+        if test is None or not _created_since(meta.get("creationTimestamp"), test.started):
+            return  # an apply that changed an object older than the test
+        context.note_created(info.api_version, info.kind, str(meta.get("name")), str(meta.get("uid", "")))
+
     def _record(self, api_version: str, kind: str, namespace: str | None, name: str | None) -> None:
         from ktest.wait.tracking import record_read
 
@@ -544,3 +567,17 @@ class Cluster:
 
 def _one_or_list(results: list[dict[str, Any]]) -> Any:
     return results[0] if len(results) == 1 else results
+
+
+def is_custom_api_version(api_version: str) -> bool:
+    """Whether ``api_version`` belongs to a custom group (not core, not ``*.k8s.io``)."""
+    group = api_version.rpartition("/")[0]
+    return bool(group) and "." in group and not re.search(r"(^|\.)k8s\.io$", group)
+
+
+def _created_since(timestamp: str | None, started: float) -> bool:
+    if not timestamp:
+        return True
+    created = datetime.datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ")
+    created = created.replace(tzinfo=datetime.timezone.utc)
+    return created.timestamp() >= int(started)

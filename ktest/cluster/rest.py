@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import urllib3
 from kubernetes.client import ApiClient
 
 from ktest.api_error import ApiError
@@ -29,7 +30,14 @@ DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds
 
 
 class Rest:
-    """Sends one request, decodes JSON, raises ApiException on HTTP errors."""
+    """Sends one request, decodes JSON, raises ApiException on HTTP errors.
+
+    Requests go straight to the ApiClient's urllib3 pool (its TLS, proxy and
+    credentials), not through the generated ``rest_client.request``, whose
+    signature and body handling differ between client versions (31 takes
+    ``query_params``, 36 rewrote JSON patches that are not lists as strategic
+    merges, and ``update_params_for_auth`` changed its arity).
+    """
 
     def __init__(self, api_client: ApiClient) -> None:
         self.api_client = api_client
@@ -49,18 +57,46 @@ class Rest:
         if query:
             pairs = query.items() if isinstance(query, Mapping) else query
             url += "?" + urlencode([(k, _query_value(v)) for k, v in pairs if v is not None])
-        headers = {"Accept": "application/json", **self.api_client.default_headers}
+        headers = {"Accept": "application/json", **self.api_client.default_headers, **auth_headers(config)}
+        payload = None
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
-        self.api_client.update_params_for_auth(headers, None, ["BearerToken"], path, method, body)
-        response = self.api_client.rest_client.request(
-            method, url, headers=headers, body=body, _request_timeout=timeout or DEFAULT_TIMEOUT
-        )
-        data = response.read()
+            payload = _encoded(body)
+        try:
+            response = self.api_client.rest_client.pool_manager.request(
+                method, url, body=payload, headers=headers, timeout=_timeout(timeout or DEFAULT_TIMEOUT)
+            )
+        except urllib3.exceptions.SSLError as error:
+            raise ApiError(0, f"TLS error: {error}", "", method=method, path=path) from None
+        data = response.data
         if not 200 <= response.status < 300:
             text = data.decode("utf-8", "replace") if data else ""
             raise ApiError(response.status, response.reason or "", text, method=method, path=path)
         return json.loads(data) if data else None
+
+
+def auth_headers(configuration: Any) -> dict[str, str]:
+    """The headers a client configuration authenticates with (a bearer token; client certificates
+    are in the TLS pool), refreshed through the configuration's own hook when it has one."""
+    headers: dict[str, str] = {}
+    for setting in (configuration.auth_settings() or {}).values():
+        if setting.get("in") == "header" and setting.get("value"):
+            headers[setting["key"]] = setting["value"]
+    return headers
+
+
+def _encoded(body: Any) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return json.dumps(body).encode()
+
+
+def _timeout(timeout: float | tuple[float, float]) -> urllib3.Timeout:
+    if isinstance(timeout, tuple):
+        return urllib3.Timeout(connect=timeout[0], read=timeout[1])
+    return urllib3.Timeout(total=timeout)
 
 
 def segment(value: str) -> str:

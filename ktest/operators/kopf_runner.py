@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktest.operators import client_defaults
 from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, launch
 from ktest.operators.kopf_loading import Source, describe_sources, is_path, load_registry
 from ktest.operators.ownership import RunThreads
@@ -59,8 +60,9 @@ class KopfOperator(ThreadOperator):
         return record.name.startswith("kopf.objects") and bool(_WEBHOOK_DENIAL.search(record.getMessage()))
 
     error_hint = (
-        "kopf logs handler exceptions and failed API requests as errors. "
-        "Pass fail_on_errors=False if the test expects them."
+        "kopf logs handler exceptions and failed API requests as errors: the handler's own error "
+        "is above. If the test provokes this failure on purpose, wrap that step in "
+        "`with op.expect_crash(match=...):`; fail_on_errors=False ignores every logged error."
     )
     _run: _KopfRun
 
@@ -105,16 +107,23 @@ class KopfOperator(ThreadOperator):
     def _launch(self) -> None:
         import kopf
 
-        registry = load_registry(self.sources)
-        _bind_credentials(registry, self.api_cluster)
-        settings = kopf.OperatorSettings()
-        if self.configure is not None:
-            self.configure(settings)
-        # kopf SIGKILLs its own thread (i.e. this whole process) if a cancelled operator takes
-        # too long to exit; a test process must never be killed by the operator under test.
-        settings.process.ultimate_exiting_timeout = None
-        threads = RunThreads(self.name, self._sink)
-        run = self._run = _KopfRun(threads, registry=registry, settings=settings)
+        run = _KopfRun(RunThreads(self.name, self._sink))
+        route = self._route_client_defaults(run)  # import-time load_kube_config() reaches the proxy too
+        try:
+            with client_defaults.importing(route):
+                registry = load_registry(self.sources)
+            _bind_credentials(registry, self.api_cluster)
+            settings = kopf.OperatorSettings()
+            if self.configure is not None:
+                self.configure(settings)
+            # kopf SIGKILLs its own thread (i.e. this whole process) if a cancelled operator takes
+            # too long to exit; a test process must never be killed by the operator under test.
+            settings.process.ultimate_exiting_timeout = None
+        except BaseException:
+            self._unroute_client_defaults(run)
+            raise
+        run.registry, run.settings = registry, settings
+        self._run = run
         self._start_thread(run, lambda: self._body(run), f"ktest-kopf-{self.name}")
 
     def _body(self, run: _KopfRun) -> None:

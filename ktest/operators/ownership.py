@@ -37,6 +37,8 @@ class RunThreads:
     def __init__(self, name: str, sink: RecordSink) -> None:
         self.name = name
         self.sink = sink
+        self.kube: Any = None
+        """The run's ``client_defaults.KubeRoute``: where its ``kubernetes`` defaults lead."""
         self.crashed = False
         """Set by ``crash()``: an OperatorCrash ending one of the run's threads is expected."""
         self._threads: weakref.WeakSet[threading.Thread] = weakref.WeakSet()

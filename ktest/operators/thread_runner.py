@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ktest.operators import logs
+from ktest.operators import client_defaults, logs
 from ktest.operators.handle import OperatorHandle
 from ktest.operators.ownership import OperatorCrash, RunThreads
 from ktest.operators.threads import (
@@ -67,13 +67,33 @@ class ThreadOperator(OperatorHandle):
 
     # ------------------------------------------------------------ shared lifecycle
 
+    def _route_client_defaults(self, run: ThreadRun) -> client_defaults.KubeRoute:
+        """Point the ``kubernetes`` package's defaults, for this run's code, at the operator's
+        proxy (see ``client_defaults``) until the run's main thread ends."""
+        route = run.threads.kube
+        if route is None:
+            route = run.threads.kube = client_defaults.KubeRoute(
+                self.name, self.api_cluster.kubeconfig, note=self.log.write
+            )
+            client_defaults.activate(route)
+        return route
+
+    def _unroute_client_defaults(self, run: ThreadRun) -> None:
+        if run.threads.kube is not None:
+            client_defaults.deactivate(run.threads.kube)
+
     def _start_thread(self, run: ThreadRun, body: Callable[[], None], thread_name: str) -> None:
         """Start ``body`` as the run's main thread and return once it has started."""
         run.threads.sink = self._sink_of(run)
         run.thread = threading.Thread(
             target=self._thread_main, args=(run, body), name=thread_name, daemon=True
         )
-        start_operator_thread(run.thread, run.started, self.log_level, run.threads)
+        self._route_client_defaults(run)
+        try:
+            start_operator_thread(run.thread, run.started, self.log_level, run.threads)
+        except BaseException:
+            self._unroute_client_defaults(run)
+            raise
 
     def _thread_main(self, run: ThreadRun, body: Callable[[], None]) -> None:
         logs.bind_sink(run.threads.sink)
@@ -90,6 +110,7 @@ class ThreadOperator(OperatorHandle):
             try:
                 self._after_run(run)
             finally:
+                self._unroute_client_defaults(run)
                 operator_thread_ended()
                 self._wake.set()
 

@@ -1,0 +1,307 @@
+"""The ``kubernetes`` package's process-wide defaults, routed to each in-process operator's proxy.
+
+Operators configure the official client once (``load_kube_config()``,
+``load_incluster_config()``, kopf's default login) and then build clients with
+no argument (``kubernetes.client.CoreV1Api()``). In a test process those
+defaults lead nowhere (``No host specified``) or, worse, to the developer's
+``~/.kube/config``. While at least one in-process operator runs, the code of
+each operator (its threads, see ``ownership``, and the import of its modules)
+sees, instead of the process's own:
+
+* ``Configuration.get_default_copy()``/``get_default()``/``set_default()`` and
+  ``ApiClient.get_default()``/``set_default()``: defaults of its own, first
+  loaded from its proxy kubeconfig;
+* ``load_kube_config()``, ``load_kube_config_from_dict()``,
+  ``new_client_from_config()``, ``load_config()`` (whatever file, dict or
+  context they name) and ``load_incluster_config()``: its proxy kubeconfig,
+  noted once in its log;
+* ``os.environ["KUBECONFIG"]`` and ``os.getenv("KUBECONFIG")``: its proxy kubeconfig.
+
+The C-level environment, which child processes started without ``env=``
+inherit, is one per process: it names the kubeconfig of the most recently
+started in-process operator that still runs. The test's own code sees the
+process's defaults, untouched; everything is restored when the last operator
+stops. ``kubernetes_asyncio`` is not routed (its operators read
+``ctx.kubeconfig`` / ``memo.kubeconfig``, or ``KUBECONFIG``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ktest.operators.ownership import current_run
+
+_VARIABLE = "KUBECONFIG"
+
+
+@dataclass(eq=False)
+class KubeRoute:
+    """Where one operator run's ``kubernetes`` defaults lead: its proxy kubeconfig."""
+
+    name: str
+    kubeconfig: Path
+    note: Callable[[str], None] = print
+    """Writes a line to the operator's log (a redirected load is noted once)."""
+    configuration: Any = None
+    api_client: Any = None
+    noted: set[str] = field(default_factory=set)
+
+    def default_configuration(self) -> Any:
+        """The run's default ``Configuration`` (created from the proxy kubeconfig on first use)."""
+        if self.configuration is None:
+            self.configuration = self.load()
+        return self.configuration
+
+    def load(self, into: Any = None) -> Any:
+        """Load the proxy kubeconfig into ``into`` (a new ``Configuration`` if None); return it."""
+        from kubernetes.client import Configuration
+
+        target = type.__call__(Configuration) if into is None else into
+        loader = _patches.original_loader(filename=str(self.kubeconfig))
+        loader.load_and_set(target)
+        return target
+
+    def note_redirect(self, call: str) -> None:
+        if call not in self.noted:
+            self.noted.add(call)
+            self.note(
+                f"---- ktest: {call} in {self.name} loads the test cluster through ktest's proxy "
+                f"({self.kubeconfig}), not the kubeconfig or service account it names ----"
+            )
+
+
+_importing: ContextVar[KubeRoute | None] = ContextVar("ktest_kube_route_importing", default=None)
+
+
+def current_route() -> KubeRoute | None:
+    """The route of the operator whose code is running now, or None (the test's own code)."""
+    run = current_run()
+    if run is not None:
+        return getattr(run, "kube", None)
+    return _importing.get()
+
+
+@contextlib.contextmanager
+def importing(route: KubeRoute) -> Iterator[None]:
+    """Route the calling thread while it imports an operator's modules (import-time
+    ``load_kube_config()`` calls land on the operator's proxy)."""
+    token = _importing.set(route)
+    try:
+        yield
+    finally:
+        _importing.reset(token)
+
+
+class _RoutedEnviron(os._Environ):
+    """``os.environ`` while routes are active: an operator reads its own ``KUBECONFIG``."""
+
+    def __getitem__(self, key: str) -> str:
+        if key == _VARIABLE:
+            route = current_route()
+            if route is not None:
+                return str(route.kubeconfig)
+        return super().__getitem__(key)
+
+    def __iter__(self) -> Iterator[str]:
+        keys = super().__iter__()
+        if current_route() is None:
+            return keys
+        return iter([*(key for key in keys if key != _VARIABLE), _VARIABLE])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def copy(self) -> dict[str, str]:
+        return dict(self)
+
+
+class _Patches:
+    """The package-level replacements, installed while at least one route is active."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.routes: list[KubeRoute] = []
+        self.saved: list[tuple[Any, str, Any]] = []
+        self.environ_class: type | None = None
+        self.had_variable = False
+        self.c_value: str | None = None
+
+    # ------------------------------------------------------------ activation
+
+    def acquire(self, route: KubeRoute) -> None:
+        with self.lock:
+            if not self.routes:
+                self._install()
+            self.routes.append(route)
+            self._set_c_environment()
+
+    def release(self, route: KubeRoute) -> None:
+        with self.lock:
+            if route not in self.routes:
+                return
+            self.routes.remove(route)
+            if self.routes:
+                self._set_c_environment()
+            else:
+                self._uninstall()
+
+    def _set_c_environment(self) -> None:
+        os.putenv(_VARIABLE, str(self.routes[-1].kubeconfig))
+
+    def _install(self) -> None:
+        self.environ_class = type(os.environ)
+        self.had_variable = _VARIABLE in os.environ
+        self.c_value = os.environ.get(_VARIABLE)
+        os.environ.__class__ = _RoutedEnviron
+        try:
+            import kubernetes.client as client
+            import kubernetes.config.incluster_config as incluster
+            import kubernetes.config.kube_config as kube_config
+        except ImportError:  # the operator does not use the official client
+            return
+        self._route_configuration(client.Configuration)
+        self._route_api_client(client.ApiClient)
+        self._route_loaders(kube_config, incluster)
+
+    def _uninstall(self) -> None:
+        for owner, attribute, value in reversed(self.saved):
+            setattr(owner, attribute, value)
+        self.saved.clear()
+        if self.environ_class is not None:
+            os.environ.__class__ = self.environ_class
+            self.environ_class = None
+        if self.had_variable and self.c_value is not None:
+            os.putenv(_VARIABLE, self.c_value)
+        else:
+            os.unsetenv(_VARIABLE)
+
+    def _replace(self, owner: Any, attribute: str, replacement: Any) -> None:
+        self.saved.append((owner, attribute, owner.__dict__[attribute]))
+        setattr(owner, attribute, replacement)
+
+    # ------------------------------------------------------------ what is routed
+
+    def _route_configuration(self, configuration: type) -> None:
+        originals = {name: getattr(configuration, name) for name in vars(configuration)}
+
+        def set_default(cls: Any, default: Any) -> None:
+            route = current_route()
+            if route is None:
+                originals["set_default"].__func__(cls, default)
+            else:
+                route.configuration = copy.deepcopy(default)
+
+        def get_default_copy(cls: Any) -> Any:
+            route = current_route()
+            if route is None:
+                return originals["get_default_copy"].__func__(cls)
+            return copy.deepcopy(route.default_configuration())
+
+        def get_default(cls: Any) -> Any:
+            route = current_route()
+            if route is None:
+                return originals["get_default"].__func__(cls)
+            return route.default_configuration()
+
+        replacements: dict[str, Callable[..., Any]] = {
+            "set_default": set_default,
+            "get_default_copy": get_default_copy,
+        }
+        if "get_default" in originals:
+            replacements["get_default"] = get_default
+        for name, function in replacements.items():
+            self._replace(configuration, name, classmethod(function))
+
+    def _route_api_client(self, api_client: type) -> None:
+        originals = {name: getattr(api_client, name) for name in vars(api_client)}
+
+        def get_default(cls: Any) -> Any:
+            route = current_route()
+            if route is None:
+                return originals["get_default"].__func__(cls)
+            if route.api_client is None:
+                route.api_client = cls()
+            return route.api_client
+
+        def get_default_or_new(cls: Any) -> Any:
+            route = current_route()
+            if route is None:
+                return originals["_get_default_or_new"].__func__(cls)
+            if route.api_client is not None:
+                return route.api_client, False
+            return cls(), True
+
+        def set_default(cls: Any, default: Any) -> None:
+            route = current_route()
+            if route is None:
+                originals["set_default"].__func__(cls, default)
+            else:
+                route.api_client = default
+
+        for name, function in (
+            ("get_default", get_default),
+            ("_get_default_or_new", get_default_or_new),
+            ("set_default", set_default),
+        ):
+            if name in originals:
+                self._replace(api_client, name, classmethod(function))
+
+    def _route_loaders(self, kube_config: Any, incluster: Any) -> None:
+        original_loader = kube_config._get_kube_config_loader
+
+        def get_loader(filename: Any = None, config_dict: Any = None, **kwargs: Any) -> Any:
+            route = current_route()
+            if route is None:
+                return original_loader(filename=filename, config_dict=config_dict, **kwargs)
+            route.note_redirect("load_kube_config()")
+            kept = {key: value for key, value in kwargs.items() if key in ("temp_file_path",)}
+            return original_loader(filename=str(route.kubeconfig), **kept)
+
+        self._replace(kube_config, "_get_kube_config_loader", get_loader)
+
+        loader_class = incluster.InClusterConfigLoader
+        original_load_and_set = loader_class.load_and_set
+
+        def load_and_set(loader: Any, client_configuration: Any = None) -> None:
+            route = current_route()
+            if route is None:
+                original_load_and_set(loader, client_configuration)
+                return
+            route.note_redirect("load_incluster_config()")
+            if client_configuration is None:
+                route.configuration = route.load()
+            else:
+                route.load(client_configuration)
+
+        self._replace(loader_class, "load_and_set", load_and_set)
+
+    def original_loader(self, **kwargs: Any) -> Any:
+        loader = next(
+            (value for owner, name, value in self.saved if name == "_get_kube_config_loader"), None
+        )
+        if loader is None:
+            import kubernetes.config.kube_config as kube_config
+
+            loader = kube_config._get_kube_config_loader
+        return loader(**kwargs)
+
+
+_patches = _Patches()
+
+
+def activate(route: KubeRoute) -> None:
+    """Route the defaults for ``route``'s operator until :func:`deactivate` (reference-counted)."""
+    _patches.acquire(route)
+
+
+def deactivate(route: KubeRoute) -> None:
+    """End ``route`` (idempotent); the last one restores the process's own defaults."""
+    _patches.release(route)
