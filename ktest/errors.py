@@ -4,10 +4,13 @@ Every error says what was wrong, why, and how to fix it; the hierarchy lets
 callers catch one family (``except ktest.AssetsError``) or all of them.
 ``ApiError`` (a ``ClusterError`` that is also the official client's
 ``ApiException``) lives in ``ktest.api_error``, so that this module, which the
-CLI and the control plane use, never imports the kubernetes package.
+CLI and the control plane use, never imports the kubernetes package;
+``from ktest.errors import ApiError`` still works, with a DeprecationWarning.
 """
 
 from __future__ import annotations
+
+from ktest.lazy import moved_attributes
 
 
 class KtestError(Exception):
@@ -48,3 +51,6 @@ class KindError(KtestError):
 
 class WebhookError(KtestError):
     """Webhook manifests, certificates or servers are unusable, or the API server never called them."""
+
+
+__getattr__ = moved_attributes(__name__, globals())

@@ -7,6 +7,7 @@ is imported only when the name is first read.
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -33,3 +34,25 @@ def lazy_attributes(
         return sorted({*namespace, *exports, *modules})
 
     return __getattr__, __dir__
+
+
+def moved_attributes(package: str, namespace: Mapping[str, Any]) -> Callable[[str], Any]:
+    """``__getattr__`` for a module some public names left (``ktest.public_api.MOVED``): the
+    name still resolves, from its new module, with a ``DeprecationWarning`` naming it."""
+    from ktest.public_api import MOVED
+
+    moved = MOVED.get(package, {})
+
+    def __getattr__(name: str) -> Any:
+        new_module = moved.get(name)
+        if new_module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{package}.{name} moved to {new_module}.{name}; import it from there "
+            f"(the old place goes away in a later release, see CHANGELOG.md)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(new_module), name)
+
+    return __getattr__

@@ -1,0 +1,97 @@
+"""ktest's public API, listed once: every name a user may import, and from where.
+
+A name listed here stays importable from that place. A name that moves is listed
+in ``MOVED`` under its old place: importing it from there still works and warns
+(``DeprecationWarning``) for at least one minor release, and CHANGELOG.md says
+so. ``tests/test_public_api.py`` imports every name listed here, checks that
+each package's ``__all__`` is listed, and that every moved name still resolves.
+The ``ktest`` package's own lazy exports are ``TOP_LEVEL``.
+"""
+
+from __future__ import annotations
+
+_ASSERTIONS_TOP_LEVEL = (
+    "ConcurrentWriter", "assert_backs_off", "assert_condition", "assert_conflict_on_stale_update",
+    "assert_converts", "assert_defaulted", "assert_deletion_blocked", "assert_garbage_collected",
+    "assert_gone", "assert_has_finalizer", "assert_no_hot_loop", "assert_observed_generation",
+    "assert_orphaned", "assert_owned_by", "assert_quiescent", "assert_recovers", "assert_rejected",
+    "assert_relists_after_410", "assert_status_subresource", "assert_survives_concurrent_writes",
+    "assert_transition_time_stable", "finalizer_scenario", "stale_copy",
+)
+_ERRORS = (
+    "KtestError", "AssetsError", "ControlPlaneError", "ClusterError", "ManifestError", "CRDError",
+    "OperatorError", "ConfigError", "KindError", "WebhookError",
+)
+
+TOP_LEVEL: dict[str, str] = {
+    "ControlPlane": "ktest.controlplane",
+    "Cluster": "ktest.cluster",
+    "ObjectRef": "ktest.cluster",
+    "load_manifests": "ktest.cluster",
+    "resolve_assets": "ktest.assets",
+    "Assets": "ktest.assets",
+    "eventually": "ktest.wait",
+    "consistently": "ktest.wait",
+    "assert_matches": "ktest.wait",
+    **{name: "ktest.assertions" for name in _ASSERTIONS_TOP_LEVEL},
+    **{name: "ktest.errors" for name in _ERRORS},
+    "ApiError": "ktest.api_error",
+    "KindHandle": "ktest.kind.handle",
+    "Webhooks": "ktest.webhooks",
+    "image_from_binary": "ktest.kind.binary_image",
+}
+"""``import ktest; ktest.<name>``: name -> the module defining it (imported on first use)."""
+
+PUBLIC: dict[str, tuple[str, ...]] = {
+    "ktest": (*sorted(TOP_LEVEL), "__version__"),
+    "ktest.errors": _ERRORS,
+    "ktest.api_error": ("ApiError",),
+    "ktest.assertions": (
+        *_ASSERTIONS_TOP_LEVEL, "ConflictInjector", "ConflictNotMetWarning", "FinalizerScenario",
+        "Quiescence", "StatusSubresourceReport", "TransitionHistory", "aio", "condition_shape_problems",
+        "owner_reference_problems",
+    ),
+    "ktest.assertions.aio": _ASSERTIONS_TOP_LEVEL,
+    "ktest.wait": (
+        "ListKeys", "ReadTarget", "WaitDefaults", "aio", "assert_matches", "close_hub", "consistently",
+        "current_defaults", "diff", "eventually", "record_read", "recording_reads", "use_defaults",
+    ),
+    "ktest.operators": (
+        "CallableOperator", "Denial", "ExpectedCrash", "KopfOperator", "OperatorContext", "OperatorCrash",
+        "OperatorHandle", "OperatorIdentity", "ProcessOperator", "build_go_binary",
+        "finalize_cluster_objects", "finalize_namespace", "find_denials", "load_roles", "namespace_for",
+        "operator_for_test", "operator_identity", "plan_go_build", "run_callable", "run_kopf",
+        "run_subprocess",
+    ),
+    "ktest.operators.pytest_fixtures": (
+        "namespace_for", "operator_for_test", "finalize_namespace", "finalize_cluster_objects",
+    ),
+    "ktest.cluster": (
+        "FIELD_MANAGER", "Cluster", "ObjectRef", "RefLike", "UserIssuer", "as_ref", "load_manifests",
+    ),
+    "ktest.controlplane": ("ControlPlane", "ManagedProcess"),
+    "ktest.assets": (
+        "ALL_BINARIES", "OPTIONAL_BINARIES", "REQUIRED_BINARIES", "SOURCES", "Assets", "Progress", "Selector",
+        "parse_selector", "resolve_assets",
+    ),
+    "ktest.proxy": (
+        "Call", "FaultRuleError", "Faults", "Injection", "OperatorProxy", "Rule", "Traffic",
+        "UnusedFaultRuleWarning",
+    ),
+    "ktest.faults": (
+        "FaultRuleError", "Rule", "UnusedFaultRuleWarning", "close_watches", "conflict", "gone", "latency",
+        "reset", "server_error", "throttle",
+    ),
+    "ktest.webhooks": ("AdmissionRequest", "CallLog", "Denied", "Handlers", "WebhookCall", "Webhooks"),
+    "ktest.context": ("run_context", "check_health", "current_test"),
+    "ktest.kind.handle": ("KindHandle",),
+}
+"""Module -> the public names it offers."""
+
+MOVED: dict[str, dict[str, str]] = {
+    # 0.1.0: ApiError left ktest.errors, so that the CLI and the control plane need not
+    # import the kubernetes package.
+    "ktest.errors": {"ApiError": "ktest.api_error"},
+}
+"""Old module -> {name: the module that holds it now}: still importable from the old place, with a
+DeprecationWarning."""
