@@ -50,6 +50,10 @@ class OperatorLog:
         self._own_directory = directory is None
         base = Path(tempfile.mkdtemp(prefix="ktest-operator-")) if directory is None else Path(directory)
         base.mkdir(parents=True, exist_ok=True)
+        if self._own_directory:  # owner recorded: swept by the next start if this process is killed
+            from ktest.backends.owners import write_owner
+
+            write_owner(base)
         self.path = base / f"{_safe(name)}.log"
         self.path.touch()
         if self._own_directory:  # a handle nobody closed still leaves no files behind
