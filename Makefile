@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 KTEST := $(BIN)/ktest
 VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
 
-.PHONY: all venv binaries binaries-older test test-kind demo lint bench clean-venv docker-engine kind-images lint-workflows
+.PHONY: all venv binaries binaries-older test test-kind test-floors demo lint bench clean-venv docker-engine kind-images lint-workflows
 
 all: venv binaries
 
@@ -36,12 +36,30 @@ binaries-older: venv
 test: venv lint-workflows binaries binaries-older docker-engine kind-images
 	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest -n $(TEST_WORKERS) tests examples --ignore=tests/kind_backend --ignore=tests/kind $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest tests/kind $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+	$(MAKE) test-floors
 	$(MAKE) test-kind
 
 # The kind layer for real: the kind backend's own tests and the demo suite on one shared kind
 # cluster (both xdist workers use it), created from the node image for K8S_VERSION.
 test-kind: venv
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --ktest-backend kind tests/kind_backend examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+
+# The dependency floors, proven: every dependency at the lowest version pyproject.toml allows
+# (scripts/ci/lowest-constraints pins each `>=X` to `==X`), in its own virtual environment,
+# on a representative subset of the suite (client, waiting, assertions, kopf and callable
+# operators, the proxy, the public API).
+FLOORS_VENV := .venv-floors
+FLOORS_TESTS ?= tests/test_public_api.py tests/cluster tests/wait tests/assertions/test_assert_finalizers.py \
+	tests/operators/test_operators_kopf.py tests/operators/test_operators_client_defaults.py \
+	tests/operators/test_operators_callable.py tests/proxy/test_proxy_forwarding.py
+test-floors: venv binaries
+	$(PYTHON) -m venv $(FLOORS_VENV)
+	$(FLOORS_VENV)/bin/pip install --quiet --upgrade pip
+	$(BIN)/python scripts/ci/lowest-constraints > $(FLOORS_VENV)/constraints.txt
+	$(FLOORS_VENV)/bin/pip install --quiet -c $(FLOORS_VENV)/constraints.txt -e '.[kopf,xdist,test]'
+	$(FLOORS_VENV)/bin/pip check
+	$(FLOORS_VENV)/bin/python -m pip freeze --exclude-editable | grep -i -E "^(kubernetes|kopf|pytest|tenacity|pyyaml|cryptography|filelock|h2)=="
+	$(FLOORS_VENV)/bin/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider $(FLOORS_TESTS) $(PYTEST_ARGS)
 
 demo: venv binaries
 	$(BIN)/python -m pytest examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)

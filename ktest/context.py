@@ -15,6 +15,7 @@ registration is a no-op; plain-Python code opens one with
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -37,6 +38,10 @@ class RunContext:
     test_start_hooks: list[Callable[[RunContext], None]] = field(default_factory=list)
     is_test: bool = False
     """Opened for one test (``run_context(..., test=True)``) rather than a wider scope."""
+    started: float = field(default_factory=time.time)
+    created: list[tuple[str, str, str, str]] = field(default_factory=list)
+    """Cluster-scoped custom objects created in this scope through ktest, as
+    (apiVersion, kind, name, uid): namespaces do not clean them up (``operator_for_test`` does)."""
 
     def chain(self) -> Iterator[RunContext]:
         context: RunContext | None = self
@@ -80,6 +85,19 @@ def use_context(context: RunContext) -> Iterator[RunContext]:
         yield context
     finally:
         _current.reset(token)
+
+
+def current_test() -> RunContext | None:
+    """The context of the test running now (its setup, call and teardown), or None."""
+    context = _current.get()
+    return next((scope for scope in context.chain() if scope.is_test), None) if context else None
+
+
+def note_created(api_version: str, kind: str, name: str, uid: str) -> None:
+    """Record a cluster-scoped custom object the current test created (no-op outside a test)."""
+    test = current_test()
+    if test is not None:
+        test.created.append((api_version, kind, name, uid))
 
 
 def add_health_check(check: HealthCheck) -> Callable[[], None]:

@@ -38,6 +38,7 @@ _EXPORTS = {
     "namespace_for": "ktest.operators.pytest_fixtures",
     "operator_for_test": "ktest.operators.pytest_fixtures",
     "finalize_namespace": "ktest.operators.pytest_fixtures",
+    "finalize_cluster_objects": "ktest.operators.pytest_fixtures",
     "Denial": "ktest.operators.denials",
     "find_denials": "ktest.operators.denials",
 }

@@ -21,6 +21,7 @@ import functools
 import io
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -131,7 +132,7 @@ class _RoutingHandler(logging.Handler):
         if sink is None:
             return
         try:
-            text = self.format(record)
+            text = readable_api_dumps(self.format(record))
         except Exception:
             text = f"{record.levelname} {record.name}: {record.msg!r} (unformattable: {record.args!r})"
         ref = getattr(record, "k8s_ref", None)  # kopf's per-object records name their object this way
@@ -302,6 +303,29 @@ def api_error_text(error: BaseException | None) -> str | None:
     status, reason = getattr(error, "status", None), getattr(error, "reason", None)
     message = server_message(getattr(error, "body", None) or "")
     return f"{status} {reason}" + (f": {message}" if message else "")
+
+
+_API_DUMP = re.compile(
+    r"\((?P<status>\d{3})\)\n"
+    r"Reason: (?P<reason>[^\n]*)\n?"
+    r"(?:HTTP response headers: [^\n]*\n?)?"
+    r"(?:HTTP response body: (?P<body>[^\n]*)\n?)?"
+)
+
+
+def readable_api_dumps(text: str) -> str:
+    """``text`` with every official-client ApiException dump in it (``(409)``, ``Reason:``,
+    ``HTTP response headers:``, ``HTTP response body:``) replaced by ``409 Conflict: <the
+    server's message>``: operators put ``str(error)`` into log messages, kopf too."""
+    if "\nReason: " not in text:
+        return text
+    from ktest.api_error import server_message
+
+    def readable(match: re.Match[str]) -> str:
+        message = server_message(match.group("body") or "")
+        return f"{match.group('status')} {match.group('reason')}" + (f": {message}" if message else "") + "\n"
+
+    return _API_DUMP.sub(readable, text).rstrip("\n") + ("\n" if text.endswith("\n") else "")
 
 
 class _ReadableFormatter(logging.Formatter):

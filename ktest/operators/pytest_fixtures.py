@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ktest.api_error import ApiError
@@ -122,8 +122,11 @@ def operator_for_test(
     timeout: float = 60.0,
 ) -> Iterator[OperatorHandle]:
     """Yield the started ``operator``; afterwards, while it still runs, delete the custom
-    resources and every object carrying finalizers in ``namespace`` and wait until they
-    are gone (:func:`finalize_namespace`), then stop it.
+    resources and every object carrying finalizers in ``namespace``, and the cluster-scoped
+    custom objects the test created through ktest (``cluster.create``/``apply``), and wait
+    until they are gone (:func:`finalize_namespace`, :func:`finalize_cluster_objects`), then
+    stop it. Stopping waits for no other namespace deletion (other tests' namespaces are not
+    this operator's concern, even for a cluster-wide one).
 
     ``before_cleanup`` runs first (e.g. make a fake backend healthy again so deletions can
     succeed). An operator the test crashed or stopped is restarted for the clean-up, since
@@ -131,6 +134,11 @@ def operator_for_test(
     delete them (the admin cluster). An object still present after ``timeout`` seconds
     fails the teardown, naming it and its finalizers.
     """
+    from ktest import context
+
+    test = context.current_test()
+    created_before = len(test.created) if test is not None else 0
+    operator.wait_for_namespaces = [namespace]
     with operator:
         yield operator
         if before_cleanup is not None:
@@ -139,6 +147,9 @@ def operator_for_test(
         if not operator.alive:
             operator.restart()  # forgets the error: it is raised below if no check reported it
         finalize_namespace(cluster, namespace, timeout=timeout, operator=operator)
+        if test is not None:
+            created = test.created[created_before:]
+            finalize_cluster_objects(cluster, created, timeout=timeout, operator=operator)
         if unreported is not None:
             raise unreported
 
@@ -149,7 +160,6 @@ def finalize_namespace(
     """Delete the custom resources and every object carrying finalizers in ``namespace``, then
     wait until those are gone: what the namespace controller would do, but now, while the
     operator that owns the finalizers still runs."""
-    from ktest.wait import eventually
 
     doomed: list[tuple[ResourceInfo, str, str]] = []  # (kind, name, uid)
     for info in cluster.discovery.namespaced_kinds():
@@ -160,7 +170,44 @@ def finalize_namespace(
             meta = obj.get("metadata") or {}
             if custom or meta.get("finalizers"):
                 doomed.append((info, meta["name"], meta.get("uid", "")))
-    for info, name, _ in doomed:
+    _delete_and_wait(
+        cluster, [(info, namespace, name, uid) for info, name, uid in doomed],
+        where=f"in {namespace}", timeout=timeout, operator=operator,
+    )
+
+
+def finalize_cluster_objects(
+    cluster: Cluster,
+    created: Sequence[tuple[str, str, str, str]],
+    *,
+    timeout: float = 60.0,
+    operator: OperatorHandle | None = None,
+) -> None:
+    """Delete cluster-scoped objects, given as (apiVersion, kind, name, uid) (what a test
+    created: ``ktest.context.current_test().created``), and wait until they are gone, while
+    the operator that owns their finalizers still runs. One recreated since (another uid)
+    is left alone."""
+    doomed = []
+    for api_version, kind, name, uid in dict.fromkeys(created):
+        try:
+            info = cluster.info(api_version, kind)
+        except ClusterError:
+            continue  # its CRD is gone, and the objects with it
+        doomed.append((info, None, name, uid))
+    _delete_and_wait(cluster, doomed, where="cluster-scoped", timeout=timeout, operator=operator)
+
+
+def _delete_and_wait(
+    cluster: Cluster,
+    doomed: Sequence[tuple[ResourceInfo, str | None, str, str]],
+    *,
+    where: str,
+    timeout: float,
+    operator: OperatorHandle | None,
+) -> None:
+    from ktest.wait import eventually
+
+    for info, namespace, name, _ in doomed:
         try:
             cluster.rest.request("DELETE", info.path(namespace, name))
         except ApiError as error:
@@ -169,7 +216,7 @@ def finalize_namespace(
 
     def left() -> list[str]:
         remaining = []
-        for info, name, uid in doomed:
+        for info, namespace, name, uid in doomed:
             try:
                 obj = cluster.rest.request("GET", info.path(namespace, name))
             except ApiError as error:
@@ -182,14 +229,16 @@ def finalize_namespace(
 
     def all_gone() -> bool:
         remaining = left()
-        assert not remaining, f"still in namespace {namespace}: {'; '.join(remaining)}"
+        assert not remaining, f"still there ({where}): {'; '.join(remaining)}"
         return True
 
+    if not doomed:
+        return
     who = f"operator {operator.name!r}" if operator is not None else "the operator"
     eventually(
         all_gone,
         timeout=timeout,
-        description=f"the test's objects in {namespace} are finalized by {who} and gone",
+        description=f"the test's objects ({where}) are finalized by {who} and gone",
     )
 
 

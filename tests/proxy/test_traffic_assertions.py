@@ -79,6 +79,40 @@ def test_no_hot_loop_counts_the_operator_s_own_writes(
     assert "at most 2 allowed" in message and "writes of configmaps" in message and "update x" in message
 
 
+def test_no_hot_loop_does_not_count_the_events_an_operator_reports(admin: Cluster, ns: str) -> None:
+    """kopf posts an Event for every handler outcome; Events are reports, not rewrites of an object."""
+    import threading
+
+    from ktest.operators import OperatorContext
+
+    go = threading.Event()
+    regarding = {"kind": "Namespace", "name": ns}
+
+    def reporter(ctx: OperatorContext) -> None:
+        ctx.ready()
+        go.wait()
+        ctx.stop.wait(0.1)  # the assertion's window is open by now
+        for number in range(6):  # as a busy kopf operator posts them, in both Event APIs
+            meta = {"generateName": "report-", "namespace": ns}
+            ctx.cluster.create({"apiVersion": "v1", "kind": "Event", "metadata": meta, "type": "Normal",
+                                "reason": "Reconciled", "message": f"pass {number}",
+                                "involvedObject": regarding})
+            ctx.cluster.create({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": meta,
+                                "type": "Normal", "reason": "Reconciled", "note": f"pass {number}",
+                                "action": "Reconcile", "reportingController": "ktest.dev/reporter",
+                                "reportingInstance": "reporter-1", "regarding": regarding,
+                                "eventTime": "2026-12-01T00:00:00.000000Z"})
+        ctx.stop.wait()
+
+    with run_callable(reporter, admin, namespaces=[ns], name="reporter", proxy=True) as op:
+        mark = op.traffic.mark()
+        go.set()
+        counts = assert_no_hot_loop(op, window=1.5)
+        assert counts.per_object == {}
+        assert len(op.traffic.writes(resource="events", since=mark)) == 6
+        assert len(op.traffic.writes(resource="events.events.k8s.io", since=mark)) == 6
+
+
 # ------------------------------------------------------------------ assert_recovers
 
 
