@@ -1,4 +1,9 @@
-"""ktest's settings, resolved in one place: CLI option > ini key > environment variable > default.
+"""ktest's settings, resolved in one place: CLI option > environment variable > ini key > default.
+
+The environment beats the ini file (pytest-django's order) so that a CI matrix
+cell (``KTEST_BACKEND=kind``, ``KTEST_K8S_VERSION=1.35``) overrides what the
+project's pyproject.toml or pytest.ini sets; the session header says where
+every value that is not a default came from.
 
 Each setting is declared once in :data:`SETTINGS` (its option, ini key,
 environment variable, default and parser); the pytest plugin registers the
@@ -13,6 +18,7 @@ import dataclasses
 import difflib
 import math
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +61,8 @@ class Settings:
     run_dir: Path | None = None
     operator_proxy: bool = True
     operator_proxy_http2: bool = True
+    apiserver_flags: tuple[str, ...] = ()
+    feature_gates: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """Where each non-default value came from (for messages), e.g. ``{"backend": "ini ktest_backend"}``."""
 
@@ -78,7 +86,20 @@ class Settings:
             parts.append(f"namespace-deletion={self.namespace_deletion}")
         if not self.operator_proxy:
             parts.append("operator-proxy=off")
+        if self.apiserver_flags:
+            parts.append(f"apiserver-flags={' '.join(self.apiserver_flags)}")
+        if self.feature_gates:
+            parts.append(f"feature-gates={','.join(self.feature_gates)}")
         return " ".join(parts)
+
+    def describe_sources(self) -> str:
+        """Where each value that is not a default came from, for the session header."""
+        given = [
+            f"{spec.name}={_shown(getattr(self, spec.name))} ({self.sources[spec.name]})"
+            for spec in SETTINGS
+            if spec.name in self.sources
+        ]
+        return ", ".join(given) if given else "all defaults"
 
 
 @dataclass(frozen=True)
@@ -106,6 +127,20 @@ class Spec:
     default_text: str
     flag: bool = False  # the option takes no value (reuse)
     multiple: bool = False  # the option may be repeated, the ini key holds several lines
+    metavar: str = "VALUE"  # what ``pytest --help`` shows after the option
+
+    @property
+    def ini_type(self) -> str:
+        """The pytest ini type: ``bool`` for flags, ``linelist`` for repeatable settings."""
+        return "bool" if self.flag else "linelist" if self.multiple else "string"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ",".join(str(item) for item in value) or "(none)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 # -------------------------------------------------------------------- parsers
@@ -171,21 +206,34 @@ def _text(text: str, spec: Spec, source: Source) -> str | None:
     return text.strip() or None
 
 
+def _expand(text: str, spec: Spec, source: Source) -> Path:
+    """``~`` and ``~user`` expanded; an unknown user is a ConfigError naming the setting."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        user = text[1:].split("/", 1)[0]
+        raise ConfigError(
+            f"{source.label}: {text!r} starts with ~{user}, but there is no user {user!r} on this machine "
+            f"(or no home directory to expand it to), so the {spec.name} path cannot be found; "
+            "write it as an absolute path, relative to the current directory, or with ~/ for your own home"
+        ) from None
+
+
 def _path(text: str, spec: Spec, source: Source) -> Path | None:
     if not text.strip():
         return None
-    path = Path(text.strip()).expanduser()
+    path = _expand(text.strip(), spec, source)
     return path if path.is_absolute() else source.base / path
 
 
 def _paths(text: str, spec: Spec, source: Source) -> tuple[Path, ...]:
-    separators = "\n" if source.kind == "ini" else os.pathsep
+    separators = os.pathsep if source.kind == "env" else "\n"
     pieces = [piece.strip() for piece in text.replace(",", separators).split(separators)]
     result = []
     for piece in pieces:
         if not piece:
             continue
-        path = Path(piece).expanduser()
+        path = _expand(piece, spec, source)
         path = path if path.is_absolute() else source.base / path
         if not path.exists():
             raise ConfigError(
@@ -227,57 +275,120 @@ def _controllers(text: str, spec: Spec, source: Source) -> tuple[str, ...]:
 
 _CONTROLLER_SPELLINGS = [*KNOWN_CONTROLLERS, *(short_name(name) for name in KNOWN_CONTROLLERS)]
 
+_FLAG_SYNTAX = re.compile(r"--[a-z0-9][a-z0-9-]*(=.*)?")
+_GATE_SYNTAX = re.compile(r"([A-Za-z][A-Za-z0-9]*)=(.*)")
+
+
+def _apiserver_flags(text: str, spec: Spec, source: Source) -> tuple[str, ...]:
+    """``--name=value`` arguments: one per line (ini), per option, or shell-quoted words (env)."""
+    import shlex
+
+    if source.kind == "ini":
+        words = [line.strip() for line in text.splitlines() if line.strip()]
+    else:
+        try:
+            words = shlex.split(text) if source.kind == "env" else [w for w in text.split("\n") if w]
+        except ValueError as error:
+            raise ConfigError(f"{source.label}: {text!r} cannot be split into flags ({error})") from None
+    from ktest.controlplane.apiserver import RESERVED_FLAGS
+
+    result = []
+    for word in words:
+        if not _FLAG_SYNTAX.fullmatch(word):
+            raise ConfigError(
+                f"{source.label}: {word!r} is not a kube-apiserver flag; write each as --name=value "
+                "(on the command line: --ktest-apiserver-flag=--name=value, with the '=')"
+            )
+        name = word[2:].split("=", 1)[0]
+        if name in RESERVED_FLAGS:
+            raise ConfigError(
+                f"{source.label}: --{name} is chosen by ktest (address, port, certificates, etcd) so that "
+                "parallel control planes never collide; remove it"
+            )
+        if name == "feature-gates":
+            raise ConfigError(
+                f"{source.label}: give feature gates with {SPECS_BY_NAME['feature_gates'].option} "
+                f"(ini {SPECS_BY_NAME['feature_gates'].ini}, {SPECS_BY_NAME['feature_gates'].env}), "
+                "not as --feature-gates here"
+            )
+        result.append(word)
+    return tuple(result)
+
+
+def _feature_gates(text: str, spec: Spec, source: Source) -> tuple[str, ...]:
+    """``Name=true`` pairs, comma- or line-separated; later ones replace earlier ones."""
+    gates: dict[str, str] = {}
+    for piece in text.replace("\n", ",").replace(os.pathsep, ",").split(","):
+        piece = piece.strip()
+        if not piece:
+            continue
+        match = _GATE_SYNTAX.fullmatch(piece)
+        value = match.group(2).strip().lower() if match else ""
+        if match is None or value not in ("true", "false"):
+            raise ConfigError(
+                f"{source.label}: {piece!r} is not a feature gate setting; write Name=true or Name=false, "
+                "comma-separated (for example MutatingAdmissionPolicy=true,AllAlpha=false)"
+            )
+        gates[match.group(1)] = value
+    return tuple(f"{name}={value}" for name, value in gates.items())
+
 
 # -------------------------------------------------------------------- the table
 
 SETTINGS: tuple[Spec, ...] = (
     Spec("k8s_version", "--ktest-k8s-version", "ktest_k8s_version", "KTEST_K8S_VERSION", _version,
-         "Kubernetes version: 1.37.2, 1.37 (newest patch) or latest", "latest"),
+         "Kubernetes version: 1.37.2, 1.37 (newest patch) or latest", "latest", metavar="VERSION"),
     Spec("backend", "--ktest-backend", "ktest_backend", "KTEST_BACKEND", _choice(BACKENDS, PLANNED_BACKENDS),
          "where the cluster comes from: bare (embedded control plane), kind (a kind cluster with real "
-         "nodes) or existing (kubeconfig)", "bare"),
+         "nodes) or existing (kubeconfig)", "bare", metavar="NAME"),
     Spec("kubeconfig", "--ktest-kubeconfig", "ktest_kubeconfig", "KTEST_KUBECONFIG", _path,
-         "kubeconfig for backend existing", "$KUBECONFIG, else ~/.kube/config"),
+         "kubeconfig for backend existing", "$KUBECONFIG, else ~/.kube/config", metavar="PATH"),
     Spec("context", "--ktest-context", "ktest_context", "KTEST_CONTEXT", _text,
-         "kubeconfig context for backend existing; required, and must be the current context", "(none)"),
+         "kubeconfig context for backend existing; required, and must be the current context", "(none)",
+         metavar="NAME"),
     Spec("crds", "--ktest-crds", "ktest_crds", "KTEST_CRDS", _paths,
-         "CRD files or directories installed once per session", "(none)", multiple=True),
+         "CRD files or directories installed once per session", "(none)", multiple=True, metavar="PATH"),
     Spec("controllers", "--ktest-controllers", "ktest_controllers", "KTEST_CONTROLLERS", _controllers,
-         "kube-controller-manager controllers (comma-separated) or none", ",".join(DEFAULT_CONTROLLERS)),
+         "kube-controller-manager controllers (comma-separated) or none", ",".join(DEFAULT_CONTROLLERS),
+         metavar="LIST"),
     Spec("timeout", "--ktest-timeout", "ktest_timeout", "KTEST_TIMEOUT", _seconds(allow_zero=True),
-         "default eventually() timeout, seconds", "10"),
+         "default eventually() timeout, seconds", "10", metavar="SECONDS"),
     Spec("interval", "--ktest-interval", "ktest_interval", "KTEST_INTERVAL", _seconds(allow_zero=False),
-         "default eventually()/consistently() poll interval, seconds", "0.25"),
+         "default eventually()/consistently() poll interval, seconds", "0.25", metavar="SECONDS"),
     Spec("consistently", "--ktest-consistently", "ktest_consistently", "KTEST_CONSISTENTLY",
-         _seconds(allow_zero=True), "default consistently() duration, seconds", "2"),
+         _seconds(allow_zero=True), "default consistently() duration, seconds", "2", metavar="SECONDS"),
     Spec("crd_timeout", "--ktest-crd-timeout", "ktest_crd_timeout", "KTEST_CRD_TIMEOUT",
-         _seconds(allow_zero=False), "how long CRDs may take to be served, seconds", "60"),
+         _seconds(allow_zero=False), "how long CRDs may take to be served, seconds", "60", metavar="SECONDS"),
     Spec("namespace_timeout", "--ktest-namespace-timeout", "ktest_namespace_timeout",
          "KTEST_NAMESPACE_TIMEOUT", _seconds(allow_zero=False),
-         "how long a test namespace may take to be deleted, seconds", "60"),
+         "how long a test namespace may take to be deleted, seconds", "60", metavar="SECONDS"),
     Spec("finalizer_grace", "--ktest-finalizer-grace", "ktest_finalizer_grace", "KTEST_FINALIZER_GRACE",
          _seconds(allow_zero=True),
-         "after this many seconds, finalizers holding a test namespace are reported and removed", "10"),
+         "after this many seconds, finalizers holding a test namespace are reported and removed", "10",
+         metavar="SECONDS"),
     Spec("keep_namespaces", "--ktest-keep-namespaces", "ktest_keep_namespaces", "KTEST_KEEP_NAMESPACES",
-         _choice(KEEP_NAMESPACES), "keep test namespaces: never, on-failure or always", "never"),
+         _choice(KEEP_NAMESPACES), "keep test namespaces: never, on-failure or always", "never",
+         metavar="WHEN"),
     Spec("namespace_deletion", "--ktest-namespace-deletion", "ktest_namespace_deletion",
          "KTEST_NAMESPACE_DELETION", _choice(NAMESPACE_DELETION),
          "wait: each test's teardown waits until its namespace is gone; background: deletions are "
-         "waited for while later tests run, and all of them before the session ends", "background"),
+         "waited for while later tests run, and all of them before the session ends", "background",
+         metavar="HOW"),
     Spec("reuse", "--ktest-reuse", "ktest_reuse", "KTEST_REUSE", _bool,
          "attach to a compatible control plane started by `ktest up` (never stopped by the tests)", "false",
          flag=True),
     Spec("kind_config", "--ktest-kind-config", "ktest_kind_config", "KTEST_KIND_CONFIG", _path,
-         "extra kind Cluster config (YAML file) merged with what ktest needs (backend kind)", "(none)"),
+         "extra kind Cluster config (YAML file) merged with what ktest needs (backend kind)", "(none)",
+         metavar="PATH"),
     Spec("keep_cluster", "--ktest-keep-cluster", "ktest_keep_cluster", "KTEST_KEEP_CLUSTER", _bool,
          "keep the kind cluster after the run and print how to attach or delete it (backend kind)", "false",
          flag=True),
     Spec("artifacts_dir", "--ktest-artifacts", "ktest_artifacts", "KTEST_ARTIFACTS", _path,
          "where diagnostics too big for a report go (kind export logs after a failed run)",
-         ".ktest-artifacts in the rootdir"),
+         ".ktest-artifacts in the rootdir", metavar="DIR"),
     Spec("run_dir", "--ktest-run-dir", "ktest_run_dir", "KTEST_RUN_DIR", _path,
          "where embedded control planes keep their private directory (etcd data, certificates, logs)",
-         "/dev/shm when it has 1 GiB free, else the temp directory"),
+         "/dev/shm when it has 1 GiB free, else the temp directory", metavar="DIR"),
     Spec("operator_proxy", "--ktest-operator-proxy", "ktest_operator_proxy", "KTEST_OPERATOR_PROXY", _bool,
          "operators started by ktest's runners talk to the API server through ktest's recording, "
          "fault-injecting proxy (op.traffic, op.faults)", "true", flag=True),
@@ -285,6 +396,14 @@ SETTINGS: tuple[Spec, ...] = (
          "KTEST_OPERATOR_PROXY_HTTP2", _bool,
          "the operator proxy offers HTTP/2 (h2) as well as HTTP/1.1: Go operators then multiplex their "
          "requests over one connection, as they do with a real API server", "true", flag=True),
+    Spec("apiserver_flags", "--ktest-apiserver-flag", "ktest_apiserver_flags", "KTEST_APISERVER_FLAGS",
+         _apiserver_flags,
+         "extra kube-apiserver flag as --name=value (backend bare), checked against the binary's own "
+         "--help; environment: space-separated", "(none)", multiple=True, metavar="--NAME=VALUE"),
+    Spec("feature_gates", "--ktest-feature-gates", "ktest_feature_gates", "KTEST_FEATURE_GATES",
+         _feature_gates,
+         "kube-apiserver feature gates, Name=true|false comma-separated (backend bare), checked against "
+         "the gates the binary knows", "(none)", metavar="GATES"),
 )
 
 SPECS_BY_NAME = {spec.name: spec for spec in SETTINGS}
@@ -383,8 +502,11 @@ def _raw_value(
         if isinstance(option, bool):
             return ("true" if option else "false"), Source("option", label, cwd)
         if isinstance(option, (list, tuple)):
-            return os.pathsep.join(str(item) for item in option), Source("option", label, cwd)
+            return "\n".join(str(item) for item in option), Source("option", label, cwd)
         return str(option), Source("option", label, cwd)
+    raw = env.get(spec.env)
+    if raw is not None and raw.strip():
+        return raw, Source("env", f"environment variable {spec.env}", cwd)
     if ini_value is not None and ini_value not in ("", []):
         label = f"ini key {spec.ini}"
         if isinstance(ini_value, (list, tuple)):
@@ -392,14 +514,26 @@ def _raw_value(
         if isinstance(ini_value, bool):
             return ("true" if ini_value else "false"), Source("ini", label, ini_dir)
         return str(ini_value), Source("ini", label, ini_dir)
-    raw = env.get(spec.env)
-    if raw is not None and raw.strip():
-        return raw, Source("env", f"environment variable {spec.env}", cwd)
     return None
 
 
 def _check_combination(settings: Settings, env: Mapping[str, str]) -> Settings:
-    """Rules between settings: backend existing needs an explicit context and a kubeconfig."""
+    """Rules between settings: API server flags need a control plane ktest starts; backend
+    existing needs an explicit context and a kubeconfig."""
+    for name in ("apiserver_flags", "feature_gates"):
+        if getattr(settings, name) and (settings.backend != "bare" or settings.reuse):
+            where = "reuse (a control plane started by `ktest up`)" if settings.reuse else (
+                f"backend {settings.backend}")
+            hint = (
+                "for kind, put them in the kind config (ktest_kind_config: featureGates, or "
+                "kubeadmConfigPatches with apiServer extraArgs)"
+                if settings.backend == "kind" else "start the control plane yourself with them"
+            )
+            raise ConfigError(
+                f"{settings.source_of(name)}: {name.replace('_', ' ')} apply only to the control plane ktest "
+                f"starts itself (backend bare, without reuse), but this run uses {where}, whose API server "
+                f"is already running; unset them, or {hint}"
+            )
     if settings.backend != "existing":
         return settings
     if not settings.context:
@@ -417,6 +551,71 @@ def _check_combination(settings: Settings, env: Mapping[str, str]) -> Settings:
             f"exist; point {spec.option}, ini {spec.ini} or {spec.env} at one"
         )
     return dataclasses.replace(settings, kubeconfig=kubeconfig)
+
+
+_GATE_IN_HELP = re.compile(r"^\s+(?:[a-z]+:)?([A-Z][A-Za-z0-9]*)=true\|false", re.MULTILINE)
+_known_gates: dict[tuple[str, int, int], frozenset[str]] = {}
+
+
+def known_feature_gates(binary: Path) -> frozenset[str]:
+    """The feature gates ``binary --help`` lists (``kube:Name=true|false`` lines)."""
+    import subprocess
+
+    stat = binary.stat()
+    key = (str(binary), stat.st_size, stat.st_mtime_ns)
+    if key not in _known_gates:
+        try:
+            completed = subprocess.run(
+                [str(binary), "--help"],
+                stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise ConfigError(f"cannot list the feature gates of {binary}: {error}") from error
+        text = (completed.stdout + completed.stderr).decode("utf-8", "replace")
+        _known_gates[key] = frozenset(_GATE_IN_HELP.findall(text))
+    return _known_gates[key]
+
+
+def check_apiserver_flags(settings: Settings, binary: Path, version: str) -> None:
+    """Every extra flag and feature gate is one ``binary`` (kube-apiserver ``version``) knows,
+    else a ConfigError naming the setting, the unknown names and close matches."""
+    if settings.apiserver_flags:
+        from ktest.controlplane.flags import flag_name, probe
+
+        known = probe(binary)
+        unknown = [flag_name(flag) for flag in settings.apiserver_flags if not known.accepts(flag_name(flag))]
+        if unknown:
+            raise ConfigError(
+                f"{settings.source_of('apiserver_flags')}: kube-apiserver {version} has no flag "
+                f"{_with_hints(unknown, sorted(known.flags), '--')}; `{binary} --help` lists the flags "
+                "this version accepts (a flag may have been removed in this version)"
+            )
+    if settings.feature_gates:
+        gates = known_feature_gates(binary)
+        names = [gate.split("=", 1)[0] for gate in settings.feature_gates]
+        unknown = [name for name in names if name not in gates]
+        if unknown and gates:
+            raise ConfigError(
+                f"{settings.source_of('feature_gates')}: kube-apiserver {version} knows no feature gate "
+                f"{_with_hints(unknown, sorted(gates), '')}; the --feature-gates entry of `{binary} --help` "
+                "lists the gates of this version (graduated gates are removed after a few releases)"
+            )
+
+
+def _with_hints(names: Sequence[str], known: Sequence[str], prefix: str) -> str:
+    hints = []
+    for name in names:
+        close = difflib.get_close_matches(name, known, n=1)
+        hints.append(f"{prefix}{name}" + (f" (did you mean {prefix}{close[0]}?)" if close else ""))
+    return ", ".join(hints)
+
+
+def apiserver_arguments(settings: Settings) -> list[str]:
+    """The extra kube-apiserver arguments of ``settings`` (flags, then --feature-gates)."""
+    arguments = list(settings.apiserver_flags)
+    if settings.feature_gates:
+        arguments.append(f"--feature-gates={','.join(settings.feature_gates)}")
+    return arguments
 
 
 def default_kubeconfig(env: Mapping[str, str]) -> Path:

@@ -33,11 +33,22 @@ class BareBackend(Backend):
 
     @classmethod
     def start(cls, settings: Settings) -> BareBackend:
-        """Start a control plane as ``settings`` say (version, controllers)."""
+        """Start a control plane as ``settings`` say (version, controllers, extra API server flags)."""
+        assets = None
+        if settings.apiserver_flags or settings.feature_gates:
+            from ktest.assets import resolve_assets
+            from ktest.config import check_apiserver_flags
+
+            assets = resolve_assets(settings.k8s_version)
+            check_apiserver_flags(settings, assets.binary("kube-apiserver"), assets.version)
+        from ktest.config import apiserver_arguments
+
         plane = ControlPlane(
             settings.k8s_version,
+            assets=assets,
             controllers=settings.controllers or "none",
             root_directory=settings.run_dir,
+            apiserver_flags=apiserver_arguments(settings),
         )
         plane.start()
         try:

@@ -209,21 +209,10 @@ def _session(config: pytest.Config) -> KtestSession:
 # -------------------------------------------------------------------- options and settings
 
 
-_METAVARS = {
-    "k8s_version": "V",
-    "backend": "NAME",
-    "kubeconfig": "PATH",
-    "context": "NAME",
-    "controllers": "LIST",
-    "keep_namespaces": "WHEN",
-    "namespace_deletion": "HOW",
-}
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ktest", "ktest: Kubernetes control plane for operator tests")
     for spec in SETTINGS:
-        help_text = f"{spec.help} (ini {spec.ini}, env {spec.env}; default {spec.default_text})"
+        help_text = f"{spec.help} (env {spec.env}, ini {spec.ini}; default {spec.default_text})"
         dest = f"ktest_{spec.name}"
         if spec.flag:
             group.addoption(spec.option, action="store_const", const=True, default=None, dest=dest,
@@ -231,23 +220,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(spec.option.replace("--ktest-", "--ktest-no-"), action="store_const",
                             const=False, dest=dest, help=f"turn {spec.option} off")
         elif spec.multiple:
-            group.addoption(spec.option, action="append", default=None, dest=dest, metavar="PATH",
+            group.addoption(spec.option, action="append", default=None, dest=dest, metavar=spec.metavar,
                             help=help_text + "; may be repeated")
         else:
-            metavar = _METAVARS.get(spec.name, "SECONDS")
-            group.addoption(spec.option, default=None, dest=dest, metavar=metavar, help=help_text)
-        if spec.multiple:
-            parser.addini(spec.ini, help=help_text, type="linelist")
-        else:
-            parser.addini(spec.ini, help=help_text, type="string")
+            group.addoption(spec.option, default=None, dest=dest, metavar=spec.metavar, help=help_text)
+        # default=None: an ini key that is not set reads as None, never as False or "".
+        parser.addini(spec.ini, help=help_text, type=spec.ini_type, default=None)  # type: ignore[arg-type]
 
 
 def settings_from_config(config: pytest.Config) -> Settings:
-    """Resolve the settings of a pytest run (option > ini > env > default)."""
+    """Resolve the settings of a pytest run (option > environment > ini > default)."""
     options = {spec.name: config.getoption(f"ktest_{spec.name}") for spec in SETTINGS}
-    ini = {spec.name: config.getini(spec.ini) for spec in SETTINGS}
+    ini = {}
+    for spec in SETTINGS:
+        try:
+            ini[spec.name] = config.getini(spec.ini)
+        except pytest.UsageError as error:  # pytest's own conversion (type="bool") refused the text
+            raise ConfigError(
+                f"ini key {spec.ini}: {error}; allowed values: true or false (also 1/0, yes/no, on/off)"
+            ) from None
     ini_dir = config.inipath.parent if config.inipath else config.rootpath
     return resolve_settings(options=options, ini=ini, cwd=config.invocation_params.dir, ini_dir=ini_dir)
+
+
+MARKERS = (
+    "ktest_nodes: the test needs real nodes (Pods that run, images, port-forward): skipped with the reason "
+    "on backend bare and on an existing cluster without nodes; `-m ktest_nodes` runs only these",
+    "ktest_min_k8s(version): the test needs Kubernetes VERSION (major.minor, e.g. \"1.36\") or newer: "
+    "skipped with the reason on an older cluster",
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -260,6 +261,8 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = settings_from_config(config)
     except ConfigError as caught:
         settings, error = Settings(), caught
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
     config.stash[_SESSION] = KtestSession(config, settings, error)
     config.pluginmanager.register(config.stash[_SESSION], "ktest-session")
     from ktest.plugin.kind_fixtures import register as register_kind_fixtures
@@ -276,11 +279,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         session.close()
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     session = _session(config)
     if session.settings_error is not None:
-        return f"ktest: bad settings (ignored unless a test uses a ktest fixture): {session.settings_error}"
-    return f"ktest: {session.settings.describe()}"
+        return [f"ktest: bad settings (ignored unless a test uses a ktest fixture): {session.settings_error}"]
+    return [f"ktest: {session.settings.describe()}",
+            f"ktest settings from: {session.settings.describe_sources()}"]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -401,6 +405,66 @@ def _failure_sections(item: pytest.Item, when: str) -> list[tuple[str, str]]:
 
 
 # -------------------------------------------------------------------- fixtures
+
+
+_NO_NODES = ("ktest_nodes: this test needs real nodes, and backend bare runs a control plane without nodes; "
+             "run it with --ktest-backend kind (or KTEST_BACKEND=kind)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A ``ktest_nodes`` test on backend bare is skipped before any fixture (``kind`` included) starts."""
+    session = item.config.stash.get(_SESSION, None)
+    if session is None or session.settings_error is not None:
+        return
+    if item.get_closest_marker("ktest_nodes") is not None and session.settings.backend == "bare":
+        pytest.skip(_NO_NODES)
+
+
+@pytest.fixture(autouse=True)
+def _ktest_markers(request: pytest.FixtureRequest) -> None:
+    """``ktest_nodes`` and ``ktest_min_k8s``: skip, with the reason, where the cluster cannot run the test.
+
+    Costs nothing for unmarked tests; a ``ktest_nodes`` test on backend bare was
+    already skipped by :func:`pytest_runtest_setup` without starting anything."""
+    node = request.node
+    needs_nodes = node.get_closest_marker("ktest_nodes") is not None
+    minimum = node.get_closest_marker("ktest_min_k8s")
+    if not needs_nodes and minimum is None:
+        return
+    wanted = _minimum_version(minimum) if minimum is not None else None
+    settings: Settings = request.getfixturevalue("ktest_settings")
+    backend: Backend = request.getfixturevalue("ktest_backend")
+    if needs_nodes and settings.backend == "existing" and not backend.cluster.list("v1", "Node"):
+        pytest.skip(
+            f"ktest_nodes: this test needs real nodes, and the existing cluster ({backend.describe()}) has "
+            "none; run it against a cluster with nodes or with --ktest-backend kind"
+        )
+    if wanted is not None:
+        version = backend.cluster.version
+        if _version_tuple(version) < wanted:
+            pytest.skip(
+                f"ktest_min_k8s: this test needs Kubernetes {'.'.join(map(str, wanted))} or newer, "
+                f"and the cluster runs {version}"
+            )
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:2])
+
+
+def _minimum_version(marker: pytest.Mark) -> tuple[int, ...]:
+    """The version of ``@pytest.mark.ktest_min_k8s("1.36")``; a wrong use fails the test saying how to fix."""
+    args = list(marker.args) or [marker.kwargs.get("version")]
+    text = str(args[0]).strip().lstrip("v") if len(args) == 1 and args[0] is not None else ""
+    parts = text.split(".")
+    if len(parts) not in (2, 3) or not all(part.isdigit() for part in parts):
+        pytest.fail(
+            f"@pytest.mark.ktest_min_k8s{marker.args!r}: give one Kubernetes version as major.minor, "
+            'for example @pytest.mark.ktest_min_k8s("1.36")',
+            pytrace=False,
+        )
+    return _version_tuple(text)
 
 
 @pytest.fixture(scope="session")

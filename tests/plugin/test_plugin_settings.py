@@ -1,4 +1,4 @@
-"""Settings: CLI option > ini key > environment variable > default, and clear errors."""
+"""Settings: CLI option > environment variable > ini key > default, and clear errors."""
 
 from __future__ import annotations
 
@@ -20,19 +20,44 @@ def test_defaults() -> None:
     assert settings.reuse is False
 
 
-def test_option_beats_ini_beats_env(tmp_path: Path) -> None:
+def test_option_beats_env_beats_ini(tmp_path: Path) -> None:
+    """pytest-django's order: a CI matrix's KTEST_* variable wins over the project's ini file."""
     env = {"KTEST_TIMEOUT": "3", "KTEST_INTERVAL": "0.5", "KTEST_CONSISTENTLY": "4", "KTEST_REUSE": "yes"}
-    ini = {"timeout": "2", "interval": "0.1"}
+    ini = {"timeout": "2", "interval": "0.1", "finalizer_grace": "7", "reuse": False}
     options = {"timeout": "1"}
     settings = resolve_settings(options=options, ini=ini, env=env, cwd=tmp_path)
     assert settings.timeout == 1.0
-    assert settings.interval == 0.1
+    assert settings.interval == 0.5
     assert settings.consistently == 4.0
+    assert settings.finalizer_grace == 7.0
     assert settings.reuse is True
     assert settings.source_of("timeout") == "option --ktest-timeout"
-    assert settings.source_of("interval") == "ini key ktest_interval"
-    assert settings.source_of("consistently") == "environment variable KTEST_CONSISTENTLY"
+    assert settings.source_of("interval") == "environment variable KTEST_INTERVAL"
+    assert settings.source_of("finalizer_grace") == "ini key ktest_finalizer_grace"
     assert settings.source_of("keep_namespaces") == "default"
+
+
+def test_matrix_variables_beat_the_project_ini(tmp_path: Path) -> None:
+    ini = {"backend": "bare", "k8s_version": "1.37"}
+    env = {"KTEST_BACKEND": "kind", "KTEST_K8S_VERSION": "1.35"}
+    settings = resolve_settings(ini=ini, env=env, cwd=tmp_path, ini_dir=tmp_path)
+    assert (settings.backend, settings.k8s_version) == ("kind", "1.35")
+    assert settings.describe_sources() == (
+        "k8s_version=1.35 (environment variable KTEST_K8S_VERSION), backend=kind (environment variable "
+        "KTEST_BACKEND)"
+    )
+
+
+@pytest.mark.parametrize("name", ["kubeconfig", "kind_config", "artifacts_dir", "run_dir", "crds"])
+def test_unknown_user_in_a_path_is_a_config_error(tmp_path: Path, name: str) -> None:
+    from ktest.config import SPECS_BY_NAME
+
+    spec = SPECS_BY_NAME[name]
+    with pytest.raises(ConfigError) as raised:
+        resolve_settings(env={spec.env: "~nosuchuser-ktest/dir"}, cwd=tmp_path)
+    message = str(raised.value)
+    assert message.startswith(f"environment variable {spec.env}: '~nosuchuser-ktest/dir'")
+    assert "no user 'nosuchuser-ktest'" in message and "absolute path" in message
 
 
 def test_flag_option_turns_reuse_off_over_env(tmp_path: Path) -> None:
@@ -111,13 +136,20 @@ def test_precedence_through_pytest(pytester: pytest.Pytester, inner_env: dict, m
         """
     )
     monkeypatch.setenv("KTEST_TIMEOUT", "3")
+    monkeypatch.setenv("KTEST_INTERVAL", "0.5")
     monkeypatch.setenv("KTEST_CONSISTENTLY", "4")
     monkeypatch.setenv("KTEST_CONTROLLERS", "namespace")
     result = pytester.runpytest_inprocess("-s", "--ktest-timeout=1", "--ktest-keep-namespaces=always")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*SETTINGS 1.0 0.1 4.0 always ('namespace',)"])
+    result.stdout.fnmatch_lines(["*SETTINGS 1.0 0.5 4.0 always ('namespace',)"])
     header = "ktest: backend=bare k8s=latest controllers=namespace keep-namespaces=always"
-    result.stdout.fnmatch_lines([header])
+    sources = (
+        "ktest settings from: controllers=namespace (environment variable KTEST_CONTROLLERS), "
+        "timeout=1.0 (option --ktest-timeout), interval=0.5 (environment variable KTEST_INTERVAL), "
+        "consistently=4.0 (environment variable KTEST_CONSISTENTLY), "
+        "keep_namespaces=always (option --ktest-keep-namespaces)"
+    )
+    result.stdout.fnmatch_lines([header, sources])
 
 
 def test_bad_setting_fails_the_test_that_uses_ktest(pytester: pytest.Pytester, inner_env: dict,
