@@ -27,6 +27,11 @@ from ktest.backends.base import process_alive, process_start_time
 OWNER_FILE = "owner"
 # A Cluster's scratch directory in $TMPDIR (the dynamic client's discovery cache).
 CLUSTER_SCRATCH_PREFIX = "ktest-cluster-"
+# Directories in $TMPDIR that a killed process leaves behind, owner recorded: a webhook set's
+# (its serving key) and an operator's log directory, swept by the next start and `ktest down`.
+WEBHOOKS_PREFIX = "ktest-webhooks-"
+OPERATOR_LOG_PREFIX = "ktest-operator-"
+TEMP_PREFIXES = (CLUSTER_SCRATCH_PREFIX, WEBHOOKS_PREFIX, OPERATOR_LOG_PREFIX)
 # Something without an owner file yet may be being created right now: leave it this long.
 UNOWNED_GRACE_SECONDS = 60.0
 
@@ -60,7 +65,9 @@ class Owner:
 
 def write_owner(directory: Path, owner: Owner | None = None) -> None:
     """Record ``owner`` (default: this process) as the owner of ``directory``."""
-    (directory / OWNER_FILE).write_text((owner or Owner.current()).to_text())
+    from ktest.controlplane.janitor import write_private_text
+
+    write_private_text(directory / OWNER_FILE, (owner or Owner.current()).to_text())
 
 
 def read_owner(directory: Path) -> Owner | None:
@@ -130,3 +137,15 @@ def _own_directory(entry: Path) -> bool:
 
 def _remove_tree(directory: Path) -> None:
     shutil.rmtree(directory, ignore_errors=True)
+
+
+def sweep_temp(base: Path | None = None) -> list[Path]:
+    """Sweep every :data:`TEMP_PREFIXES` directory of a dead owner (of this user) in ``base``
+    (default: the temp directory); never raises."""
+    import tempfile
+
+    directory = base or Path(tempfile.gettempdir())
+    removed: list[Path] = []
+    for prefix in TEMP_PREFIXES:
+        removed += sweep(directory, prefix)
+    return removed

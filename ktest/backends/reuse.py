@@ -154,11 +154,25 @@ def read_record(path: Path) -> UpRecord | None:
 
 
 def write_record(record: UpRecord) -> None:
-    """Write atomically: readers never see half a record."""
-    record.path.parent.mkdir(parents=True, exist_ok=True)
-    partial = record.path.with_name(f".{record.path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps(record.to_json(), indent=2) + "\n")
-    os.replace(partial, record.path)
+    """Write atomically (readers never see half a record), 0600 in a 0700 directory."""
+    from ktest.controlplane.certs import write_private_file
+
+    private_state_directory(record.path.parent)
+    write_private_file(record.path, (json.dumps(record.to_json(), indent=2) + "\n").encode())
+
+
+def private_state_directory(directory: Path) -> Path:
+    """``directory`` (``.../ktest/up``) created 0700, its parent ``ktest`` too; one an older
+    ktest made 0755 is made 0700 (only if this user owns it)."""
+    from ktest.controlplane.certs import private_directory
+
+    private_directory(directory)
+    for path in (directory.parent, directory):
+        with contextlib.suppress(OSError):
+            stat = os.lstat(path)
+            if stat.st_uid == os.getuid() and stat.st_mode & 0o077 and path.is_dir():
+                os.chmod(path, 0o700)
+    return directory
 
 
 def list_records(directory: Path | None = None) -> list[UpRecord]:
@@ -286,7 +300,7 @@ def _start_daemon(
 ) -> UpRecord:
     from ktest.controlplane.process import read_tail
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_state_directory(path.parent)
     log = log_path(path)
     command = [sys.executable, "-m", DAEMON_MODULE, "--record", str(path), "--name", name]
     command += ["--controllers", ",".join(controllers) or "none"]
@@ -294,7 +308,9 @@ def _start_daemon(
         command += ["--k8s-version", k8s_version]
     if run_dir is not None:
         command += ["--run-dir", str(run_dir)]
-    with log.open("wb") as log_file:
+    log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    os.fchmod(log_fd, 0o600)  # one an older ktest created 0644
+    with os.fdopen(log_fd, "wb") as log_file:
         # Own session: a Ctrl-C in the terminal does not reach it, and it outlives `ktest up`.
         daemon = subprocess.Popen(
             command,
@@ -391,8 +407,8 @@ def _server(share: ClusterShare) -> str:
 
 
 def _lock(path: Path) -> filelock.FileLock:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return filelock.FileLock(str(path.with_suffix(".lock")), timeout=120)
+    private_state_directory(path.parent)
+    return filelock.FileLock(str(path.with_suffix(".lock")), timeout=120, mode=0o600)
 
 
 def _check_name(name: str) -> None:

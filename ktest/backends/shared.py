@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import shutil
 import socket
 import tempfile
@@ -62,6 +63,7 @@ class ClusterServer:
         self.address = str(self._directory / "socket")
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._socket.bind(self.address)
+        os.chmod(self.address, 0o600)  # bind() gives the umask's mode; the directory is 0700 too
         self._socket.listen(64)
         self._backend: Backend | None = None
         self._answer: dict[str, Any] | None = None

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktest.controlplane.flags import merge_flags
-from ktest.controlplane.process import ManagedProcess
+from ktest.controlplane.process import ManagedProcess, component_environment
 
 if TYPE_CHECKING:  # certificates (cryptography) are not needed to check a running server
     from ktest.controlplane.etcd import EtcdCredentials
@@ -121,7 +121,9 @@ def apiserver_process(
     log_path: Path,
 ) -> ManagedProcess:
     arguments = merge_flags(default_flags(port, etcd_port, files), extra_flags)
-    return ManagedProcess("kube-apiserver", [str(binary), *arguments], log_path)
+    return ManagedProcess(
+        "kube-apiserver", [str(binary), *arguments], log_path, env=component_environment()
+    )
 
 
 class ApiServerClient:

@@ -45,10 +45,26 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
+def private_directory(path: Path) -> Path:
+    """Create ``path`` and every missing parent 0700 (``mkdir(parents=True)`` would give
+    the parents the umask's 0755); an existing directory is left as it is."""
+    missing: list[Path] = []
+    current = path
+    while not os.path.lexists(current) and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+    return path
+
+
 def write_private_file(path: Path, data: bytes) -> None:
-    """Write ``data`` readable by this user only (0600), atomically: a reader never
-    sees half a key, and a file rewritten with the same content stays valid throughout."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Write ``data`` readable by this user only (0600) into a 0700 directory, atomically:
+    a reader never sees half a key, and a file rewritten with the same content stays valid."""
+    private_directory(path.parent)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -119,8 +135,8 @@ class CertificateAuthority:
         )
         self.cert_pem = self._cert.public_bytes(serialization.Encoding.PEM)
         self.cert_path = directory / "ca.crt"
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.cert_path.write_bytes(self.cert_pem)
+        private_directory(directory)
+        write_private_file(self.cert_path, self.cert_pem)
         if write_key:
             write_private_file(directory / "ca.key", _key_pem(self._key))
 
@@ -149,7 +165,7 @@ class CertificateAuthority:
         key_pem = _key_pem(key)
         cert_path = self.directory / f"{stem}.crt"
         key_path = self.directory / f"{stem}.key"
-        cert_path.write_bytes(cert_pem)
+        write_private_file(cert_path, cert_pem)
         write_private_file(key_path, key_pem)
         return KeyPair(cert_pem, key_pem, cert_path, key_path)
 
@@ -182,9 +198,10 @@ def service_account_key_pair(directory: Path) -> tuple[Path, Path]:
     private_path = directory / "sa.key"
     public_path = directory / "sa.pub"
     write_private_file(private_path, _key_pem(key))
-    public_path.write_bytes(
+    write_private_file(
+        public_path,
         key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
+        ),
     )
     return private_path, public_path

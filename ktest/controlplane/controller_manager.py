@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ktest.controlplane.flags import BinaryFlags
-from ktest.controlplane.process import ManagedProcess
+from ktest.controlplane.process import ManagedProcess, component_environment
 from ktest.errors import ControlPlaneError
 
 DEFAULT_CONTROLLERS = ("garbagecollector", "namespace")
@@ -93,7 +93,7 @@ def controller_manager_process(
     ]
     if known.accepts("concurrent-namespace-syncs"):
         command.append("--concurrent-namespace-syncs=10")
-    return ManagedProcess("kube-controller-manager", command, log_path)
+    return ManagedProcess("kube-controller-manager", command, log_path, env=component_environment())
 
 
 def ready_markers(requested: Iterable[str]) -> list[bytes]:

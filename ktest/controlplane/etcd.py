@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ktest.controlplane.certs import CertificateAuthority
 from ktest.controlplane.flags import probe
-from ktest.controlplane.process import ManagedProcess
+from ktest.controlplane.process import ManagedProcess, component_environment
 
 MEMBER_NAME = "ktest"
 _NAMES = ("localhost",)
@@ -92,7 +92,9 @@ def etcd_process(
     if known.accepts("unsafe-no-fsync"):
         # Test data is disposable: skipping fsync makes every write much cheaper.
         command.append("--unsafe-no-fsync")
-    return ManagedProcess("etcd", command, log_path)
+    # Scrubbed: etcd reads every flag from ETCD_<FLAG> too (ETCD_LISTEN_METRICS_URLS would open
+    # a plain-HTTP listener next to the TLS one).
+    return ManagedProcess("etcd", command, log_path, env=component_environment())
 
 
 def etcd_healthy(client_port: int, credentials: EtcdCredentials) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktest.controlplane.process import component_environment
 from ktest.errors import ControlPlaneError
 
 _CACHE_FORMAT = 1
@@ -97,6 +98,7 @@ def _run_help(binary: Path) -> BinaryFlags:
             [str(binary), "--help"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
+            env=component_environment(),
             timeout=60,
             check=False,
         )

@@ -55,7 +55,14 @@ def owner_alive(directory: Path) -> bool:
 
 def write_owner(directory: Path) -> None:
     pid = os.getpid()
-    (directory / OWNER_FILE).write_text(f"{pid} {process_start_time(pid)}\n")
+    write_private_text(directory / OWNER_FILE, f"{pid} {process_start_time(pid)}\n")
+
+
+def write_private_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, created 0600 (never through a symlink planted there)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(text)
 
 
 def processes_mentioning(text: str) -> list[int]:

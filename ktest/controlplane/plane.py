@@ -65,6 +65,13 @@ class _User:
     kubeconfig: Path
 
 
+def _sweep_temp_leftovers() -> None:
+    """Webhook and operator-log directories that killed runs left in $TMPDIR (owner recorded)."""
+    from ktest.backends import owners
+
+    owners.sweep_temp()
+
+
 def default_base_directory(shm: Path = Path("/dev/shm")) -> Path:
     """``shm`` when it is a writable tmpfs with 1 GiB free (etcd writes much faster
     there), else the temp directory."""
@@ -391,6 +398,7 @@ class ControlPlane:
         try:
             base.mkdir(parents=True, exist_ok=True)
             janitor.sweep_stale(base)
+            _sweep_temp_leftovers()
             stats = os.statvfs(base)
             free = stats.f_bavail * stats.f_frsize
             if free < MIN_RUN_DIR_FREE:
@@ -410,9 +418,9 @@ class ControlPlane:
         self._directory = directory
         janitor.write_owner(directory)
         if self.keep_directory:
-            (directory / janitor.KEEP_FILE).touch()
+            janitor.write_private_text(directory / janitor.KEEP_FILE, "")
         self._janitor = JanitorHandle(directory, keep_directory=self.keep_directory)
-        (directory / "logs").mkdir()
+        (directory / "logs").mkdir(mode=0o700)
         self._template = self._find_template() if self.etcd_template and not self._apiserver_flags else None
 
     def _find_template(self) -> Path | None:
@@ -467,7 +475,7 @@ class ControlPlane:
         audit_policy = audit_log = None
         if self.audit:
             audit_policy = self.directory / "audit-policy.yaml"
-            audit_policy.write_text(AUDIT_POLICY)
+            janitor.write_private_text(audit_policy, AUDIT_POLICY)
             audit_log = self.directory / "audit.log"
         self._files = ApiServerFiles(
             ca_cert=ca.cert_path,

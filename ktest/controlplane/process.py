@@ -30,6 +30,34 @@ from ktest.errors import ControlPlaneError
 _PR_SET_PDEATHSIG = 1
 LOG_TAIL_LINES = 40
 
+# Variables the control plane's programs read as configuration, which the test process's
+# environment must not pass on to them: etcd maps every flag to ETCD_<FLAG> (an
+# ETCD_LISTEN_METRICS_URLS opened a plain-HTTP listener), etcdctl reads ETCDCTL_*, client-go
+# (in kube-apiserver and kube-controller-manager) reads KUBECONFIG, KUBERNETES_SERVICE_* (the
+# in-cluster config) and KUBE_* (feature gates, debugging detectors).
+SCRUBBED_PREFIXES = ("ETCD_", "ETCDCTL_", "KUBERNETES_", "KUBE_")
+SCRUBBED_NAMES = frozenset({"KUBECONFIG"})
+
+
+def component_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) without the variables that would
+    configure etcd, kube-apiserver or kube-controller-manager behind ktest's flags."""
+    source = os.environ if base is None else base
+    return {
+        name: value
+        for name, value in source.items()
+        if name not in SCRUBBED_NAMES and not name.upper().startswith(SCRUBBED_PREFIXES)
+    }
+
+
+def open_private_log(path: Path) -> Any:
+    """``path`` opened for appending, created 0600 in a 0700 directory (logs can hold secrets)."""
+    from ktest.controlplane.certs import private_directory
+
+    private_directory(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    return os.fdopen(fd, "ab")
+
 
 class _Spawner:
     """A daemon thread that runs every ``Popen`` so that parent-death signals
@@ -121,6 +149,15 @@ def spawn(
     return _spawner().call(start)
 
 
+def popen_bound(command: Sequence[str], **popen_arguments: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen(command, **popen_arguments)`` for a helper that must not outlive this
+    process (e.g. ``kubectl port-forward``): forked from the long-lived spawner thread with a
+    parent-death SIGKILL, so neither ``kill -9`` of this process nor the end of the calling
+    thread leaves it running (unlike :func:`spawn`, the caller's session and stdio choices stay)."""
+    hook = _parent_death_hook(os.getpid())
+    return _spawner().call(lambda: subprocess.Popen(list(command), preexec_fn=hook, **popen_arguments))
+
+
 def read_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     """The last ``lines`` lines of a log file ('' if it does not exist)."""
     try:
@@ -191,8 +228,7 @@ class ManagedProcess:
         """Launch the process, appending its stdout and stderr to the log file."""
         if self.running:
             raise ControlPlaneError(f"{self.name} is already running (pid {self.pid}).")
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
+        with open_private_log(self.log_path) as log:
             self.log_offset = log.tell()
             try:
                 self._popen = spawn(self.command, stdout=log, env=self.env, cwd=self.cwd)

@@ -1,0 +1,130 @@
+"""Issue 23.7: everything ktest writes is private to the user: directories 0700,
+files (and sockets) 0600 or stricter, whatever the umask, in a started control
+plane's directory, the `ktest up` state and its daemon's directories, and a
+webhook set's directory.
+
+Was: ``certs/`` and ``logs/`` created 0755 (``mkdir(parents=True)`` gives parents the
+umask's mode), certificates, logs, owner files 0644, the `ktest up` state 0755/0644."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ktest.assets.assets import Assets
+from ktest.controlplane import ControlPlane
+
+
+def loose_modes(root: Path, *, include_root: bool = True) -> list[str]:
+    """Every path under ``root`` (itself too, unless the test made it) whose mode gives group or
+    others any access."""
+    found = []
+    paths = [root] if include_root else []
+    for directory, subdirectories, files in os.walk(root):
+        paths += [Path(directory) / name for name in [*subdirectories, *files]]
+    assert len(paths) > int(include_root), f"nothing under {root}: the walk saw nothing to check"
+    for path in paths:
+        mode = os.lstat(path).st_mode
+        if stat.S_ISLNK(mode):
+            continue
+        if stat.S_IMODE(mode) & 0o077:
+            found.append(f"{oct(stat.S_IMODE(mode))} {path}")
+    return found
+
+
+@pytest.fixture
+def loose_umask() -> Iterator[None]:
+    """The usual 022: what the modes must not depend on."""
+    previous = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def test_a_started_control_plane_writes_nothing_readable_by_others(
+    assets: Assets, tmp_path: Path, loose_umask: None
+) -> None:
+    with ControlPlane(
+        assets=assets, controllers="garbagecollector", root_directory=tmp_path, audit=True
+    ) as plane:
+        plane.add_user("someone", groups=["team"])
+        names = {path.name for path in plane.directory.rglob("*")}
+        assert {"certs", "logs", "etcd", "ca.key", "admin.key", "kube-apiserver.log"} <= names, names
+        assert loose_modes(plane.directory) == []
+
+
+def test_a_webhook_sets_directory_is_private(assets: Assets, plane: ControlPlane, loose_umask: None) -> None:
+    from ktest.cluster import Cluster
+    from ktest.webhooks import Webhooks
+
+    cluster = Cluster(plane.kubeconfig)
+    webhooks = Webhooks(cluster, host="127.0.0.1")
+    try:
+        directory = webhooks.cert_dir.parent
+        assert (webhooks.cert_dir / "tls.key").is_file()
+        assert loose_modes(directory) == []
+    finally:
+        webhooks.close()
+
+
+def _sandbox_env(tmp_path: Path, assets: Assets) -> dict[str, str]:
+    env = dict(os.environ)
+    unwanted = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "KTEST_REUSE", "KTEST_BACKEND", "KUBEBUILDER_ASSETS")
+    for variable in unwanted:
+        env.pop(variable, None)
+    for name in ("tmp", "run", "state"):
+        (tmp_path / name).mkdir()
+    env.update(
+        TMPDIR=str(tmp_path / "tmp"),
+        KTEST_RUN_DIR=str(tmp_path / "run"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        KTEST_ASSETS=str(assets.directory),
+    )
+    return env
+
+
+def _ktest(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ktest", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def test_ktest_up_state_and_daemon_files_are_private(assets: Assets, tmp_path: Path) -> None:
+    env = _sandbox_env(tmp_path, assets)
+    up = _ktest(env, "up", "--controllers", "none")
+    try:
+        assert up.returncode == 0, up.stderr
+        state = tmp_path / "state" / "ktest"
+        assert (state / "up" / "default.json").is_file() and (state / "up" / "default.log").is_file()
+        problems = loose_modes(state)
+        for made_by_the_test in (tmp_path / "run", tmp_path / "tmp"):  # the daemon's run and share dirs
+            problems += loose_modes(made_by_the_test, include_root=False)
+        assert problems == []
+    finally:
+        down = _ktest(env, "down")
+        assert down.returncode == 0, down.stderr
+
+
+def test_an_older_state_directory_is_made_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state directory an older ktest created 0755 becomes 0700 at the next write."""
+    from ktest.backends import reuse
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    old = tmp_path / "ktest" / "up"
+    old.mkdir(parents=True, mode=0o755)
+    (tmp_path / "ktest").chmod(0o755)
+    old.chmod(0o755)
+    reuse.private_state_directory(reuse.state_directory())
+    assert loose_modes(tmp_path / "ktest") == []
