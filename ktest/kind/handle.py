@@ -73,11 +73,14 @@ class KindHandle:
         with self._kubectl.port_forward(target, port, namespace=namespace) as local:
             yield local
 
-    def load_image(self, image: str) -> list[str]:
-        """Load a local Docker image into every node lacking it; returns the nodes loaded."""
+    def load_image(self, image: str, *, allow_latest: bool = False) -> list[str]:
+        """Load a local Docker image into every node lacking it; returns the nodes loaded.
+
+        An untagged/``:latest`` image is refused (the kubelet would try to pull it)
+        unless ``allow_latest`` (the Pods then need ``imagePullPolicy: IfNotPresent``)."""
         from ktest.kind.load import load_image
 
-        return load_image(self.kind, self.name, self.nodes, image)
+        return load_image(self.kind, self.name, self.nodes, image, allow_latest=allow_latest)
 
     def pod_logs(self, namespace: str, selector: str, *, tail: int = LOG_TAIL_LINES) -> str:
         """Logs and restart counts of the pods matching ``selector`` (current and previous runs)."""

@@ -1,8 +1,9 @@
 """Load a local Docker image into the nodes of a kind cluster, skipping nodes that have it.
 
 Nothing can be pulled inside a test cluster offline, and pods must find the
-image in the node's containerd. ``:latest`` (or no tag) is refused: its
-default pull policy is Always, so the kubelet would try to pull it anyway.
+image in the node's containerd. ``:latest`` (or no tag) is refused by
+default: its default pull policy is Always, so the kubelet would try to pull
+it anyway (pytest-kind's API loads it and warns instead).
 A node already holding the same image ID (the Docker image ID is the config
 digest containerd reports) is skipped, so re-loading is nearly free.
 """
@@ -17,13 +18,19 @@ from ktest.errors import KindError
 from ktest.kind.cluster import run_kind
 
 
+def is_latest(image: str) -> bool:
+    """True for an untagged or ``:latest`` image name (not for a digest)."""
+    last = image.rsplit("/", 1)[-1]
+    if "@" in last:
+        return False
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    return tag in ("", "latest")
+
+
 def check_loadable_name(image: str) -> None:
     """Raise KindError for names whose pull policy defeats loading (``:latest`` or untagged)."""
     last = image.rsplit("/", 1)[-1]
-    if "@" in last:
-        return
-    tag = last.split(":", 1)[1] if ":" in last else ""
-    if tag in ("", "latest"):
+    if is_latest(image):
         raise KindError(
             f"refusing to load {image!r}: an image tagged ':latest' (or untagged) gets "
             "imagePullPolicy Always, so the kubelet would try to pull it instead of using the loaded copy. "
@@ -72,13 +79,20 @@ def node_images(node: str) -> dict[str, list[str]]:
 
 def node_has_image(node: str, image: str, image_id: str) -> bool:
     """True when the node's containerd holds ``image`` under the same ID."""
-    wanted = {image, f"docker.io/{image}", f"docker.io/library/{image}"}
+    tagged = image if "@" in image or ":" in image.rsplit("/", 1)[-1] else f"{image}:latest"
+    wanted = {tagged, f"docker.io/{tagged}", f"docker.io/library/{tagged}"}
     return bool(wanted.intersection(node_images(node).get(image_id, ())))
 
 
-def load_image(kind: Path, cluster_name: str, nodes: list[str], image: str) -> list[str]:
-    """Load ``image`` into the nodes that lack it; return the nodes it was loaded into."""
-    check_loadable_name(image)
+def load_image(
+    kind: Path, cluster_name: str, nodes: list[str], image: str, *, allow_latest: bool = False
+) -> list[str]:
+    """Load ``image`` into the nodes that lack it; return the nodes it was loaded into.
+
+    An untagged/``:latest`` name is refused unless ``allow_latest`` (pytest-kind's
+    ``load_docker_image``, which warns instead)."""
+    if not allow_latest:
+        check_loadable_name(image)
     image_id = docker_image_id(image)
     needed = [node for node in nodes if not node_has_image(node, image, image_id)]
     if needed:
