@@ -4,7 +4,8 @@ What is read: ``ValidatingWebhookConfiguration`` / ``MutatingWebhookConfiguratio
 documents (kubebuilder's ``config/webhook/manifests.yaml``) and CRDs; a CRD with
 ``spec.conversion.strategy: Webhook`` gets its conversion rewritten, others are
 installed as they are. What is rewritten, per webhook: ``clientConfig`` becomes
-``url: https://<host>:<port>/hook/<n>`` with ktest's CA bundle (the front server
+``url: https://<host>:<port>/<secret>/hook/<n>`` with ktest's CA bundle (``<secret>``: random,
+per webhook set; the front server refuses requests without it) (the front server
 forwards to the operator's own path, or answers with a Python handler); the
 configuration's name gets a unique suffix (they are cluster-scoped and tests run
 in parallel); with ``namespaces``, a ``namespaceSelector`` term limits admission

@@ -9,6 +9,7 @@ ktest's CA), recording each call (:mod:`ktest.webhooks.calls`). Probe requests
 from __future__ import annotations
 
 import errno
+import hmac
 import http.client
 import json
 import logging
@@ -40,7 +41,14 @@ class FrontServer:
         upstream: tuple[str, int],
         upstream_context: ssl.SSLContext,
         probe_name: str,
+        path_secret: str,
     ) -> None:
+        if len(path_secret) < 16:
+            raise WebhookError("the front server's path secret must be long enough not to be guessed")
+        # Every URL ktest writes into a clientConfig starts with /<path_secret>/: only the API
+        # server, which read it from the configuration, knows it. A request without it (another
+        # local user, a Pod on the kind network) is refused before anything is read or recorded.
+        self._path_prefix = f"/{path_secret}"
         self.routes = routes
         self.calls = calls
         self.upstream = upstream
@@ -82,8 +90,15 @@ class FrontServer:
 
     # ------------------------------------------------------------ answering
 
+    def authorized_path(self, path: str) -> str | None:
+        """``path`` without its secret prefix; None when the request does not carry the secret."""
+        given, separator, rest = path.partition("/")[2].partition("/")
+        if not separator or not hmac.compare_digest(f"/{given}".encode(), self._path_prefix.encode()):
+            return None
+        return f"/{rest}"
+
     def answer(self, path: str, body: bytes) -> tuple[int, bytes]:
-        """The HTTP status and body for one POST from the API server."""
+        """The HTTP status and body for one POST from the API server (``path`` without the secret)."""
         if path.startswith(PROBE_PREFIX):
             self.probe_hit(path)
             review = json.loads(body)
@@ -277,12 +292,32 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length)
+        path = self.server.front.authorized_path(self.path.split("?", 1)[0])
+        if path is None:  # not the API server: refused unread, never in the call log
+            self._refuse()
+            return
         try:
-            status, answer = self.server.front.answer(self.path.split("?", 1)[0], body)
-        except (ValueError, KeyError, TypeError) as error:
-            status, answer = 400, f"ktest: not a valid review: {error}".encode()
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            status, answer = 400, b"ktest: a webhook request needs a Content-Length"
+        else:
+            body = self.rfile.read(length)
+            try:
+                status, answer = self.server.front.answer(path, body)
+            except (ValueError, KeyError, TypeError) as error:
+                status, answer = 400, f"ktest: not a valid review: {error}".encode()
+        self._send(status, answer)
+
+    def do_GET(self) -> None:
+        self._refuse()
+
+    def _refuse(self) -> None:
+        self.close_connection = True
+        self._send(403, b"ktest: forbidden")
+
+    def _send(self, status: int, answer: bytes) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json" if status == 200 else "text/plain")
         self.send_header("Content-Length", str(len(answer)))

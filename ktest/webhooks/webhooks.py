@@ -40,6 +40,7 @@ from ktest.webhooks.tls import WebhookTLS
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
     from ktest.cluster.manifests import ManifestSource
+    from ktest.controlplane.janitor_client import JanitorHandle
 
 OPERATOR_HOST = "127.0.0.1"
 DEFAULT_READY_TIMEOUT = 30.0
@@ -92,10 +93,14 @@ class Webhooks:
         self.ready_timeout = ready_timeout
         self.wait_for_operator_first = wait_for_operator
         self.token = f"{_clean(name)[:20]}-{secrets.token_hex(3)}"
+        # The first segment of every URL in the rewritten clientConfigs: the front server
+        # answers only requests that carry it (192 random bits, new for every set).
+        self._path_secret = secrets.token_urlsafe(24)
         self.calls = CallLog()
         self.routes = RouteTable()
         self.installed = install.Installed()
         self._directory: Path | None = None
+        self._janitor: JanitorHandle | None = None
         self.tls: WebhookTLS | None = None
         self.server: FrontServer | None = None
         self.setup_seconds: float | None = None
@@ -180,13 +185,14 @@ class Webhooks:
             upstream=(OPERATOR_HOST, self.operator_port),
             upstream_context=tls.client_context(),
             probe_name=f"ktest-webhook-probe-{self.token}",
+            path_secret=self._path_secret,
         )
         from ktest.context import add_health_check, add_report_section
 
         add_report_section(f"webhooks {self.token}", self.report)
         self._undo_health = add_health_check(self.check_handlers)
         rewriter = Rewriter(
-            base_url=self.url,
+            base_url=f"{self.url}/{self._path_secret}",
             ca_bundle=tls.ca_bundle,
             suffix=self.token,
             routes=self.routes,
@@ -287,6 +293,9 @@ class Webhooks:
             shutil.rmtree(self._directory, ignore_errors=True)
             self._directory = None
             self.tls = None
+        janitor, self._janitor = self._janitor, None
+        if janitor is not None:
+            janitor.release()
         if self._undo_health is not None:
             self._undo_health()
             self._undo_health = None
@@ -326,8 +335,18 @@ class Webhooks:
 
     def _tls(self) -> WebhookTLS:
         if self.tls is None:
-            self._directory = Path(tempfile.mkdtemp(prefix="ktest-webhooks-"))
-            self.tls = WebhookTLS(self._directory / "certs", {self.host or OPERATOR_HOST, OPERATOR_HOST})
+            from ktest.backends import owners
+            from ktest.controlplane.janitor_client import JanitorHandle
+
+            owners.sweep(Path(tempfile.gettempdir()), owners.WEBHOOKS_PREFIX)  # what killed runs left
+            directory = Path(tempfile.mkdtemp(prefix=owners.WEBHOOKS_PREFIX))
+            self._directory = directory
+            owners.write_owner(directory)
+            # The serving key must not outlive this process, even after kill -9: the janitor
+            # stops what still uses the directory (an operator given --webhook-cert-dir) and
+            # removes it when this process dies without close().
+            self._janitor = JanitorHandle(directory)
+            self.tls = WebhookTLS(directory / "certs", {self.host or OPERATOR_HOST, OPERATOR_HOST})
         return self.tls
 
 
