@@ -107,3 +107,32 @@ def test_ktest_version() -> None:
                             timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"ktest {ktest.__version__}"
+
+
+def test_project_urls_and_authors(dist: Path) -> None:
+    metadata = _metadata(dist)
+    urls = dict(entry.split(", ", 1) for entry in metadata.get_all("Project-URL") or [])
+    assert {"Homepage", "Source", "Documentation", "Issues", "Changelog"} <= set(urls), urls
+    source = urls["Source"]
+    assert source.startswith("https://") and all(url.startswith(source) for url in urls.values()), urls
+    assert urls["Changelog"].endswith("/CHANGELOG.md")
+    assert metadata["Author-email"], "authors in [project]"
+    classifiers = metadata.get_all("Classifier") or []
+    # 3.14 only once the suite has passed on it (no 3.14 interpreter where this was built)
+    assert "Programming Language :: Python :: 3.14" not in classifiers
+
+
+def test_readme_install_line_names_the_wheel_a_build_makes(dist: Path) -> None:
+    """README's `pip install 'dist/ktest-X-py3-none-any.whl[kopf,xdist]'` is what a build of the
+    checkout produces, and its extras exist."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    named = re.findall(r"dist/(ktest-[^'\"\[\s]+\.whl)\[([a-z,]+)\]", readme)
+    assert named, "README shows installing the built wheel"
+    extras = set(_metadata(dist).get_all("Provides-Extra") or [])
+    for wheel, wanted in named:
+        assert wheel == _wheel(dist).name
+        assert set(wanted.split(",")) <= extras
+    for wanted in re.findall(r'pip install "ktest\[([a-z,]+)\]"', readme):
+        assert set(wanted.split(",")) <= extras
