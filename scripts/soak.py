@@ -5,7 +5,8 @@
 Each run happens in a private sandbox (``TMPDIR``, ``KTEST_RUN_DIR``,
 ``XDG_STATE_HOME`` under one directory; binaries from the normal cache) and is
 marked with an environment variable that every process it starts inherits.
-A run is a real ``pytest`` session on a real control plane, ended by one of:
+A run is a real ``pytest`` session on a real control plane (its test holds a started
+webhook set with a Python handler and an in-process operator), ended by one of:
 
 * ``pass`` / ``fail``: the test passes or fails, the session ends normally;
 * ``sigint`` (Ctrl-C: SIGINT to the whole process group), ``sigterm``,
@@ -23,7 +24,9 @@ scratch directory in ``TMPDIR``, owner recorded) is swept by the next start
 or ``ktest down``, so the soak runs ``ktest down --all`` and counts that
 separately ("swept at next start"). Then the leaks are counted: processes
 carrying the run's mark, directories and files left in the sandbox
-(``ktest-cp-*``, ``ktest-share-*``, anything in ``TMPDIR``), Unix sockets,
+(``ktest-cp-*``, ``ktest-share-*``, anything in ``TMPDIR``; a webhook set's
+``ktest-webhooks-*`` and an operator's ``ktest-operator-*`` counted apart, as are
+``kubectl port-forward`` processes), Unix sockets,
 ports that were listening during the run and still are, files with PEM keys
 or certificates, ``ktest up`` records. The exit status is 1 when any run
 leaked or hung. ``--quick`` runs a small subset (``make test`` uses it
@@ -58,8 +61,25 @@ SETTLE_TIMEOUT = 30.0
 TEST_FILE = """
 import os, pathlib, time
 
-def test_soak(cluster):
+def _idle(context):
+    context.ready()
+    context.stop.wait()
+
+
+def test_soak(cluster, webhooks):
     from ktest import eventually
+    from ktest.operators import run_callable
+    from ktest.webhooks import Handlers
+
+    handlers = Handlers()
+
+    @handlers.validate("", "v1", "configmaps")
+    def allow(request):
+        return None
+
+    webhooks(handlers=handlers)  # a webhook set: its serving key in TMPDIR while the test runs
+    operator = run_callable(_idle, cluster, name="soak")  # an operator: its log directory in TMPDIR
+    operator.__enter__()
     name = "soak-" + os.environ["KTEST_SOAK_RUN"]
     cluster.apply({"apiVersion": "v1", "kind": "ConfigMap",
                    "metadata": {"name": name, "namespace": "default"}, "data": {"a": "1"}})
@@ -70,6 +90,7 @@ def test_soak(cluster):
     if os.environ["SOAK_HOLD"] == "test":
         while True:  # held here until the soak's signal arrives
             time.sleep(0.05)
+    operator.__exit__(None, None, None)
     assert os.environ["SOAK_ENDING"] != "fail", "this run is meant to fail"
 """
 
@@ -253,6 +274,9 @@ class Sandbox:
         found: dict[str, list[str]] = {
             "processes": [f"{pid} {command}" for pid, command in marked_processes(self.run_id)],
             "directories": [],
+            "webhook-dirs": [],
+            "operator-logs": [],
+            "proxy-dirs": [],
             "files": [],
             "sockets": [],
             "ports": sorted(str(port) for port in seen_ports & listening_ports()),
@@ -261,7 +285,11 @@ class Sandbox:
         }
         for base in (self.tmp, self.run):
             for entry in sorted(base.iterdir()):
-                found["directories" if entry.is_dir() else "files"].append(str(entry))
+                found[_kind_of_entry(entry)].append(str(entry))
+        for pid_command in list(found["processes"]):
+            if "port-forward" in pid_command:  # kind: kubectl port-forward of KindHandle
+                found["processes"].remove(pid_command)
+                found.setdefault("port-forwards", []).append(pid_command)
         for path in _walk(self.root, skip=(self.project, self.marks)):
             try:
                 mode = path.lstat().st_mode
@@ -272,6 +300,21 @@ class Sandbox:
             elif stat.S_ISREG(mode) and _has_key_material(path):
                 found["credentials"].append(str(path))
         return {kind: items for kind, items in found.items() if items}
+
+
+# What a leftover in TMPDIR or the run directory is, by its name (issue 23.5 counts them apart).
+ENTRY_KINDS = (
+    ("ktest-webhooks-", "webhook-dirs"),
+    ("ktest-operator-", "operator-logs"),
+    ("ktest-proxy-", "proxy-dirs"),
+)
+
+
+def _kind_of_entry(entry: Path) -> str:
+    for prefix, kind in ENTRY_KINDS:
+        if entry.name.startswith(prefix):
+            return kind
+    return "directories" if entry.is_dir() else "files"
 
 
 def _walk(root: Path, skip: tuple[Path, ...]) -> Iterator[Path]:

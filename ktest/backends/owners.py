@@ -28,10 +28,12 @@ OWNER_FILE = "owner"
 # A Cluster's scratch directory in $TMPDIR (the dynamic client's discovery cache).
 CLUSTER_SCRATCH_PREFIX = "ktest-cluster-"
 # Directories in $TMPDIR that a killed process leaves behind, owner recorded: a webhook set's
-# (its serving key) and an operator's log directory, swept by the next start and `ktest down`.
+# (its serving key), an operator's log directory and its API proxy's (the proxy's key), swept
+# by the next start and `ktest down`.
 WEBHOOKS_PREFIX = "ktest-webhooks-"
 OPERATOR_LOG_PREFIX = "ktest-operator-"
-TEMP_PREFIXES = (CLUSTER_SCRATCH_PREFIX, WEBHOOKS_PREFIX, OPERATOR_LOG_PREFIX)
+OPERATOR_PROXY_PREFIX = "ktest-proxy-"  # ktest.proxy.proxy.DIRECTORY_PREFIX
+TEMP_PREFIXES = (CLUSTER_SCRATCH_PREFIX, WEBHOOKS_PREFIX, OPERATOR_LOG_PREFIX, OPERATOR_PROXY_PREFIX)
 # Something without an owner file yet may be being created right now: leave it this long.
 UNOWNED_GRACE_SECONDS = 60.0
 

@@ -172,7 +172,7 @@ def _sweep_leftovers() -> str:
     from ktest.controlplane.plane import default_base_directory
 
     removed = sweep_stale_shares()
-    removed += owners.sweep(Path(tempfile.gettempdir()), owners.CLUSTER_SCRATCH_PREFIX)
+    removed += owners.sweep_temp(Path(tempfile.gettempdir()))
     bases = {default_base_directory()}
     if os.environ.get("KTEST_RUN_DIR"):
         bases.add(Path(os.environ["KTEST_RUN_DIR"]).expanduser())

@@ -2,6 +2,7 @@
 
     python child_session.py session exit|hold   # open_session() (KTEST_BACKEND), use the cluster
     python child_session.py share-owner         # a ClusterServer (xdist-style socket directory)
+    python child_session.py webhooks            # + a webhook set and an in-process operator (its log)
 
 Prints ``ready`` once everything is in use; with ``hold`` it then waits to be killed.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 
 def _hold() -> None:
@@ -39,6 +41,33 @@ def session(ending: str) -> None:
             _hold()
 
 
+def _idle_operator(context: Any) -> None:
+    context.ready()
+    context.stop.wait()
+
+
+def webhooks_and_operator() -> None:
+    """A bare session holding a started webhook set (a serving key in $TMPDIR) and a running
+    in-process operator (its log directory in $TMPDIR); prints both directories."""
+    from ktest.backends import open_session
+    from ktest.config import settings_from_env
+    from ktest.operators import run_callable
+    from ktest.webhooks import Handlers, Webhooks
+
+    handlers = Handlers()
+
+    @handlers.validate("", "v1", "configmaps")
+    def allow(request: object) -> None:
+        return None
+
+    with open_session(settings_from_env()) as backend:
+        cluster = backend.cluster
+        webhooks = Webhooks(cluster, handlers=handlers).start()
+        operator = run_callable(_idle_operator, cluster, name="held")
+        print(f"ready {webhooks.cert_dir.parent} {operator.log.path.parent}", flush=True)
+        _hold()
+
+
 def share_owner() -> None:
     from ktest.backends.shared import ClusterServer
 
@@ -50,5 +79,7 @@ def share_owner() -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "session":
         session(sys.argv[2])
+    elif sys.argv[1] == "webhooks":
+        webhooks_and_operator()
     else:
         share_owner()

@@ -305,3 +305,81 @@ def _group_alive(pgid: int) -> bool:
     except OSError:
         return False
     return True
+
+
+# ---------------------------------------------------------------------- 23.5
+
+
+def test_kill_9_leaves_no_webhook_key_and_the_operator_log_is_swept(sandbox: dict[str, str]) -> None:
+    """Was: /tmp/ktest-webhooks-* (a TLS serving key) and ktest-operator-* stayed forever after kill -9.
+
+    Now the webhook set's janitor removes its directory as soon as the owner dies, and the
+    operator's log directory (owner recorded) goes at the next start or `ktest down`."""
+    child, line = start_child(sandbox, "webhooks")
+    webhook_dir, operator_dir = (Path(part) for part in line.split()[1:3])
+    assert webhook_dir.parent == operator_dir.parent == Path(sandbox["TMPDIR"])
+    assert files_with_key_material(webhook_dir), "positive control: the set's key is there while it runs"
+    assert operator_dir.is_dir()
+    child.kill()
+    child.wait(60)
+
+    wait_until(lambda: not webhook_dir.exists(), what=f"the janitor to remove {webhook_dir}")
+    wait_until(lambda: not any(Path(sandbox["KTEST_RUN_DIR"]).iterdir()), what="the control plane to go")
+    assert operator_dir.is_dir(), "a SIGKILLed process cannot remove its operator log itself"
+
+    down = _ktest(sandbox, "down")
+    assert down.returncode == 0, down.stderr
+    assert not operator_dir.exists()
+    assert str(operator_dir) in down.stderr, down.stderr
+    assert files_with_key_material(Path(sandbox["TMPDIR"])) == []
+    leftovers = sorted(os.listdir(sandbox["TMPDIR"]))
+    assert not [name for name in leftovers if name.startswith(("ktest-webhooks-", "ktest-operator-"))]
+
+
+def test_the_next_webhook_set_sweeps_a_dead_owners_directory(sandbox: dict[str, str]) -> None:
+    """The janitor itself killed too (a machine reboot, an OOM kill of both): the next set sweeps."""
+    tmpdir = Path(sandbox["TMPDIR"])
+    dead = tmpdir / f"{owners.WEBHOOKS_PREFIX}dead"
+    (dead / "certs").mkdir(parents=True)
+    (dead / "certs" / "tls.key").write_text("-----BEGIN PRIVATE KEY-----\n")
+    owners.write_owner(dead, owners.Owner(pid=_dead_pid(), start_time="1"))
+    alive = tmpdir / f"{owners.WEBHOOKS_PREFIX}alive"
+    alive.mkdir()
+    owners.write_owner(alive)
+    assert owners.sweep_temp(tmpdir) == [dead]
+    assert alive.is_dir()
+
+
+def _dead_pid() -> int:
+    command = [sys.executable, "-c", "import os; print(os.getpid())"]
+    return int(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
+BOUND_CHILD = """
+import sys, threading
+from ktest.controlplane.process import popen_bound
+
+started = []
+worker = threading.Thread(target=lambda: started.append(popen_bound(["sleep", "600"])))
+worker.start()
+worker.join()  # the thread that asked is gone: the helper must still be bound to the process
+print(started[0].pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_bound_helper_dies_with_its_process_after_kill_9() -> None:
+    """What `kubectl port-forward` is started with (kind's KindHandle.port_forward)."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c", BOUND_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert owner.stdout is not None
+    helper = int(owner.stdout.readline())
+    try:
+        assert not gone(helper), "positive control: the helper outlives the thread that started it"
+        owner.kill()
+        owner.wait()
+        wait_until(lambda: gone(helper), timeout=10, what="the helper to die with its owner")
+    finally:
+        if not gone(helper):
+            os.kill(helper, signal.SIGKILL)
