@@ -82,3 +82,28 @@ def test_the_leak_counter_sees_planted_leaks(tmp_path: Path) -> None:
         sleeper.kill()
         sleeper.wait()
         listener.close()
+
+
+def test_the_leak_counter_names_issue_23_leftovers(tmp_path: Path) -> None:
+    """Webhook, operator-log and proxy directories and port-forwards are counted apart (issue 23.5)."""
+    soak = _soak_module()
+    sandbox = soak.Sandbox(tmp_path / "box", "planted-2")
+    for name in ("ktest-webhooks-a", "ktest-operator-b", "ktest-proxy-c"):
+        (sandbox.tmp / name).mkdir()
+    env = {**os.environ, soak.MARK: sandbox.run_id}
+    # A process whose command line says port-forward, as kubectl's does.
+    command = [sys.executable, "-c", "import time; time.sleep(60)", "port-forward"]
+    forwarder = subprocess.Popen(command, env=env)
+    try:
+        deadline = time.monotonic() + 10
+        while not soak.marked_processes(sandbox.run_id) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        leaks = sandbox.leaks(set())
+        assert leaks["webhook-dirs"] == [str(sandbox.tmp / "ktest-webhooks-a")]
+        assert leaks["operator-logs"] == [str(sandbox.tmp / "ktest-operator-b")]
+        assert leaks["proxy-dirs"] == [str(sandbox.tmp / "ktest-proxy-c")]
+        assert [entry.split()[0] for entry in leaks["port-forwards"]] == [str(forwarder.pid)]
+        assert "processes" not in leaks and "directories" not in leaks
+    finally:
+        forwarder.kill()
+        forwarder.wait()
