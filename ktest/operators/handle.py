@@ -122,6 +122,7 @@ class OperatorHandle(abc.ABC):
         self._cleanups: list[object] = []
         self._expecting_crash = 0
         self._aftermath: ExpectedCrash | None = None
+        self._following: list[str] = []
         self._aftermath_until = 0.0
         self._reported: tuple[OperatorError, object] | None = None
         self.wait_for_namespaces: bool | Sequence[str] = True
@@ -319,6 +320,7 @@ class OperatorHandle(abc.ABC):
                 f"error:\n{failure}"
             )
         with self._lock:
+            outcome.aftermath.extend(self._following)
             outcome.error = self.acknowledge_error()
             self._aftermath = outcome
             self._aftermath_until = time.monotonic() + aftermath
@@ -621,10 +623,14 @@ class OperatorHandle(abc.ABC):
             return True
 
     def _record_failure(self, what: str, details: str = "", hint: str = "") -> None:
-        """Mark the current run failed (first failure wins); used by in-process kinds."""
+        """Mark the current run failed (first failure wins; what follows is kept with it, for
+        :meth:`expect_crash`); used by in-process kinds."""
         with self._lock:
             if self._state == "running" and self._failure is None:
                 self._failure = self._make_error(what, details=details, hint=hint)
+                self._following = []
+            elif self._failure is not None:
+                self._following.append(details or what)
         self._wake.set()
 
     def _make_error(self, what: str, *, details: str = "", hint: str = "") -> OperatorError:

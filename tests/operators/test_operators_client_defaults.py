@@ -108,7 +108,7 @@ def test_kopf_operator_configuring_the_default_client_reaches_only_the_test_clus
         admin.create(configmap("a", ns, {label: "true"}, {"k": "v"}))
         eventually(lambda: copy_made(admin, ns, "a"))
         creates = op.traffic.calls(verb="create", resource="configmaps", namespace=ns)
-        assert [call.request.name or "" for call in creates] == [""], op.traffic.describe()
+        assert [call.request.name for call in creates] == ["a-copy"], op.traffic.describe()
         assert creates[0].status == 201
         assert "loads the test cluster through ktest's proxy" in op.logs
     assert outside.connections == 0

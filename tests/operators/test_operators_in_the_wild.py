@@ -47,7 +47,7 @@ def policy_operator(cluster, namespace):
 
 @pytest.fixture(params=[True, False], ids=["fail_on_errors", "quiet"])
 def failing(cluster, namespace, request):
-    operator = run_kopf(SAMPLES + "/kopf_failing_handler.py", cluster, namespaces=[namespace],
+    operator = run_kopf(SAMPLES + "/kopf_logging_handler.py", cluster, namespaces=[namespace],
                         fail_on_errors=request.param)
     with operator_for_test(operator, cluster, namespace) as op:
         yield op
@@ -55,7 +55,7 @@ def failing(cluster, namespace, request):
 
 @pytest.fixture
 def loud(cluster, namespace):
-    operator = run_kopf(SAMPLES + "/kopf_failing_handler.py", cluster, namespaces=[namespace], name="loud")
+    operator = run_kopf(SAMPLES + "/kopf_logging_handler.py", cluster, namespaces=[namespace], name="loud")
     with operator_for_test(operator, cluster, namespace) as op:
         yield op
 """
@@ -103,7 +103,7 @@ def test_the_held_namespace_is_still_deleting(cluster):
 def test_an_expected_crash_is_the_whole_failure(cluster, namespace, failing):
     with failing.expect_crash(match="data.size must be a positive number") as crash:
         explode(cluster, namespace)
-    eventually(lambda: crash.aftermath, timeout=5)
+    eventually(lambda: len(crash.aftermath) >= 1, timeout=5)
     print("AFTERMATH", len(crash.aftermath), crash.aftermath[0].splitlines()[0])
 
 
@@ -132,10 +132,10 @@ def test_what_an_operator_from_the_wild_tripped_over(
     result.assert_outcomes(passed=5, failed=1, errors=0)
     assert re.search(r"FAILED test_inner.py::test_an_operator_error_is_reported_once", output), output
     assert "ERROR at teardown" not in output, output
-    assert output.count("ValueError: cannot reconcile bad: data.size must be a positive number") >= 1
-    # expect_crash took kopf's follow-up ERROR records as part of the crash, with and without
-    # fail_on_errors.
-    assert len(re.findall(r"AFTERMATH \d+ ", output)) == 2, output
+    assert "cannot reconcile bad: data.size must be a positive number" in output
+    # expect_crash took kopf's follow-up ERROR record ("failed temporarily") as part of the
+    # crash, with and without fail_on_errors.
+    assert len(re.findall(r"AFTERMATH 1 .*failed temporarily", output)) == 2, output
     # the cluster-scoped ClusterPolicy was finalized by the operator, not left stuck
     [policy] = [line.split()[1] for line in record.read_text().splitlines() if line.startswith("policy ")]
     assert admin.get_or_none(("ops.ktest.dev/v1", "ClusterPolicy", policy)) is None
