@@ -23,7 +23,10 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def test_errors_does_not_reach_back_to_api_error() -> None:
-    assert not {m for m in imported_modules(KTEST / "errors.py") if m.startswith("ktest.")}
+    # only the helper that keeps moved names importable (ktest.public_api.MOVED), which imports
+    # the new home of a moved name when, and only when, it is asked for
+    imported = {m for m in imported_modules(KTEST / "errors.py") if m.startswith("ktest.")}
+    assert imported == {"ktest.lazy", "ktest.lazy.moved_attributes"}
     assert "ktest.errors" in imported_modules(KTEST / "api_error.py")  # one direction only
 
 
