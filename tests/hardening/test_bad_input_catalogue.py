@@ -277,8 +277,10 @@ def cli_os_error(*args: str, **env: str) -> Callable[[Sandbox], Any]:
         )
         assert "Traceback" not in done.stderr, done.stderr
         assert done.returncode == 2, (done.returncode, done.stderr)
-        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-        raise CliFailed(done.stderr)
+        lines = done.stderr.strip().splitlines()  # progress lines may come first
+        errors = [line for line in lines if line.startswith("ktest: error:")]
+        assert len(errors) == 1 and lines[-1] == errors[0], done.stderr
+        raise CliFailed(errors[0])
 
     return trigger
 

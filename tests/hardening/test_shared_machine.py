@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from ktest.assets.assets import Assets
 from ktest.backends import owners
 from ktest.controlplane import ControlPlane, janitor
 
@@ -223,3 +224,16 @@ def test_lock_directory_ignores_a_runtime_directory_of_another_user(tmp_path: Pa
     mine = tmp_path / "mine"
     mine.mkdir(mode=0o700)
     assert lock_directory({**env, "XDG_RUNTIME_DIR": str(mine)}) == mine / "ktest"
+
+
+@needs_root
+def test_a_control_plane_starts_beside_another_users_runs(shared_base: Path, assets: Assets) -> None:
+    """ControlPlane.start() sweeps its run directory: another user's runs there, live or dead,
+    neither stop it nor are touched by it."""
+    os.chown(shared_base, 0, 0)
+    live = _other_users_directory(shared_base, f"{janitor.DIRECTORY_PREFIX}live", dead_owner=False)
+    dead = _other_users_directory(shared_base, f"{janitor.DIRECTORY_PREFIX}dead", dead_owner=True)
+    with ControlPlane(assets=assets, controllers="none", root_directory=shared_base) as plane:
+        assert plane.directory.parent == shared_base
+    assert live.is_dir() and dead.is_dir() and (dead / "etcd-data").is_dir()
+    assert sorted(path.name for path in shared_base.iterdir()) == [dead.name, live.name]
