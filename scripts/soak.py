@@ -67,7 +67,6 @@ def _idle(context):
 
 
 def test_soak(cluster, webhooks):
-    from ktest import eventually
     from ktest.operators import run_callable
     from ktest.webhooks import Handlers
 
@@ -78,8 +77,12 @@ def test_soak(cluster, webhooks):
         return None
 
     webhooks(handlers=handlers)  # a webhook set: its serving key in TMPDIR while the test runs
-    operator = run_callable(_idle, cluster, name="soak")  # an operator: its log directory in TMPDIR
-    operator.__enter__()
+    with run_callable(_idle, cluster, name="soak"):  # an operator: its log directory in TMPDIR
+        _body(cluster)
+
+
+def _body(cluster):
+    from ktest import eventually
     name = "soak-" + os.environ["KTEST_SOAK_RUN"]
     cluster.apply({"apiVersion": "v1", "kind": "ConfigMap",
                    "metadata": {"name": name, "namespace": "default"}, "data": {"a": "1"}})
@@ -90,7 +93,6 @@ def test_soak(cluster, webhooks):
     if os.environ["SOAK_HOLD"] == "test":
         while True:  # held here until the soak's signal arrives
             time.sleep(0.05)
-    operator.__exit__(None, None, None)
     assert os.environ["SOAK_ENDING"] != "fail", "this run is meant to fail"
 """
 
