@@ -1,8 +1,13 @@
 """``ktest init github-actions``: write a ready GitHub Actions workflow into the user's repository.
 
 The workflow is a dozen lines calling ktest's reusable workflow
-(``.github/workflows/ktest.yml`` of the ktest repository) pinned by commit SHA;
-an existing file is left alone unless ``--force``.
+(``.github/workflows/ktest.yml`` of the ktest repository) pinned by commit SHA,
+when the ktest repository and commit are known (``--repository``/``--ref``, or
+ktest installed from a GitHub URL or a git checkout). A ktest installed from
+PyPI knows neither, so it writes a self-contained workflow instead: a matrix job
+that installs the same ktest release from PyPI, caches the binaries and runs
+pytest (only GitHub's own actions, pinned by commit). An existing file is left
+alone unless ``--force``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,15 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _VERSION_ITEM = re.compile(r"^(v?1\.\d+(\.\d+)?|default|latest|supported)$")
 BACKENDS = ("bare", "kind")
+# GitHub's own actions the self-contained workflow uses, pinned by commit (the tag in the comment).
+CHECKOUT = "actions/checkout@08c6903cd8c0fde910a37f88322edcfb5dd907a8 # v5.0.0"
+SETUP_PYTHON = "actions/setup-python@e797f83bcb11b83ae66e0230d6156d7c80228e7c # v6.0.0"
+CACHE = "actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0"
+UPLOAD_ARTIFACT = "actions/upload-artifact@330a01c490aca151604b8cf639adc76d48f6c5d4 # v5.0.0"
+# Cancel a superseded run, except on the default branch: every commit there gets its full run.
+CANCEL_UNLESS_DEFAULT_BRANCH = (
+    "${{ github.ref != format('refs/heads/{0}', github.event.repository.default_branch) }}"
+)
 
 
 class InitError(KtestError):
@@ -97,7 +111,7 @@ def render_workflow(options: WorkflowOptions) -> str:
         "  contents: read",
         "concurrency:",
         "  group: ktest-${{ github.ref }}",
-        "  cancel-in-progress: true",
+        f"  cancel-in-progress: {CANCEL_UNLESS_DEFAULT_BRANCH}",
         "jobs:",
         "  ktest:",
         f"    uses: {options.repository}/{REUSABLE_WORKFLOW}@{options.ref}{tag}",
@@ -114,6 +128,101 @@ def render_workflow(options: WorkflowOptions) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_standalone_workflow(options: WorkflowOptions) -> str:
+    """A workflow needing no ktest repository: installs ktest ``options.ktest_version`` from PyPI."""
+    _check_matrix(options)
+    if options.shards != 1:
+        raise InitError(
+            "--shards needs ktest's reusable workflow, and this ktest does not know its repository and "
+            "commit (installed from PyPI); pass --repository OWNER/ktest --ref <commit SHA>, or drop --shards"
+        )
+    versions: list[str] = []
+    for version in options.k8s_versions:
+        if version == "supported":
+            versions.extend(supported_minors())
+        else:
+            versions.append("latest" if version == "default" else version.lstrip("v"))
+    extra = "[kind]" if "kind" in options.backends else ""
+    requirement = f"ktest{extra}=={options.ktest_version}"
+    pytest_command = f"python -m pytest {options.pytest_args}".rstrip()
+    lines = [
+        "# Kubernetes integration tests with ktest: every Kubernetes version x backend below runs",
+        "# this repository's pytest suite in its own job (Kubernetes binaries cached).",
+        f"# Written by `ktest init github-actions` (ktest {options.ktest_version} from PyPI); see the CI",
+        "# section of ktest's README.",
+        "name: ktest",
+        "on:",
+        "  push:",
+        "  pull_request:",
+        "permissions:",
+        "  contents: read",
+        "concurrency:",
+        "  group: ktest-${{ github.ref }}",
+        f"  cancel-in-progress: {CANCEL_UNLESS_DEFAULT_BRANCH}",
+        "jobs:",
+        "  ktest:",
+        "    name: ${{ matrix.backend }} ${{ matrix.k8s-version }}",
+        "    runs-on: ubuntu-latest",
+        "    timeout-minutes: 60",
+        "    strategy:",
+        "      fail-fast: false",
+        "      matrix:",
+        f"        k8s-version: {json.dumps(list(dict.fromkeys(versions)))}",
+        f"        backend: {json.dumps(list(options.backends))}",
+        "    env:  # read by ktest's pytest plugin (environment beats the ini file)",
+        "      KTEST_K8S_VERSION: ${{ matrix.k8s-version }}",
+        "      KTEST_BACKEND: ${{ matrix.backend }}",
+        "    steps:",
+        f"      - uses: {CHECKOUT}",
+        "        with:",
+        "          persist-credentials: false",
+        f"      - uses: {SETUP_PYTHON}",
+        "        with:",
+        '          python-version: "3.11"',
+        f"      - uses: {CACHE}",
+        "        with:",
+        "          path: ~/.cache/ktest",
+        "          key: ktest-${{ runner.os }}-${{ runner.arch }}-${{ matrix.k8s-version }}-"
+        f"{options.ktest_version}",
+        "      - name: Install ktest and the project under test",
+        "        run: |",
+        f"          python -m pip install {_shell_word(requirement)}",
+        *(f"          {line}" for line in options.install.splitlines() if line.strip()),
+        "      - name: Kubernetes binaries (KUBEBUILDER_ASSETS for later steps)",
+        "        run: |",
+        '          ktest binaries install --k8s-version "$KTEST_K8S_VERSION"',
+        '          assets="$(ktest binaries path --k8s-version "$KTEST_K8S_VERSION" --quiet)"',
+        '          echo "KUBEBUILDER_ASSETS=$assets" >> "$GITHUB_ENV"',
+    ]
+    if "kind" in options.backends:
+        lines += [
+            "      - name: kind",
+            "        if: matrix.backend == 'kind'",
+            "        run: ktest kind install",
+        ]
+    lines += [
+        "      - name: pytest",
+        f"        run: {_yaml_string(pytest_command)}",
+    ]
+    if "kind" in options.backends:
+        lines += [
+            "      - name: Upload the kind logs of a failed run",
+            "        if: failure() && matrix.backend == 'kind'",
+            f"        uses: {UPLOAD_ARTIFACT}",
+            "        with:",
+            "          name: kind-logs-${{ matrix.backend }}-${{ matrix.k8s-version }}",
+            "          path: .ktest-artifacts/kind-logs/",
+            "          if-no-files-found: ignore",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _shell_word(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
 def check_options(options: WorkflowOptions) -> None:
     """InitError naming the bad option and the accepted forms."""
     if not _REPOSITORY.match(options.repository):
@@ -124,6 +233,10 @@ def check_options(options: WorkflowOptions) -> None:
             "third-party code by commit, never by a movable tag or branch; "
             "`git ls-remote https://github.com/OWNER/ktest v0.1.0` shows a tag's commit."
         )
+    _check_matrix(options)
+
+
+def _check_matrix(options: WorkflowOptions) -> None:
     if not options.k8s_versions:
         raise InitError("--k8s-versions is empty; give e.g. 1.37,1.36")
     for version in options.k8s_versions:
@@ -222,15 +335,17 @@ def _github_actions(args: argparse.Namespace) -> int:
         found_repository, found_ref = installed_origin()
         repository = repository or found_repository
         ref = ref or found_ref
-    if not repository or not ref:
+    standalone = not repository and not ref and args.repository is None and args.ref is None
+    if not standalone and (not repository or not ref):
+        missing = "--ref <40-hex commit SHA>" if repository else "--repository OWNER/ktest"
         raise InitError(
             "cannot tell which ktest repository and commit to pin: this ktest was not installed from "
-            "a GitHub URL or a git checkout with an 'origin' remote.\nPass them: ktest init "
-            "github-actions --repository OWNER/ktest --ref <40-hex commit SHA>"
+            f"a GitHub URL or a git checkout with an 'origin' remote.\nPass {missing} too (or neither, "
+            "for a self-contained workflow installing ktest from PyPI)"
         )
     options = WorkflowOptions(
-        repository=repository,
-        ref=ref,
+        repository=repository or "",
+        ref=ref or "",
         k8s_versions=_items(args.k8s_versions or ",".join(supported_minors()[:2])),
         backends=_items(args.backends),
         shards=args.shards,
@@ -238,6 +353,10 @@ def _github_actions(args: argparse.Namespace) -> int:
         pytest_args=args.pytest_args,
         ktest_version=ktest.__version__,
     )
+    if standalone:
+        write_workflow(args.path, render_standalone_workflow(options), force=args.force)
+        print(f"wrote {args.path} (self-contained: ktest {ktest.__version__} from PyPI); commit it and push")
+        return 0
     write_workflow(args.path, render_workflow(options), force=args.force)
-    print(f"wrote {args.path} (ktest {repository}@{ref[:12]}); commit it and push")
+    print(f"wrote {args.path} (ktest {repository}@{options.ref[:12]}); commit it and push")
     return 0

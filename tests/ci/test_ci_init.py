@@ -78,12 +78,47 @@ def test_bad_options_are_named_and_nothing_is_written(
     assert not (user_repo / ".github").exists()
 
 
-def test_without_an_origin_it_asks_for_repository_and_ref(
+def test_with_only_a_repository_it_asks_for_the_ref(
     user_repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(init, "installed_origin", lambda: (None, None))
-    assert main(["init", "github-actions"]) == 2
-    assert "--repository OWNER/ktest --ref <40-hex commit SHA>" in capsys.readouterr().err
+    assert main(["init", "github-actions", "--repository", "example/ktest"]) == 2
+    assert "Pass --ref <40-hex commit SHA> too" in capsys.readouterr().err
+    assert not (user_repo / ".github").exists()
+
+
+def test_after_pip_install_it_writes_a_self_contained_workflow(
+    user_repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ktest from PyPI has no direct_url.json (no repository, no commit): no --repository/--ref
+    needed, the workflow installs the same release from PyPI."""
+    import ktest
+
+    monkeypatch.setattr(init, "installed_origin", lambda: (None, None))
+    assert main(["init", "github-actions", "--backends", "bare,kind", "--k8s-versions", "1.37,default",
+                 "--pytest-args", "tests/integration -x"]) == 0
+    assert "self-contained: ktest" in capsys.readouterr().out
+    text = (user_repo / ".github/workflows/ktest.yml").read_text()
+    assert f"python -m pip install 'ktest[kind]=={ktest.__version__}'" in text
+    assert 'k8s-version: ["1.37", "latest"]' in text and 'backend: ["bare", "kind"]' in text
+    assert "KTEST_K8S_VERSION: ${{ matrix.k8s-version }}" in text
+    assert "KTEST_BACKEND: ${{ matrix.backend }}" in text
+    assert 'echo "KUBEBUILDER_ASSETS=$assets" >> "$GITHUB_ENV"' in text
+    assert "path: .ktest-artifacts/kind-logs/" in text and "if: failure() && matrix.backend == 'kind'" in text
+    assert "run: 'python -m pytest tests/integration -x'" in text
+    assert init.CANCEL_UNLESS_DEFAULT_BRANCH in text
+    actionlint, zizmor = lint(user_repo)
+    assert actionlint.returncode == 0, actionlint.stdout + actionlint.stderr
+    assert zizmor.returncode == 0, zizmor.stdout + zizmor.stderr
+
+
+def test_concurrency_never_cancels_runs_on_the_default_branch(user_repo: Path) -> None:
+    assert main(ARGS) == 0
+    text = (user_repo / ".github/workflows/ktest.yml").read_text()
+    assert (
+        "  cancel-in-progress: ${{ github.ref != format('refs/heads/{0}', "
+        "github.event.repository.default_branch) }}"
+    ) in text
 
 
 def test_github_urls_are_understood() -> None:

@@ -100,7 +100,7 @@ def test_own_workflow_is_built_on_the_shipped_pieces() -> None:
     assert "./.github/actions/setup-ktest" in uses
     assert any(job.get("uses") == "./.github/workflows/ktest.yml" for job in own["jobs"].values())
     assert own["permissions"] == {"contents": "read"}
-    assert own["concurrency"]["cancel-in-progress"] is True
+    assert own["concurrency"]["cancel-in-progress"] == init.CANCEL_UNLESS_DEFAULT_BRANCH
     assert all("timeout-minutes" in job for job in own["jobs"].values() if "steps" in job)
 
 
@@ -114,3 +114,49 @@ def test_third_party_actions_are_pinned_by_commit_with_the_tag_in_a_comment() ->
                 continue
             assert re.fullmatch(r"[0-9a-f]{40}", found.group(2)), line
             assert re.match(r"\s+# v\d+\.\d+\.\d+$", found.group(3)), line
+
+
+def test_the_action_leaves_python_and_go_to_the_caller_when_asked() -> None:
+    action = load(ACTION)
+    inputs = action["inputs"]
+    assert inputs["setup-python"]["default"] == "true" and inputs["setup-go"]["default"] == "true"
+    assert inputs["go-cache"]["default"] == "true" and "go-version-file" in inputs
+    steps = {str(step.get("uses", "")).split("@")[0]: step for step in action["runs"]["steps"]}
+    assert steps["actions/setup-python"]["if"] == "inputs.setup-python == 'true'"
+    setup_go = steps["actions/setup-go"]
+    assert setup_go["if"] == "inputs.setup-go == 'true'"
+    assert setup_go["with"]["go-version-file"] == "${{ inputs.go-version-file }}"
+    assert setup_go["with"]["cache"] == "${{ inputs.go-cache == 'true' }}"
+
+
+def test_the_action_exports_the_settings_for_later_steps() -> None:
+    (export,) = [step for step in load(ACTION)["runs"]["steps"] if "GITHUB_ENV" in str(step.get("run", ""))]
+    for variable in ("KTEST_K8S_VERSION", "KTEST_BACKEND", "KUBEBUILDER_ASSETS"):
+        assert f'echo "{variable}=' in export["run"]
+    assert export["env"]["K8S_VERSION"] == "${{ steps.resolve.outputs.k8s-version }}"
+
+
+def test_the_reusable_workflow_takes_a_runner_and_keeps_kind_logs_of_failures() -> None:
+    workflow = load(REUSABLE)
+    inputs = workflow["on"]["workflow_call"]["inputs"]
+    assert inputs["runs-on"]["default"] == "ubuntu-latest"
+    test = workflow["jobs"]["test"]
+    assert test["runs-on"] == "${{ inputs.runs-on }}"
+    (upload,) = [step for step in test["steps"] if ".ktest-artifacts/kind-logs" in str(step.get("with", {}))]
+    assert upload["if"] == "failure() && matrix.backend == 'kind'"
+    assert not upload["with"]["name"].startswith("ktest-")  # the report job downloads ktest-*
+    setup = next(step for step in test["steps"] if step.get("id") == "ktest")
+    assert setup["with"]["go-version-file"] == "${{ inputs.go-version-file }}"
+
+
+CURRENT_MAJORS = {"actions/checkout": 5, "actions/setup-python": 6, "actions/setup-go": 6, "actions/cache": 4,
+                  "actions/upload-artifact": 5, "actions/download-artifact": 6}
+
+
+def test_github_actions_are_at_their_current_majors() -> None:
+    texts = [path.read_text() for path in (ACTION, REUSABLE, OWN)]
+    texts.append(init.render_standalone_workflow(init.WorkflowOptions(
+        "", "", ("1.37",), ("bare", "kind"), ktest_version="0.1.0")))
+    for text in texts:
+        for action, tag in re.findall(r"uses: (actions/[\w-]+)(?:/[\w-]+)?@[0-9a-f]{40} # v(\d+)", text):
+            assert int(tag) >= CURRENT_MAJORS[action], (action, tag)
