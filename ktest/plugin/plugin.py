@@ -235,7 +235,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
     for spec in SETTINGS:
         try:
             ini[spec.name] = config.getini(spec.ini)
-        except pytest.UsageError as error:  # pytest's own conversion (type="bool") refused the text
+        except (pytest.UsageError, ValueError) as error:  # pytest refused the text (type="bool")
             raise ConfigError(
                 f"ini key {spec.ini}: {error}; allowed values: true or false (also 1/0, yes/no, on/off)"
             ) from None
