@@ -27,7 +27,10 @@ class ApiError(ClusterError, ApiException):
         path: str,
         context: str = "",
     ) -> None:
-        ApiException.__init__(self, status=status, reason=reason, body=body)
+        # Only the arguments every supported client version takes (31 has no body=).
+        ApiException.__init__(self, status=status, reason=reason)
+        self.body = body
+        self.headers = getattr(self, "headers", None)
         self.method = method
         self.path = path
         self.context = context
