@@ -10,14 +10,48 @@ The ``ktest`` package's own lazy exports are ``TOP_LEVEL``.
 
 from __future__ import annotations
 
-_ASSERTIONS_TOP_LEVEL = (
-    "ConcurrentWriter", "assert_backs_off", "assert_condition", "assert_conflict_on_stale_update",
-    "assert_converts", "assert_defaulted", "assert_deletion_blocked", "assert_garbage_collected",
-    "assert_gone", "assert_has_finalizer", "assert_no_hot_loop", "assert_observed_generation",
-    "assert_orphaned", "assert_owned_by", "assert_quiescent", "assert_recovers", "assert_rejected",
-    "assert_relists_after_410", "assert_status_subresource", "assert_survives_concurrent_writes",
-    "assert_transition_time_stable", "finalizer_scenario", "stale_copy",
-)
+ASSERTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "assert_has_finalizer": ("finalizers", ()),
+    "assert_deletion_blocked": ("finalizers", ()),
+    "assert_gone": ("finalizers", ()),
+    "assert_owned_by": ("ownership", ()),
+    "assert_garbage_collected": ("ownership", ()),
+    "assert_orphaned": ("ownership", ()),
+    "assert_status_subresource": ("status", ()),
+    "assert_observed_generation": ("status", ()),
+    "assert_condition": ("status", ()),
+    "assert_transition_time_stable": ("status", ("trigger",)),
+    "assert_quiescent": ("quiescence", ()),
+    "assert_rejected": ("webhooks", ("action",)),
+    "assert_defaulted": ("webhooks", ()),
+    "assert_converts": ("webhooks", ()),
+    "stale_copy": ("conflicts", ()),
+    "assert_conflict_on_stale_update": ("conflicts", ("write",)),
+    "assert_survives_concurrent_writes": ("conflicts", ("converged", "trigger")),
+    "assert_no_hot_loop": ("traffic", ()),
+    "assert_recovers": ("traffic", ("then", "action")),
+    "assert_backs_off": ("traffic", ("trigger",)),
+    "assert_relists_after_410": ("traffic", ()),
+}
+"""Every ready assertion, declared once: name -> (its module in ``ktest.assertions``, the
+arguments its async twin in ``ktest.assertions.aio`` accepts as coroutine functions). The
+package's exports, the async twins and the top level's names are made from it."""
+
+ASSERTION_HELPERS: dict[str, str] = {
+    "ConcurrentWriter": "conflicts",
+    "ConflictNotMetWarning": "conflicts",
+    "ConflictInjector": "conflict_injection",
+    "FinalizerScenario": "finalizers",
+    "finalizer_scenario": "finalizers",
+    "Quiescence": "quiescence",
+    "StatusSubresourceReport": "status",
+    "TransitionHistory": "status",
+    "condition_shape_problems": "status",
+    "owner_reference_problems": "ownership",
+}
+"""What ``ktest.assertions`` offers beside the assertions: name -> its module there."""
+
+_ASSERTIONS_TOP_LEVEL = (*ASSERTIONS, "ConcurrentWriter", "finalizer_scenario")
 _ERRORS = (
     "KtestError", "AssetsError", "ControlPlaneError", "ClusterError", "ManifestError", "CRDError",
     "OperatorError", "ConfigError", "KindError", "WebhookError",
@@ -46,11 +80,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "ktest": (*sorted(TOP_LEVEL), "__version__"),
     "ktest.errors": _ERRORS,
     "ktest.api_error": ("ApiError",),
-    "ktest.assertions": (
-        *_ASSERTIONS_TOP_LEVEL, "ConflictInjector", "ConflictNotMetWarning", "FinalizerScenario",
-        "Quiescence", "StatusSubresourceReport", "TransitionHistory", "aio", "condition_shape_problems",
-        "owner_reference_problems",
-    ),
+    "ktest.assertions": (*ASSERTIONS, *ASSERTION_HELPERS, "aio"),
     "ktest.assertions.aio": _ASSERTIONS_TOP_LEVEL,
     "ktest.wait": (
         "ListKeys", "ReadTarget", "WaitDefaults", "aio", "assert_matches", "close_hub", "consistently",

@@ -20,9 +20,10 @@ from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from ktest.assertions import conflicts, finalizers, ownership, quiescence, status, traffic, webhooks
-from ktest.assertions.conflicts import ConcurrentWriter
+from ktest.assertions.conflicts import ConcurrentWriter as ConcurrentWriter
 from ktest.assertions.finalizers import FinalizerScenario
 from ktest.cluster.refs import RefLike
+from ktest.public_api import ASSERTIONS
 
 if TYPE_CHECKING:
     from ktest.cluster.cluster import Cluster
@@ -56,30 +57,23 @@ def _threaded(sync: Callable[P, T], *, callbacks: tuple[str, ...] = ()) -> Calla
     return run
 
 
-assert_has_finalizer = _threaded(finalizers.assert_has_finalizer)
-assert_deletion_blocked = _threaded(finalizers.assert_deletion_blocked)
-assert_gone = _threaded(finalizers.assert_gone)
-assert_owned_by = _threaded(ownership.assert_owned_by)
-assert_garbage_collected = _threaded(ownership.assert_garbage_collected)
-assert_orphaned = _threaded(ownership.assert_orphaned)
-assert_status_subresource = _threaded(status.assert_status_subresource)
-assert_observed_generation = _threaded(status.assert_observed_generation)
-assert_condition = _threaded(status.assert_condition)
-assert_quiescent = _threaded(quiescence.assert_quiescent)
-assert_rejected = _threaded(webhooks.assert_rejected, callbacks=("action",))
-assert_defaulted = _threaded(webhooks.assert_defaulted)
-assert_converts = _threaded(webhooks.assert_converts)
-stale_copy = _threaded(conflicts.stale_copy)
-assert_transition_time_stable = _threaded(status.assert_transition_time_stable, callbacks=("trigger",))
-assert_conflict_on_stale_update = _threaded(conflicts.assert_conflict_on_stale_update, callbacks=("write",))
-assert_survives_concurrent_writes = _threaded(
-    conflicts.assert_survives_concurrent_writes, callbacks=("converged", "trigger")
-)
-assert_no_hot_loop = _threaded(traffic.assert_no_hot_loop)
-assert_recovers = _threaded(traffic.assert_recovers, callbacks=("then", "action"))
-assert_backs_off = _threaded(traffic.assert_backs_off, callbacks=("trigger",))
-assert_relists_after_410 = _threaded(traffic.assert_relists_after_410)
+_MODULES = {"conflicts": conflicts, "finalizers": finalizers, "ownership": ownership,
+            "quiescence": quiescence, "status": status, "traffic": traffic, "webhooks": webhooks}
+_twins: dict[str, Callable[..., Awaitable[Any]]] = {}
 
+
+def __getattr__(name: str) -> Callable[..., Awaitable[Any]]:
+    """The async twin of an assertion of ``ktest.public_api.ASSERTIONS``, made on first use."""
+    if name not in ASSERTIONS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _twins:
+        module, callbacks = ASSERTIONS[name]
+        _twins[name] = _threaded(getattr(_MODULES[module], name), callbacks=callbacks)
+    return _twins[name]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *ASSERTIONS})
 
 async def finalizer_scenario(
     cluster: Cluster,
@@ -131,28 +125,4 @@ async def _await(value: Awaitable[T]) -> T:
     return await value
 
 
-__all__ = [
-    "ConcurrentWriter",
-    "assert_backs_off",
-    "assert_condition",
-    "assert_conflict_on_stale_update",
-    "assert_converts",
-    "assert_defaulted",
-    "assert_deletion_blocked",
-    "assert_garbage_collected",
-    "assert_gone",
-    "assert_has_finalizer",
-    "assert_no_hot_loop",
-    "assert_observed_generation",
-    "assert_orphaned",
-    "assert_owned_by",
-    "assert_quiescent",
-    "assert_recovers",
-    "assert_rejected",
-    "assert_relists_after_410",
-    "assert_status_subresource",
-    "assert_survives_concurrent_writes",
-    "assert_transition_time_stable",
-    "finalizer_scenario",
-    "stale_copy",
-]
+__all__ = sorted([*ASSERTIONS, "ConcurrentWriter", "finalizer_scenario"])
