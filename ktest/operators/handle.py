@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypedDict, TypeVar
 
 from ktest import context
 from ktest.errors import OperatorError
@@ -40,6 +40,38 @@ DEFAULT_STOP_TIMEOUT = 10.0
 DEFAULT_CRASH_AFTERMATH = 2.0
 """Seconds after an expected crash during which the operator's further ERROR records belong to it."""
 _POLL = 0.02
+
+
+class OperatorOptions(TypedDict, total=False):
+    """The keyword arguments every runner (``run_callable``, ``run_kopf``, ``run_subprocess``)
+    takes, declared once.
+
+    ``name``: the operator's name in logs, reports and field managers. ``namespaces``
+    (names or globs) / ``cluster_wide``: what it serves (see :class:`OperatorHandle`).
+    ``wait``: return once it is ready (default True). ``ready_timeout`` / ``stop_timeout``:
+    seconds. ``fail_on_forbidden``: an RBAC refusal in its output fails the test.
+    ``log_dir``: where its log file goes. ``proxy``: run it behind ktest's API proxy
+    (default: the ``ktest_operator_proxy`` setting, on): ``op.traffic``, ``op.faults``.
+    """
+
+    name: str | None
+    namespaces: Sequence[str] | None
+    cluster_wide: bool
+    wait: bool
+    ready_timeout: float
+    stop_timeout: float
+    fail_on_forbidden: bool
+    log_dir: Path | str | None
+    proxy: bool | None
+
+
+class InProcessOptions(OperatorOptions, total=False):
+    """What the in-process runners (``run_callable``, ``run_kopf``) take beside
+    :class:`OperatorOptions`: ``fail_on_errors`` (an ERROR log record fails the test) and
+    ``log_level`` (the lowest level routed to its log)."""
+
+    fail_on_errors: bool
+    log_level: int
 
 
 @dataclass

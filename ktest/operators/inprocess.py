@@ -12,19 +12,22 @@ import asyncio
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktest.errors import OperatorError
-from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, launch
+from ktest.operators.handle import launch
 from ktest.operators.ownership import OperatorCrash, RunThreads
 from ktest.operators.thread_runner import ThreadOperator, ThreadRun
 from ktest.operators.threads import call_in_loop, close_loop
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ktest.cluster import Cluster
+    from ktest.operators.handle import InProcessOptions
 
 ReadyCheck = Callable[[], bool]
 """Returns True (without raising) once the operator is ready."""
@@ -186,17 +189,7 @@ def run_callable(
     cluster: Cluster,
     *,
     ready: ReadyCheck | None = None,
-    name: str | None = None,
-    namespaces: Sequence[str] | None = None,
-    cluster_wide: bool = False,
-    wait: bool = True,
-    ready_timeout: float = DEFAULT_READY_TIMEOUT,
-    stop_timeout: float = DEFAULT_STOP_TIMEOUT,
-    fail_on_errors: bool = True,
-    fail_on_forbidden: bool = True,
-    log_level: int = logging.INFO,
-    log_dir: Path | str | None = None,
-    proxy: bool | None = None,
+    **options: Unpack[InProcessOptions],
 ) -> CallableOperator:
     """Start ``fn(ctx)`` as the operator under test and (with ``wait``) wait until it is ready.
 
@@ -205,25 +198,13 @@ def run_callable(
     operator (``ctx.namespaces``) and ktest which namespaces it serves: the handle
     then waits before it stops only for deletions of those namespaces. ``proxy``
     (default: the ``ktest_operator_proxy`` setting, on) gives the operator a kubeconfig
-    through ktest's API proxy: ``op.traffic``, ``op.faults``. Use the
-    result as a context manager to stop it::
+    through ktest's API proxy: ``op.traffic``, ``op.faults``. The other keyword arguments:
+    :class:`~ktest.operators.handle.InProcessOptions`. Use the result as a context manager
+    to stop it::
 
         with run_callable(my_operator, cluster) as op:
             ...
     """
-    handle = CallableOperator(
-        fn,
-        cluster,
-        ready=ready,
-        name=name,
-        namespaces=namespaces,
-        cluster_wide=cluster_wide,
-        log_level=log_level,
-        ready_timeout=ready_timeout,
-        stop_timeout=stop_timeout,
-        fail_on_errors=fail_on_errors,
-        fail_on_forbidden=fail_on_forbidden,
-        log_dir=log_dir,
-        proxy=proxy,
-    )
+    wait = options.pop("wait", True)
+    handle = CallableOperator(fn, cluster, ready=ready, **options)
     return launch(handle, wait)

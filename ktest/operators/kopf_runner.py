@@ -24,14 +24,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktest.operators import client_defaults
-from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, launch
+from ktest.operators.handle import launch
 from ktest.operators.kopf_loading import Source, describe_sources, is_path, load_registry
 from ktest.operators.ownership import RunThreads
 from ktest.operators.thread_runner import ThreadOperator, ThreadRun
 from ktest.operators.threads import call_in_loop, close_loop
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ktest.cluster import Cluster
+    from ktest.operators.handle import InProcessOptions
 
 _LOGIN_ID = "ktest-test-cluster-login"
 _RESOURCE_REGISTRIES = ("_indexing", "_watching", "_spawning", "_changing")
@@ -285,19 +288,9 @@ def run_kopf(
     modules_or_paths: Source | Sequence[Source],
     cluster: Cluster,
     *,
-    namespaces: Sequence[str] | None = None,
-    cluster_wide: bool = False,
     configure: Callable[[Any], None] | None = None,
     memo: dict[str, Any] | None = None,
-    name: str | None = None,
-    wait: bool = True,
-    ready_timeout: float = DEFAULT_READY_TIMEOUT,
-    stop_timeout: float = DEFAULT_STOP_TIMEOUT,
-    fail_on_errors: bool = True,
-    fail_on_forbidden: bool = True,
-    log_level: int = logging.INFO,
-    log_dir: Path | str | None = None,
-    proxy: bool | None = None,
+    **options: Unpack[InProcessOptions],
 ) -> KopfOperator:
     """Run kopf handlers (module names such as ``"my_op.handlers"`` or ``.py`` paths) in-process.
 
@@ -307,22 +300,10 @@ def run_kopf(
     kubeconfig path in ``memo.kubeconfig`` for clients of their own. Every run
     (``restart()`` too) loads the modules afresh into a new registry.
     ``proxy`` (default: the ``ktest_operator_proxy`` setting, on) routes the operator's
-    API calls through ktest's proxy: ``op.traffic``, ``op.faults``.
+    API calls through ktest's proxy: ``op.traffic``, ``op.faults``. The other keyword
+    arguments: :class:`~ktest.operators.handle.InProcessOptions`.
     """
-    handle = KopfOperator(
-        [modules_or_paths] if isinstance(modules_or_paths, (str, Path)) else list(modules_or_paths),
-        cluster,
-        namespaces=namespaces,
-        cluster_wide=cluster_wide,
-        configure=configure,
-        memo=memo,
-        name=name,
-        log_level=log_level,
-        ready_timeout=ready_timeout,
-        stop_timeout=stop_timeout,
-        fail_on_errors=fail_on_errors,
-        fail_on_forbidden=fail_on_forbidden,
-        log_dir=log_dir,
-        proxy=proxy,
-    )
+    wait = options.pop("wait", True)
+    sources = [modules_or_paths] if isinstance(modules_or_paths, (str, Path)) else list(modules_or_paths)
+    handle = KopfOperator(sources, cluster, configure=configure, memo=memo, **options)
     return launch(handle, wait)

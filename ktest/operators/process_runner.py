@@ -27,11 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktest.errors import ControlPlaneError, OperatorError
-from ktest.operators.handle import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, OperatorHandle, launch
+from ktest.operators.handle import OperatorHandle, launch
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ktest.cluster import Cluster
     from ktest.controlplane.process import ManagedProcess
+    from ktest.operators.handle import OperatorOptions
 
 IN_CLUSTER_VARIABLES = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "KUBERNETES_SERVICE_PORT_HTTPS")
 _HTTP_TIMEOUT = 1.0
@@ -216,15 +219,7 @@ def run_subprocess(
     cwd: Path | str | None = None,
     ready_log: str | re.Pattern[str] | None = None,
     ready_http: str | None = None,
-    name: str | None = None,
-    namespaces: Sequence[str] | None = None,
-    cluster_wide: bool = False,
-    wait: bool = True,
-    ready_timeout: float = DEFAULT_READY_TIMEOUT,
-    stop_timeout: float = DEFAULT_STOP_TIMEOUT,
-    fail_on_forbidden: bool = True,
-    log_dir: Path | str | None = None,
-    proxy: bool | None = None,
+    **options: Unpack[OperatorOptions],
 ) -> ProcessOperator:
     """Start ``cmd`` (+ ``args``) with ``KUBECONFIG`` set and wait until it is ready.
 
@@ -236,22 +231,10 @@ def run_subprocess(
     becomes them, comma-separated, and the handle waits before it stops only for
     deletions of those namespaces. ``proxy`` (default: the ``ktest_operator_proxy``
     setting, on) points ``KUBECONFIG`` at ktest's API proxy: ``op.traffic``, ``op.faults``.
+    The other keyword arguments: :class:`~ktest.operators.handle.OperatorOptions`.
     """
+    wait = options.pop("wait", True)
     handle = ProcessOperator(
-        cmd,
-        cluster,
-        args=args,
-        env=env,
-        cwd=cwd,
-        ready_log=ready_log,
-        ready_http=ready_http,
-        name=name,
-        namespaces=namespaces,
-        cluster_wide=cluster_wide,
-        ready_timeout=ready_timeout,
-        stop_timeout=stop_timeout,
-        fail_on_forbidden=fail_on_forbidden,
-        log_dir=log_dir,
-        proxy=proxy,
+        cmd, cluster, args=args, env=env, cwd=cwd, ready_log=ready_log, ready_http=ready_http, **options
     )
     return launch(handle, wait)
