@@ -25,6 +25,7 @@ import math
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, TypedDict
 
 from ktest.proxy.requests import READ_VERBS, VERBS, WRITE_VERBS, ApiRequest
 
@@ -34,6 +35,9 @@ VERB_GROUPS: Mapping[str, frozenset[str]] = {
     "*": frozenset(VERBS),
 }
 ACTIONS = ("close-watches", "gone", "status", "latency", "reset")
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class FaultRuleError(ValueError):
@@ -158,21 +162,33 @@ def _resources(resource: str | Iterable[str] | None, what: str) -> tuple[str, ..
     return tuple(name.strip() for name in names)
 
 
+class Target(TypedDict, total=False):
+    """Which requests a rule acts on, and how often: what every rule constructor takes beside
+    ``resource`` (a resource or kind name, or several). ``verb``: get, list, watch, create,
+    update, patch, delete (default: each rule's own). ``namespace``, ``name``, ``subresource``
+    (``""``: the object itself). ``times``: act on at most that many requests (None: always).
+    ``probability`` (with ``seed`` for a repeatable run): act on that share of them."""
+
+    verb: str | Iterable[str] | None
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    times: int | None
+    probability: float | None
+    seed: int | None
+
+
 def _rule(
-    label: str,
-    action: str,
-    *,
-    resource: str | Iterable[str] | None,
-    verb: str | Iterable[str] | None,
-    namespace: str | None,
-    name: str | None,
-    subresource: str | None,
-    times: int | None,
-    probability: float | None,
-    seed: int | None,
-    **details: object,
+    label: str, action: str, resource: str | Iterable[str] | None, target: Target, **details: object
 ) -> Rule:
     what = f"fault rule {label}"
+    for key in target:
+        if key not in Target.__annotations__:
+            near = difflib.get_close_matches(key, list(Target.__annotations__), n=1)
+            hint = f" (did you mean {near[0]}=?)" if near else ""
+            raise FaultRuleError(f"{what}: no argument {key}={target[key]!r}{hint}; it takes "  # type: ignore[literal-required]
+                                 f"{', '.join(Target.__annotations__)}.")
+    times, probability, seed = target.get("times"), target.get("probability"), target.get("seed")
     if times is not None and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
         raise FaultRuleError(
             f"{what}: times={times!r} must be a whole number of at least 1 (or None: always)."
@@ -181,13 +197,15 @@ def _rule(
         raise FaultRuleError(f"{what}: probability={probability!r} must be more than 0 and at most 1.")
     if probability is not None and seed is None:
         seed = random.SystemRandom().randrange(1, 2**31)
+    verb = target.get("verb")
     verbs = _verbs(verb, what) if verb is not None else _DEFAULT_VERBS.get(label)
     if label in ("close_watches", "gone") and verbs is not None and verbs != {"watch"}:
         raise FaultRuleError(f"{what}: only watches can be closed or answered with 410 Gone; "
                              f"leave verb unset (it is 'watch').")
     rule = Rule(
-        action, verbs=verbs, resources=_resources(resource, what), namespace=namespace, name=name,
-        subresource=subresource, times=times, probability=probability, seed=seed, label=label,
+        action, verbs=verbs, resources=_resources(resource, what), namespace=target.get("namespace"),
+        name=target.get("name"), subresource=target.get("subresource"), times=times,
+        probability=probability, seed=seed, label=label,
     )
     return replace(rule, **details)  # type: ignore[arg-type]
 
@@ -214,8 +232,8 @@ def close_watches(
     """End the operator's open watch streams of ``resource`` when injected, and with ``every``
     again every that many seconds while active (``times``: at most that many streams)."""
     _seconds(every, "close_watches", "every", positive=True)
-    return _rule("close_watches", "close-watches", resource=resource, verb=None, namespace=namespace,
-                 name=None, subresource=None, times=times, probability=None, seed=None, every=every)
+    return _rule("close_watches", "close-watches", resource, Target(namespace=namespace, times=times),
+                 every=every)
 
 
 def gone(
@@ -224,44 +242,21 @@ def gone(
     """End the open watches of ``resource``; answer the next ``times`` watch requests with
     ``410 Gone`` ("too old resource version"), as an ERROR event like the API server does.
     A correct client lists again before it watches again."""
-    return _rule("gone", "gone", resource=resource, verb=None, namespace=namespace, name=None,
-                 subresource=None, times=times, probability=None, seed=None, status=410)
+    return _rule("gone", "gone", resource, Target(namespace=namespace, times=times), status=410)
 
 
-def conflict(
-    resource: str | Iterable[str] | None = None,
-    *,
-    verb: str | Iterable[str] | None = None,
-    namespace: str | None = None,
-    name: str | None = None,
-    subresource: str | None = None,
-    times: int | None = None,
-    probability: float | None = None,
-    seed: int | None = None,
-) -> Rule:
+def conflict(resource: str | Iterable[str] | None = None, **target: Unpack[Target]) -> Rule:
     """Answer matching writes (default: update and patch) with ``409 Conflict``, unsent."""
-    return _rule("conflict", "status", resource=resource, verb=verb, namespace=namespace, name=name,
-                 subresource=subresource, times=times, probability=probability, seed=seed, status=409,
-                 reason="Conflict")
+    return _rule("conflict", "status", resource, target, status=409, reason="Conflict")
 
 
 def throttle(
-    resource: str | Iterable[str] | None = None,
-    *,
-    retry_after: float = 1,
-    verb: str | Iterable[str] | None = None,
-    namespace: str | None = None,
-    name: str | None = None,
-    subresource: str | None = None,
-    times: int | None = None,
-    probability: float | None = None,
-    seed: int | None = None,
+    resource: str | Iterable[str] | None = None, *, retry_after: float = 1, **target: Unpack[Target]
 ) -> Rule:
     """Answer matching requests with ``429 Too Many Requests`` and ``Retry-After: retry_after``."""
     _seconds(retry_after, "throttle", "retry_after")
-    return _rule("throttle", "status", resource=resource, verb=verb, namespace=namespace, name=name,
-                 subresource=subresource, times=times, probability=probability, seed=seed, status=429,
-                 reason="TooManyRequests", retry_after=retry_after)
+    return _rule("throttle", "status", resource, target, status=429, reason="TooManyRequests",
+                 retry_after=retry_after)
 
 
 def server_error(
@@ -269,13 +264,7 @@ def server_error(
     resource: str | Iterable[str] | None = None,
     *,
     retry_after: float | None = None,
-    verb: str | Iterable[str] | None = None,
-    namespace: str | None = None,
-    name: str | None = None,
-    subresource: str | None = None,
-    times: int | None = None,
-    probability: float | None = None,
-    seed: int | None = None,
+    **target: Unpack[Target],
 ) -> Rule:
     """Answer matching requests with a 5xx (500 InternalError, 503 ServiceUnavailable, ...)."""
     if isinstance(status, bool) or not isinstance(status, int) or not 500 <= status <= 599:
@@ -284,43 +273,19 @@ def server_error(
         )
     _seconds(retry_after, "server_error", "retry_after")
     reason = {500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}.get(status, "InternalError")
-    return _rule("server_error", "status", resource=resource, verb=verb, namespace=namespace, name=name,
-                 subresource=subresource, times=times, probability=probability, seed=seed, status=status,
-                 reason=reason, retry_after=retry_after)
+    return _rule("server_error", "status", resource, target, status=status, reason=reason,
+                 retry_after=retry_after)
 
 
-def latency(
-    seconds: float,
-    resource: str | Iterable[str] | None = None,
-    *,
-    verb: str | Iterable[str] | None = None,
-    namespace: str | None = None,
-    name: str | None = None,
-    subresource: str | None = None,
-    times: int | None = None,
-    probability: float | None = None,
-    seed: int | None = None,
-) -> Rule:
+def latency(seconds: float, resource: str | Iterable[str] | None = None, **target: Unpack[Target]) -> Rule:
     """Hold matching requests ``seconds`` before they are forwarded (a slow API server)."""
     _seconds(seconds, "latency", "seconds", positive=True)
-    return _rule("latency", "latency", resource=resource, verb=verb, namespace=namespace, name=name,
-                 subresource=subresource, times=times, probability=probability, seed=seed, delay=seconds)
+    return _rule("latency", "latency", resource, target, delay=seconds)
 
 
-def reset(
-    resource: str | Iterable[str] | None = None,
-    *,
-    verb: str | Iterable[str] | None = None,
-    namespace: str | None = None,
-    name: str | None = None,
-    subresource: str | None = None,
-    times: int | None = None,
-    probability: float | None = None,
-    seed: int | None = None,
-) -> Rule:
+def reset(resource: str | Iterable[str] | None = None, **target: Unpack[Target]) -> Rule:
     """Reset the connection of matching requests (TCP RST, no answer): a dropped connection."""
-    return _rule("reset", "reset", resource=resource, verb=verb, namespace=namespace, name=name,
-                 subresource=subresource, times=times, probability=probability, seed=seed)
+    return _rule("reset", "reset", resource, target)
 
 
 @dataclass

@@ -9,8 +9,8 @@ import warnings
 
 import pytest
 import urllib3
+from builders import configmap
 from kubernetes.client.exceptions import ApiException
-from traffic_helpers import config_map
 
 from ktest import faults
 from ktest.cluster import Cluster
@@ -27,7 +27,7 @@ def status_of(call: object) -> int:
 def test_conflict_answers_writes_a_counted_number_of_times(
     proxy: OperatorProxy, admin: Cluster, ns: str
 ) -> None:
-    admin.create(config_map("c"), namespace=ns)
+    admin.create(configmap("c", data={"a": "1"}), namespace=ns)
     ref = ("v1", "ConfigMap", "c", ns)
     with proxy.faults.inject(faults.conflict("configmaps", times=2)) as injection:
         assert status_of(lambda: proxy.cluster.patch(ref, {"data": {"a": "2"}})) == 409
@@ -204,3 +204,10 @@ def _pool(proxy: OperatorProxy) -> urllib3.HTTPSConnectionPool:
         "127.0.0.1", proxy.port, ca_certs=configuration.ssl_ca_cert, cert_file=configuration.cert_file,
         key_file=configuration.key_file, assert_hostname=False, retries=False,
     )
+
+
+def test_a_misspelt_target_argument_is_named_with_the_right_one() -> None:
+    from ktest.proxy.rules import FaultRuleError
+
+    with pytest.raises(FaultRuleError, match=r"no argument namspace='shop' \(did you mean namespace=\?\)"):
+        faults.conflict("webapps", namspace="shop")  # type: ignore[call-arg]
