@@ -31,7 +31,8 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-from ktest.proxy.server import ProxyProtocolError, UpstreamLink, _Head, _shutdown
+from ktest.proxy.http1 import Head, ProxyProtocolError, shutdown
+from ktest.proxy.server import UpstreamLink
 
 if TYPE_CHECKING:
     from ktest.proxy.server import ProxyServer
@@ -172,7 +173,7 @@ class _StreamLink(UpstreamLink):
         self.drop()
 
     def drop_from_other_thread(self) -> None:
-        _shutdown(self.sock)
+        shutdown(self.sock)
 
 
 class _Stream:
@@ -213,17 +214,17 @@ class _Stream:
             with self.connection.lock:
                 self.connection.streams.pop(self.id, None)
 
-    def _head(self) -> _Head:
+    def _head(self) -> Head:
         """The request as an HTTP/1.1 head (what ``exchange`` and the API server read)."""
         pseudo = {key: value for key, value in self.headers if key.startswith(":")}
         headers = [(key, value) for key, value in self.headers if not key.startswith(":")]
         if pseudo.get(":authority") and not any(key == "host" for key, _ in headers):
             headers.append(("host", pseudo[":authority"]))
-        return _Head(f"{pseudo.get(':method', 'GET')} {pseudo.get(':path', '/')} HTTP/1.1", headers)
+        return Head(f"{pseudo.get(':method', 'GET')} {pseudo.get(':path', '/')} HTTP/1.1", headers)
 
     # ------------------------------------------------------------ ClientSide
 
-    def send_head(self, answer: _Head, has_body: bool) -> None:
+    def send_head(self, answer: Head, has_body: bool) -> None:
         parts = answer.first.split(" ", 2)
         status = parts[1] if len(parts) > 1 and parts[1].isdigit() else "502"
         headers = [(":status", status)]

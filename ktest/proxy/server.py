@@ -1,4 +1,5 @@
-"""The proxy's HTTP/1.1 forwarding: TLS in from the operator, TLS out to the API server.
+"""The proxy's forwarding: TLS in from the operator, TLS out to the API server (HTTP/1.1
+framing in ``http1``, h2 in ``http2``).
 
 One thread per operator connection, paired with one connection to the API
 server (opened on the first request, reused while both sides keep it alive).
@@ -22,10 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
 import json
 import re
-import select
 import socket
 import ssl
 import struct
@@ -36,14 +35,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Protocol
 
+from ktest.proxy.http1 import (
+    COPY,
+    MAX_HEAD,
+    Head,
+    Http1Client,
+    ProxyProtocolError,
+    buffered_reader,
+    read_chunked,
+    read_exactly,
+    read_head,
+    shutdown,
+)
 from ktest.proxy.requests import ApiRequest, parse_request
 
 if TYPE_CHECKING:
     from ktest.proxy.faults import Decision, FaultSet
     from ktest.proxy.traffic import Call, Traffic
 
-_MAX_HEAD = 256 * 1024
-_COPY = 64 * 1024
 _HANDSHAKE_TIMEOUT = 10.0
 _HOP_BY_HOP = frozenset({"proxy-connection", "keep-alive", "te", "trailer", "proxy-authorization"})
 _EVENT_TYPE = re.compile(rb'"type"\s*:\s*"([A-Z]+)"')
@@ -55,11 +64,6 @@ MAX_EVENT_OBJECTS = 5000
 """Per watch: how many events' objects are remembered (namespace, name, when)."""
 _NO_BODY_STATUS = frozenset({204, 304})
 _JANITOR_INTERVAL = 0.5
-_TLS_ALERT = b"\x15"  # the record type of a TLS alert (close_notify)
-
-
-class ProxyProtocolError(Exception):
-    """The operator sent something that is not HTTP/1.1."""
 
 
 @dataclass(frozen=True)
@@ -85,96 +89,6 @@ class Upstream:
         return tls
 
 
-class _Head:
-    """A request or status line and its headers (names kept as sent, looked up case-insensitively)."""
-
-    def __init__(self, first: str, headers: list[tuple[str, str]]) -> None:
-        self.first = first
-        self.headers = headers
-
-    def get(self, name: str, default: str = "") -> str:
-        lowered = name.lower()
-        for key, value in self.headers:
-            if key.lower() == lowered:
-                return value
-        return default
-
-    def has_token(self, name: str, token: str) -> bool:
-        return any(part.strip().lower() == token for part in self.get(name).split(","))
-
-    def encode(self, drop: frozenset[str] = frozenset(), extra: list[tuple[str, str]] | None = None) -> bytes:
-        lines = [self.first]
-        lines += [f"{key}: {value}" for key, value in self.headers if key.lower() not in drop]
-        lines += [f"{key}: {value}" for key, value in extra or []]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-def _read_head(stream: IO[bytes]) -> _Head | None:
-    """The next head, or None at a clean end of the connection."""
-    first = stream.readline(_MAX_HEAD)
-    while first in (b"\r\n", b"\n"):  # tolerated between requests
-        first = stream.readline(_MAX_HEAD)
-    if not first:
-        return None
-    headers: list[tuple[str, str]] = []
-    size = len(first)
-    while True:
-        line = stream.readline(_MAX_HEAD)
-        size += len(line)
-        if not line:
-            raise ProxyProtocolError("connection ended inside a message head")
-        if size > _MAX_HEAD:
-            raise ProxyProtocolError("message head too large")
-        if line in (b"\r\n", b"\n"):
-            break
-        key, sep, value = line.decode("latin-1").partition(":")
-        if not sep:
-            raise ProxyProtocolError(f"malformed header line {line[:80]!r}")
-        headers.append((key.strip(), value.strip()))
-    return _Head(first.decode("latin-1").rstrip("\r\n"), headers)
-
-
-def _read_chunked(stream: IO[bytes]) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        size = int(stream.readline(1024).split(b";")[0].strip() or b"0", 16)
-        if size == 0:
-            while stream.readline(_MAX_HEAD) not in (b"\r\n", b"\n", b""):
-                pass
-            return b"".join(parts)
-        parts.append(_read_exactly(stream, size))
-        stream.readline(1024)
-
-
-def _read_exactly(stream: IO[bytes], size: int) -> bytes:
-    data = stream.read(size)
-    if data is None or len(data) != size:
-        raise ProxyProtocolError("connection ended inside a message body")
-    return data
-
-
-def _reader(sock: socket.socket) -> io.BufferedReader:
-    return io.BufferedReader(socket.SocketIO(sock, "rb"), _COPY)
-
-
-def _shutdown(sock: socket.socket | None) -> None:
-    """Unblock whatever thread reads ``sock`` (shutdown acts on the connection, not the descriptor)."""
-    if sock is None:
-        return
-    with contextlib.suppress(OSError, ValueError):
-        duplicate = socket.socket(fileno=socket.dup(sock.fileno()))
-        with duplicate:
-            duplicate.shutdown(socket.SHUT_RDWR)
-
-
-def _reset(sock: socket.socket) -> None:
-    """Close with a TCP reset (SO_LINGER 0): the peer sees 'connection reset by peer'."""
-    with contextlib.suppress(OSError):
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    with contextlib.suppress(OSError):
-        sock.close()
-
-
 class WatchStream:
     """An open watch being forwarded; :meth:`cut` ends it from another thread."""
 
@@ -190,30 +104,17 @@ class WatchStream:
         a watch in flight is closed too)."""
         self._upstream = upstream
         if self.cut_by is not None:
-            _shutdown(upstream)
+            shutdown(upstream)
 
     def cut(self, reason: str) -> None:
         if self.cut_by is None:
             self.cut_by = reason
-            _shutdown(self._upstream)
+            shutdown(self._upstream)
 
     def client_gone(self) -> bool:
         """Whether the operator closed its end (a watch it abandoned): the forwarding thread only
         notices when the next event arrives, which on a quiet watch may be never."""
         return self._client_gone()
-
-
-def _socket_closed_by_peer(client: socket.socket) -> bool:
-    """Whether the peer of an idle HTTP/1.1 connection closed it (or is closing it)."""
-    try:
-        readable, _, _ = select.select([client], [], [], 0)
-        if not readable:
-            return False
-        with socket.socket(fileno=socket.dup(client.fileno())) as raw:
-            waiting = raw.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        return waiting in (b"", _TLS_ALERT)  # closed, or closing (Go sends close_notify first)
-    except (OSError, ValueError):
-        return True
 
 
 class ClientSide(Protocol):
@@ -226,7 +127,7 @@ class ClientSide(Protocol):
     protocol: str
     """"HTTP/1.1" or "HTTP/2", as recorded in ``Call.protocol``."""
 
-    def send_head(self, answer: _Head, has_body: bool) -> None:
+    def send_head(self, answer: Head, has_body: bool) -> None:
         """The status line and headers (as the API server sent them, HTTP/1.1 style)."""
 
     def send_data(self, data: bytes) -> None:
@@ -245,39 +146,6 @@ class ClientSide(Protocol):
         """After ``101 Switching Protocols``: copy both ways until either side ends."""
 
 
-class _Http1Client:
-    """An HTTP/1.1 connection of the operator: answers written as bytes on the TLS socket."""
-
-    protocol = "HTTP/1.1"
-
-    def __init__(self, server: ProxyServer, client: ssl.SSLSocket) -> None:
-        self._server = server
-        self._client = client
-        self._chunked = False
-
-    def send_head(self, answer: _Head, has_body: bool) -> None:
-        self._chunked = has_body and answer.get("Transfer-Encoding").lower() == "chunked"
-        self._client.sendall(answer.encode())
-
-    def send_data(self, data: bytes) -> None:
-        if not data:
-            return
-        self._client.sendall(b"%x\r\n%s\r\n" % (len(data), data) if self._chunked else data)
-
-    def finish(self, trailer: bytes = b"") -> None:
-        if self._chunked:
-            self._client.sendall(b"0\r\n" + (trailer or b"\r\n"))
-
-    def reset(self) -> None:
-        _reset(self._client)
-
-    def client_gone(self) -> bool:
-        return _socket_closed_by_peer(self._client)
-
-    def splice(self, upstream: ssl.SSLSocket, reader: IO[bytes]) -> None:
-        self._server._splice(self._client, upstream, reader)
-
-
 class UpstreamLink:
     """The API server connection one operator connection (HTTP/1.1) or stream (HTTP/2) uses:
     opened on the first request, reused while the API server keeps it alive."""
@@ -291,7 +159,7 @@ class UpstreamLink:
     def open(self) -> tuple[ssl.SSLSocket, IO[bytes]]:
         if self.sock is None or self.reader is None:
             self.sock = self._upstream.connect()
-            self.reader = _reader(self.sock)
+            self.reader = buffered_reader(self.sock)
             self._registered(self.sock)
         return self.sock, self.reader
 
@@ -425,7 +293,7 @@ class ProxyServer:
             return
         self._closing.set()
         if self._listener is not None:
-            _shutdown(self._listener)
+            shutdown(self._listener)
             self._listener.close()
         if self._accept_thread is not None:
             self._accept_thread.join(timeout)
@@ -435,7 +303,7 @@ class ProxyServer:
             connections = list(self._connections.values())
         for _, sockets in connections:
             for sock in sockets:
-                _shutdown(sock)
+                shutdown(sock)
         deadline = time.monotonic() + timeout
         for thread, _ in connections:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -482,15 +350,15 @@ class ProxyServer:
 
                 serve_http2(self, client)
                 return
-            reader = _reader(client)
-            side = _Http1Client(self, client)
+            reader = buffered_reader(client)
+            side = Http1Client(client, self._splice)
 
             def registered(sock: ssl.SSLSocket | None) -> None:
                 sockets[1] = sock
 
             link = UpstreamLink(self.upstream, registered)
             while not self._closing.is_set():
-                head = _read_head(reader)
+                head = read_head(reader)
                 if head is None:
                     return
                 body = self._read_body(reader, head)
@@ -513,7 +381,7 @@ class ProxyServer:
     def closing(self) -> bool:
         return self._closing.is_set()
 
-    def exchange(self, side: ClientSide, head: _Head, body: bytes, link: UpstreamLink) -> bool:
+    def exchange(self, side: ClientSide, head: Head, body: bytes, link: UpstreamLink) -> bool:
         """One request of the operator, whole, and its answer: named, recorded, held, answered by a
         fault or forwarded on ``link``. Whether the operator's connection stays usable."""
         method, target, _ = [*head.first.split(" ", 2), "", ""][:3]
@@ -538,7 +406,7 @@ class ProxyServer:
                 self._end_watch_unanswered(side, call, watch, started)
                 return True
             message = self._forward_head(head, len(body)) + body
-            answer: _Head | None = None
+            answer: Head | None = None
             for attempt in (1, 2):
                 fresh = link.sock is None
                 try:
@@ -546,7 +414,7 @@ class ProxyServer:
                     if watch is not None:
                         watch.attach(upstream)
                     upstream.sendall(message)
-                    answer = _read_head(upstream_reader)
+                    answer = read_head(upstream_reader)
                     if answer is None:
                         raise ProxyProtocolError("the API server closed the connection unanswered")
                     break
@@ -571,13 +439,13 @@ class ProxyServer:
             link.drop()
         return keep
 
-    def _read_body(self, reader: IO[bytes], head: _Head) -> bytes:
+    def _read_body(self, reader: IO[bytes], head: Head) -> bytes:
         if head.get("Transfer-Encoding").lower() == "chunked":
-            return _read_chunked(reader)
+            return read_chunked(reader)
         length = head.get("Content-Length")
-        return _read_exactly(reader, int(length)) if length and int(length) else b""
+        return read_exactly(reader, int(length)) if length and int(length) else b""
 
-    def _forward_head(self, head: _Head, length: int) -> bytes:
+    def _forward_head(self, head: Head, length: int) -> bytes:
         drop = _HOP_BY_HOP | {"host", "content-length", "transfer-encoding"}
         extra = [("Host", f"{self.upstream.host}:{self.upstream.port}")]
         if length or head.first.split(" ", 1)[0] in ("POST", "PUT", "PATCH"):
@@ -592,8 +460,8 @@ class ProxyServer:
         client: ClientSide,
         upstream: ssl.SSLSocket,
         reader: IO[bytes],
-        request_head: _Head,
-        answer: _Head,
+        request_head: Head,
+        answer: Head,
         call: Call,
         started: float,
         watch: WatchStream | None = None,
@@ -628,7 +496,7 @@ class ProxyServer:
         if length:
             remaining = int(length)
             while remaining:
-                data = reader.read(min(_COPY, remaining))
+                data = reader.read(min(COPY, remaining))
                 if not data:
                     raise ProxyProtocolError("the API server ended an answer early")
                 client.send_data(data)
@@ -637,7 +505,7 @@ class ProxyServer:
             call.ended = self.traffic.now()
             return not closing, not closing
         while True:  # delimited by the end of the connection
-            data = reader.read1(_COPY) if hasattr(reader, "read1") else reader.read(_COPY)
+            data = reader.read1(COPY) if hasattr(reader, "read1") else reader.read(COPY)
             if not data:
                 break
             client.send_data(data)
@@ -658,7 +526,7 @@ class ProxyServer:
         client.finish()
 
     def _relay_chunked(
-        self, client: ClientSide, reader: IO[bytes], answer: _Head, call: Call, watch: WatchStream | None
+        self, client: ClientSide, reader: IO[bytes], answer: Head, call: Call, watch: WatchStream | None
     ) -> bool:
         """Forward chunks as they arrive; False if the stream was cut (the upstream connection is spent)."""
         counter = None
@@ -673,7 +541,7 @@ class ProxyServer:
                 if size == 0:
                     trailer = b""
                     while True:
-                        line = reader.readline(_MAX_HEAD)
+                        line = reader.readline(MAX_HEAD)
                         trailer += line
                         if line in (b"\r\n", b"\n", b""):
                             break
@@ -681,7 +549,7 @@ class ProxyServer:
                     if watch is not None and watch.call.closed_by is None:
                         watch.call.closed_by = "server"
                     return True
-                data = _read_exactly(reader, size)
+                data = read_exactly(reader, size)
                 reader.readline(1024)
             except (OSError, ValueError, ProxyProtocolError):
                 if watch is not None and watch.cut_by is not None:
@@ -702,21 +570,21 @@ class ProxyServer:
 
         def pump(read: Callable[[int], bytes], write: socket.socket) -> None:
             with contextlib.suppress(OSError, ValueError):
-                while data := read(_COPY):
+                while data := read(COPY):
                     write.sendall(data)
-            _shutdown(write)
+            shutdown(write)
 
         out = threading.Thread(target=pump, args=(client.recv, upstream), daemon=True,
                                name=f"ktest-proxy-{self.name}-upgrade")
         out.start()
         pump(getattr(reader, "read1", reader.read), client)
-        _shutdown(client)
+        shutdown(client)
         out.join(5)
 
     # ------------------------------------------------------------ answers made here
 
     def _answer_with_fault(
-        self, client: ClientSide, head: _Head, request: ApiRequest, call: Call, decision: Decision
+        self, client: ClientSide, head: Head, request: ApiRequest, call: Call, decision: Decision
     ) -> bool:
         """Answer ``request`` as the fault says; whether the connection stays usable."""
         call.fault = decision.label
@@ -757,15 +625,15 @@ class ProxyServer:
             call.status = decision.status
             call.ended = self.traffic.now()
             status_line = f"HTTP/1.1 {decision.status} {_REASON_PHRASES.get(decision.status, 'Error')}"
-            client.send_head(_Head(status_line, headers), has_body=True)
+            client.send_head(Head(status_line, headers), has_body=True)
             client.send_data(body)
             client.finish()
         return not head.has_token("Connection", "close")
 
 
-def _empty_watch_head() -> _Head:
+def _empty_watch_head() -> Head:
     """The head of a watch answered here (an empty one, or one carrying an injected ERROR event)."""
-    return _Head(
+    return Head(
         "HTTP/1.1 200 OK", [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")]
     )
 
