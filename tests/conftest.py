@@ -1,19 +1,60 @@
 """Fixtures shared by ktest's own test folders.
 
-Each folder runs its own control plane(s) (some tests restart or break them),
-but they all use the same binaries: ``KTEST_ASSETS`` when set (any version,
+All folders use the same binaries: ``KTEST_ASSETS`` when set (any version,
 used as is), else the version given with ``--ktest-k8s-version`` (the plugin's
 option, so ``make test K8S_VERSION=1.35`` runs the whole suite on 1.35), else
 the default.
+
+``plane``, ``admin`` and ``ns`` are defined here once: one control plane per
+session (per xdist worker) serves every folder that can share it. A folder
+overrides one of them only where it needs something else, and says why
+(``tests/wait``: a namespace per module; ``tests/hardening``: a plane per module
+without controllers; ``tests/controlplane``: a plane of its own with the audit log).
+
+Objects for tests are built with ``builders`` (tests/builders.py; ``tests`` is on
+``sys.path`` because this conftest.py is in it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from ktest.assets import Assets, resolve_assets
+from ktest.cluster import Cluster
+from ktest.controlplane import ControlPlane
 
 
 @pytest.fixture(scope="session")
 def k8s_assets(pytestconfig: pytest.Config) -> Assets:
     return resolve_assets(pytestconfig.getoption("--ktest-k8s-version", default=None))
+
+
+@pytest.fixture(scope="session")
+def plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
+    """The session's control plane (etcd, kube-apiserver, kube-controller-manager)."""
+    with ControlPlane(assets=k8s_assets) as cp:
+        yield cp
+
+
+@pytest.fixture(scope="session")
+def admin(plane: ControlPlane) -> Iterator[Cluster]:
+    """The plane's admin, like the bare backend's: it issues users, and CRDs installed through
+    it restart the garbage collector (which otherwise notices new kinds only every 30 s)."""
+    with Cluster(
+        plane.kubeconfig,
+        controllers=plane.controllers,
+        user_issuer=plane.add_user,
+        on_crds_installed=lambda names: plane.restart_controllers(),
+        name="admin",
+    ) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def ns(admin: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of the test's own, deleted in the background afterwards; named after the
+    test, cut short so that tests can derive names from it (``f"{ns}-other"``)."""
+    with admin.namespace(prefix=request.node.name[:30], background=True) as name:
+        yield name

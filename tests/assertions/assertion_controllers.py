@@ -40,25 +40,6 @@ def widget(
     }
 
 
-def config_map(name: str, namespace: str, data: dict[str, str] | None = None,
-               owner: dict[str, Any] | None = None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
-    if owner is not None:
-        metadata["ownerReferences"] = [owner_reference(owner)]
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data or {}}
-
-
-def owner_reference(owner: dict[str, Any], *, controller: bool = True, block: bool = True) -> dict[str, Any]:
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"]["uid"],
-        "controller": controller,
-        "blockOwnerDeletion": block,
-    }
-
-
 def now() -> str:
     """An RFC 3339 time with microseconds, as Python's isoformat gives it."""
     return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")

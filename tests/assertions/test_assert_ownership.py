@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
-from assertion_controllers import Controller, config_map, owner_reference, widget
+from assertion_controllers import Controller, widget
+from builders import configmap, owner_reference
 
 from ktest.api_error import ApiError
 from ktest.assertions import assert_garbage_collected, assert_orphaned, assert_owned_by
@@ -32,7 +33,7 @@ def child_maker(cluster: Cluster, *, owned: bool = True, controller: bool = True
         child = child_of(obj)
         if cluster.exists(child):
             return
-        manifest = config_map(child.name, child.namespace or "", {"size": str(obj["spec"]["size"])})
+        manifest = configmap(child.name, child.namespace or "", {"size": str(obj["spec"]["size"])})
         if owned:
             manifest["metadata"]["ownerReferences"] = [owner_reference(obj, controller=controller)]
         try:
@@ -187,12 +188,12 @@ def _new_kind_then_blocked_child(cluster: Cluster, ns: str) -> None:
     })
     free_owner = cluster.create({"apiVersion": "late.ktest.test/v1", "kind": "Sprocket",
                                  "metadata": {"name": "s0", "namespace": ns}})
-    free_child = cluster.create(config_map("s0-config", ns, owner=free_owner))
+    free_child = cluster.create(configmap("s0-config", ns, owner=free_owner))
     assert_garbage_collected(cluster, free_child, free_owner, timeout=1)
 
     owner = cluster.create({"apiVersion": "late.ktest.test/v1", "kind": "Sprocket",
                             "metadata": {"name": "s1", "namespace": ns}})
-    manifest = config_map("s1-config", ns, owner=owner)
+    manifest = configmap("s1-config", ns, owner=owner)
     manifest["metadata"]["finalizers"] = ["assertions.ktest.test/hold"]
     child = cluster.create(manifest)
     crd = cluster.get(("apiextensions.k8s.io/v1", "CustomResourceDefinition", "sprockets.late.ktest.test"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import configmap
 
 from ktest.api_error import ApiError
 from ktest.cluster import Cluster, ObjectRef
@@ -43,22 +44,13 @@ spec:
 """
 
 
-def configmap(name: str, ns: str, **data: str) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": ns},
-        "data": data,
-    }
-
-
 def test_version_matches_the_control_plane(admin: Cluster, plane) -> None:
     assert admin.version == plane.version.split("+")[0]
     assert admin.version.count(".") == 2
 
 
 def test_apply_create_get_patch_update_delete(admin: Cluster, ns: str) -> None:
-    applied = admin.apply(configmap("a", ns, k="1"))
+    applied = admin.apply(configmap("a", ns, {"k": "1"}))
     assert applied["data"] == {"k": "1"}
     assert applied["metadata"]["managedFields"][0]["manager"] == "ktest"
     created = admin.create(

@@ -7,7 +7,7 @@ import logging
 
 import kubernetes
 import pytest
-from operator_helpers import configmap, ref
+from builders import configmap, configmap_ref
 
 from ktest.assertions import assert_survives_concurrent_writes
 from ktest.cluster import Cluster
@@ -37,12 +37,13 @@ def conflict_logger(ns: str):
 
 
 def test_a_logged_409_reads_as_status_reason_and_message(admin: Cluster, ns: str) -> None:
-    admin.create(configmap("target", ns, data={"owner": "test"}))
+    admin.create(configmap("target", ns, {"owner": "test"}))
     with run_callable(conflict_logger(ns), admin, name="conflicts") as op:
-        eventually(lambda: admin.get(ref("target", ns))["data"]["owner"] == "operator")
+        eventually(lambda: admin.get(configmap_ref("target", ns))["data"]["owner"] == "operator")
         with pytest.raises(AssertionError) as caught:
             assert_survives_concurrent_writes(
-                admin, ref("target", ns), converged=lambda: True, duration=2.0, conflicts=0, interval=0.02
+                admin, configmap_ref("target", ns), converged=lambda: True, duration=2.0, conflicts=0,
+                interval=0.02,
             )
         op.acknowledge_error()
     message = str(caught.value)

@@ -9,7 +9,8 @@ import time
 from typing import Any
 
 import pytest
-from operator_helpers import configmap, ref, wait_for
+from builders import configmap, configmap_ref
+from operator_helpers import wait_for
 from sample_operators import mirror
 
 from ktest.cluster import Cluster
@@ -20,7 +21,7 @@ from ktest.wait import eventually
 
 
 def copied(admin: Cluster, ns: str, name: str, data: dict[str, str]) -> None:
-    copy = admin.get(ref(name + mirror.SUFFIX, ns))
+    copy = admin.get(configmap_ref(name + mirror.SUFFIX, ns))
     assert copy["data"] == data
     assert copy["metadata"]["ownerReferences"][0]["name"] == name
 
@@ -31,7 +32,7 @@ def test_callable_operator_starts_becomes_ready_and_reconciles(admin: Cluster, n
     with run_callable(fn, admin) as op:
         assert op.alive
         assert op.is_async is (form == "async")
-        admin.create(configmap("a", ns, {mirror.LABEL: "true"}, {"k": "v"}))
+        admin.create(configmap("a", ns, {"k": "v"}, labels={mirror.LABEL: "true"}))
         eventually(lambda: copied(admin, ns, "a", {"k": "v"}))
     assert not op.alive
     assert op.state == "closed"
@@ -48,8 +49,8 @@ def test_crash_then_restart_still_converges(admin: Cluster, ns: str, form: str) 
         assert op.state == "crashed"
         assert op.error is None  # crashing on purpose is not a failure
         # Created while the operator is down: only the restarted run can copy it.
-        admin.create(configmap("late", ns, {mirror.LABEL: "true"}, {"x": "1"}))
-        assert admin.get_or_none(ref("late" + mirror.SUFFIX, ns)) is None
+        admin.create(configmap("late", ns, {"x": "1"}, labels={mirror.LABEL: "true"}))
+        assert admin.get_or_none(configmap_ref("late" + mirror.SUFFIX, ns)) is None
         op.restart()
         assert op.alive
         assert op.starts == 2
@@ -171,7 +172,7 @@ def test_readiness_check_and_its_timeout_message(admin: Cluster, ns: str) -> Non
         run_callable(operator, admin, ready_timeout=0.3)
 
     admin.create(configmap("flag", ns))
-    with run_callable(operator, admin, ready=lambda: admin.exists(ref("flag", ns))) as op:
+    with run_callable(operator, admin, ready=lambda: admin.exists(configmap_ref("flag", ns))) as op:
         assert op.alive
 
 

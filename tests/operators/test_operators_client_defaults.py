@@ -19,7 +19,7 @@ from typing import Any
 import kubernetes
 import pytest
 import yaml
-from operator_helpers import configmap, ref
+from builders import configmap, configmap_ref
 
 from ktest.cluster import Cluster
 from ktest.operators import OperatorContext, run_callable, run_kopf
@@ -90,7 +90,7 @@ def outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Outside
 
 
 def copy_made(admin: Cluster, ns: str, name: str) -> None:
-    assert admin.get(ref(f"{name}-copy", ns))["data"] == {"k": "v"}
+    assert admin.get(configmap_ref(f"{name}-copy", ns))["data"] == {"k": "v"}
 
 
 @pytest.mark.parametrize(
@@ -105,7 +105,7 @@ def test_kopf_operator_configuring_the_default_client_reaches_only_the_test_clus
     admin: Cluster, ns: str, outside: OutsideCluster, module: str, label: str
 ) -> None:
     with run_kopf(module, admin, namespaces=[ns]) as op:
-        admin.create(configmap("a", ns, {label: "true"}, {"k": "v"}))
+        admin.create(configmap("a", ns, {"k": "v"}, labels={label: "true"}))
         eventually(lambda: copy_made(admin, ns, "a"))
         creates = op.traffic.calls(verb="create", resource="configmaps", namespace=ns)
         assert [call.request.name for call in creates] == ["a-copy"], op.traffic.describe()
@@ -140,8 +140,8 @@ def test_a_callable_that_loads_a_named_kubeconfig_or_in_cluster_config_cannot_le
         assert len(op.traffic.calls(verb="create", resource="configmaps", namespace=ns)) == 2
         assert seen["explicit host"] == op.api_cluster.server
         assert seen["KUBECONFIG"] == str(op.api_cluster.kubeconfig)
-    admin.get(ref("named", ns))
-    admin.get(ref("incluster", ns))
+    admin.get(configmap_ref("named", ns))
+    admin.get(configmap_ref("incluster", ns))
     assert outside.connections == 0
 
 
@@ -163,7 +163,7 @@ def test_two_operators_in_one_process_each_get_their_own_defaults(admin: Cluster
         go.set()
         for op in (first, second):
             for number in range(5):
-                eventually(lambda op=op, number=number: admin.get(ref(f"{op.name}-{number}", ns)))
+                eventually(lambda op=op, number=number: admin.get(configmap_ref(f"{op.name}-{number}", ns)))
         assert len(first.traffic.calls(verb="create", resource="configmaps")) == 5
         assert len(second.traffic.calls(verb="create", resource="configmaps")) == 5
 

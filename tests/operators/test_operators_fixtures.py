@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from operator_helpers import SAMPLES, configmap, wait_for
+from builders import configmap
+from operator_helpers import SAMPLES, wait_for
 
 from ktest.cluster import Cluster
 from ktest.errors import OperatorError

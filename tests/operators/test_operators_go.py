@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from operator_helpers import GO_MANAGER, configmap, ref
+from builders import configmap, configmap_ref
+from operator_helpers import GO_MANAGER
 
 from ktest.cluster import Cluster
 from ktest.errors import OperatorError
@@ -20,7 +21,7 @@ LABELS = {"ktest.dev/mirror": "true"}
 
 
 def mirrored(admin: Cluster, ns: str, name: str, data: dict[str, str]) -> None:
-    copy = admin.get(ref(f"{name}-mirror", ns))
+    copy = admin.get(configmap_ref(f"{name}-mirror", ns))
     assert copy["data"] == data
     owner = copy["metadata"]["ownerReferences"][0]
     assert owner["name"] == name and owner["controller"] is True
@@ -30,12 +31,12 @@ def test_go_manager_becomes_ready_via_readyz_and_reconciles(
     admin: Cluster, ns: str, go_manager: Path
 ) -> None:
     with run_subprocess([go_manager], admin, args=PROBE, ready_http=READYZ) as op:
-        admin.create(configmap("a", ns, LABELS, {"k": "v"}))
+        admin.create(configmap("a", ns, {"k": "v"}, labels=LABELS))
         eventually(lambda: mirrored(admin, ns, "a", {"k": "v"}))
-        admin.patch(ref("a", ns), {"data": {"k": "v2"}})
+        admin.patch(configmap_ref("a", ns), {"data": {"k": "v2"}})
         eventually(lambda: mirrored(admin, ns, "a", {"k": "v2"}))
-        admin.delete(ref("a", ns))  # the garbage collector removes the owned mirror
-        eventually(lambda: admin.get_or_none(ref("a-mirror", ns)) is None)
+        admin.delete(configmap_ref("a", ns))  # the garbage collector removes the owned mirror
+        eventually(lambda: admin.get_or_none(configmap_ref("a-mirror", ns)) is None)
     assert op.returncode == 0  # controller-runtime shuts down cleanly on SIGTERM
     assert "watching configmaps" in op.logs
 
@@ -44,7 +45,7 @@ def test_go_manager_crash_then_restart_converges(admin: Cluster, ns: str, go_man
     with run_subprocess([go_manager], admin, args=PROBE, ready_http=READYZ) as op:
         port = op.port
         op.crash()
-        admin.create(configmap("late", ns, LABELS, {"x": "1"}))
+        admin.create(configmap("late", ns, {"x": "1"}, labels=LABELS))
         op.restart()
         assert op.port == port
         eventually(lambda: mirrored(admin, ns, "late", {"x": "1"}))
@@ -55,7 +56,7 @@ def test_go_manager_least_privilege(admin: Cluster, ns: str, go_manager: Path) -
         operator_identity(admin, ROLE, user="go-mirror") as identity,
         run_subprocess([go_manager], identity.cluster, args=PROBE, ready_http=READYZ),
     ):
-        admin.create(configmap("a", ns, LABELS, {"k": "v"}))
+        admin.create(configmap("a", ns, {"k": "v"}, labels=LABELS))
         eventually(lambda: mirrored(admin, ns, "a", {"k": "v"}))
 
 
@@ -68,7 +69,7 @@ def without_verb(verb: str) -> dict:
 def test_go_manager_denied_create_says_which_verb(admin: Cluster, ns: str, go_manager: Path) -> None:
     with operator_identity(admin, without_verb("create"), user="go-no-create") as identity:
         op = run_subprocess([go_manager], identity.cluster, args=PROBE, ready_http=READYZ)
-        admin.create(configmap("a", ns, LABELS))
+        admin.create(configmap("a", ns, labels=LABELS))
         with pytest.raises(OperatorError) as raised:
             eventually(lambda: mirrored(admin, ns, "a", {}), timeout=60)
         op.close()

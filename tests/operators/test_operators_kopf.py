@@ -8,7 +8,8 @@ import threading
 
 import kopf
 import pytest
-from operator_helpers import SAMPLES, configmap, ref
+from builders import configmap, configmap_ref
+from operator_helpers import SAMPLES
 
 from ktest.cluster import Cluster
 from ktest.context import check_health, run_context
@@ -25,12 +26,12 @@ def kopf_threads() -> list[threading.Thread]:
 
 
 def handled(admin: Cluster, ns: str, name: str) -> str | None:
-    annotations = admin.get(ref(name, ns))["metadata"].get("annotations") or {}
+    annotations = admin.get(configmap_ref(name, ns))["metadata"].get("annotations") or {}
     return annotations.get("ktest.dev/handled")
 
 
 def copied(admin: Cluster, ns: str, name: str, data: dict[str, str]) -> None:
-    copy = admin.get(ref(f"{name}-kopf", ns))
+    copy = admin.get(configmap_ref(f"{name}-kopf", ns))
     assert copy["data"] == data
     assert copy["metadata"]["ownerReferences"][0]["name"] == name
 
@@ -40,9 +41,9 @@ def test_kopf_operator_starts_becomes_ready_and_reconciles(admin: Cluster, ns: s
     target = "sample_operators.kopf_mirror" if source == "module" else SAMPLES / "kopf_mirror.py"
     with run_kopf(target, admin, namespaces=[ns]) as op:
         assert op.alive
-        admin.create(configmap("a", ns, MIRROR, {"k": "v"}))
+        admin.create(configmap("a", ns, {"k": "v"}, labels=MIRROR))
         eventually(lambda: copied(admin, ns, "a", {"k": "v"}))
-        admin.patch(ref("a", ns), {"data": {"k": "v2"}})
+        admin.patch(configmap_ref("a", ns), {"data": {"k": "v2"}})
         eventually(lambda: copied(admin, ns, "a", {"k": "v2"}))
     assert not op.alive
     assert "Handler 'copy/spec.data' succeeded" in op.logs or "Handler 'copy' succeeded" in op.logs
@@ -52,7 +53,7 @@ def test_kopf_operator_starts_becomes_ready_and_reconciles(admin: Cluster, ns: s
 
 def test_cluster_wide_operator_serves_every_namespace(admin: Cluster, ns: str) -> None:
     with run_kopf("sample_operators.kopf_mirror", admin, cluster_wide=True) as op:
-        admin.create(configmap("wide", ns, MIRROR, {"a": "b"}))
+        admin.create(configmap("wide", ns, {"a": "b"}, labels=MIRROR))
         eventually(lambda: copied(admin, ns, "wide", {"a": "b"}))
         assert op.cluster_wide
 
@@ -62,8 +63,8 @@ def test_crash_then_restart_still_converges(admin: Cluster, ns: str) -> None:
         first_registry = op.registry
         op.crash()
         assert not op.alive and op.error is None
-        admin.create(configmap("late", ns, MIRROR, {"x": "1"}))
-        assert admin.get_or_none(ref("late-kopf", ns)) is None
+        admin.create(configmap("late", ns, {"x": "1"}, labels=MIRROR))
+        assert admin.get_or_none(configmap_ref("late-kopf", ns)) is None
         op.restart()
         assert op.registry is not first_registry  # each run loads the handlers afresh
         eventually(lambda: copied(admin, ns, "late", {"x": "1"}))
@@ -79,7 +80,7 @@ def test_running_twice_does_not_double_register_handlers(admin: Cluster, ns: str
     for run in range(2):
         with run_kopf("sample_operators.kopf_counting", admin, namespaces=[ns]) as op:
             counts.append(handler_count(op.registry))
-            admin.create(configmap(f"c{run}", ns, {"ktest.dev/counted": "true"}))
+            admin.create(configmap(f"c{run}", ns, labels={"ktest.dev/counted": "true"}))
             eventually(lambda run=run: handled(admin, ns, f"c{run}") == "1")
     # one resource handler + ktest's login handler, in each run
     assert counts == [2, 2]
@@ -106,7 +107,7 @@ def test_error_at_import_fails_with_the_error_and_leaves_nothing_running(admin: 
 def test_exception_in_a_handler_reaches_the_test(admin: Cluster, ns: str) -> None:
     with run_context("test-scope"):
         op = run_kopf("sample_operators.kopf_failing_handler", admin, namespaces=[ns])
-        admin.create(configmap("bad", ns, {"ktest.dev/explode": "true"}))
+        admin.create(configmap("bad", ns, labels={"ktest.dev/explode": "true"}))
         with pytest.raises(OperatorError) as raised:
             eventually(lambda: False, timeout=60)  # fails on the operator's error, not the timeout
         op.close()
@@ -120,7 +121,7 @@ def test_handler_errors_can_be_expected(admin: Cluster, ns: str) -> None:
     with run_kopf(
         "sample_operators.kopf_failing_handler", admin, namespaces=[ns], fail_on_errors=False
     ) as op:
-        admin.create(configmap("bad", ns, {"ktest.dev/explode": "true"}))
+        admin.create(configmap("bad", ns, labels={"ktest.dev/explode": "true"}))
         eventually(lambda: "data.size must be a positive number" in op.logs)
         assert op.error is None
         check_health()

@@ -17,7 +17,8 @@ import threading
 import time
 
 import pytest
-from operator_helpers import configmap, ref, wait_for
+from builders import configmap, configmap_ref
+from operator_helpers import wait_for
 
 from ktest.cluster import Cluster
 from ktest.context import check_health, run_context
@@ -188,14 +189,14 @@ def test_expect_crash_fails_when_the_operator_stays_healthy_or_fails_differently
 
 def test_an_in_process_operator_writes_under_its_own_field_manager(admin: Cluster, ns: str) -> None:
     def operator(ctx: OperatorContext) -> None:
-        ctx.cluster.create(configmap("written-by-operator", ns, data={"by": "operator"}))
+        ctx.cluster.create(configmap("written-by-operator", ns, {"by": "operator"}))
         ctx.ready()
         ctx.stop.wait()  # type: ignore[call-arg]
 
     with run_callable(operator, admin, name="lifecycle-writer") as op:
         assert op.field_manager == "lifecycle-writer"
-    admin.patch(ref("written-by-operator", ns), {"data": {"also": "test"}})
-    entries = admin.get(ref("written-by-operator", ns))["metadata"]["managedFields"]
+    admin.patch(configmap_ref("written-by-operator", ns), {"data": {"also": "test"}})
+    entries = admin.get(configmap_ref("written-by-operator", ns))["metadata"]["managedFields"]
     assert sorted(e["manager"] for e in entries) == ["ktest", "lifecycle-writer"]
 
 

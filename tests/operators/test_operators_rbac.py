@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import configmap, configmap_ref
 from kubernetes.client.exceptions import ApiException
-from operator_helpers import GO_MANAGER, SAMPLES, configmap, ref
+from operator_helpers import GO_MANAGER, SAMPLES
 
 from ktest.cluster import Cluster
 from ktest.context import run_context
@@ -81,7 +82,7 @@ def test_identity_gets_exactly_the_role_and_loses_it_on_revoke(admin: Cluster, n
         user.list("v1", "ConfigMap", ns)
         user.create(configmap("made-by-operator", ns))
         with pytest.raises(ApiException) as denied:
-            user.delete(ref("made-by-operator", ns))
+            user.delete(configmap_ref("made-by-operator", ns))
         assert denied.value.status == 403
         assert [obj["kind"] for obj in identity.objects] == ["ClusterRole", "ClusterRoleBinding"]
         assert identity.objects[0]["metadata"]["name"] == "ktest-rbac-user-manager-role"
@@ -138,9 +139,9 @@ KOPF_ROLE = {
 def test_kopf_operator_as_least_privilege_user_is_denied_a_missing_verb(admin: Cluster, ns: str) -> None:
     with operator_identity(admin, KOPF_ROLE, user="kopf-op", namespaces=[ns]) as identity, run_context("t"):
         op = run_kopf(SAMPLES / "kopf_status.py", identity.cluster, namespaces=[ns])
-        admin.create(configmap("a", ns, {"ktest.dev/seen": "true"}))
+        admin.create(configmap("a", ns, labels={"ktest.dev/seen": "true"}))
         with pytest.raises(OperatorError) as raised:
-            eventually(lambda: admin.exists(ref("a-seen", ns)), timeout=60)
+            eventually(lambda: admin.exists(configmap_ref("a-seen", ns)), timeout=60)
         op.close()
     message = str(raised.value)
     assert 'was refused by RBAC: user "kopf-op" may not create configmaps (core API group)' in message
@@ -157,5 +158,5 @@ def test_kopf_operator_as_least_privilege_user_works_with_the_verb(admin: Cluste
         operator_identity(admin, role, user="kopf-op-full", namespaces=[ns]) as identity,
         run_kopf(SAMPLES / "kopf_status.py", identity.cluster, namespaces=[ns]),
     ):
-        admin.create(configmap("b", ns, {"ktest.dev/seen": "true"}))
-        eventually(lambda: admin.exists(ref("b-seen", ns)))
+        admin.create(configmap("b", ns, labels={"ktest.dev/seen": "true"}))
+        eventually(lambda: admin.exists(configmap_ref("b-seen", ns)))

@@ -7,7 +7,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from operator_helpers import SAMPLES, configmap, python, ref
+from builders import configmap, configmap_ref
+from operator_helpers import SAMPLES, python
 from sample_operators import mirror
 
 from ktest.cluster import Cluster
@@ -21,13 +22,14 @@ WATCHING = r"watching configmaps labelled"
 
 
 def copied(admin: Cluster, ns: str, name: str) -> None:
-    assert admin.get(ref(name + mirror.SUFFIX, ns))["metadata"]["ownerReferences"][0]["name"] == name
+    copy = admin.get(configmap_ref(name + mirror.SUFFIX, ns))
+    assert copy["metadata"]["ownerReferences"][0]["name"] == name
 
 
 def test_subprocess_starts_becomes_ready_and_reconciles(admin: Cluster, ns: str) -> None:
     with run_subprocess(MIRROR_PROCESS, admin, args=["--namespace", ns], ready_log=WATCHING) as op:
         assert op.alive and op.pid
-        admin.create(configmap("a", ns, {mirror.LABEL: "true"}, {"k": "v"}))
+        admin.create(configmap("a", ns, {"k": "v"}, labels={mirror.LABEL: "true"}))
         eventually(lambda: copied(admin, ns, "a"))
     assert op.returncode == 0  # SIGTERM honoured: a clean exit, no SIGKILL needed
     assert "INFO sample_operators.mirror: created" in op.logs
@@ -40,7 +42,7 @@ def test_crash_is_sigkill_and_restart_converges(admin: Cluster, ns: str) -> None
         op.crash()
         assert op.returncode == -signal.SIGKILL
         assert op.error is None
-        admin.create(configmap("late", ns, {mirror.LABEL: "true"}))
+        admin.create(configmap("late", ns, labels={mirror.LABEL: "true"}))
         op.restart()
         assert op.pid != first_pid
         eventually(lambda: copied(admin, ns, "late"))

@@ -1,4 +1,5 @@
-"""Fixtures for the plugin tests: one real control plane shared by the inner runs.
+"""Fixtures for the plugin tests: the inner runs share the session's control plane
+(``plane`` and ``admin`` of tests/conftest.py).
 
 Most tests run a small test file through the plugin with ``pytester`` against
 that control plane (backend ``existing``); the tests about the bare backend,
@@ -9,13 +10,11 @@ directory, so the binary cache location is pinned here to the real one.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ktest.assets.store import Locations
-from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 
 ADMIN_CONTEXT = "ktest-admin@ktest"  # the current context of the embedded control plane's kubeconfig
@@ -25,18 +24,6 @@ ADMIN_CONTEXT = "ktest-admin@ktest"  # the current context of the embedded contr
 def binary_cache() -> Path:
     """The binary cache as seen from the real HOME (before pytester replaces it)."""
     return Locations.from_env().cache_root
-
-
-@pytest.fixture(scope="session")
-def plane() -> Iterator[ControlPlane]:
-    with ControlPlane() as cp:
-        yield cp
-
-
-@pytest.fixture(scope="session")
-def admin(plane: ControlPlane) -> Iterator[Cluster]:
-    with Cluster(plane.kubeconfig, controllers=plane.controllers) as cluster:
-        yield cluster
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""One control plane for the proxy tests; each test works in its own namespace.
+"""The proxy tests use the shared ``plane``, ``admin`` and ``ns`` of tests/conftest.py.
 
 ``tests/proxy`` is on ``sys.path`` (no ``__init__.py``), so the test operator
 imports as ``mirror_operator``.
@@ -10,28 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ktest.assets import Assets
 from ktest.cluster import Cluster
-from ktest.controlplane import ControlPlane
 from ktest.proxy import OperatorProxy
-
-
-@pytest.fixture(scope="session")
-def plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
-    with ControlPlane(assets=k8s_assets) as cp:
-        yield cp
-
-
-@pytest.fixture(scope="session")
-def admin(plane: ControlPlane) -> Iterator[Cluster]:
-    with Cluster(plane.kubeconfig, controllers=plane.controllers, user_issuer=plane.add_user) as cluster:
-        yield cluster
-
-
-@pytest.fixture
-def ns(admin: Cluster) -> Iterator[str]:
-    with admin.namespace(prefix="proxy", background=True) as name:
-        yield name
 
 
 @pytest.fixture

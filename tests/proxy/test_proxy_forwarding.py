@@ -10,8 +10,8 @@ import time
 
 import pytest
 import urllib3
+from builders import configmap
 from kubernetes.client.exceptions import ApiException
-from traffic_helpers import config_map
 
 from ktest.cluster import Cluster
 from ktest.proxy import OperatorProxy
@@ -20,7 +20,7 @@ from ktest.wait import eventually
 
 def test_requests_are_forwarded_and_recorded(proxy: OperatorProxy, ns: str) -> None:
     via = proxy.cluster.as_field_manager("my-operator")
-    via.create(config_map("settings"), namespace=ns)
+    via.create(configmap("settings", data={"a": "1"}), namespace=ns)
     via.patch(("v1", "ConfigMap", "settings", ns), {"data": {"a": "2"}})
     assert via.get(("v1", "ConfigMap", "settings", ns))["data"] == {"a": "2"}
 
@@ -87,7 +87,7 @@ def test_watch_events_are_streamed_without_buffering(proxy: OperatorProxy, admin
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     created_at = time.monotonic()
-    admin.create(config_map("one"), namespace=ns)
+    admin.create(configmap("one", data={"a": "1"}), namespace=ns)
     eventually(lambda: [name for _, name in seen] == ["one"], timeout=5)
     assert seen[0][0] - created_at < 1.0  # delivered at once, not when the stream ends
     watch = proxy.traffic.calls(verb="watch", resource="configmaps")[-1]

@@ -1,4 +1,4 @@
-"""Helpers shared by the proxy tests: manifests, and reading an operator's traffic record."""
+"""Helpers shared by the proxy tests: reading an operator's traffic record."""
 
 from __future__ import annotations
 
@@ -15,6 +15,3 @@ def answered(calls: list[Call]) -> list[Call]:
     assert not pending, f"answers not recorded yet: {pending}"
     return calls
 
-
-def config_map(name: str, data: dict[str, str] | None = None) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data or {"a": "1"}}

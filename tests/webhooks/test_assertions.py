@@ -8,21 +8,13 @@ import time
 from typing import Any
 
 import pytest
+from builders import configmap
 
 from ktest.assertions import assert_converts, assert_defaulted, assert_rejected
 from ktest.cluster import Cluster
 from ktest.webhooks import AdmissionRequest, Denied, Handlers
 
 GADGET = "pyhooks.ktest.dev/v1"
-
-
-def configmap(name: str, namespace: str, **data: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": data,
-    }
 
 
 def gadget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
@@ -52,7 +44,7 @@ def guarded(webhooks: Any) -> Any:
 
 
 def test_assert_rejected_passes_on_a_denial(cluster: Cluster, namespace: str, guarded: Any) -> None:
-    bad = configmap("bad", namespace, forbidden="1")
+    bad = configmap("bad", namespace, {"forbidden": "1"})
     error = assert_rejected(
         lambda: cluster.create(bad),
         "not allowed here",
@@ -68,7 +60,7 @@ def test_assert_rejected_passes_on_a_denial(cluster: Cluster, namespace: str, gu
 def test_assert_rejected_fails_when_the_request_succeeds(
     cluster: Cluster, namespace: str, guarded: Any
 ) -> None:
-    fine = configmap("fine", namespace, allowed="1")
+    fine = configmap("fine", namespace, {"allowed": "1"})
     with pytest.raises(AssertionError) as raised:
         assert_rejected(
             lambda: cluster.create(fine), "not allowed", cluster=cluster, obj=fine, webhooks=guarded
@@ -84,7 +76,7 @@ def test_assert_rejected_fails_when_the_request_succeeds(
 def test_assert_rejected_fails_on_the_wrong_message_webhook_or_status(
     cluster: Cluster, namespace: str, guarded: Any
 ) -> None:
-    bad = configmap("bad", namespace, forbidden="1")
+    bad = configmap("bad", namespace, {"forbidden": "1"})
     with pytest.raises(AssertionError) as raised:
         assert_rejected(
             lambda: cluster.create(bad), "must be at most 10", status=422, webhook="other.example.com"
@@ -105,11 +97,11 @@ def test_assert_rejected_fails_on_the_wrong_message_webhook_or_status(
 def test_assert_rejected_fails_when_something_was_stored(
     cluster: Cluster, namespace: str, guarded: Any
 ) -> None:
-    first = configmap("first", namespace, ok="1")
+    first = configmap("first", namespace, {"ok": "1"})
 
     def create_then_fail() -> None:
         cluster.create(first)  # stored...
-        cluster.create(configmap("second", namespace, forbidden="1"))  # ...then a rejected request
+        cluster.create(configmap("second", namespace, {"forbidden": "1"}))  # ...then a rejected request
 
     with pytest.raises(AssertionError, match="it was stored although the request was rejected"):
         assert_rejected(create_then_fail, "not allowed", cluster=cluster, obj=first)
@@ -133,7 +125,7 @@ def test_a_slow_webhook_is_reported_not_silently_waited_for(
 
 
 def test_assert_defaulted_passes_and_fails(cluster: Cluster, namespace: str, guarded: Any) -> None:
-    sent = configmap("plain", namespace, a="1")
+    sent = configmap("plain", namespace, {"a": "1"})
     created = cluster.create(sent)
     assert_defaulted(created, {"metadata": {"labels": {"tier": "gold"}}}, sent=sent)
     assert_defaulted(

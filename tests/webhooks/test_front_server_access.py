@@ -13,6 +13,8 @@ import ssl
 import urllib.parse
 from typing import Any
 
+from builders import configmap
+
 from ktest.cluster import Cluster
 from ktest.webhooks import AdmissionRequest, Denied, Handlers, Webhooks
 
@@ -26,10 +28,6 @@ def _guard() -> Handlers:
             raise Denied("data.forbidden is not allowed")
 
     return handlers
-
-
-def _configmap(name: str, namespace: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}}
 
 
 def _review(namespace: str, name: str) -> bytes:
@@ -77,7 +75,7 @@ def test_requests_without_the_path_secret_are_refused_and_never_logged(
 ) -> None:
     wh = webhooks(handlers=_guard())
     # Positive control: the API server's call is answered and recorded.
-    cluster.create(_configmap("real", namespace))
+    cluster.create(configmap("real", namespace))
     recorded = len(wh.calls)
     assert recorded >= 1 and all("forged" not in call.object for call in wh.calls)
 
@@ -98,7 +96,7 @@ def test_requests_without_the_path_secret_are_refused_and_never_logged(
     assert len(secrets) == 1 and len(secrets.pop()) >= 32, paths
 
     # The API server still gets through with the secret (its URL) after all that.
-    cluster.create(_configmap("again", namespace))
+    cluster.create(configmap("again", namespace))
     assert len(wh.calls) > recorded
 
 

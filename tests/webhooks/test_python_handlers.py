@@ -6,20 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from builders import configmap
 
 from ktest.api_error import ApiError
 from ktest.assertions import assert_converts, assert_defaulted, assert_rejected
 from ktest.cluster import Cluster
 from ktest.webhooks import AdmissionRequest, Denied, Handlers
-
-
-def configmap(name: str, namespace: str, **data: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": data,
-    }
 
 
 def limits() -> Handlers:
@@ -40,11 +32,11 @@ def limits() -> Handlers:
 
 def test_python_handlers_validate_and_mutate(cluster: Cluster, namespace: str, webhooks: Any) -> None:
     wh = webhooks(handlers=limits())
-    created = cluster.create(configmap("settings", namespace, mode="fast"))
+    created = cluster.create(configmap("settings", namespace, {"mode": "fast"}))
     assert_defaulted(
         created, {"metadata": {"labels": {"team": "platform"}}}, sent=configmap("settings", namespace)
     )
-    bad = configmap("leaky", namespace, password="hunter2")
+    bad = configmap("leaky", namespace, {"password": "hunter2"})
     assert_rejected(
         lambda: cluster.create(bad),
         "passwords belong in Secrets",
@@ -62,7 +54,8 @@ def test_webhooks_are_limited_to_the_test_namespace(cluster: Cluster, namespace:
     """A namespaceSelector term keeps one test's webhooks away from other tests' namespaces."""
     wh = webhooks(handlers=limits())
     with cluster.namespace(prefix="other", background=True) as other:
-        created = cluster.create(configmap("free", other, password="fine-here"))  # neither denied nor mutated
+        # neither denied nor mutated:
+        created = cluster.create(configmap("free", other, {"password": "fine-here"}))
     assert "team" not in (created["metadata"].get("labels") or {})
     assert len(wh.calls) == 0
 

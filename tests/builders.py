@@ -1,0 +1,84 @@
+"""Objects the tests create, built in one place (``import builders``: tests/ is on ``sys.path``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ktest.cluster import ObjectRef
+
+
+def configmap(
+    name: str,
+    namespace: str | None = None,
+    data: Mapping[str, str] | None = None,
+    *,
+    labels: Mapping[str, str] | None = None,
+    owner: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ConfigMap manifest; without ``namespace`` the call that creates it names one.
+
+    ``owner``: an object read from the API server, made the ConfigMap's controller
+    (see :func:`owner_reference`)."""
+    metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    if labels is not None:
+        metadata["labels"] = dict(labels)
+    if owner is not None:
+        metadata["ownerReferences"] = [owner_reference(owner)]
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": dict(data or {})}
+
+
+def configmap_ref(name: str, namespace: str) -> ObjectRef:
+    """The reference of a ConfigMap, for get/patch/delete and the assertions."""
+    return ObjectRef("v1", "ConfigMap", name, namespace)
+
+
+def owner_reference(
+    owner: Mapping[str, Any], *, controller: bool = True, block: bool = True
+) -> dict[str, Any]:
+    """An ownerReference to ``owner`` (an object read from the API server)."""
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": controller,
+        "blockOwnerDeletion": block,
+    }
+
+
+def crd(
+    group: str,
+    kind: str,
+    *,
+    schema: Mapping[str, Any] | None = None,
+    status: bool = False,
+    version: str = "v1",
+) -> dict[str, Any]:
+    """A namespaced CustomResourceDefinition serving one version of ``kind`` (plural: ``kind``s).
+
+    ``schema``: the openAPIV3Schema (default: an object that keeps any field);
+    ``status``: with the status subresource."""
+    plural = kind.lower() + "s"
+    keep_any = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    served: dict[str, Any] = {
+        "name": version,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": dict(schema or keep_any)},
+    }
+    if status:
+        served["subresources"] = {"status": {}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+            "scope": "Namespaced",
+            "versions": [served],
+        },
+    }
