@@ -3,32 +3,17 @@
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import kubernetes
 
-T = TypeVar("T")
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
 
 
 def client_for(kubeconfig: Path) -> Any:
     """An ApiClient for one kubeconfig, without touching the kubernetes module's globals."""
     return kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
-
-
-def wait_for(condition: Callable[[], T], *, timeout: float = 60.0, what: str = "") -> T:
-    """Poll ``condition`` until it returns something truthy; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
-        time.sleep(0.05)
 
 
 def _state(pid: int) -> str | None:

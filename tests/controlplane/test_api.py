@@ -9,9 +9,11 @@ from typing import Any
 
 import kubernetes
 import pytest
-from controlplane_helpers import client_for, wait_for
+from builders import crd
+from controlplane_helpers import client_for
 
 from ktest.controlplane import ControlPlane
+from ktest.wait import eventually
 
 ApiException = kubernetes.client.ApiException
 
@@ -119,7 +121,7 @@ def test_user_is_denied_until_rbac_grants_access(
                 return False
             return True
 
-        wait_for(allowed, timeout=30, what="the RoleBinding to take effect")
+        eventually(allowed, timeout=30, description="the RoleBinding to take effect")
         # The grant is for reading only.
         with pytest.raises(ApiException) as still_denied:
             user_core.create_namespaced_config_map(namespace, {"metadata": {"name": "x"}})
@@ -135,43 +137,24 @@ def test_add_user_same_name_twice_gives_two_kubeconfigs(shared_plane: ControlPla
     assert first.is_file() and second.is_file()
 
 
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "properties": {
-                                    "replicas": {"type": "integer"},
-                                    "maxReplicas": {"type": "integer"},
-                                },
-                                "x-kubernetes-validations": [
-                                    {
-                                        "rule": "self.replicas <= self.maxReplicas",
-                                        "message": "replicas must not exceed maxReplicas",
-                                    }
-                                ],
-                            }
-                        },
-                    }
-                },
-            }
-        ],
+CRD = crd("example.com", "Widget", schema={
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "replicas": {"type": "integer"},
+                "maxReplicas": {"type": "integer"},
+            },
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.replicas <= self.maxReplicas",
+                    "message": "replicas must not exceed maxReplicas",
+                }
+            ],
+        }
     },
-}
+})
 
 
 def test_cel_validation_rejects_a_bad_object(admin_client: Any, namespace: str) -> None:
@@ -183,7 +166,7 @@ def test_cel_validation_rejects_a_bad_object(admin_client: Any, namespace: str) 
         conditions = crd.status.conditions or []
         return any(c.type == "Established" and c.status == "True" for c in conditions)
 
-    wait_for(established, timeout=30, what="the CRD to be established")
+    eventually(established, timeout=30, description="the CRD to be established")
     custom = kubernetes.client.CustomObjectsApi(admin_client)
 
     def widget(name: str, replicas: int) -> dict[str, Any]:
@@ -198,7 +181,10 @@ def test_cel_validation_rejects_a_bad_object(admin_client: Any, namespace: str) 
         return custom.create_namespaced_custom_object("example.com", "v1", namespace, "widgets", body)
 
     # Served may lag Established by a moment: the first create may 404.
-    wait_for(lambda: _created_or_not_found(create, widget("good", 2)), what="the CRD to be served")
+    eventually(
+        lambda: _created_or_not_found(create, widget("good", 2)), timeout=60,
+        description="the CRD to be served",
+    )
     with pytest.raises(ApiException) as rejected:
         create(widget("bad", 5))
     assert rejected.value.status == 422
@@ -239,4 +225,4 @@ def test_audit_log_records_requests(shared_plane: ControlPlane, admin_client: An
                 return True
         return False
 
-    wait_for(audited, timeout=30, what="the create to appear in the audit log")
+    eventually(audited, timeout=30, description="the create to appear in the audit log")

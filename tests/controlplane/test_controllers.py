@@ -7,9 +7,10 @@ from typing import Any
 
 import kubernetes
 import pytest
-from controlplane_helpers import wait_for
+from builders import crd
 
 from ktest.controlplane import ControlPlane
+from ktest.wait import eventually
 
 ApiException = kubernetes.client.ApiException
 
@@ -49,10 +50,10 @@ def test_background_deletion_collects_dependents(admin_client: Any, namespace: s
     core = kubernetes.client.CoreV1Api(admin_client)
     _owner_and_dependent(core, namespace)
     core.delete_namespaced_config_map("owner", namespace, propagation_policy="Background")
-    wait_for(
+    eventually(
         lambda: _exists(core.read_namespaced_config_map, "dependent", namespace) is None,
         timeout=60,
-        what="the garbage collector to delete the dependent",
+        description="the garbage collector to delete the dependent",
     )
 
 
@@ -74,17 +75,17 @@ def test_foreground_deletion_waits_for_dependents(admin_client: Any, namespace: 
         assert _exists(core.read_namespaced_config_map, "dependent", namespace) is None
         return True
 
-    wait_for(owner_gone, timeout=60, what="foreground deletion to complete")
+    eventually(owner_gone, timeout=60, description="foreground deletion to complete")
 
 
 def test_orphan_deletion_leaves_dependents(admin_client: Any, namespace: str) -> None:
     core = kubernetes.client.CoreV1Api(admin_client)
     _, dependent = _owner_and_dependent(core, namespace)
     core.delete_namespaced_config_map("owner", namespace, propagation_policy="Orphan")
-    wait_for(
+    eventually(
         lambda: _exists(core.read_namespaced_config_map, "owner", namespace) is None,
         timeout=60,
-        what="the garbage collector to orphan the dependent and delete the owner",
+        description="the garbage collector to orphan the dependent and delete the owner",
     )
     survivor = core.read_namespaced_config_map("dependent", namespace)
     assert survivor.metadata.uid == dependent.metadata.uid
@@ -102,39 +103,17 @@ def test_namespace_deletion_completes(admin_client: Any) -> None:
     phase = _exists(core.read_namespace, name)
     if phase is not None:
         assert phase.status.phase == "Terminating"
-    wait_for(
+    eventually(
         lambda: _exists(core.read_namespace, name) is None,
         timeout=60,
-        what=f"namespace {name} to finish deleting",
+        description=f"namespace {name} to finish deleting",
     )
     with pytest.raises(ApiException) as gone:
         core.read_namespaced_config_map("cm-0", name)
     assert gone.value.status == 404
 
 
-GADGET_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "gadgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget"},
-        "scope": "Namespaced",
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+GADGET_CRD = crd("example.com", "Gadget")
 
 
 def test_custom_resource_owner_is_collected_after_restart_controllers(
@@ -163,7 +142,7 @@ def test_custom_resource_owner_is_collected_after_restart_controllers(
                 return None
             raise
 
-    owner = wait_for(create_owner, timeout=30, what="the Gadget CRD to be served")
+    owner = eventually(create_owner, timeout=30, description="the Gadget CRD to be served")
     shared_plane.restart_controllers()
     assert shared_plane.controllers == frozenset({"garbagecollector", "namespace"})
     core.create_namespaced_config_map(
@@ -183,8 +162,8 @@ def test_custom_resource_owner_is_collected_after_restart_controllers(
         },
     )
     custom.delete_namespaced_custom_object("example.com", "v1", namespace, "gadgets", "g")
-    wait_for(
+    eventually(
         lambda: _exists(core.read_namespaced_config_map, "gadget-part", namespace) is None,
         timeout=15,  # well under the 30 s rediscovery period
-        what="the garbage collector to delete the Gadget's dependent",
+        description="the garbage collector to delete the Gadget's dependent",
     )

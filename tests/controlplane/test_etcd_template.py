@@ -12,11 +12,12 @@ from urllib.parse import urlparse
 
 import kubernetes
 import pytest
-from controlplane_helpers import client_for, wait_for
+from controlplane_helpers import client_for
 
 from ktest.assets.assets import Assets
 from ktest.controlplane import ControlPlane, etcd_template
 from ktest.controlplane.apiserver import ApiServerClient
+from ktest.wait import eventually
 
 # What the API server creates at bootstrap, and what it serves.
 LISTS = {
@@ -102,13 +103,13 @@ def test_a_plane_started_from_the_template_is_the_same_cluster(assets: Assets) -
         assert slow._template is None
         # Each API server creates the `kubernetes` Service (it names its own port) once /readyz
         # is green (polled every 100 ms): the template leaves it out.
-        wait_for(lambda: _client(slow).get("/api/v1/namespaces/default/services/kubernetes")[0] == 200,
-                 timeout=30, what="the kubernetes Service of the bootstrapped cluster")
+        eventually(lambda: _client(slow).get("/api/v1/namespaces/default/services/kubernetes")[0] == 200,
+                   timeout=30, description="the kubernetes Service of the bootstrapped cluster")
         bootstrapped = cluster_snapshot(slow)
     with ControlPlane(assets=assets, controllers="none") as fast:
         assert fast._template is not None and etcd_template.is_complete(fast._template)
-        wait_for(lambda: _client(fast).get("/api/v1/namespaces/default/services/kubernetes")[0] == 200,
-                 timeout=30, what="the kubernetes Service of the cluster started from the template")
+        eventually(lambda: _client(fast).get("/api/v1/namespaces/default/services/kubernetes")[0] == 200,
+                   timeout=30, description="the kubernetes Service of the cluster started from the template")
         from_template = cluster_snapshot(fast)
         # and it is a working cluster of its own: a write lands and reads back
         api = client_for(fast.kubeconfig)

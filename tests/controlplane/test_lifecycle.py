@@ -20,12 +20,12 @@ from controlplane_helpers import (
     descendants,
     live_processes_using,
     same_process_alive,
-    wait_for,
 )
 
 from ktest.assets.assets import Assets
 from ktest.controlplane import ControlPlane
 from ktest.errors import ControlPlaneError
+from ktest.wait import eventually
 
 HERE = Path(__file__).parent
 
@@ -103,17 +103,17 @@ def test_owner_death_leaves_nothing(assets: Assets, ending: str) -> None:
             child.stdin.flush()
         child.wait(30)
 
-        wait_for(
+        eventually(
             lambda: not any(same_process_alive(p, s) for p, s in components.items()),
             timeout=20,
-            what="the components to die with their owner",
+            description="the components to die with their owner",
         )
-        wait_for(lambda: not directory.exists(), timeout=20, what=f"{directory} to be removed")
+        eventually(lambda: not directory.exists(), timeout=20, description=f"{directory} to be removed")
         # The janitor too is gone once it has cleaned up.
-        wait_for(
+        eventually(
             lambda: not any(same_process_alive(p, s) for p, (_, s) in tree.items()),
             timeout=20,
-            what="every descendant of the owner to exit",
+            description="every descendant of the owner to exit",
         )
         assert live_processes_using(directory) == []
         if forked:  # cleanup did not wait for the forked child, which still runs
