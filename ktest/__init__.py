@@ -7,9 +7,9 @@ side effects (the pytest plugin imports it in every test run).
 from __future__ import annotations
 
 from ktest.lazy import lazy_attributes
-from ktest.public_api import TOP_LEVEL
+from ktest.public_api import TOP_LEVEL, VERSION
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 _EXPORTS = TOP_LEVEL  # the public API is listed once, in ktest.public_api
 

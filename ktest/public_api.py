@@ -10,6 +10,9 @@ The ``ktest`` package's own lazy exports are ``TOP_LEVEL``.
 
 from __future__ import annotations
 
+VERSION = "0.1.0"
+"""ktest's version (``ktest.__version__``, ``ktest --version``, the wheel's)."""
+
 ASSERTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "assert_has_finalizer": ("finalizers", ()),
     "assert_deletion_blocked": ("finalizers", ()),

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ktest.backends.base import Backend, ClusterShare, Component, process_start_time
+from ktest.backends.base import Backend, ClusterShare, Component
+from ktest.base.procfs import process_start_time
 from ktest.cluster import Cluster
 from ktest.config import Settings
 from ktest.controlplane import ControlPlane

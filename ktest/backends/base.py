@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktest.base.procfs import process_alive
+
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
     from ktest.controlplane import ControlPlane
@@ -74,7 +76,7 @@ class ClusterShare:
 
     def dead_components(self) -> list[tuple[str, str]]:
         """(name, log tail) of every recorded component that is no longer running."""
-        from ktest.controlplane.process import read_tail
+        from ktest.base.process import read_tail
 
         return [
             (name, read_tail(Path(component.log)))
@@ -117,24 +119,3 @@ class Backend(abc.ABC):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def process_start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (ticks since boot), None if it does not exist."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2 :].split()[19]
-
-
-def process_alive(pid: int, start_time: str | None = None) -> bool:
-    """True when ``pid`` runs (not a zombie) and, if given, started at ``start_time`` (no pid reuse)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    after_name = stat[stat.rindex(")") + 2 :].split()
-    if after_name[0] in ("Z", "X"):
-        return False
-    return start_time is None or after_name[19] == start_time

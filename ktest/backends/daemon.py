@@ -20,9 +20,9 @@ from pathlib import Path
 from types import FrameType
 
 from ktest.backends.bare import BareBackend
-from ktest.backends.base import process_start_time
 from ktest.backends.reuse import UpRecord, read_record, write_record
 from ktest.backends.shared import ClusterServer
+from ktest.base.procfs import process_start_time
 from ktest.controlplane import ControlPlane
 from ktest.errors import KtestError
 

@@ -30,7 +30,8 @@ from urllib.parse import urlparse
 import filelock
 
 from ktest.backends.attached import AttachedBackend
-from ktest.backends.base import ClusterShare, process_alive, process_start_time
+from ktest.backends.base import ClusterShare
+from ktest.base.procfs import process_alive, process_start_time
 from ktest.config import Settings
 from ktest.errors import ConfigError, ControlPlaneError
 
@@ -155,7 +156,7 @@ def read_record(path: Path) -> UpRecord | None:
 
 def write_record(record: UpRecord) -> None:
     """Write atomically (readers never see half a record), 0600 in a 0700 directory."""
-    from ktest.controlplane.certs import write_private_file
+    from ktest.base.certs import write_private_file
 
     private_state_directory(record.path.parent)
     write_private_file(record.path, (json.dumps(record.to_json(), indent=2) + "\n").encode())
@@ -164,7 +165,7 @@ def write_record(record: UpRecord) -> None:
 def private_state_directory(directory: Path) -> Path:
     """``directory`` (``.../ktest/up``) created 0700, its parent ``ktest`` too; one an older
     ktest made 0755 is made 0700 (only if this user owns it)."""
-    from ktest.controlplane.certs import private_directory
+    from ktest.base.certs import private_directory
 
     private_directory(directory)
     for path in (directory.parent, directory):
@@ -276,10 +277,10 @@ def _remove_leftovers(record: UpRecord) -> None:
 
     remove_share_of_dead_owner(record.share.control_address)
     if record.share.directory and not record.daemon_alive():
-        from ktest.controlplane import janitor
+        from ktest.base import janitor
 
         directory = Path(record.share.directory)
-        if directory.is_dir() and not janitor.owner_alive(directory):
+        if directory.is_dir() and not janitor.holder_alive(directory):
             janitor.kill_and_remove(directory, remove=True, timeout=5.0)
 
 
@@ -298,7 +299,7 @@ def _start_daemon(
     timeout: float,
     run_dir: Path | None,
 ) -> UpRecord:
-    from ktest.controlplane.process import read_tail
+    from ktest.base.process import read_tail
 
     private_state_directory(path.parent)
     log = log_path(path)

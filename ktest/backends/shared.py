@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ktest import errors
-from ktest.backends import owners
 from ktest.backends.base import Backend, ClusterShare
+from ktest.base import holders
 
 SHARE_PREFIX = "ktest-share-"
 
@@ -59,7 +59,7 @@ class ClusterServer:
         self._open_backend = open_backend
         sweep_stale_shares()
         self._directory = Path(tempfile.mkdtemp(prefix=SHARE_PREFIX))
-        owners.write_owner(self._directory)
+        holders.write_holder(self._directory)
         self.address = str(self._directory / "socket")
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._socket.bind(self.address)
@@ -134,7 +134,7 @@ class ClusterServer:
 
 def sweep_stale_shares(base: Path | None = None) -> list[Path]:
     """Remove ``ktest-share-*`` directories whose owning process is dead."""
-    return owners.sweep(Path(base or tempfile.gettempdir()), SHARE_PREFIX, unowned=_socket_refuses)
+    return holders.sweep(Path(base or tempfile.gettempdir()), SHARE_PREFIX, unowned=_socket_refuses)
 
 
 def remove_share_of_dead_owner(address: str | None) -> bool:
@@ -142,7 +142,7 @@ def remove_share_of_dead_owner(address: str | None) -> bool:
     if not address:
         return False
     directory = Path(address).parent
-    if not directory.name.startswith(SHARE_PREFIX) or not owners.owner_is_dead(directory, _socket_refuses):
+    if not directory.name.startswith(SHARE_PREFIX) or not holders.holder_is_dead(directory, _socket_refuses):
         return False
     shutil.rmtree(directory, ignore_errors=True)
     return not directory.exists()

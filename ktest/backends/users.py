@@ -23,8 +23,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from ktest.base.kubeconfig import write_kubeconfig
 from ktest.cluster import UserIssuer
-from ktest.controlplane.kubeconfig import write_kubeconfig
 from ktest.errors import ClusterError
 
 _VALIDITY = datetime.timedelta(days=30)

@@ -328,7 +328,7 @@ def _print_help(parser: argparse.ArgumentParser) -> int:
 
 
 def _github_actions(args: argparse.Namespace) -> int:
-    import ktest
+    from ktest.public_api import VERSION
 
     repository, ref = args.repository, args.ref
     if repository is None or ref is None:
@@ -351,11 +351,11 @@ def _github_actions(args: argparse.Namespace) -> int:
         shards=args.shards,
         install=args.install,
         pytest_args=args.pytest_args,
-        ktest_version=ktest.__version__,
+        ktest_version=VERSION,
     )
     if standalone:
         write_workflow(args.path, render_standalone_workflow(options), force=args.force)
-        print(f"wrote {args.path} (self-contained: ktest {ktest.__version__} from PyPI); commit it and push")
+        print(f"wrote {args.path} (self-contained: ktest {VERSION} from PyPI); commit it and push")
         return 0
     write_workflow(args.path, render_workflow(options), force=args.force)
     print(f"wrote {args.path} (ktest {repository}@{options.ref[:12]}); commit it and push")

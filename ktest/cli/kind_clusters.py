@@ -53,7 +53,7 @@ def kind_status_lines() -> list[str]:
     for record in records.list_records():
         if record.kept:
             owner = "kept (ktest up / --ktest-keep-cluster)"
-        elif record.owner_alive():
+        elif record.holder_alive():
             owner = f"owned by pid {record.owner_pid}"
         else:
             owner = (

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from ktest import __version__
 from ktest.cli import binaries, init, kind, up, versions
 from ktest.errors import KtestError
+from ktest.public_api import VERSION as __version__
 
 # Add a subcommand module here (it must define ``register(subparsers)``).
 COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up, kind, versions, init)

@@ -166,13 +166,12 @@ def _down(args: argparse.Namespace) -> int:
 
 def _sweep_leftovers() -> str:
     """Remove socket and control-plane directories of dead ktest processes; say what went."""
-    from ktest.backends import owners
     from ktest.backends.shared import sweep_stale_shares
-    from ktest.controlplane import janitor
+    from ktest.base import holders, janitor
     from ktest.controlplane.plane import default_base_directory
 
     removed = sweep_stale_shares()
-    removed += owners.sweep_temp(Path(tempfile.gettempdir()))
+    removed += holders.sweep_temp(Path(tempfile.gettempdir()))
     bases = {default_base_directory()}
     if os.environ.get("KTEST_RUN_DIR"):
         bases.add(Path(os.environ["KTEST_RUN_DIR"]).expanduser())

@@ -94,12 +94,12 @@ def check_selector(text: str, supported: list[str]) -> str:
 
 def build_report(selectors: list[str] | None, *, remote: bool) -> VersionReport:
     """Supported/default versions and the patch each selector resolves to (None when unknown)."""
-    import ktest
     from ktest.assets import download, store, versions
     from ktest.assets.gobuild import find_go
     from ktest.assets.progress import as_progress
     from ktest.assets.selectors import parse_selector
     from ktest.kind import recipe
+    from ktest.public_api import VERSION
 
     supported = supported_minors()
     wanted = selectors if selectors else supported
@@ -129,7 +129,7 @@ def build_report(selectors: list[str] | None, *, remote: bool) -> VersionReport:
             minor = parse_selector(check_selector(text, supported))
             resolved[text] = minor.newest_match(candidates)
     return VersionReport(
-        ktest_version=ktest.__version__,
+        ktest_version=VERSION,
         default=recipe.DEFAULT_MINOR,
         supported=supported,
         kind_version=recipe.KIND_VERSION,

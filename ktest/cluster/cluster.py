@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.resource import Resource
 
-    from ktest.operators.handle import OperatorHandle
-    from ktest.proxy import Faults
 
 
 FIELD_MANAGER = "ktest"
@@ -96,6 +94,7 @@ class Cluster:
         self._scratch: Path | None = None
         self._reaper: namespaces.NamespaceReaper | None = None
         self._closed = False
+        self._close_hooks: list[Callable[[], object]] = []
         try:
             configuration = Configuration()
             # Watches used by eventually's wake-up each hold a connection; keep them pooled.
@@ -118,6 +117,11 @@ class Cluster:
             ) from None
         self.rest = Rest(self.api_client)
         self.discovery = Discovery(self.rest)
+
+    def on_close(self, hook: Callable[[], object]) -> None:
+        """Call ``hook`` when the cluster closes (the layers above stop what they run against it:
+        ``eventually``'s watch threads, for one), last registered first."""
+        self._close_hooks.append(hook)
 
     # ----------------------------------------------------------------- basics
 
@@ -193,9 +197,8 @@ class Cluster:
         finally:
             for user in self._users.values():
                 user.close()
-            from ktest.wait.wakeup import close_hub
-
-            close_hub(self)
+            for hook in reversed(self._close_hooks):
+                hook()
             self.api_client.close()
             if self._scratch is not None:
                 shutil.rmtree(self._scratch, ignore_errors=True)
@@ -203,12 +206,12 @@ class Cluster:
     def _scratch_dir(self) -> Path:
         with self._lock:
             if self._scratch is None:
-                from ktest.backends import owners
+                from ktest.base import holders
 
                 # Owned by this process: what a killed run left is swept at the next start.
-                owners.sweep(Path(tempfile.gettempdir()), owners.CLUSTER_SCRATCH_PREFIX)
-                self._scratch = Path(tempfile.mkdtemp(prefix=owners.CLUSTER_SCRATCH_PREFIX))
-                owners.write_owner(self._scratch)
+                holders.sweep(Path(tempfile.gettempdir()), holders.CLUSTER_SCRATCH_PREFIX)
+                self._scratch = Path(tempfile.mkdtemp(prefix=holders.CLUSTER_SCRATCH_PREFIX))
+                holders.write_holder(self._scratch)
             return self._scratch
 
     # ------------------------------------------------------------ reading
@@ -460,9 +463,15 @@ class Cluster:
                 )
             return self._users[key]
 
-    def faults(self, operator: OperatorHandle) -> Faults:
-        """Break some of ``operator``'s API calls for a block: ``with cluster.faults(op).inject(rule):``
-        (rules from ``ktest.faults``; the operator must run behind ktest's proxy, the default)."""
+    def faults(self, operator: Any) -> Any:
+        """Deprecated: ``op.faults`` (the cluster layer knows nothing of operators or their proxy)."""
+        import warnings
+
+        warnings.warn(
+            "cluster.faults(op) is deprecated; use op.faults (e.g. with op.faults.inject(rule):)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return operator.faults
 
     @contextlib.contextmanager
@@ -560,7 +569,7 @@ class Cluster:
         context.note_created(info.api_version, info.kind, str(meta.get("name")), str(meta.get("uid", "")))
 
     def _record(self, api_version: str, kind: str, namespace: str | None, name: str | None) -> None:
-        from ktest.wait.tracking import record_read
+        from ktest.cluster.reads import record_read
 
         record_read(self, api_version, kind, namespace, name)
 

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 from ktest.lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from ktest.base.process import ManagedProcess
     from ktest.controlplane.plane import ControlPlane
-    from ktest.controlplane.process import ManagedProcess
 
 # Imported on first use: attaching to a running control plane needs only its small
 # readiness client (ktest.controlplane.apiserver), not certificates and processes.
-_EXPORTS = {"ControlPlane": "ktest.controlplane.plane", "ManagedProcess": "ktest.controlplane.process"}
+_EXPORTS = {"ControlPlane": "ktest.controlplane.plane", "ManagedProcess": "ktest.base.process"}
 
 __all__ = ["ControlPlane", "ManagedProcess"]
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktest.base.process import ManagedProcess, component_environment
 from ktest.controlplane.flags import merge_flags
-from ktest.controlplane.process import ManagedProcess, component_environment
 
 if TYPE_CHECKING:  # certificates (cryptography) are not needed to check a running server
     from ktest.controlplane.etcd import EtcdCredentials

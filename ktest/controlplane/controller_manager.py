@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ktest.base.process import ManagedProcess, component_environment
 from ktest.controlplane.flags import BinaryFlags
-from ktest.controlplane.process import ManagedProcess, component_environment
 from ktest.errors import ControlPlaneError
 
 DEFAULT_CONTROLLERS = ("garbagecollector", "namespace")

@@ -15,9 +15,9 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktest.controlplane.certs import CertificateAuthority
+from ktest.base.certs import CertificateAuthority
+from ktest.base.process import ManagedProcess, component_environment
 from ktest.controlplane.flags import probe
-from ktest.controlplane.process import ManagedProcess, component_environment
 
 MEMBER_NAME = "ktest"
 _NAMES = ("localhost",)

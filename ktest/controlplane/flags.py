@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktest.controlplane.process import component_environment
+from ktest.base.process import component_environment
 from ktest.errors import ControlPlaneError
 
 _CACHE_FORMAT = 1

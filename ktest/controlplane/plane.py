@@ -16,7 +16,12 @@ from types import TracebackType
 from typing import TypeVar
 
 from ktest.assets.assets import Assets
-from ktest.controlplane import janitor
+from ktest.base import janitor
+from ktest.base.certs import CertificateAuthority, KeyPair, service_account_key_pair
+from ktest.base.janitor_client import JanitorHandle
+from ktest.base.kubeconfig import write_kubeconfig
+from ktest.base.ports import free_ports, is_address_in_use
+from ktest.base.process import ManagedProcess
 from ktest.controlplane.apiserver import (
     AUDIT_POLICY,
     RESERVED_FLAGS,
@@ -27,7 +32,6 @@ from ktest.controlplane.apiserver import (
     ApiServerFiles,
     apiserver_process,
 )
-from ktest.controlplane.certs import CertificateAuthority, KeyPair, service_account_key_pair
 from ktest.controlplane.controller_manager import (
     DEFAULT_CONTROLLERS,
     controller_manager_process,
@@ -37,10 +41,6 @@ from ktest.controlplane.controller_manager import (
 )
 from ktest.controlplane.etcd import EtcdCredentials, etcd_healthy, etcd_process
 from ktest.controlplane.flags import flag_name, probe
-from ktest.controlplane.janitor_client import JanitorHandle
-from ktest.controlplane.kubeconfig import write_kubeconfig
-from ktest.controlplane.ports import free_ports, is_address_in_use
-from ktest.controlplane.process import ManagedProcess
 from ktest.errors import AssetsError, ControlPlaneError
 
 ADMIN_USER = "ktest-admin"
@@ -67,9 +67,9 @@ class _User:
 
 def _sweep_temp_leftovers() -> None:
     """Webhook and operator-log directories that killed runs left in $TMPDIR (owner recorded)."""
-    from ktest.backends import owners
+    from ktest.base import holders
 
-    owners.sweep_temp()
+    holders.sweep_temp()
 
 
 def default_base_directory(shm: Path = Path("/dev/shm")) -> Path:
@@ -416,7 +416,7 @@ class ControlPlane:
                 f"{error.strerror or error}.\n{disk_hint(base)}"
             ) from None
         self._directory = directory
-        janitor.write_owner(directory)
+        janitor.write_holder(directory)
         if self.keep_directory:
             janitor.write_private_text(directory / janitor.KEEP_FILE, "")
         self._janitor = JanitorHandle(directory, keep_directory=self.keep_directory)

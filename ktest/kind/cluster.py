@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from ktest.controlplane.janitor_client import JanitorHandle
+from ktest.base.janitor_client import JanitorHandle
 from ktest.errors import KindError
 from ktest.kind import records
 from ktest.kind.records import ClusterRecord

@@ -104,7 +104,7 @@ class Kubectl:
         args = ["port-forward", "--address", "127.0.0.1", target, f":{port}"]
         if namespace:
             args[1:1] = ["--namespace", namespace]
-        from ktest.controlplane.process import popen_bound  # killed with this process, even by kill -9
+        from ktest.base.process import popen_bound  # killed with this process, even by kill -9
 
         process = popen_bound(
             self.command(*args),

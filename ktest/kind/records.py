@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ktest.backends.base import process_alive, process_start_time
+from ktest.base.procfs import process_alive, process_start_time
 from ktest.errors import KindError
 
 CLUSTER_PREFIX = "ktest-"
@@ -79,12 +79,12 @@ class ClusterRecord:
     def kubeconfig(self) -> Path:
         return Path(self.directory) / "admin.kubeconfig"
 
-    def owner_alive(self) -> bool:
+    def holder_alive(self) -> bool:
         return process_alive(self.owner_pid, self.owner_start)
 
     def orphaned(self) -> bool:
         """Not kept and its owner is gone: nobody will ever delete it but the sweep."""
-        return not self.kept and not self.owner_alive()
+        return not self.kept and not self.holder_alive()
 
     def path(self, directory: Path | None = None) -> Path:
         return (directory or records_directory()) / f"{self.name}.json"

@@ -34,7 +34,7 @@ def sweep_orphans(
                 _forget(record, records_dir)
                 notes.append(f"forgot kind cluster {record.name}: it no longer exists")
             continue
-        if record.orphaned() or (include_kept and not record.owner_alive()):
+        if record.orphaned() or (include_kept and not record.holder_alive()):
             why = "kept by `ktest up`" if record.kept else f"its owner (pid {record.owner_pid}) is gone"
             try:
                 delete_cluster(kind, record, records_dir)

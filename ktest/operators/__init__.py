@@ -34,7 +34,7 @@ _EXPORTS = {
     "build_go_binary": "ktest.operators.gobuild",
     "plan_go_build": "ktest.operators.gobuild",
     "ExpectedCrash": "ktest.operators.handle",
-    "OperatorCrash": "ktest.operators.ownership",
+    "OperatorCrash": "ktest.operators.run_threads",
     "namespace_for": "ktest.operators.pytest_fixtures",
     "operator_for_test": "ktest.operators.pytest_fixtures",
     "finalize_namespace": "ktest.operators.pytest_fixtures",

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktest.operators.ownership import current_run
+from ktest.operators.run_threads import current_run
 
 _VARIABLE = "KUBECONFIG"
 

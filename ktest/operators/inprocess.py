@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ktest.errors import OperatorError
 from ktest.operators.handle import launch
-from ktest.operators.ownership import OperatorCrash, RunThreads
+from ktest.operators.run_threads import OperatorCrash, RunThreads
 from ktest.operators.thread_runner import ThreadOperator, ThreadRun
 from ktest.operators.threads import call_in_loop, close_loop
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ktest.operators import client_defaults
 from ktest.operators.handle import launch
 from ktest.operators.kopf_loading import Source, describe_sources, is_path, load_registry
-from ktest.operators.ownership import RunThreads
+from ktest.operators.run_threads import RunThreads
 from ktest.operators.thread_runner import ThreadOperator, ThreadRun
 from ktest.operators.threads import call_in_loop, close_loop
 

@@ -33,7 +33,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from ktest.operators.ownership import RecordSink, current_run
+from ktest.operators.run_threads import RecordSink, current_run
 
 TAIL_LINES = 40
 _FORMAT = "%(asctime)s.%(msecs)03d %(levelname)-7s %(name)s: %(message)s"
@@ -52,9 +52,9 @@ class OperatorLog:
         base = Path(tempfile.mkdtemp(prefix="ktest-operator-")) if directory is None else Path(directory)
         base.mkdir(parents=True, exist_ok=True)
         if self._own_directory:  # owner recorded: swept by the next start if this process is killed
-            from ktest.backends.owners import write_owner
+            from ktest.base.holders import write_holder
 
-            write_owner(base)
+            write_holder(base)
         self.path = base / f"{_safe(name)}.log"
         self.path.touch()
         if self._own_directory:  # a handle nobody closed still leaves no files behind

@@ -3,7 +3,7 @@
 The process gets ``KUBECONFIG`` pointing at the test cluster (and none of
 the in-cluster service-account variables that would make a client library
 ignore it), runs in its own process group, and is killed by the kernel if
-the test process dies (``ktest.controlplane.process``). Its stdout and
+the test process dies (``ktest.base.process``). Its stdout and
 stderr go to the handle's log file. ``crash()`` is SIGKILL; ``stop()`` is
 SIGTERM, then SIGKILL after ``stop_timeout``.
 
@@ -32,8 +32,8 @@ from ktest.operators.handle import OperatorHandle, launch
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from ktest.base.process import ManagedProcess
     from ktest.cluster import Cluster
-    from ktest.controlplane.process import ManagedProcess
     from ktest.operators.handle import OperatorOptions
 
 IN_CLUSTER_VARIABLES = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "KUBERNETES_SERVICE_PORT_HTTPS")
@@ -89,7 +89,7 @@ class ProcessOperator(OperatorHandle):
     def port(self) -> int:
         """The free port substituted for ``{port}`` (chosen on first use)."""
         if self._port is None:
-            from ktest.controlplane.ports import free_ports
+            from ktest.base.ports import free_ports
 
             self._port = free_ports(1)[0]
         return self._port
@@ -109,7 +109,7 @@ class ProcessOperator(OperatorHandle):
     # ------------------------------------------------------------ hooks
 
     def _launch(self) -> None:
-        from ktest.controlplane.process import ManagedProcess
+        from ktest.base.process import ManagedProcess
 
         command = [self._expand(part) for part in self.command]
         env = {key: value for key, value in os.environ.items() if key not in IN_CLUSTER_VARIABLES}

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from ktest.operators import client_defaults, logs
 from ktest.operators.handle import OperatorHandle
-from ktest.operators.ownership import OperatorCrash, RunThreads
+from ktest.operators.run_threads import OperatorCrash, RunThreads
 from ktest.operators.threads import (
     call_in_loop,
     crash_threads,

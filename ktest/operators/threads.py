@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ktest.operators import logs
-from ktest.operators.ownership import OperatorCrash, RunThreads, acquire_tracking, release_tracking
+from ktest.operators.run_threads import OperatorCrash, RunThreads, acquire_tracking, release_tracking
 
 
 def start_operator_thread(

@@ -3,7 +3,7 @@
 Every operator ktest starts talks to the API server through an
 :class:`OperatorProxy` (unless ``proxy=False`` or the setting
 ``ktest_operator_proxy = off``): ``op.traffic`` is the record of its calls,
-``op.faults.inject(rule)`` (or ``cluster.faults(op).inject(rule)``) breaks
+``op.faults.inject(rule)`` breaks
 some of them for a block. Rules are made with :mod:`ktest.faults`.
 
 Modules: ``requests`` (naming a request), ``traffic`` (the record), ``rules``

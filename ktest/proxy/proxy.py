@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ktest.controlplane.certs import CertificateAuthority
-from ktest.controlplane.kubeconfig import write_kubeconfig
+from ktest.base.certs import CertificateAuthority
+from ktest.base.kubeconfig import write_kubeconfig
 from ktest.proxy import endpoints
 from ktest.proxy.faults import Faults, FaultSet
 from ktest.proxy.server import ProxyServer, Upstream
@@ -58,12 +58,12 @@ class OperatorProxy:
         self.kubeconfig: Path | None = None
 
     def start(self) -> OperatorProxy:
-        from ktest.backends import owners
+        from ktest.base import holders
 
         base = Path(tempfile.gettempdir())
-        owners.sweep(base, DIRECTORY_PREFIX)
+        holders.sweep(base, DIRECTORY_PREFIX)
         self._directory = Path(tempfile.mkdtemp(prefix=DIRECTORY_PREFIX))
-        owners.write_owner(self._directory)
+        holders.write_holder(self._directory)
         try:
             authority = CertificateAuthority(self._directory / "pki", "ktest-operator-proxy", write_key=False)
             serving = authority.serving("proxy", ["localhost"], ["127.0.0.1"], common_name="ktest-proxy")

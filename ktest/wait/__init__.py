@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 from ktest.lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from ktest.cluster.reads import ReadTarget, record_read, recording_reads
     from ktest.wait import aio
     from ktest.wait.defaults import WaitDefaults, current_defaults, use_defaults
     from ktest.wait.match import ListKeys, assert_matches, diff
     from ktest.wait.sync import consistently, eventually
-    from ktest.wait.tracking import ReadTarget, record_read, recording_reads
     from ktest.wait.wakeup import close_hub
 
 _EXPORTS = {
     "ListKeys": "ktest.wait.match",
-    "ReadTarget": "ktest.wait.tracking",
+    "ReadTarget": "ktest.cluster.reads",
     "WaitDefaults": "ktest.wait.defaults",
     "assert_matches": "ktest.wait.match",
     "close_hub": "ktest.wait.wakeup",
@@ -33,8 +33,8 @@ _EXPORTS = {
     "current_defaults": "ktest.wait.defaults",
     "diff": "ktest.wait.match",
     "eventually": "ktest.wait.sync",
-    "record_read": "ktest.wait.tracking",
-    "recording_reads": "ktest.wait.tracking",
+    "record_read": "ktest.cluster.reads",
+    "recording_reads": "ktest.cluster.reads",
     "use_defaults": "ktest.wait.defaults",
 }
 

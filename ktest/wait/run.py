@@ -20,11 +20,11 @@ from typing import Any, Literal
 from tenacity import RetryCallState, retry_if_result, stop_after_delay, wait_fixed
 from tenacity.wait import wait_base
 
+from ktest.cluster.reads import ReadTarget, recording_reads, target_of
 from ktest.context import check_health
 from ktest.errors import ConfigError
 from ktest.wait import checks, report, wakeup
 from ktest.wait.defaults import check_seconds, current_defaults
-from ktest.wait.tracking import ReadTarget, recording_reads, target_of
 from ktest.wait.transient import Verdict, classify, describe
 
 Kind = Literal["eventually", "consistently"]

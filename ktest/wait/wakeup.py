@@ -34,7 +34,7 @@ from typing import Any
 from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 
-from ktest.wait.tracking import ReadTarget
+from ktest.cluster.reads import ReadTarget
 
 log = logging.getLogger(__name__)
 
@@ -382,6 +382,9 @@ def hub_for(cluster: Any) -> WatchHub | None:
         _hubs[key] = hub
         if hub.holds_weak_ref:
             weakref.finalize(cluster, _forget, key, hub)
+        on_close = getattr(cluster, "on_close", None)
+        if callable(on_close):
+            on_close(functools.partial(close_hub, cluster))
         return hub
 
 

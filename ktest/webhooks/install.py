@@ -129,7 +129,7 @@ def lock_directory(env: Mapping[str, str] | None = None) -> Path:
     ``${XDG_CACHE_HOME:-~/.cache}/ktest/locks``: never the world-writable temp directory, where
     another user could create (and hold) a lock first or plant a symlink under its name.
     """
-    from ktest.controlplane.certs import private_directory
+    from ktest.base.certs import private_directory
 
     env = os.environ if env is None else env
     runtime = env.get("XDG_RUNTIME_DIR")

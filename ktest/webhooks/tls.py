@@ -15,7 +15,7 @@ import ssl
 from collections.abc import Iterable
 from pathlib import Path
 
-from ktest.controlplane.certs import CertificateAuthority, KeyPair
+from ktest.base.certs import CertificateAuthority, KeyPair
 
 
 class WebhookTLS:

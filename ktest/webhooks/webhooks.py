@@ -38,9 +38,9 @@ from ktest.webhooks.server import FrontServer
 from ktest.webhooks.tls import WebhookTLS
 
 if TYPE_CHECKING:
+    from ktest.base.janitor_client import JanitorHandle
     from ktest.cluster import Cluster
     from ktest.cluster.manifests import ManifestSource
-    from ktest.controlplane.janitor_client import JanitorHandle
 
 OPERATOR_HOST = "127.0.0.1"
 DEFAULT_READY_TIMEOUT = 30.0
@@ -335,13 +335,13 @@ class Webhooks:
 
     def _tls(self) -> WebhookTLS:
         if self.tls is None:
-            from ktest.backends import owners
-            from ktest.controlplane.janitor_client import JanitorHandle
+            from ktest.base import holders
+            from ktest.base.janitor_client import JanitorHandle
 
-            owners.sweep(Path(tempfile.gettempdir()), owners.WEBHOOKS_PREFIX)  # what killed runs left
-            directory = Path(tempfile.mkdtemp(prefix=owners.WEBHOOKS_PREFIX))
+            holders.sweep(Path(tempfile.gettempdir()), holders.WEBHOOKS_PREFIX)  # what killed runs left
+            directory = Path(tempfile.mkdtemp(prefix=holders.WEBHOOKS_PREFIX))
             self._directory = directory
-            owners.write_owner(directory)
+            holders.write_holder(directory)
             # The serving key must not outlive this process, even after kill -9: the janitor
             # stops what still uses the directory (an operator given --webhook-cert-dir) and
             # removes it when this process dies without close().
@@ -351,7 +351,7 @@ class Webhooks:
 
 
 def _free_port() -> int:
-    from ktest.controlplane.ports import free_ports
+    from ktest.base.ports import free_ports
 
     return free_ports(1)[0]
 

@@ -12,11 +12,11 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from ktest.assets.assets import Assets
+from ktest.base.certs import CertificateAuthority
+from ktest.base.kubeconfig import write_kubeconfig
+from ktest.base.ports import free_ports, is_address_in_use, is_free
 from ktest.controlplane import flags
-from ktest.controlplane.certs import CertificateAuthority
 from ktest.controlplane.controller_manager import requested_controllers, resolve_controllers
-from ktest.controlplane.kubeconfig import write_kubeconfig
-from ktest.controlplane.ports import free_ports, is_address_in_use, is_free
 from ktest.errors import ControlPlaneError
 
 

@@ -203,8 +203,8 @@ def manifest(text: str, *, crds: bool = False) -> Callable[[Sandbox], Any]:
 def existing(server: str) -> Callable[[Sandbox], Any]:
     def trigger(box: Sandbox) -> Any:
         from ktest.backends.existing import ExistingBackend
-        from ktest.controlplane.certs import CertificateAuthority
-        from ktest.controlplane.kubeconfig import write_kubeconfig
+        from ktest.base.certs import CertificateAuthority
+        from ktest.base.kubeconfig import write_kubeconfig
 
         ca = CertificateAuthority(box.root / "ca")
         pair = ca.client("u", "u")

@@ -15,8 +15,8 @@ import pytest
 from hardening_helpers import listening_addresses
 
 from ktest.assets.assets import Assets
+from ktest.base.ports import free_ports
 from ktest.controlplane import ControlPlane
-from ktest.controlplane.ports import free_ports
 
 SCRUBBED = {
     "ETCDCTL_ENDPOINTS": "https://127.0.0.1:1",
@@ -73,7 +73,7 @@ def test_no_component_sees_etcd_or_kube_variables(polluted: tuple[ControlPlane, 
 
 
 def test_component_environment_keeps_the_rest() -> None:
-    from ktest.controlplane.process import component_environment
+    from ktest.base.process import component_environment
 
     base = {"PATH": "/bin", "HOME": "/root", "ETCD_DATA_DIR": "/x", "KUBECONFIG": "k", "KUBECTL_X": "y"}
     assert component_environment(base) == {"PATH": "/bin", "HOME": "/root", "KUBECTL_X": "y"}

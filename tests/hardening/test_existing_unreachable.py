@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ktest.backends.existing import ExistingBackend
+from ktest.base.certs import CertificateAuthority
+from ktest.base.kubeconfig import write_kubeconfig
 from ktest.controlplane import ControlPlane
-from ktest.controlplane.certs import CertificateAuthority
-from ktest.controlplane.kubeconfig import write_kubeconfig
 from ktest.errors import ClusterError
 
 CONTEXT = "tester@ktest"

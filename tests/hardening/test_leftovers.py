@@ -20,8 +20,8 @@ import yaml
 from hardening_helpers import files_with_key_material
 
 from ktest.assets.assets import Assets
-from ktest.backends import owners
 from ktest.backends.shared import SHARE_PREFIX, sweep_stale_shares
+from ktest.base import holders
 from ktest.controlplane import ControlPlane
 
 HERE = Path(__file__).parent
@@ -168,7 +168,7 @@ def test_sweep_removes_only_directories_of_dead_owners(sandbox: dict[str, str]) 
         legacy.mkdir()
         with socket.socket(socket.AF_UNIX) as orphan:
             orphan.bind(str(legacy / "socket"))
-        old = time.time() - 2 * owners.UNOWNED_GRACE_SECONDS
+        old = time.time() - 2 * holders.UNHELD_GRACE_SECONDS
         os.utime(legacy, (old, old))
         young = tmpdir / f"{SHARE_PREFIX}young"  # may be being created right now
         young.mkdir()
@@ -339,14 +339,14 @@ def test_kill_9_leaves_no_webhook_key_and_the_operator_log_is_swept(sandbox: dic
 def test_the_next_webhook_set_sweeps_a_dead_owners_directory(sandbox: dict[str, str]) -> None:
     """The janitor itself killed too (a machine reboot, an OOM kill of both): the next set sweeps."""
     tmpdir = Path(sandbox["TMPDIR"])
-    dead = tmpdir / f"{owners.WEBHOOKS_PREFIX}dead"
+    dead = tmpdir / f"{holders.WEBHOOKS_PREFIX}dead"
     (dead / "certs").mkdir(parents=True)
     (dead / "certs" / "tls.key").write_text("-----BEGIN PRIVATE KEY-----\n")
-    owners.write_owner(dead, owners.Owner(pid=_dead_pid(), start_time="1"))
-    alive = tmpdir / f"{owners.WEBHOOKS_PREFIX}alive"
+    holders.write_holder(dead, holders.Holder(pid=_dead_pid(), start_time="1"))
+    alive = tmpdir / f"{holders.WEBHOOKS_PREFIX}alive"
     alive.mkdir()
-    owners.write_owner(alive)
-    assert owners.sweep_temp(tmpdir) == [dead]
+    holders.write_holder(alive)
+    assert holders.sweep_temp(tmpdir) == [dead]
     assert alive.is_dir()
 
 
@@ -357,7 +357,7 @@ def _dead_pid() -> int:
 
 BOUND_CHILD = """
 import sys, threading
-from ktest.controlplane.process import popen_bound
+from ktest.base.process import popen_bound
 
 started = []
 worker = threading.Thread(target=lambda: started.append(popen_bound(["sleep", "600"])))

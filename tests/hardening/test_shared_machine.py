@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ktest.assets.assets import Assets
-from ktest.backends import owners
+from ktest.base import holders
 from ktest.controlplane import ControlPlane, janitor
 
 OTHER_UID = 65534  # nobody: the "other user"
@@ -52,7 +52,7 @@ def _other_users_directory(base: Path, name: str, *, dead_owner: bool) -> Path:
     directory = base / name
     directory.mkdir(mode=0o700)
     if dead_owner:
-        (directory / janitor.OWNER_FILE).write_text(_dead_owner_text())
+        (directory / janitor.HOLDER_FILE).write_text(_dead_owner_text())
     (directory / "etcd-data").mkdir()
     for path in (directory, directory / "etcd-data", *directory.iterdir()):
         os.chown(path, OTHER_UID, OTHER_UID)
@@ -63,8 +63,8 @@ def _other_users_directory(base: Path, name: str, *, dead_owner: bool) -> Path:
 def _own_stale_directory(base: Path, name: str, uid: int) -> Path:
     directory = base / name
     directory.mkdir(mode=0o700)
-    (directory / janitor.OWNER_FILE).write_text(_dead_owner_text())
-    for path in (directory, directory / janitor.OWNER_FILE):
+    (directory / janitor.HOLDER_FILE).write_text(_dead_owner_text())
+    for path in (directory, directory / janitor.HOLDER_FILE):
         os.chown(path, uid, uid)
     return directory
 
@@ -115,7 +115,7 @@ def test_another_users_dead_run_is_never_entered_even_by_root(shared_base: Path)
     mine = _own_stale_directory(shared_base, f"{janitor.DIRECTORY_PREFIX}3-mine", 0)
 
     assert janitor.sweep_stale(shared_base) == [mine]
-    assert others.is_dir() and (others / "etcd-data").is_dir() and (others / janitor.OWNER_FILE).is_file()
+    assert others.is_dir() and (others / "etcd-data").is_dir() and (others / janitor.HOLDER_FILE).is_file()
 
 
 @needs_root
@@ -123,7 +123,7 @@ def test_a_symlink_is_not_followed(shared_base: Path, tmp_path: Path) -> None:
     os.chown(shared_base, 0, 0)
     target = tmp_path / "elsewhere"
     target.mkdir()
-    (target / janitor.OWNER_FILE).write_text(_dead_owner_text())
+    (target / janitor.HOLDER_FILE).write_text(_dead_owner_text())
     (target / "precious").write_text("x")
     (shared_base / f"{janitor.DIRECTORY_PREFIX}link").symlink_to(target)
 
@@ -133,13 +133,13 @@ def test_a_symlink_is_not_followed(shared_base: Path, tmp_path: Path) -> None:
 
 @needs_root
 def test_owners_sweep_leaves_other_users_alone_too(shared_base: Path) -> None:
-    """Same rule for the share and scratch directories (backends/owners.py): a positive control."""
-    others = _other_users_directory(shared_base, f"{owners.CLUSTER_SCRATCH_PREFIX}x", dead_owner=False)
-    mine = _own_stale_directory(shared_base, f"{owners.CLUSTER_SCRATCH_PREFIX}mine", TEST_UID)
+    """Same rule for the share and scratch directories (backends/holders.py): a positive control."""
+    others = _other_users_directory(shared_base, f"{holders.CLUSTER_SCRATCH_PREFIX}x", dead_owner=False)
+    mine = _own_stale_directory(shared_base, f"{holders.CLUSTER_SCRATCH_PREFIX}mine", TEST_UID)
 
     removed = _as_user(
         TEST_UID,
-        lambda: [str(path) for path in owners.sweep(shared_base, owners.CLUSTER_SCRATCH_PREFIX)],
+        lambda: [str(path) for path in holders.sweep(shared_base, holders.CLUSTER_SCRATCH_PREFIX)],
     )
 
     assert removed == [str(mine)]

@@ -102,7 +102,7 @@ class _H2Client:
         import h2.connection
         import h2.settings
 
-        from ktest.controlplane.kubeconfig import credentials_directory
+        from ktest.base.kubeconfig import credentials_directory
 
         assert proxy.kubeconfig is not None
         files = credentials_directory(proxy.kubeconfig)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from ktest.controlplane.certs import write_private_file
+from ktest.base.certs import write_private_file
 
 CREDENTIALS_SUFFIX = ".credentials"
 

@@ -1,4 +1,4 @@
-"""The owner's side of the janitor (see :mod:`ktest.controlplane.janitor`)."""
+"""The owner's side of the janitor (see :mod:`ktest.base.janitor`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 import threading
 from pathlib import Path
 
-from ktest.controlplane import janitor
-from ktest.controlplane.process import spawn
+from ktest.base import janitor
+from ktest.base.process import spawn
 
 _fork_lock = threading.Lock()
 _fork_hook_installed = False

@@ -52,7 +52,7 @@ def component_environment(base: Mapping[str, str] | None = None) -> dict[str, st
 
 def open_private_log(path: Path) -> Any:
     """``path`` opened for appending, created 0600 in a 0700 directory (logs can hold secrets)."""
-    from ktest.controlplane.certs import private_directory
+    from ktest.base.certs import private_directory
 
     private_directory(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

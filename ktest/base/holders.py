@@ -2,7 +2,7 @@
 
 An owner is a pid *and* the kernel's start time of that pid, so a reused pid
 never passes for the owner. Whoever creates something that must not outlive
-its creator records :func:`Owner.current` with it; the next start (or
+its creator records :func:`Holder.current` with it; the next start (or
 ``ktest down``) calls :func:`sweep` and removes what dead owners left.
 ``kill -9`` of the owner leaves no chance to clean up in-process, which is
 why the sweeping happens later, from the outside.
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktest.backends.base import process_alive, process_start_time
+from ktest.base.procfs import own_directory, process_alive, process_start_time
 
-OWNER_FILE = "owner"
+HOLDER_FILE = "owner"
 # A Cluster's scratch directory in $TMPDIR (the dynamic client's discovery cache).
 CLUSTER_SCRATCH_PREFIX = "ktest-cluster-"
 # Directories in $TMPDIR that a killed process leaves behind, owner recorded: a webhook set's
@@ -35,18 +35,18 @@ OPERATOR_LOG_PREFIX = "ktest-operator-"
 OPERATOR_PROXY_PREFIX = "ktest-proxy-"  # ktest.proxy.proxy.DIRECTORY_PREFIX
 TEMP_PREFIXES = (CLUSTER_SCRATCH_PREFIX, WEBHOOKS_PREFIX, OPERATOR_LOG_PREFIX, OPERATOR_PROXY_PREFIX)
 # Something without an owner file yet may be being created right now: leave it this long.
-UNOWNED_GRACE_SECONDS = 60.0
+UNHELD_GRACE_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
-class Owner:
+class Holder:
     """A process identified by pid and start time (no confusion with a reused pid)."""
 
     pid: int
     start_time: str
 
     @classmethod
-    def current(cls) -> Owner:
+    def current(cls) -> Holder:
         pid = os.getpid()
         return cls(pid, process_start_time(pid) or "")
 
@@ -57,7 +57,7 @@ class Owner:
         return f"{self.pid} {self.start_time}\n"
 
     @classmethod
-    def from_text(cls, text: str) -> Owner | None:
+    def from_text(cls, text: str) -> Holder | None:
         try:
             pid_text, start_time = text.split()
             return cls(int(pid_text), start_time)
@@ -65,16 +65,16 @@ class Owner:
             return None
 
 
-def write_owner(directory: Path, owner: Owner | None = None) -> None:
+def write_holder(directory: Path, owner: Holder | None = None) -> None:
     """Record ``owner`` (default: this process) as the owner of ``directory``."""
-    from ktest.controlplane.janitor import write_private_text
+    from ktest.base.janitor import write_private_text
 
-    write_private_text(directory / OWNER_FILE, (owner or Owner.current()).to_text())
+    write_private_text(directory / HOLDER_FILE, (owner or Holder.current()).to_text())
 
 
-def read_owner(directory: Path) -> Owner | None:
+def read_holder(directory: Path) -> Holder | None:
     try:
-        return Owner.from_text((directory / OWNER_FILE).read_text())
+        return Holder.from_text((directory / HOLDER_FILE).read_text())
     except OSError:
         return None
 
@@ -86,17 +86,17 @@ def _age(path: Path) -> float:
         return 0.0
 
 
-def owner_is_dead(directory: Path, unowned: Callable[[Path], bool] | None = None) -> bool:
+def holder_is_dead(directory: Path, unowned: Callable[[Path], bool] | None = None) -> bool:
     """True when ``directory``'s recorded owner is gone.
 
     Without an owner file, ``unowned(directory)`` decides (e.g. "its socket
     refuses connections"), but only once the directory is older than
-    :data:`UNOWNED_GRACE_SECONDS` (its creator may be about to write the file).
+    :data:`UNHELD_GRACE_SECONDS` (its creator may be about to write the file).
     """
-    owner = read_owner(directory)
+    owner = read_holder(directory)
     if owner is not None:
         return not owner.alive()
-    if unowned is None or _age(directory) < UNOWNED_GRACE_SECONDS:
+    if unowned is None or _age(directory) < UNHELD_GRACE_SECONDS:
         return False
     return unowned(directory)
 
@@ -119,22 +119,13 @@ def sweep(
     except OSError:
         return removed
     for entry in entries:
-        if not _own_directory(entry) or not owner_is_dead(entry, unowned):
+        if not own_directory(entry) or not holder_is_dead(entry, unowned):
             continue
         with contextlib.suppress(OSError):
             (remove or _remove_tree)(entry)
         if not entry.exists():
             removed.append(entry)
     return removed
-
-
-def _own_directory(entry: Path) -> bool:
-    """A real directory (no symlink) of this user: never judge someone else's."""
-    try:
-        stat = entry.lstat()
-    except OSError:
-        return False
-    return entry.is_dir() and not entry.is_symlink() and stat.st_uid == os.getuid()
 
 
 def _remove_tree(directory: Path) -> None:

@@ -20,42 +20,50 @@ record and the directory named by ``dir``, unless the record says it is kept),
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.util
 import os
 import shutil
 import signal
 import sys
 import time
 from pathlib import Path
-from stat import S_ISDIR
+from types import ModuleType
 
-OWNER_FILE = "owner"
+
+def _procfs() -> ModuleType:
+    """``ktest.base.procfs``: imported normally, or, when the janitor runs as a script with
+    ``-I -S`` (no ktest on the path, so it starts in milliseconds), loaded from its file."""
+    if __package__:
+        return importlib.import_module("ktest.base.procfs")
+    spec = importlib.util.spec_from_file_location("_ktest_procfs", Path(__file__).with_name("procfs.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_PROCFS = _procfs()
+own_directory = _PROCFS.own_directory
+process_start_time = _PROCFS.process_start_time
+
+HOLDER_FILE = "owner"
 KEEP_FILE = "keep"
 DIRECTORY_PREFIX = "ktest-cp-"
 
 
-def process_start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (clock ticks since boot), None if gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces; fields after ')' are fixed.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return fields[19]
-
-
-def owner_alive(directory: Path) -> bool:
+def holder_alive(directory: Path) -> bool:
     """True unless the directory's owner file names a process that no longer exists."""
     try:
-        pid_text, start_time = (directory / OWNER_FILE).read_text().split()
+        pid_text, start_time = (directory / HOLDER_FILE).read_text().split()
     except (OSError, ValueError):
         return True  # no owner recorded (yet): not ours to judge
     return process_start_time(int(pid_text)) == start_time
 
 
-def write_owner(directory: Path) -> None:
+def write_holder(directory: Path) -> None:
     pid = os.getpid()
-    write_private_text(directory / OWNER_FILE, f"{pid} {process_start_time(pid)}\n")
+    write_private_text(directory / HOLDER_FILE, f"{pid} {process_start_time(pid)}\n")
 
 
 def write_private_text(path: Path, text: str) -> None:
@@ -108,19 +116,6 @@ def kill_and_remove(directory: Path, *, remove: bool, timeout: float = 10.0) -> 
             time.sleep(0.05)
 
 
-def own_directory(path: Path) -> bool:
-    """A real directory (not a symlink) owned by this user: the only kind a sweep judges.
-
-    Another user's directory is never entered (its 0700 mode would make every
-    check a PermissionError; as root, entering it would remove someone else's run).
-    """
-    try:
-        stat = os.lstat(path)
-    except OSError:
-        return False
-    return S_ISDIR(stat.st_mode) and stat.st_uid == os.getuid()
-
-
 def sweep_stale(base: Path, prefix: str = DIRECTORY_PREFIX) -> list[Path]:
     """Remove this user's ``prefix*`` directories under ``base`` whose owner process is gone.
 
@@ -136,7 +131,7 @@ def sweep_stale(base: Path, prefix: str = DIRECTORY_PREFIX) -> list[Path]:
         if not directory.name.startswith(prefix) or not own_directory(directory):
             continue
         try:
-            if (directory / KEEP_FILE).exists() or owner_alive(directory):
+            if (directory / KEEP_FILE).exists() or holder_alive(directory):
                 continue
             kill_and_remove(directory, remove=True, timeout=2.0)
         except OSError:

@@ -1,0 +1,8 @@
+"""The ground floor: what every other part of ktest stands on, importing nothing above it.
+
+Child processes that never outlive their parent (``process``), a certificate
+authority (``certs``), free ports (``ports``), kubeconfig files (``kubeconfig``),
+``/proc`` facts (``procfs``), holder records (a directory or record held by a live
+process, swept once it is dead: ``holders``) and the janitor process that cleans
+up after a killed test run (``janitor``, ``janitor_client``).
+"""
