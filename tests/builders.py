@@ -82,3 +82,15 @@ def crd(
             "versions": [served],
         },
     }
+
+
+def custom_object(
+    api_version: str, kind: str, name: str, namespace: str, spec: Mapping[str, Any], **metadata: Any
+) -> dict[str, Any]:
+    """A namespaced custom object with ``spec`` (``metadata``: more fields, e.g. labels=...)."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace, **metadata},
+        "spec": dict(spec),
+    }

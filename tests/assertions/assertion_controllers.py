@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from builders import custom_object
 from kubernetes import watch as k8s_watch
 
 from ktest.cluster import Cluster, ObjectRef
@@ -32,12 +33,7 @@ Reconcile = Callable[[dict[str, Any]], None]
 def widget(
     name: str, namespace: str, *, size: int = 1, kind: str = WIDGET, **metadata: Any
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": API,
-        "kind": kind,
-        "metadata": {"name": name, "namespace": namespace, **metadata},
-        "spec": {"size": size},
-    }
+    return custom_object(API, kind, name, namespace, {"size": size}, **metadata)
 
 
 def now() -> str:

@@ -9,21 +9,11 @@ from typing import Any
 
 import pytest
 from builders import configmap
+from webhook_helpers import gadget
 
 from ktest.assertions import assert_converts, assert_defaulted, assert_rejected
 from ktest.cluster import Cluster
 from ktest.webhooks import AdmissionRequest, Denied, Handlers
-
-GADGET = "pyhooks.ktest.dev/v1"
-
-
-def gadget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": GADGET,
-        "kind": "Gadget",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
 
 
 @pytest.fixture
@@ -165,7 +155,7 @@ def test_assert_converts_fails_on_a_lossy_conversion(
 ) -> None:
     webhooks(handlers=conversion(lossy=True))
     cluster.create(gadget("g", namespace, size="10Gi", color="red"))
-    ref = (GADGET, "Gadget", "g", namespace)
+    ref = ("pyhooks.ktest.dev/v1", "Gadget", "g", namespace)
     with pytest.raises(AssertionError) as raised:
         assert_converts(cluster, ref, to="v2", expect={"spec": {"sizeGi": 10}})
     message = str(raised.value)

@@ -5,20 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from webhook_helpers import gadget
+
 from ktest.assertions import assert_rejected
 from ktest.cluster import Cluster
 from ktest.operators import run_kopf
 
 HERE = Path(__file__).parent
-
-
-def gadget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "pyhooks.ktest.dev/v1",
-        "kind": "Gadget",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
 
 
 def test_kopf_validating_handler(cluster: Cluster, namespace: str, webhooks: Any, gadgets: str) -> None:

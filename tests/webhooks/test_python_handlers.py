@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from builders import configmap
+from webhook_helpers import gadget
 
 from ktest.api_error import ApiError
 from ktest.assertions import assert_converts, assert_defaulted, assert_rejected
@@ -99,14 +100,7 @@ def gadget_conversion() -> Handlers:
 
 def test_python_conversion_round_trip(cluster: Cluster, namespace: str, webhooks: Any, gadgets: str) -> None:
     wh = webhooks(handlers=gadget_conversion())
-    cluster.create(
-        {
-            "apiVersion": "pyhooks.ktest.dev/v1",
-            "kind": "Gadget",
-            "metadata": {"name": "g", "namespace": namespace},
-            "spec": {"size": "10Gi", "color": "red"},
-        }
-    )
+    cluster.create(gadget("g", namespace, size="10Gi", color="red"))
     converted = assert_converts(
         cluster,
         ("pyhooks.ktest.dev/v1", "Gadget", "g", namespace),

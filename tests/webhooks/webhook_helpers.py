@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from builders import custom_object
+
 from ktest.cluster import Cluster
 from ktest.operators import OperatorHandle, run_subprocess
 from ktest.webhooks import Webhooks
@@ -27,10 +29,10 @@ def start_manager(manager: Path, cluster: Cluster, wh: Webhooks, *extra: str) ->
     )
 
 
+def gadget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    """A Gadget of crds/gadgets.yaml (stored version v1)."""
+    return custom_object("pyhooks.ktest.dev/v1", "Gadget", name, namespace, spec)
+
+
 def widget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": WIDGET_V1,
-        "kind": "Widget",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
+    return custom_object(WIDGET_V1, "Widget", name, namespace, spec)
