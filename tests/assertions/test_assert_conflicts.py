@@ -195,6 +195,13 @@ def resize(cluster: Cluster, obj: dict[str, Any], size: int) -> Callable[[], obj
     return lambda: cluster.patch(obj, {"spec": {"size": size}})
 
 
+def survives_a_resize(cluster: Cluster, obj: dict[str, Any]) -> Any:
+    """assert_survives_concurrent_writes, triggered by resizing ``obj`` (size 3) to 4."""
+    return assert_survives_concurrent_writes(
+        cluster, obj, labelled_as(cluster, obj, 4), duration=0.5, trigger=resize(cluster, obj, 4)
+    )
+
+
 @pytest.mark.parametrize("labeler", [slow_labeler, fast_labeler])
 @pytest.mark.parametrize("attempt", range(3))
 def test_a_conflict_crash_is_caught_every_time_whatever_the_window(
@@ -205,13 +212,7 @@ def test_a_conflict_crash_is_caught_every_time_whatever_the_window(
         created = cluster.create(widget("w1", ns, size=3))
         wait_until_labelled(cluster, created, 3)  # its first update happened before anything was armed
         with pytest.raises(AssertionError) as failure:
-            assert_survives_concurrent_writes(
-                cluster,
-                created,
-                labelled_as(cluster, created, 4),
-                duration=0.5,
-                trigger=resize(cluster, created, 4),
-            )
+            survives_a_resize(cluster, created)
         forget()
     message = str(failure.value)
     assert re.search(
@@ -232,13 +233,7 @@ def test_survives_conflicts_it_met_for_sure(cluster: Cluster, ns: str) -> None:
         add_health_check(controller.health)
         created = cluster.create(widget("w1", ns, size=3))
         wait_until_labelled(cluster, created, 3)
-        writer = assert_survives_concurrent_writes(
-            cluster,
-            created,
-            labelled_as(cluster, created, 4),
-            duration=0.5,
-            trigger=resize(cluster, created, 4),
-        )
+        writer = survives_a_resize(cluster, created)
     assert writer.injector is not None
     assert writer.injector.provoked == 3  # the default: the operator's next three updates conflicted
     assert "got 409 Conflict" in writer.injector.summary()
@@ -254,12 +249,6 @@ def test_an_operator_that_never_met_a_conflict_is_reported(cluster: Cluster, ns:
             ConflictNotMetWarning,
             match="the operator never met a 409, since its writes carry no resourceVersion",
         ):
-            writer = assert_survives_concurrent_writes(
-                cluster,
-                created,
-                labelled_as(cluster, created, 4),
-                duration=0.5,
-                trigger=resize(cluster, created, 4),
-            )
+            writer = survives_a_resize(cluster, created)
     assert writer.injector is not None and writer.injector.provoked == 0
     assert writer.injector.unconditional >= 1

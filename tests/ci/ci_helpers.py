@@ -47,6 +47,13 @@ def run_script(
     )
 
 
+def run_ci_script(
+    script: str, *args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python scripts/ci/<script> *args``, run by :func:`run_script`."""
+    return run_script([sys.executable, str(SCRIPTS / script), *args], cwd=cwd, env=env, timeout=timeout)
+
+
 def tool(name: str) -> str:
     """A linter from the venv; a missing one fails the test with how to get it (never skips)."""
     found = shutil.which(name, path=str(VENV_BIN))

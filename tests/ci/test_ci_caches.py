@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ci_helpers import SCRIPTS, read_outputs, run_script
+from ci_helpers import read_outputs, run_ci_script
 
 from ktest.assets import Assets
 
@@ -28,16 +27,8 @@ def check_cache(
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     output = cache.parent / "out"
     output.unlink(missing_ok=True)
-    done = run_script(
-        [
-            sys.executable,
-            str(SCRIPTS / "binary_cache.py"),
-            "--k8s-version",
-            version,
-            "--matched-key",
-            "k-old",
-            *extra,
-        ],
+    done = run_ci_script(
+        "binary_cache.py", "--k8s-version", version, "--matched-key", "k-old", *extra,
         cwd=cache.parent,
         env={"KTEST_CACHE_DIR": str(cache), "GITHUB_OUTPUT": str(output)},
         timeout=300,
@@ -134,8 +125,8 @@ def node_image(
     action: str, image: str, archive: Path
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
     output = archive.parent.parent / f"out-{uuid.uuid4().hex}"
-    done = run_script(
-        [sys.executable, str(SCRIPTS / "node_image.py"), action, "--image", image, "--archive", str(archive)],
+    done = run_ci_script(
+        "node_image.py", action, "--image", image, "--archive", str(archive),
         cwd=archive.parent.parent,
         env={"GITHUB_OUTPUT": str(output)},
         timeout=600,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import durations
 import pytest
-from ci_helpers import SCRIPTS, read_outputs, run_script
+from ci_helpers import read_outputs, run_ci_script, run_script
 from gha import CIError
 
 
@@ -111,17 +111,8 @@ def test_pytest_split_shards_then_merge_then_balanced_next_run(tmp_path: Path) -
     assert first and second and not first & second  # each shard recorded only its own tests
     output = tmp_path / "out"
     merged_path = tmp_path / "merged.json"
-    done = run_script(
-        [
-            sys.executable,
-            str(SCRIPTS / "durations.py"),
-            "merge",
-            "--output",
-            str(merged_path),
-            "--expected",
-            "2",
-            *map(str, shard_files),
-        ],
+    done = run_ci_script(
+        "durations.py", "merge", "--output", str(merged_path), "--expected", "2", *map(str, shard_files),
         cwd=tmp_path,
         env={"GITHUB_OUTPUT": str(output)},
     )
@@ -142,19 +133,8 @@ def test_merge_notes_missing_shards(tmp_path: Path) -> None:
     base.write_text('{"t::a": 1, "t::b": 2}')
     shard = tmp_path / "s1.json"
     shard.write_text('{"t::a": 4}')
-    done = run_script(
-        [
-            sys.executable,
-            str(SCRIPTS / "durations.py"),
-            "merge",
-            "--output",
-            str(base),
-            "--base",
-            str(base),
-            "--expected",
-            "3",
-            str(shard),
-        ],
+    done = run_ci_script(
+        "durations.py", "merge", "--output", str(base), "--base", str(base), "--expected", "3", str(shard),
         cwd=tmp_path,
         env={"GITHUB_OUTPUT": str(tmp_path / "out")},
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import matrix
 import pytest
-from ci_helpers import SCRIPTS, read_outputs, run_script
+from ci_helpers import read_outputs, run_ci_script, run_script
 from gha import CIError
 
 REPORT = {"default": "1.37", "supported": ["1.37", "1.36", "1.35"]}
@@ -78,19 +78,9 @@ def test_the_script_builds_the_matrix_from_real_ktest_versions_output(tmp_path: 
     assert versions.returncode == 0, versions.stderr
     (tmp_path / "versions.json").write_text(versions.stdout)
     output = tmp_path / "out"
-    done = run_script(
-        [
-            sys.executable,
-            str(SCRIPTS / "matrix.py"),
-            "--versions-json",
-            "versions.json",
-            "--k8s-versions",
-            "supported",
-            "--backends",
-            '["bare","kind"]',
-            "--shards",
-            "2",
-        ],
+    done = run_ci_script(
+        "matrix.py", "--versions-json", "versions.json", "--k8s-versions", "supported",
+        "--backends", '["bare","kind"]', "--shards", "2",
         cwd=tmp_path,
         env={"GITHUB_OUTPUT": str(output)},
     )
@@ -104,15 +94,8 @@ def test_the_script_builds_the_matrix_from_real_ktest_versions_output(tmp_path: 
 
 def test_the_script_fails_on_an_unknown_version_with_the_list(tmp_path: Path) -> None:
     (tmp_path / "versions.json").write_text(json.dumps(REPORT))
-    done = run_script(
-        [
-            sys.executable,
-            str(SCRIPTS / "matrix.py"),
-            "--versions-json",
-            "versions.json",
-            "--k8s-versions",
-            "1.99",
-        ],
+    done = run_ci_script(
+        "matrix.py", "--versions-json", "versions.json", "--k8s-versions", "1.99",
         cwd=tmp_path,
         env={"GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_ACTIONS": "true"},
     )

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import ktest_requirement
 import pytest
 import resolve
-from ci_helpers import SCRIPTS, read_outputs, run_script
+from ci_helpers import read_outputs, run_ci_script
 from gha import CIError
 
 REPORT = {
@@ -61,19 +60,8 @@ def test_resolve_returns_the_patch_and_names_supported_versions_when_unknown() -
 def test_the_script_writes_outputs_from_ktest_versions(tmp_path: Path) -> None:
     """Real `ktest versions`: an exact release needs no listing, so this runs offline."""
     output = tmp_path / "out"
-    done = run_script(
-        [
-            sys.executable,
-            str(SCRIPTS / "resolve.py"),
-            "--k8s-version",
-            "1.37.2",
-            "--backend",
-            "kind",
-            "--os",
-            "Linux",
-            "--arch",
-            "X64",
-        ],
+    done = run_ci_script(
+        "resolve.py", "--k8s-version", "1.37.2", "--backend", "kind", "--os", "Linux", "--arch", "X64",
         cwd=tmp_path,
         env={"GITHUB_OUTPUT": str(output)},
     )
@@ -89,17 +77,8 @@ def test_the_script_writes_outputs_from_ktest_versions(tmp_path: Path) -> None:
 
 
 def test_an_unsupported_version_fails_at_once_listing_the_supported_ones(tmp_path: Path) -> None:
-    done = run_script(
-        [
-            sys.executable,
-            str(SCRIPTS / "resolve.py"),
-            "--k8s-version",
-            "1.20",
-            "--os",
-            "Linux",
-            "--arch",
-            "X64",
-        ],
+    done = run_ci_script(
+        "resolve.py", "--k8s-version", "1.20", "--os", "Linux", "--arch", "X64",
         cwd=tmp_path,
         env={"GITHUB_OUTPUT": str(tmp_path / "out")},
     )
