@@ -16,24 +16,16 @@ from typing import Any
 
 import kubernetes
 import pytest
+from builders import configmap, crd
 
 from ktest.cluster import Cluster
+from ktest.cluster.reads import ReadTarget
 from ktest.controlplane import ControlPlane
 from ktest.wait import aio, close_hub, consistently, eventually
-from ktest.wait.tracking import ReadTarget
 from ktest.wait.wakeup import WatchHub, hub_for
 
 SLOW_POLL = 30.0
 PROMPT = SLOW_POLL / 3
-
-
-def configmap(ns: str, name: str, value: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": ns},
-        "data": {"v": value},
-    }
 
 
 class Background:
@@ -61,6 +53,16 @@ class Background:
             raise self.error
 
 
+def passes_promptly(check: Callable[[], Any], writer: Background) -> Any:
+    """``eventually(check)`` with a poll period no test waits for: it passes within PROMPT
+    only when a watch event woke it. Then the writer is joined (its error re-raised)."""
+    started = time.monotonic()
+    value = eventually(check, timeout=2 * SLOW_POLL, interval=SLOW_POLL)
+    assert time.monotonic() - started < PROMPT, "woke on a poll tick, not on the watch event"
+    writer.join()
+    return value
+
+
 @pytest.fixture
 def seconds() -> Iterator[Callable[[], float]]:
     started = time.monotonic()
@@ -68,7 +70,7 @@ def seconds() -> Iterator[Callable[[], float]]:
 
 
 def test_eventually_wakes_when_the_object_it_read_changes(admin: Cluster, ns: str) -> None:
-    admin.create(configmap(ns, "a", "0"))
+    admin.create(configmap("a", ns, {"v": "0"}))
     ref = ("v1", "ConfigMap", "a", ns)
     writer = Background(lambda: admin.patch(ref, {"data": {"v": "1"}}))
 
@@ -78,39 +80,30 @@ def test_eventually_wakes_when_the_object_it_read_changes(admin: Cluster, ns: st
         assert obj["data"]["v"] == "1"
         return obj
 
-    started = time.monotonic()
-    obj = eventually(check_value, timeout=2 * SLOW_POLL, interval=SLOW_POLL)
-    assert time.monotonic() - started < PROMPT, "woke on a poll tick, not on the watch event"
+    obj = passes_promptly(check_value, writer)
     assert obj["data"]["v"] == "1"
-    writer.join()
 
 
 def test_eventually_wakes_when_the_object_appears(admin: Cluster, ns: str) -> None:
-    writer = Background(lambda: admin.create(configmap(ns, "late", "x")))
+    writer = Background(lambda: admin.create(configmap("late", ns, {"v": "x"})))
 
     def check_exists() -> None:
         writer.trigger.set()
         admin.get(("v1", "ConfigMap", "late", ns))  # 404 until created: retried
 
-    started = time.monotonic()
-    eventually(check_exists, timeout=2 * SLOW_POLL, interval=SLOW_POLL)
-    assert time.monotonic() - started < PROMPT
-    writer.join()
+    passes_promptly(check_exists, writer)
 
 
 def test_a_list_wakes_on_any_object_of_the_namespace(admin: Cluster, ns: str) -> None:
-    admin.create(configmap(ns, "one", "1"))
-    writer = Background(lambda: admin.create(configmap(ns, "two", "2")))
+    admin.create(configmap("one", ns, {"v": "1"}))
+    writer = Background(lambda: admin.create(configmap("two", ns, {"v": "2"})))
 
     def two_configmaps() -> None:
         names = {o["metadata"]["name"] for o in admin.list("v1", "ConfigMap", ns)}
         writer.trigger.set()
         assert {"one", "two"} <= names
 
-    started = time.monotonic()
-    eventually(two_configmaps, timeout=2 * SLOW_POLL, interval=SLOW_POLL)
-    assert time.monotonic() - started < PROMPT
-    writer.join()
+    passes_promptly(two_configmaps, writer)
 
 
 def test_cluster_scoped_objects_wake_too(admin: Cluster, ns: str) -> None:
@@ -122,15 +115,12 @@ def test_cluster_scoped_objects_wake_too(admin: Cluster, ns: str) -> None:
         writer.trigger.set()
         assert labels.get("stage") == "done"
 
-    started = time.monotonic()
-    eventually(labelled, timeout=2 * SLOW_POLL, interval=SLOW_POLL)
-    assert time.monotonic() - started < PROMPT
-    writer.join()
+    passes_promptly(labelled, writer)
 
 
 def test_changes_to_other_objects_do_not_wake_the_check(admin: Cluster, ns: str) -> None:
-    admin.create(configmap(ns, "watched", "0"))
-    admin.create(configmap(ns, "other", "0"))
+    admin.create(configmap("watched", ns, {"v": "0"}))
+    admin.create(configmap("other", ns, {"v": "0"}))
     watched, other = ("v1", "ConfigMap", "watched", ns), ("v1", "ConfigMap", "other", ns)
 
     def noise_then_change() -> None:
@@ -155,7 +145,7 @@ def test_changes_to_other_objects_do_not_wake_the_check(admin: Cluster, ns: str)
 def test_explicit_watch_targets_wake_checks_that_read_elsewhere(
     admin: Cluster, ns: str, plane: ControlPlane
 ) -> None:
-    obj = admin.create(configmap(ns, "raw", "0"))
+    obj = admin.create(configmap("raw", ns, {"v": "0"}))
     client = kubernetes.config.new_client_from_config(config_file=str(plane.kubeconfig))
     core = kubernetes.client.CoreV1Api(client)
     writer = Background(lambda: admin.patch(obj, {"data": {"v": "1"}}))
@@ -177,7 +167,7 @@ def test_explicit_watch_targets_wake_checks_that_read_elsewhere(
 
 def test_watch_false_only_polls(admin: Cluster, ns: str) -> None:
     ref = ("v1", "ConfigMap", "polled", ns)
-    admin.create(configmap(ns, "polled", "0"))
+    admin.create(configmap("polled", ns, {"v": "0"}))
     writer = Background(lambda: admin.patch(ref, {"data": {"v": "1"}}))
     attempts = []
 
@@ -199,7 +189,7 @@ def test_watch_false_only_polls(admin: Cluster, ns: str) -> None:
 
 
 def test_failure_message_names_the_watched_objects(admin: Cluster, ns: str) -> None:
-    admin.create(configmap(ns, "never", "0"))
+    admin.create(configmap("never", ns, {"v": "0"}))
 
     def check() -> None:
         assert admin.get(("v1", "ConfigMap", "never", ns))["data"]["v"] == "1"
@@ -215,7 +205,7 @@ def test_consistently_catches_a_violation_shorter_than_the_poll_interval(
     admin: Cluster, ns: str
 ) -> None:
     ref = ("v1", "ConfigMap", "steady", ns)
-    admin.create(configmap(ns, "steady", "good"))
+    admin.create(configmap("steady", ns, {"v": "good"}))
     restored = threading.Event()
 
     def blip() -> None:
@@ -244,7 +234,7 @@ def test_consistently_catches_a_violation_shorter_than_the_poll_interval(
 def test_a_refused_watch_falls_back_to_polling_and_says_why(
     admin: Cluster, ns: str
 ) -> None:
-    admin.create(configmap(ns, "limited", "0"))
+    admin.create(configmap("limited", ns, {"v": "0"}))
     admin.create({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
         "metadata": {"name": "get-only", "namespace": ns},
@@ -268,7 +258,7 @@ def test_a_refused_watch_falls_back_to_polling_and_says_why(
 
 
 def test_close_hub_stops_the_watch_threads(plane: ControlPlane, ns: str, admin: Cluster) -> None:
-    admin.create(configmap(ns, "c", "0"))
+    admin.create(configmap("c", ns, {"v": "0"}))
     own = Cluster(plane.kubeconfig, name="closing")
     ref = ("v1", "ConfigMap", "c", ns)
     calls = []
@@ -310,7 +300,7 @@ def test_idle_watches_are_stopped(cluster: Cluster, ns: str, admin: Cluster) -> 
 
 @pytest.mark.asyncio
 async def test_async_eventually_wakes_on_watch_events(admin: Cluster, ns: str) -> None:
-    admin.create(configmap(ns, "async", "0"))
+    admin.create(configmap("async", ns, {"v": "0"}))
     ref = ("v1", "ConfigMap", "async", ns)
     writer = Background(lambda: admin.patch(ref, {"data": {"v": "1"}}))
 
@@ -328,7 +318,7 @@ async def test_async_eventually_wakes_on_watch_events(admin: Cluster, ns: str) -
 def test_wake_up_survives_an_api_server_restart() -> None:
     with ControlPlane(controllers=None) as own_plane, Cluster(own_plane.kubeconfig) as own:
         own.create_namespace("restart")
-        own.create(configmap("restart", "r", "0"))
+        own.create(configmap("r", "restart", {"v": "0"}))
         ref = ("v1", "ConfigMap", "r", "restart")
         eventually(lambda: own.get(ref), timeout=5, interval=0.05)
         eventually(lambda: own.get(ref) and len(hub_for(own).watches()) == 1,  # type: ignore[union-attr]
@@ -341,28 +331,10 @@ def test_wake_up_survives_an_api_server_restart() -> None:
             writer.trigger.set()
             assert value == "1"
 
-        started = time.monotonic()
-        eventually(check, timeout=2 * SLOW_POLL, interval=SLOW_POLL)
-        assert time.monotonic() - started < PROMPT
-        writer.join()
+        passes_promptly(check, writer)
 
 
-GADGET_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "gadgets.wait.ktest.dev"},
-    "spec": {
-        "group": "wait.ktest.dev",
-        "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget"},
-        "scope": "Namespaced",
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "subresources": {"status": {}},
-            "schema": {"openAPIV3Schema": {
-                "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
-        }],
-    },
-}
+GADGET_CRD = crd("wait.ktest.dev", "Gadget", status=True)
 
 
 def test_custom_resources_installed_after_the_cluster_started_wake_too(
@@ -380,7 +352,4 @@ def test_custom_resources_installed_after_the_cluster_started_wake_too(
         writer.trigger.set()
         assert phase == "Ready"
 
-    started = time.monotonic()
-    eventually(ready, timeout=2 * SLOW_POLL, interval=SLOW_POLL)
-    assert time.monotonic() - started < PROMPT
-    writer.join()
+    passes_promptly(ready, writer)
