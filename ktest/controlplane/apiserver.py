@@ -5,7 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,6 +53,27 @@ omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
 """
+
+
+# kube-apiserver's post-start hooks that create the bootstrap objects and wait a fixed second
+# before their first attempt (`wait.Poll(1*time.Second, ...)`): /readyz and /healthz stay red
+# until they ran, ~1 s after the API server started serving.
+BOOTSTRAP_HOOKS = (
+    "poststarthook/rbac/bootstrap-roles",
+    "poststarthook/scheduling/bootstrap-system-priority-classes",
+)
+READYZ_WITHOUT_BOOTSTRAP_HOOKS = "/readyz?" + "&".join(f"exclude={hook}" for hook in BOOTSTRAP_HOOKS)
+# What those hooks (and the system-namespaces controller) create. An etcd template records the
+# names it holds; a control plane started from it is ready once all of them are served.
+BOOTSTRAP_LISTS = {
+    "namespaces": "/api/v1/namespaces",
+    "clusterroles": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "clusterrolebindings": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "roles": "/apis/rbac.authorization.k8s.io/v1/roles",
+    "rolebindings": "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+    "priorityclasses": "/apis/scheduling.k8s.io/v1/priorityclasses",
+}
+_METADATA_ONLY = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}
 
 
 @dataclass(frozen=True)
@@ -134,17 +155,21 @@ class ApiServerClient:
         self._context = ssl.create_default_context(cafile=str(ca_cert))
         self._context.load_cert_chain(str(client_cert), str(client_key))
 
-    def get(self, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+    def get(
+        self, path: str, timeout: float = 2.0, headers: Mapping[str, str] | None = None
+    ) -> tuple[int, bytes]:
         """(status, body); status 0 when the server cannot be reached."""
-        return self.request("GET", path, timeout)
+        return self.request("GET", path, timeout, headers)
 
-    def request(self, method: str, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+    def request(
+        self, method: str, path: str, timeout: float = 2.0, headers: Mapping[str, str] | None = None
+    ) -> tuple[int, bytes]:
         """(status, body) of a request without a body; status 0 when the server cannot be reached."""
         connection = http.client.HTTPSConnection(
             "127.0.0.1", self.port, context=self._context, timeout=timeout
         )
         try:
-            connection.request(method, path)
+            connection.request(method, path, headers=dict(headers or {}))
             response = connection.getresponse()
             return response.status, response.read()
         except (OSError, http.client.HTTPException):
@@ -152,13 +177,59 @@ class ApiServerClient:
         finally:
             connection.close()
 
-    def ready(self) -> bool:
-        """``/readyz`` is 200 and the ``default`` namespace exists."""
-        status, _ = self.get("/readyz")
-        if status != 200:
-            return False
-        status, _ = self.get("/api/v1/namespaces/default")
-        return status == 200
+    def ready(self, bootstrap: Mapping[str, Collection[str]] | None = None) -> bool:
+        """``/readyz`` is 200 and the ``default`` namespace exists.
+
+        With ``bootstrap`` (the objects an etcd template holds, see :func:`bootstrap_objects`):
+        ``/readyz`` without the :data:`BOOTSTRAP_HOOKS` checks is 200 and every one of those
+        objects is served. The hooks wait a fixed second before their first attempt, and on
+        data that already holds their objects they have nothing left to do."""
+        if bootstrap is None:
+            status, _ = self.get("/readyz")
+            if status != 200:
+                return False
+            status, _ = self.get("/api/v1/namespaces/default")
+            return status == 200
+        status, _ = self.get(READYZ_WITHOUT_BOOTSTRAP_HOOKS)
+        return status == 200 and not self.missing_bootstrap_objects(bootstrap)
+
+    def bootstrap_objects(self) -> dict[str, list[str]] | None:
+        """The names (``namespace/name``) of the objects of each :data:`BOOTSTRAP_LISTS` kind
+        this API server serves; None when a list fails."""
+        found: dict[str, list[str]] = {}
+        connection = http.client.HTTPSConnection(
+            "127.0.0.1", self.port, context=self._context, timeout=10.0
+        )
+        try:  # one connection for all of them: a TLS handshake costs more than a list
+            for kind, path in BOOTSTRAP_LISTS.items():
+                connection.request("GET", path, headers=_METADATA_ONLY)
+                response = connection.getresponse()
+                body = response.read()
+                if response.status != 200:
+                    return None
+                items = json.loads(body)["items"]
+                found[kind] = sorted(
+                    f"{item['metadata'].get('namespace', '')}/{item['metadata']['name']}"
+                    for item in items
+                )
+        except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError):
+            return None
+        finally:
+            connection.close()
+        return found
+
+    def missing_bootstrap_objects(self, bootstrap: Mapping[str, Collection[str]]) -> list[str]:
+        """Which of ``bootstrap`` (kind -> ``namespace/name``) this API server does not serve;
+        a kind it cannot list counts as missing."""
+        served = self.bootstrap_objects()
+        missing = []
+        for kind, names in sorted(bootstrap.items()):
+            if served is None or kind not in served:
+                missing.append(f"{kind} (cannot list them)")
+                continue
+            have = set(served[kind])
+            missing.extend(f"{kind} {name}" for name in sorted(set(names) - have))
+        return missing
 
     def version(self) -> dict[str, str]:
         status, body = self.get("/version")

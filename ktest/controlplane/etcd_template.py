@@ -14,6 +14,12 @@ covers the etcd and kube-apiserver binaries (path, size, modification time) and 
 that shape stored data. A template is built under a file lock in a private directory and
 renamed into place, so concurrent starts (pytest-xdist workers) build it once and never
 see half of one; a template whose files do not match its manifest is rebuilt.
+
+The manifest also names the bootstrap objects the template holds (namespaces, RBAC roles and
+bindings, priority classes: :data:`ktest.controlplane.apiserver.BOOTSTRAP_LISTS`). A control
+plane started on a fresh copy is ready once ``/readyz`` without the two bootstrap hooks is
+green and every one of them is served (``ApiServerClient.ready(bootstrap)``): the hooks wait
+a fixed second before their first try and then find nothing to create or change.
 """
 
 from __future__ import annotations
@@ -23,12 +29,12 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ktest.controlplane.flags import cache_directory as flags_cache_directory
 
-FORMAT = 1
+FORMAT = 2  # 2: the manifest names the bootstrap objects
 MANIFEST = "ktest-template.json"
 _PAGE = 4096
 
@@ -78,9 +84,12 @@ def _copy_trimmed(source: Path, target: Path) -> None:
             remaining -= len(chunk)
 
 
-def store(data_dir: Path, destination: Path) -> None:
+def store(
+    data_dir: Path, destination: Path, bootstrap: Mapping[str, Sequence[str]] | None = None
+) -> None:
     """Copy a stopped etcd's ``data_dir`` to ``destination`` atomically (WAL zeros trimmed,
-    preallocated ``*.tmp`` segments left out), with a manifest of file sizes."""
+    preallocated ``*.tmp`` segments left out), with a manifest of file sizes and the names of
+    the ``bootstrap`` objects the data holds (kind -> ``namespace/name``)."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{destination.name}.partial-", dir=destination.parent))
     try:
@@ -97,7 +106,10 @@ def store(data_dir: Path, destination: Path) -> None:
                 else:
                     shutil.copyfile(path, target)
                 files[str(relative)] = target.stat().st_size
-        (partial / MANIFEST).write_text(json.dumps({"format": FORMAT, "files": files}))
+        manifest: dict[str, object] = {"format": FORMAT, "files": files}
+        if bootstrap is not None:
+            manifest["bootstrap"] = {kind: sorted(names) for kind, names in bootstrap.items()}
+        (partial / MANIFEST).write_text(json.dumps(manifest))
         try:
             os.rename(partial, destination)
         except OSError:
@@ -121,6 +133,22 @@ def is_complete(template: Path) -> bool:
         return False
 
 
+def bootstrap_objects(template: Path) -> dict[str, list[str]] | None:
+    """The bootstrap objects the template holds (kind -> ``namespace/name``), or None when its
+    manifest does not name all of them (then readiness waits for the bootstrap hooks)."""
+    from ktest.controlplane.apiserver import BOOTSTRAP_LISTS
+
+    try:
+        found = json.loads((template / MANIFEST).read_text())["bootstrap"]
+        objects = {kind: [str(name) for name in found[kind]] for kind in BOOTSTRAP_LISTS}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    essential = ("namespaces", "clusterroles", "clusterrolebindings", "priorityclasses")
+    if "/default" not in objects["namespaces"] or not all(objects[kind] for kind in essential):
+        return None
+    return objects
+
+
 def restore(template: Path, data_dir: Path) -> None:
     """Copy the template into ``data_dir`` (which must not exist), private to this user."""
     files = json.loads((template / MANIFEST).read_text())["files"]
@@ -141,10 +169,16 @@ def _private_directories(root: Path, directory: Path) -> None:
         current.mkdir(mode=0o700, exist_ok=True)
 
 
-def ensure(key: str, build: Callable[[], Path], stored_by: Callable[[Path], None]) -> Path:
+def ensure(
+    key: str,
+    build: Callable[[], Path],
+    stored_by: Callable[[Path], None],
+    bootstrap: Callable[[], Mapping[str, Sequence[str]] | None] | None = None,
+) -> Path:
     """The template for ``key``, built first when missing: ``build()`` bootstraps a throwaway
-    control plane and returns its stopped etcd's data directory, ``stored_by(path)`` removes
-    whatever ``build`` left. Concurrent callers wait on a file lock and build it once."""
+    control plane and returns its stopped etcd's data directory, ``bootstrap()`` (called after
+    ``build``) names the bootstrap objects it saw, ``stored_by(path)`` removes whatever
+    ``build`` left. Concurrent callers wait on a file lock and build it once."""
     import filelock  # deferred: only a start that has to build a template needs it
 
     directory = templates_directory()
@@ -161,7 +195,7 @@ def ensure(key: str, build: Callable[[], Path], stored_by: Callable[[Path], None
             shutil.rmtree(partial, ignore_errors=True)
         data_dir = build()
         try:
-            store(data_dir, template)
+            store(data_dir, template, bootstrap() if bootstrap is not None else None)
         finally:
             stored_by(data_dir)
     return template

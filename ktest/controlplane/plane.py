@@ -154,6 +154,9 @@ class ControlPlane:
         self.wait_for_controllers = wait_for_controllers
         self.etcd_template = etcd_template
         self._template: Path | None = None
+        # The bootstrap objects of the template this start restored, if any: readiness then
+        # needs them served instead of the bootstrap hooks' timer (see _wait_for_apiserver).
+        self._bootstrap: dict[str, list[str]] | None = None
 
         self._lock = threading.RLock()
         self._assets: Assets | None = None
@@ -432,6 +435,7 @@ class ControlPlane:
         assert self._assets is not None
         binaries = [self._assets.binary("etcd"), self._assets.binary("kube-apiserver")]
         bootstrap: list[ControlPlane] = []
+        objects: list[dict[str, list[str]] | None] = []
 
         def build() -> Path:
             plane = ControlPlane(
@@ -445,6 +449,8 @@ class ControlPlane:
             plane.start()
             with plane._lock:
                 plane._forget_kubernetes_service()
+                assert plane._client is not None
+                objects.append(plane._client.bootstrap_objects())
                 plane._stop_components()  # etcd last and cleanly: its data is complete
             return plane.directory / "etcd"
 
@@ -453,7 +459,9 @@ class ControlPlane:
                 plane.stop()
 
         try:
-            return etcd_template.ensure(etcd_template.template_key(binaries, STATIC_FLAGS), build, remove)
+            return etcd_template.ensure(
+                etcd_template.template_key(binaries, STATIC_FLAGS), build, remove, lambda: objects[-1]
+            )
         except (OSError, ControlPlaneError):
             return None
         finally:
@@ -527,10 +535,15 @@ class ControlPlane:
         self._ports = (etcd_port, peer_port, api_port)
         data_dir = self.directory / "etcd"
         template = self._template
+        self._bootstrap = None
         if template is not None and not data_dir.exists():
-            from ktest.controlplane.etcd_template import restore
+            from ktest.controlplane.etcd_template import bootstrap_objects, restore
 
             self._write_files(lambda: restore(template, data_dir))
+            # Only on the data just restored: there the hooks have nothing to create or change.
+            # After a restart a test may have changed a bootstrap role, which the hooks would
+            # put back a second later, so restarts wait for them as a plain start does.
+            self._bootstrap = bootstrap_objects(template)
         self._etcd = etcd_process(
             self._assets.binary("etcd"),
             data_dir=data_dir,
@@ -567,16 +580,34 @@ class ControlPlane:
             for process in (etcd, apiserver):
                 if not process.running:
                     self._raise_start_failure(process)
-            if client.ready():
+            if client.ready(self._bootstrap):
                 return
             if time.monotonic() > deadline:
                 healthy = etcd_healthy(self._ports[0], self._make_etcd_credentials())
                 etcd_state = "healthy" if healthy else "NOT healthy"
+                if self._bootstrap is not None:
+                    missing = client.missing_bootstrap_objects(self._bootstrap)
+                    if missing:
+                        listed = ", ".join(missing[:10])
+                        etcd_state += f"; bootstrap objects of the etcd template not served: {listed}"
                 raise apiserver.failure(
                     f"was not ready after {self.start_timeout:.0f} s (etcd is {etcd_state})",
                     "Raise start_timeout= if this machine is very busy, or look at the log above.",
                 )
             time.sleep(0.02)
+
+    def _wait_for_bootstrap_hooks(self) -> None:
+        """Wait for the full ``/readyz`` (the bootstrap hooks done) before kube-controller-manager
+        starts: it polls ``/healthz``, which includes the hooks, once a second, so starting it
+        earlier makes it start later (a poll just before the hooks finish costs a second)."""
+        client, apiserver = self._client, self._apiserver
+        assert client is not None and apiserver is not None
+        apiserver.wait_until(
+            lambda: client.get("/readyz")[0] == 200,
+            timeout=self.start_timeout,
+            what="done with its bootstrap hooks",
+            interval=0.02,
+        )
 
     def _forget_kubernetes_service(self) -> None:
         """Wait for the API server to create the ``kubernetes`` Service, then delete it.
@@ -647,6 +678,8 @@ class ControlPlane:
         if not self._controller_names:
             return
         assert self._assets is not None
+        if self._bootstrap is not None:
+            self._wait_for_bootstrap_hooks()
         binary = self._assets.binary("kube-controller-manager")
         process = self._controller_manager = controller_manager_process(
             binary,

@@ -5,6 +5,7 @@ template is built once, atomically, and rebuilt when damaged."""
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from controlplane_helpers import client_for
 from ktest.assets.assets import Assets
 from ktest.controlplane import ControlPlane, etcd_template
 from ktest.controlplane.apiserver import ApiServerClient
+from ktest.errors import ControlPlaneError
 from ktest.wait import eventually
 
 # What the API server creates at bootstrap, and what it serves.
@@ -152,6 +154,7 @@ def test_store_trims_the_wal_and_restore_gives_the_same_data(tmp_path: Path) -> 
     assert stored_wal.stat().st_size == 12288  # 5000 bytes, rounded to pages, one zero page after
     assert not (template / "member" / "wal" / "0.tmp").exists()
     assert [p.name for p in (tmp_path / "templates").iterdir()] == ["key"]  # no partial directory left
+    assert etcd_template.bootstrap_objects(template) is None  # no names: readiness waits for the hooks
 
     etcd_template.restore(template, tmp_path / "copy")
     copy = tmp_path / "copy"
@@ -229,3 +232,43 @@ def test_an_unwritable_cache_only_costs_the_template(
     with ControlPlane(assets=assets, controllers="none") as plane:
         assert plane._template is None
         assert _client(plane).get("/api/v1/namespaces/default")[0] == 200
+
+
+def test_a_plane_from_the_template_is_ready_only_with_every_bootstrap_object(assets: Assets) -> None:
+    """Readiness from the template skips the bootstrap hooks' timer, never their objects."""
+    with ControlPlane(assets=assets, controllers="none") as plane:
+        template, objects = plane._template, plane._bootstrap
+        assert template is not None and objects is not None
+        assert objects == etcd_template.bootstrap_objects(template)
+        assert {"/default", "/kube-system", "/kube-public", "/kube-node-lease"} <= set(objects["namespaces"])
+        assert "/cluster-admin" in objects["clusterroles"]
+        assert "/system-node-critical" in objects["priorityclasses"]
+        client = _client(plane)
+        assert client.ready(objects) and client.missing_bootstrap_objects(objects) == []
+        # what every test may rely on from the first moment: the admin and RBAC for other users
+        api = client_for(plane.kubeconfig)
+        kubernetes.client.RbacAuthorizationV1Api(api).delete_cluster_role("view")
+        api.close()
+        assert client.missing_bootstrap_objects(objects) == ["clusterroles /view"]
+        assert not client.ready(objects)
+        plane.restart()  # on data that is not a fresh copy the hooks decide again (and put view back)
+        assert plane._bootstrap is None
+        assert _client(plane).get("/apis/rbac.authorization.k8s.io/v1/clusterroles/view")[0] == 200
+
+
+def test_start_from_a_template_lacking_a_bootstrap_object_is_never_ready(
+    assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with ControlPlane(assets=assets, controllers="none") as plane:
+        template = plane._template
+    assert template is not None
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    copy = etcd_template.templates_directory() / template.name
+    shutil.copytree(template, copy)
+    manifest = json.loads((copy / etcd_template.MANIFEST).read_text())
+    manifest["bootstrap"]["clusterroles"].append("/ktest-never-created")
+    (copy / etcd_template.MANIFEST).write_text(json.dumps(manifest))
+    plane = ControlPlane(assets=assets, controllers="none", start_timeout=4)
+    with pytest.raises(ControlPlaneError, match="not served: clusterroles /ktest-never-created"):
+        plane.start()
+    assert plane._template == copy
