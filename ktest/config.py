@@ -14,7 +14,6 @@ options and ini keys from that table, and plain-Python code calls
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import math
 import os
@@ -24,11 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ktest import backend_registry as registry
 from ktest.controller_names import KNOWN_CONTROLLERS, known_controller, short_name
 from ktest.errors import AssetsError, ConfigError
 
-BACKENDS = ("bare", "existing", "kind")
-PLANNED_BACKENDS: tuple[str, ...] = ()
 KEEP_NAMESPACES = ("never", "on-failure", "always")
 NAMESPACE_DELETION = ("wait", "background")
 DEFAULT_CONTROLLERS = ("garbagecollector", "namespace")
@@ -72,7 +70,7 @@ class Settings:
     def describe(self) -> str:
         """One line for the test session header."""
         parts = [f"backend={self.backend}", f"k8s={self.k8s_version or 'latest'}"]
-        if self.backend == "existing":
+        if not registry.spec(self.backend).creates_cluster:
             parts.append(f"context={self.context}")
         else:
             parts.append(f"controllers={','.join(self.controllers) or 'none'}")
@@ -144,6 +142,11 @@ def _shown(value: Any) -> str:
 
 
 # -------------------------------------------------------------------- parsers
+
+
+def _backend_name(text: str, spec: Spec, source: Source) -> str:
+    """A backend registered in ``ktest.backend_registry``."""
+    return _choice(sorted(registry.names()))(text, spec, source)
 
 
 def _choice(allowed: Sequence[str], planned: Sequence[str] = ()) -> Parser:
@@ -338,7 +341,7 @@ def _feature_gates(text: str, spec: Spec, source: Source) -> tuple[str, ...]:
 SETTINGS: tuple[Spec, ...] = (
     Spec("k8s_version", "--ktest-k8s-version", "ktest_k8s_version", "KTEST_K8S_VERSION", _version,
          "Kubernetes version: 1.37.2, 1.37 (newest patch) or latest", "latest", metavar="VERSION"),
-    Spec("backend", "--ktest-backend", "ktest_backend", "KTEST_BACKEND", _choice(BACKENDS, PLANNED_BACKENDS),
+    Spec("backend", "--ktest-backend", "ktest_backend", "KTEST_BACKEND", _backend_name,
          "where the cluster comes from: bare (embedded control plane), kind (a kind cluster with real "
          "nodes) or existing (kubeconfig)", "bare", metavar="NAME"),
     Spec("kubeconfig", "--ktest-kubeconfig", "ktest_kubeconfig", "KTEST_KUBECONFIG", _path,
@@ -469,18 +472,9 @@ def check_before_start(settings: Settings) -> None:
                     "CustomResourceDefinition (apiextensions.k8s.io/v1); CRD paths must hold only CRDs "
                     "(apply other objects in the test or a fixture with cluster.apply)"
                 )
-    if settings.backend == "existing" and settings.kubeconfig is not None and settings.context:
-        from ktest.backends.existing import check_context
-
-        check_context(settings.kubeconfig, settings.context)
-    if settings.backend == "kind" and settings.kind_config is not None:
-        from ktest.errors import KindError
-        from ktest.kind.nodeimage import load_extra_config
-
-        try:
-            load_extra_config(settings.kind_config)
-        except KindError as error:
-            raise ConfigError(f"{settings.source_of('kind_config')}: {error}") from None
+    preflight = registry.spec(settings.backend).load("preflight")
+    if preflight is not None:
+        preflight(settings)
     if settings.run_dir is not None and not settings.run_dir.is_dir():
         raise ConfigError(
             f"{settings.source_of('run_dir')}: {settings.run_dir} is not a directory; give an existing "
@@ -520,37 +514,23 @@ def _raw_value(
 def _check_combination(settings: Settings, env: Mapping[str, str]) -> Settings:
     """Rules between settings: API server flags need a control plane ktest starts; backend
     existing needs an explicit context and a kubeconfig."""
+    backend_spec = registry.spec(settings.backend)
     for name in ("apiserver_flags", "feature_gates"):
-        if getattr(settings, name) and (settings.backend != "bare" or settings.reuse):
+        if getattr(settings, name) and (not backend_spec.starts_control_plane or settings.reuse):
             where = "reuse (a control plane started by `ktest up`)" if settings.reuse else (
                 f"backend {settings.backend}")
             hint = (
                 "for kind, put them in the kind config (ktest_kind_config: featureGates, or "
                 "kubeadmConfigPatches with apiServer extraArgs)"
-                if settings.backend == "kind" else "start the control plane yourself with them"
+                if backend_spec.nodes == "always" else "start the control plane yourself with them"
             )
             raise ConfigError(
                 f"{settings.source_of(name)}: {name.replace('_', ' ')} apply only to the control plane ktest "
                 f"starts itself (backend bare, without reuse), but this run uses {where}, whose API server "
                 f"is already running; unset them, or {hint}"
             )
-    if settings.backend != "existing":
-        return settings
-    if not settings.context:
-        spec = SPECS_BY_NAME["context"]
-        raise ConfigError(
-            "backend existing needs the kubeconfig context named explicitly, so that a test run "
-            f"cannot land on another cluster by accident: set {spec.option}, ini {spec.ini} or "
-            f"{spec.env} to the context to test against"
-        )
-    kubeconfig = settings.kubeconfig or default_kubeconfig(env)
-    if not kubeconfig.is_file():
-        spec = SPECS_BY_NAME["kubeconfig"]
-        raise ConfigError(
-            f"backend existing: kubeconfig {kubeconfig} ({settings.source_of('kubeconfig')}) does not "
-            f"exist; point {spec.option}, ini {spec.ini} or {spec.env} at one"
-        )
-    return dataclasses.replace(settings, kubeconfig=kubeconfig)
+    check = backend_spec.load("check")
+    return check(settings, env) if check is not None else settings
 
 
 _GATE_IN_HELP = re.compile(r"^\s+(?:[a-z]+:)?([A-Z][A-Za-z0-9]*)=true\|false", re.MULTILINE)

@@ -18,7 +18,7 @@ from pathlib import Path
 KTEST = Path(__file__).resolve().parents[1] / "ktest"
 
 FLOORS: list[list[str]] = [
-    ["public_api", "lazy", "errors", "controller_names"],
+    ["public_api", "lazy", "errors", "controller_names", "backend_registry"],
     ["base"],
     ["api_error", "context", "assets"],
     ["controlplane", "cluster", "kind"],
@@ -26,7 +26,8 @@ FLOORS: list[list[str]] = [
     ["proxy", "faults", "webhooks"],
     ["operators"],
     ["assertions"],
-    ["backends", "config"],
+    ["config"],
+    ["backends"],
     ["plugin", "cli"],
     ["__init__", "__main__"],
 ]

@@ -22,39 +22,14 @@ __all__ = ["open_backend", "open_session"]
 
 
 def open_backend(settings: Settings, notes: list[str] | None = None) -> Backend:
-    """The backend ``settings`` ask for; ``notes`` collects what the user should be told."""
-    notes = [] if notes is None else notes
-    if settings.backend == "existing":
-        from ktest.backends.existing import ExistingBackend
+    """The backend ``settings`` ask for (see ``ktest.backend_registry``); ``notes`` collects what
+    the user should be told."""
+    from ktest.backend_registry import spec
 
-        assert settings.kubeconfig is not None and settings.context is not None  # checked by config
-        return ExistingBackend(settings.kubeconfig, settings.context, run_dir=settings.run_dir)
-    if settings.backend == "kind":
-        from ktest.backends.kind import KindBackend, find_kept
-
-        if settings.reuse:
-            kept = find_kept(settings, notes)
-            if kept is not None:
-                return kept
-            notes.append("reuse: no kept kind cluster matches; created one for this session "
-                         "(`ktest up --backend kind` keeps one warm between runs)")
-        return KindBackend.start(settings)
-    if settings.reuse:
-        from ktest.backends import reuse
-
-        record, removed = reuse.find_compatible(settings)
-        notes.extend(removed)
-        if record is not None:
-            return reuse.attach(record)
-        notes.append(
-            "reuse: no running control plane matches "
-            f"(Kubernetes {settings.k8s_version or 'latest'}, controllers "
-            f"{','.join(settings.controllers) or 'none'}); started one for this session. "
-            "`ktest up` keeps one warm between runs"
-        )
-    from ktest.backends.bare import BareBackend
-
-    return BareBackend.start(settings)
+    opener = spec(settings.backend).load("open")
+    assert opener is not None
+    backend: Backend = opener(settings, [] if notes is None else notes)
+    return backend
 
 
 def open_session(settings: Settings, notes: list[str] | None = None) -> Backend:

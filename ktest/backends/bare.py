@@ -100,3 +100,22 @@ def share_of(plane: ControlPlane, description: str) -> ClusterShare:
         directory=str(plane.directory),
         components=components,
     )
+
+
+def open_bare(settings: Settings, notes: list[str]) -> Backend:
+    """The bare backend: a warm ``ktest up`` control plane when reuse is on and one matches,
+    else a control plane of the session's own."""
+    if settings.reuse:
+        from ktest.backends import reuse
+
+        record, removed = reuse.find_compatible(settings)
+        notes.extend(removed)
+        if record is not None:
+            return reuse.attach(record)
+        notes.append(
+            "reuse: no running control plane matches "
+            f"(Kubernetes {settings.k8s_version or 'latest'}, controllers "
+            f"{','.join(settings.controllers) or 'none'}); started one for this session. "
+            "`ktest up` keeps one warm between runs"
+        )
+    return BareBackend.start(settings)

@@ -13,9 +13,11 @@ those are deleted).
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import socket
 import ssl
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -27,6 +29,7 @@ from ktest.backends.base import Backend, ClusterShare
 from ktest.backends.private_kubeconfig import PrivateKubeconfig
 from ktest.cluster import Cluster
 from ktest.cluster.rest import auth_headers
+from ktest.config import Settings
 from ktest.controlplane.plane import default_base_directory
 from ktest.errors import ClusterError, ConfigError
 
@@ -190,3 +193,37 @@ def _unreachable(server: str, kubeconfig: Path, context: str, what: str) -> str:
         f"backend existing: cannot use the API server {server} of context {context!r} in {kubeconfig}: "
         f"{what}.\nCheck by hand with: {check}"
     )
+
+
+def open_existing(settings: Settings, notes: list[str]) -> Backend:
+    """The existing backend: the cluster of the named context (checked by :func:`check_settings`)."""
+    assert settings.kubeconfig is not None and settings.context is not None
+    return ExistingBackend(settings.kubeconfig, settings.context, run_dir=settings.run_dir)
+
+
+def check_settings(settings: Settings, env: Mapping[str, str]) -> Settings:
+    """Backend existing needs the context named explicitly (a run must not land on another
+    cluster by accident) and a kubeconfig that exists (default: ``$KUBECONFIG``, ~/.kube/config)."""
+    from ktest.config import SPECS_BY_NAME, default_kubeconfig
+
+    if not settings.context:
+        spec = SPECS_BY_NAME["context"]
+        raise ConfigError(
+            "backend existing needs the kubeconfig context named explicitly, so that a test run "
+            f"cannot land on another cluster by accident: set {spec.option}, ini {spec.ini} or "
+            f"{spec.env} to the context to test against"
+        )
+    kubeconfig = settings.kubeconfig or default_kubeconfig(env)
+    if not kubeconfig.is_file():
+        spec = SPECS_BY_NAME["kubeconfig"]
+        raise ConfigError(
+            f"backend existing: kubeconfig {kubeconfig} ({settings.source_of('kubeconfig')}) does not "
+            f"exist; point {spec.option}, ini {spec.ini} or {spec.env} at one"
+        )
+    return dataclasses.replace(settings, kubeconfig=kubeconfig)
+
+
+def preflight(settings: Settings) -> None:
+    """The named context must be the kubeconfig's current one (see :func:`check_context`)."""
+    if settings.kubeconfig is not None and settings.context:
+        check_context(settings.kubeconfig, settings.context)

@@ -182,3 +182,27 @@ def find_kept(settings: Settings, notes: list[str] | None = None) -> KindBackend
             notes.append(f"attached to kept kind cluster {record.name} (`ktest down --kind` deletes it)")
         return backend
     return None
+
+
+def open_kind(settings: Settings, notes: list[str]) -> Backend:
+    """The kind backend: a kept cluster when reuse is on and one matches, else a new one."""
+    if settings.reuse:
+        kept = find_kept(settings, notes)
+        if kept is not None:
+            return kept
+        notes.append("reuse: no kept kind cluster matches; created one for this session "
+                     "(`ktest up --backend kind` keeps one warm between runs)")
+    return KindBackend.start(settings)
+
+
+def preflight(settings: Settings) -> None:
+    """The extra kind config (``ktest_kind_config``) must be one ktest can merge."""
+    if settings.kind_config is None:
+        return
+    from ktest.errors import ConfigError, KindError
+    from ktest.kind.nodeimage import load_extra_config
+
+    try:
+        load_extra_config(settings.kind_config)
+    except KindError as error:
+        raise ConfigError(f"{settings.source_of('kind_config')}: {error}") from None

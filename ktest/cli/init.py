@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from ktest import backend_registry as registry
 from ktest.cli.versions import supported_minors
 from ktest.errors import KtestError
 
@@ -30,7 +31,6 @@ REUSABLE_WORKFLOW = ".github/workflows/ktest.yml"
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _VERSION_ITEM = re.compile(r"^(v?1\.\d+(\.\d+)?|default|latest|supported)$")
-BACKENDS = ("bare", "kind")
 # GitHub's own actions the self-contained workflow uses, pinned by commit (the tag in the comment).
 CHECKOUT = "actions/checkout@08c6903cd8c0fde910a37f88322edcfb5dd907a8 # v5.0.0"
 SETUP_PYTHON = "actions/setup-python@e797f83bcb11b83ae66e0230d6156d7c80228e7c # v6.0.0"
@@ -246,8 +246,8 @@ def _check_matrix(options: WorkflowOptions) -> None:
                 "default or supported"
             )
     for backend in options.backends:
-        if backend not in BACKENDS:
-            raise InitError(f"--backends: {backend!r} is not one of {', '.join(BACKENDS)}")
+        if backend not in registry.matrix_names():
+            raise InitError(f"--backends: {backend!r} is not one of {', '.join(registry.matrix_names())}")
     if not options.backends:
         raise InitError("--backends is empty; give bare, kind or bare,kind")
     if not 1 <= options.shards <= 32:

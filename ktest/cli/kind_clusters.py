@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import Any
 
 from ktest.config import Settings
+
+
+def up_from_args(args: Any, k8s_version: str | None) -> int:
+    """``ktest up --backend kind``."""
+    return up_kind(k8s_version, args.kind_config)
 
 
 def up_kind(k8s_version: str | None, kind_config: str | None) -> int:

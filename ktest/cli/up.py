@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ktest import backend_registry as registry
 from ktest.backends import reuse
 from ktest.config import DEFAULT_CONTROLLERS, SPECS_BY_NAME, Source
 from ktest.errors import ConfigError
@@ -49,7 +50,7 @@ def register(subparsers: Any) -> None:
     )
     up.add_argument(
         "--backend",
-        choices=("bare", "kind"),
+        choices=registry.up_names(),
         default="bare",
         help="bare: an embedded control plane in a daemon; kind: a kind cluster kept until "
         "`ktest down --kind`",
@@ -88,10 +89,13 @@ def _parse(name: str, text: str, flag: str) -> Any:
 
 def _up(args: argparse.Namespace) -> int:
     version = _parse("k8s_version", args.k8s_version or "", "--k8s-version")
-    if args.backend == "kind":
-        from ktest.cli.kind_clusters import up_kind
+    up = registry.spec(args.backend).load("up")
+    assert up is not None
+    return int(up(args, version))
 
-        return up_kind(version, args.kind_config)
+
+def up_bare(args: argparse.Namespace, version: str | None) -> int:
+    """``ktest up``: a control plane in a daemon, kept until ``ktest down``."""
     controllers = _parse("controllers", args.controllers, "--controllers")
     run_dir = _parse("run_dir", args.run_dir, "--run-dir") if args.run_dir else None
     # Resolve (maybe download or build) the binaries here, where progress is visible.

@@ -14,9 +14,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from ktest import backend_registry as registry
 from ktest.errors import AssetsError
-
-BACKENDS = ("bare", "kind")
 
 
 def register(subparsers: Any) -> None:
@@ -62,7 +61,7 @@ class VersionReport:
             "ktest_version": self.ktest_version,
             "default": self.default,
             "supported": self.supported,
-            "backends": list(BACKENDS),
+            "backends": list(registry.matrix_names()),
             "kind_version": self.kind_version,
             "resolved": self.resolved,
         }

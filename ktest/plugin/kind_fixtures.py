@@ -68,12 +68,19 @@ def kind(ktest_backend: Backend) -> KindHandle:
     return handle
 
 
-def register(config: pytest.Config, backend: str) -> None:
-    """Register the fixtures; ``kind_cluster`` only where it cannot take pytest-kind's place by surprise."""
+def register(config: pytest.Config) -> None:
+    """Register the fixtures; ``kind_cluster`` only where it cannot take pytest-kind's place by
+    surprise (the kind backend adds it anyway: :func:`register_for_backend`)."""
     import sys
 
+    config.pluginmanager.register(sys.modules[__name__], "ktest-kind-fixtures")
+    if not config.pluginmanager.hasplugin("pytest-kind"):
+        register_for_backend(config)
+
+
+def register_for_backend(config: pytest.Config) -> None:
+    """The kind backend's fixtures: pytest-kind's ``kind_cluster``, served by ktest's cluster."""
     from ktest.plugin import kind_compat
 
-    config.pluginmanager.register(sys.modules[__name__], "ktest-kind-fixtures")
-    if backend == "kind" or not config.pluginmanager.hasplugin("pytest-kind"):
+    if not config.pluginmanager.is_registered(kind_compat):
         config.pluginmanager.register(kind_compat, "ktest-kind-compat")

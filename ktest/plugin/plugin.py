@@ -265,9 +265,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     config.stash[_SESSION] = KtestSession(config, settings, error)
     config.pluginmanager.register(config.stash[_SESSION], "ktest-session")
+    from ktest.backend_registry import spec
     from ktest.plugin.kind_fixtures import register as register_kind_fixtures
 
-    register_kind_fixtures(config, settings.backend)
+    register_kind_fixtures(config)
+    backend_fixtures = spec(settings.backend).load("fixtures")
+    if backend_fixtures is not None:
+        backend_fixtures(config)
     from ktest.plugin import webhook_fixtures
 
     config.pluginmanager.register(webhook_fixtures, "ktest-webhook-fixtures")
@@ -407,8 +411,8 @@ def _failure_sections(item: pytest.Item, when: str) -> list[tuple[str, str]]:
 # -------------------------------------------------------------------- fixtures
 
 
-_NO_NODES = ("ktest_nodes: this test needs real nodes, and backend bare runs a control plane without nodes; "
-             "run it with --ktest-backend kind (or KTEST_BACKEND=kind)")
+_NO_NODES = ("ktest_nodes: this test needs real nodes, and backend {backend} runs a control plane "
+             "without nodes; run it with --ktest-backend kind (or KTEST_BACKEND=kind)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -417,8 +421,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     session = item.config.stash.get(_SESSION, None)
     if session is None or session.settings_error is not None:
         return
-    if item.get_closest_marker("ktest_nodes") is not None and session.settings.backend == "bare":
-        pytest.skip(_NO_NODES)
+    if item.get_closest_marker("ktest_nodes") is not None and _nodes(session.settings) == "never":
+        pytest.skip(_NO_NODES.format(backend=session.settings.backend))
+
+
+def _nodes(settings: Settings) -> str:
+    from ktest.backend_registry import spec
+
+    return spec(settings.backend).nodes
 
 
 @pytest.fixture(autouse=True)
@@ -435,7 +445,7 @@ def _ktest_markers(request: pytest.FixtureRequest) -> None:
     wanted = _minimum_version(minimum) if minimum is not None else None
     settings: Settings = request.getfixturevalue("ktest_settings")
     backend: Backend = request.getfixturevalue("ktest_backend")
-    if needs_nodes and settings.backend == "existing" and not backend.cluster.list("v1", "Node"):
+    if needs_nodes and _nodes(settings) == "ask" and not backend.cluster.list("v1", "Node"):
         pytest.skip(
             f"ktest_nodes: this test needs real nodes, and the existing cluster ({backend.describe()}) has "
             "none; run it against a cluster with nodes or with --ktest-backend kind"

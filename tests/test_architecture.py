@@ -1,0 +1,98 @@
+"""The house stays straight (scripts/architecture.py): no import circles, no arrow running up
+from a lower floor; and backends are plug-ins: one module plus one registration."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ktest import backend_registry as registry
+from ktest.backend_registry import BackendSpec
+from ktest.config import Settings, resolve_settings
+from ktest.errors import ConfigError
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "architecture.py"
+
+
+def drawing() -> Any:
+    spec = importlib.util.spec_from_file_location("architecture", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_room_is_on_a_floor() -> None:
+    house = drawing()
+    for room in house.rooms():
+        house.floor_of(room)  # KeyError names the room
+
+
+def test_no_import_circles() -> None:
+    house = drawing()
+    assert house.circles(house.arrows()) == []
+
+
+def test_no_arrow_runs_up() -> None:
+    house = drawing()
+    drawn = house.arrows()
+    up = {arrow: sorted(set(drawn[arrow])) for arrow in house.upward(drawn)}
+    assert up == {}
+
+
+OPENED: list[Settings] = []
+
+
+def open_mine(settings: Settings, notes: list[str]) -> Any:
+    OPENED.append(settings)
+    notes.append("opened mine")
+    return "a backend"
+
+
+def check_mine(settings: Settings, env: Any) -> Settings:
+    if settings.context != "allowed":
+        raise ConfigError("backend mine needs context 'allowed'")
+    return settings
+
+
+@pytest.fixture
+def mine(monkeypatch: pytest.MonkeyPatch) -> BackendSpec:
+    """A third backend, registered the way a package would (one spec naming its module)."""
+    sys.modules.setdefault("test_architecture", sys.modules[__name__])
+    spec = BackendSpec("mine", "a test backend", open=f"{__name__}:open_mine", check=f"{__name__}:check_mine")
+    built_in = registry.backends()
+    monkeypatch.setattr(registry, "backends", lambda: {**built_in, "mine": spec})
+    return spec
+
+
+def test_a_new_backend_is_one_module_plus_its_registration(mine: BackendSpec) -> None:
+    from ktest.backends import open_backend
+
+    with pytest.raises(ConfigError, match="backend mine needs context 'allowed'"):
+        resolve_settings(env={"KTEST_BACKEND": "mine"})
+    settings = resolve_settings(env={"KTEST_BACKEND": "mine", "KTEST_CONTEXT": "allowed"})
+    notes: list[str] = []
+    assert open_backend(settings, notes) == "a backend"
+    assert OPENED[-1] is settings and notes == ["opened mine"]
+
+
+def test_an_unknown_backend_names_the_registered_ones(mine: BackendSpec) -> None:
+    with pytest.raises(ConfigError, match="allowed values: bare, existing, kind, mine"):
+        resolve_settings(env={"KTEST_BACKEND": "k3d"})
+
+
+def test_nothing_outside_the_registry_compares_a_backend_name() -> None:
+    ktest = Path(registry.__file__).parent
+    offenders = []
+    for path in ktest.rglob("*.py"):
+        if path.name == "backend_registry.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if "backend" in line and any(f'{op} "{name}"' in line for op in ("==", "!=")
+                                         for name in registry.names()):
+                offenders.append(f"{path.relative_to(ktest)}:{number}: {line.strip()}")
+    assert offenders == []
