@@ -5,6 +5,7 @@
 One round measures, in this order, each of:
 * Go envtest cold start (``bench/envtest-baseline``, built here if needed; one
   start/stop per round, timed inside the Go program);
+* ktest cold start without controllers (etcd + kube-apiserver, what envtest runs);
 * ktest cold start: a bare ``ControlPlane`` with the garbage-collector and
   namespace controllers, until it is ready for tests (API server ready, the
   ``default`` namespace exists, both controllers running), and the RSS of
@@ -89,6 +90,16 @@ def ktest_cold_start(assets: Assets, samples: Samples, *, template: bool = True)
         samples.add("rss total", total)
     finally:
         plane.stop()
+
+
+def ktest_cold_start_without_controllers(assets: Assets, samples: Samples) -> None:
+    """etcd + kube-apiserver alone, as Go envtest runs them: ready for tests (from the etcd
+    template: /readyz without the bootstrap hooks, every bootstrap object served)."""
+    began = time.perf_counter()
+    plane = ControlPlane(assets=assets, controllers="none")
+    plane.start()
+    samples.add("ktest ready, no controllers", time.perf_counter() - began)
+    plane.stop()
 
 
 def envtest_baseline_binary() -> Path:
@@ -210,6 +221,7 @@ def main() -> int:
                 lambda: envtest_cold_start(baseline, assets, samples),
                 lambda: ktest_cold_start(assets, samples),
                 lambda: ktest_cold_start(assets, samples, template=False),
+                lambda: ktest_cold_start_without_controllers(assets, samples),
                 lambda: attach_to_warm(directory, env, samples),
                 lambda: plugin_cost(directory, env, samples),
             ]
@@ -237,6 +249,9 @@ def main() -> int:
     rows = [
         Row("cold start to ready (ktest: GC + namespace controllers)", f"{ours:.2f} s",
             f"envtest {theirs:.2f} s", f"{ours / theirs:.2f}x", "<= 0.6x", ours / theirs <= 0.6),
+        Row("cold start, ktest without controllers (etcd + apiserver, as envtest)",
+            f"{samples.median('ktest ready, no controllers'):.2f} s", f"envtest {theirs:.2f} s",
+            f"{samples.median('ktest ready, no controllers') / theirs:.2f}x", "", None),
         Row("cold start, ktest without the etcd template",
             f"{samples.median('ktest ready, no etcd template'):.2f} s", f"envtest {theirs:.2f} s",
             f"{samples.median('ktest ready, no etcd template') / theirs:.2f}x", "", None),
@@ -265,6 +280,8 @@ def main() -> int:
     print(_table(rows))
     print(f"load average during the rounds: median {statistics.median(loads):.2f}, max {max(loads):.2f} "
           f"on {os.cpu_count()} cores")
+    print(f"ready without controllers: {samples.median('ktest ready, no controllers') / theirs:.2f}x envtest")
+    print(f"ready with controllers: {ours / theirs:.2f}x envtest")
     return 0
 
 
