@@ -21,11 +21,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ktest import backend_registry as registry
 from ktest.controller_names import KNOWN_CONTROLLERS, known_controller, short_name
 from ktest.errors import AssetsError, ConfigError
+
+if TYPE_CHECKING:
+    from ktest.assets.selectors import Selector
 
 KEEP_NAMESPACES = ("never", "on-failure", "always")
 NAMESPACE_DELETION = ("wait", "background")
@@ -63,6 +66,13 @@ class Settings:
     feature_gates: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """Where each non-default value came from (for messages), e.g. ``{"backend": "ini ktest_backend"}``."""
+
+    @property
+    def k8s_selector(self) -> Selector:
+        """``k8s_version`` as a value (``latest`` when unset): ask it, do not parse the text."""
+        from ktest.assets.selectors import parse_selector
+
+        return parse_selector(self.k8s_version)
 
     def source_of(self, name: str) -> str:
         return self.sources.get(name, "default")

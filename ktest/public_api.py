@@ -105,7 +105,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "ktest.controlplane": ("ControlPlane", "ManagedProcess"),
     "ktest.assets": (
         "ALL_BINARIES", "OPTIONAL_BINARIES", "REQUIRED_BINARIES", "SOURCES", "Assets", "Progress", "Selector",
-        "parse_selector", "resolve_assets",
+        "parse_selector", "resolve_assets", "KubeVersion",
     ),
     "ktest.proxy": (
         "Call", "FaultRuleError", "Faults", "Injection", "OperatorProxy", "Rule", "Traffic",

@@ -30,6 +30,7 @@ _EXPORTS = {
     "resolve_assets": "ktest.assets.resolve",
     "Selector": "ktest.assets.selectors",
     "parse_selector": "ktest.assets.selectors",
+    "KubeVersion": "ktest.assets.selectors",
 }
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "REQUIRED_BINARIES",
     "SOURCES",
     "Assets",
+    "KubeVersion",
     "Progress",
     "Selector",
     "parse_selector",

@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from ktest.assets.progress import Progress
-from ktest.assets.selectors import sort_versions
+from ktest.assets.selectors import KubeVersion, sort_versions
 from ktest.errors import AssetsError
 
 DEFAULT_INDEX_URL = (
@@ -242,7 +242,7 @@ def parse_index(text: str, url: str) -> dict[str, dict[str, Archive]]:
                 entries[str(name)] = Archive(
                     str(name), str(details["selfLink"]), str(details["hash"])
                 )
-        index[str(version).lstrip("v")] = entries
+        index[KubeVersion.parse(str(version)).text] = entries
     return index
 
 

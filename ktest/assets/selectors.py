@@ -68,6 +68,48 @@ class Selector:
 
 LATEST = Selector("latest")
 
+_RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?$")
+
+
+@dataclass(frozen=True, order=True)
+class KubeVersion:
+    """A Kubernetes version as a value: parsed once (``v1.37.2``, ``1.37``, ``v1.37.2+k3s1``),
+    then asked for its parts instead of stripping a ``v`` or splitting a minor by hand."""
+
+    major: int
+    minor: int
+    patch: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> KubeVersion:
+        """``AssetsError`` naming the forms accepted when ``text`` is not a version."""
+        match = _RELEASE_RE.match(str(text).strip())
+        if match is None:
+            raise AssetsError(
+                f"{text!r} is not a Kubernetes version; write it like 1.37.2 or 1.37 "
+                "(a leading 'v' is allowed)"
+            )
+        major, minor, patch = match.groups()
+        return cls(int(major), int(minor), None if patch is None else int(patch))
+
+    @property
+    def minor_text(self) -> str:
+        """``"1.37"``."""
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def text(self) -> str:
+        """``"1.37.2"`` (``"1.37"`` without a patch): no leading ``v``."""
+        return self.minor_text if self.patch is None else f"{self.minor_text}.{self.patch}"
+
+    @property
+    def tag(self) -> str:
+        """``"v1.37.2"``: how images and kubeadm name it."""
+        return f"v{self.text}"
+
+    def __str__(self) -> str:
+        return self.text
+
 
 def parse_selector(text: str | None) -> Selector:
     """Parse ``"1.37.2"``, ``"v1.37"``, ``"latest"`` (None or "" mean latest).
@@ -93,7 +135,7 @@ def parse_selector(text: str | None) -> Selector:
             "Kubernetes releases are 1.x. Use e.g. 1.37 or 1.37.2."
         )
     return Selector(
-        text=cleaned.lstrip("v"),
+        text=KubeVersion.parse(cleaned).text,
         major=int(major),
         minor=int(minor),
         patch=None if patch is None else int(patch),

@@ -11,6 +11,7 @@ from typing import Any
 from ktest.assets import ALL_BINARIES, SOURCES, Assets, resolve_assets
 from ktest.assets import store as asset_store
 from ktest.assets.progress import format_bytes
+from ktest.assets.selectors import KubeVersion
 
 
 def register(subparsers: Any) -> None:
@@ -134,7 +135,8 @@ def _verify(args: argparse.Namespace) -> int:
     locations = asset_store.Locations.from_env()
     entries = asset_store.list_cache_entries(locations)
     if args.k8s_version:
-        entries = [entry for entry in entries if entry.version == args.k8s_version.lstrip("v")]
+        wanted_version = KubeVersion.parse(args.k8s_version).text
+        entries = [entry for entry in entries if entry.version == wanted_version]
     if not entries:
         wanted = f"Kubernetes {args.k8s_version}" if args.k8s_version else "binaries"
         print(f"no {wanted} in ktest's cache ({locations.k8s_dir}); nothing to verify")

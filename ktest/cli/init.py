@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ktest import backend_registry as registry
+from ktest.assets.selectors import parse_selector
 from ktest.cli.versions import supported_minors
 from ktest.errors import KtestError
 
@@ -141,7 +142,7 @@ def render_standalone_workflow(options: WorkflowOptions) -> str:
         if version == "supported":
             versions.extend(supported_minors())
         else:
-            versions.append("latest" if version == "default" else version.lstrip("v"))
+            versions.append("latest" if version == "default" else str(parse_selector(version)))
     extra = "[kind]" if "kind" in options.backends else ""
     requirement = f"ktest{extra}=={options.ktest_version}"
     pytest_command = f"python -m pytest {options.pytest_args}".rstrip()

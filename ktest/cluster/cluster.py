@@ -154,7 +154,9 @@ class Cluster:
     @property
     def version(self) -> str:
         """The server's Kubernetes version, e.g. ``"1.37.2"``."""
-        return str(self.version_info["gitVersion"]).lstrip("v").split("+")[0]
+        from ktest.assets.selectors import KubeVersion
+
+        return KubeVersion.parse(str(self.version_info["gitVersion"])).text
 
     @property
     def gc_available(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from ktest.assets.assets import Assets
+from ktest.assets.selectors import KubeVersion
 from ktest.base import janitor
 from ktest.base.certs import CertificateAuthority, KeyPair, service_account_key_pair
 from ktest.base.janitor_client import JanitorHandle
@@ -667,11 +669,12 @@ class ControlPlane:
     def _read_version(self) -> str:
         assert self._client is not None and self._assets is not None
         reported = self._client.version().get("gitVersion", "")
-        stamped = reported.lstrip("v")
-        if re.match(r"^\d+\.\d+\.\d+", stamped) and not stamped.startswith("0.0.0"):
-            return stamped
+        with contextlib.suppress(AssetsError):
+            stamped = KubeVersion.parse(reported)
+            if stamped.patch is not None and (stamped.major, stamped.minor) != (0, 0):
+                return stamped.text
         # A binary built without version stamping reports v0.0.0-master+$Format$.
-        return self._assets.version or stamped
+        return self._assets.version or str(reported).removeprefix("v")
 
     def _start_controller_manager(self) -> None:
         self._running_controllers = frozenset()

@@ -40,11 +40,10 @@ def find_kubectl(version: str) -> Path:
     exact = locations.cache_entry(version) / "kubectl"
     if exact.is_file():
         return exact
-    minor = ".".join(version.split(".")[:2])
+    minor = _minor_number(version)
     for entry in store.list_cache_entries(locations):
         near = entry.directory / "kubectl"
-        entry_minor = ".".join(entry.version.split(".")[:2])
-        if near.is_file() and abs(_minor_number(entry_minor) - _minor_number(minor)) <= 1:
+        if near.is_file() and abs(_minor_number(entry.version) - minor) <= 1:
             return near
     on_path = shutil.which("kubectl")
     if on_path:
@@ -54,10 +53,13 @@ def find_kubectl(version: str) -> Path:
     return resolve_assets(version).binary("kubectl")
 
 
-def _minor_number(minor: str) -> int:
+def _minor_number(version: str) -> int:
+    from ktest.assets.selectors import KubeVersion
+    from ktest.errors import AssetsError
+
     try:
-        return int(minor.split(".")[1])
-    except (IndexError, ValueError):
+        return KubeVersion.parse(version).minor
+    except AssetsError:
         return -100
 
 

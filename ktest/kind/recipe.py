@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ktest.assets.selectors import KubeVersion
 from ktest.errors import KindError
 
 KIND_MODULE = "sigs.k8s.io/kind"
@@ -90,8 +91,7 @@ FIRST_MINOR_WITH_FAIL_CGROUP_V1 = 31
 
 def minor_of(k8s_version: str) -> str:
     """``1.37`` for ``1.37.2`` or ``v1.37.2``."""
-    parts = k8s_version.removeprefix("v").split(".")
-    return ".".join(parts[:2])
+    return KubeVersion.parse(k8s_version).minor_text
 
 
 def minor_recipe(k8s_version: str) -> MinorRecipe:
@@ -109,7 +109,7 @@ def minor_recipe(k8s_version: str) -> MinorRecipe:
 
 def expected_images(k8s_version: str) -> list[str]:
     """What ``kubeadm config images list --kubernetes-version v<k8s_version>`` prints."""
-    version = "v" + k8s_version.removeprefix("v")
+    version = KubeVersion.parse(k8s_version).tag
     parts = minor_recipe(version)
     return [
         *(f"{IMAGE_REGISTRY}/{name}:{version}" for name in COMPONENT_IMAGES),
@@ -144,7 +144,7 @@ def required_cluster_config(
     if ktest_image:
         config["networking"] = {"disableDefaultCNI": True, "podSubnet": POD_SUBNET}
     config["nodes"] = [{"role": "control-plane"}] + [{"role": "worker"} for _ in range(workers)]
-    minor = int(minor_of(k8s_version).split(".")[1]) if k8s_version else None
+    minor = KubeVersion.parse(k8s_version).minor if k8s_version else None
     if cgroup_version == 1 and (minor is None or minor >= FIRST_MINOR_WITH_FAIL_CGROUP_V1):
         config["kubeadmConfigPatches"] = ["kind: KubeletConfiguration\nfailCgroupV1: false\n"]
     return config

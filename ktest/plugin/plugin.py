@@ -460,21 +460,29 @@ def _ktest_markers(request: pytest.FixtureRequest) -> None:
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(".")[:2])
+    from ktest.assets.selectors import KubeVersion
+
+    version = KubeVersion.parse(text)
+    return (version.major, version.minor)
 
 
 def _minimum_version(marker: pytest.Mark) -> tuple[int, ...]:
     """The version of ``@pytest.mark.ktest_min_k8s("1.36")``; a wrong use fails the test saying how to fix."""
+    from ktest.assets.selectors import KubeVersion
+    from ktest.errors import AssetsError
+
     args = list(marker.args) or [marker.kwargs.get("version")]
-    text = str(args[0]).strip().lstrip("v") if len(args) == 1 and args[0] is not None else ""
-    parts = text.split(".")
-    if len(parts) not in (2, 3) or not all(part.isdigit() for part in parts):
+    try:
+        if len(args) != 1 or args[0] is None:
+            raise AssetsError("one version")
+        version = KubeVersion.parse(str(args[0]))
+    except AssetsError:
         pytest.fail(
             f"@pytest.mark.ktest_min_k8s{marker.args!r}: give one Kubernetes version as major.minor, "
             'for example @pytest.mark.ktest_min_k8s("1.36")',
             pytrace=False,
         )
-    return _version_tuple(text)
+    return (version.major, version.minor)
 
 
 @pytest.fixture(scope="session")

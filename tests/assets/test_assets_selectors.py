@@ -69,3 +69,36 @@ def test_version_ordering_is_numeric_not_lexical() -> None:
     ]
     assert parse_stable_version("v1.37.2") == (1, 37, 2)
     assert parse_stable_version("1.37.2-rc.1") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "minor_text", "full", "tag"),
+    [
+        ("1.37.2", "1.37", "1.37.2", "v1.37.2"),
+        ("v1.37.2", "1.37", "1.37.2", "v1.37.2"),
+        ("v1.36", "1.36", "1.36", "v1.36"),
+        ("v1.35.4+k3s1", "1.35", "1.35.4", "v1.35.4"),
+        (" 1.35.4-gke.100 ", "1.35", "1.35.4", "v1.35.4"),
+    ],
+)
+def test_a_version_is_a_value_asked_for_its_parts(text: str, minor_text: str, full: str, tag: str) -> None:
+    from ktest.assets.selectors import KubeVersion
+
+    version = KubeVersion.parse(text)
+    assert (version.minor_text, version.text, version.tag, str(version)) == (minor_text, full, tag, full)
+    assert KubeVersion.parse("1.9") < KubeVersion.parse("1.10")
+
+
+@pytest.mark.parametrize("text", ["", "latest", "1", "one.two", "1.x.3"])
+def test_what_is_not_a_version_is_named(text: str) -> None:
+    from ktest.assets.selectors import KubeVersion
+
+    with pytest.raises(AssetsError, match=r"is not a Kubernetes version; write it like 1.37.2"):
+        KubeVersion.parse(text)
+
+
+def test_settings_carry_the_version_as_a_selector() -> None:
+    from ktest.config import resolve_settings
+
+    assert resolve_settings(env={"KTEST_K8S_VERSION": "v1.36"}).k8s_selector.minor == 36
+    assert resolve_settings(env={}).k8s_selector.is_latest

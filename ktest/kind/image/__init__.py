@@ -35,7 +35,7 @@ def resolve_version(selector: str | None) -> str:
     from ktest.assets.selectors import parse_selector
     from ktest.errors import AssetsError
 
-    text = (selector or "").strip().removeprefix("v") or recipe.DEFAULT_MINOR
+    text = (selector or "").strip() or recipe.DEFAULT_MINOR
     try:
         parsed = parse_selector(text)
     except AssetsError as error:

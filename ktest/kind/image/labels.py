@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ktest.assets.selectors import KubeVersion
 from ktest.kind import recipe
 
 
 def _bare(version: str) -> str:
-    return version.removeprefix("v")
+    return KubeVersion.parse(version).text
 
 
 def node_image_tag(k8s_version: str) -> str:
