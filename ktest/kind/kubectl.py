@@ -14,13 +14,12 @@ import re
 import shutil
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from ktest.errors import KindError
 
-_FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) ->")
+_FORWARDING = re.compile(r"Forwarding from (?:\[[^\]]*\]|[^\s\[]+):(\d+) ->")
 PORT_FORWARD_TIMEOUT = 30.0
 
 
@@ -119,19 +118,12 @@ class Kubectl:
             local = _wait_forwarding(process, timeout, f"{target}:{port}")
             yield local
         finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
+            stop_forwarding(process)
 
 
-def _wait_forwarding(process: subprocess.Popen[str], timeout: float, what: str) -> int:
-    """Read kubectl's output until it names the local port (a reader thread keeps draining it)."""
-    assert process.stdout is not None
+def forwarded_port(process: subprocess.Popen[str], timeout: float, what: str) -> tuple[int | None, str]:
+    """The local port ``kubectl port-forward`` reports (a reader thread keeps draining its
+    output), or None with the last lines of its output when it exits or times out first."""
     found: list[int] = []
     seen: list[str] = []
     ready = threading.Event()
@@ -147,11 +139,25 @@ def _wait_forwarding(process: subprocess.Popen[str], timeout: float, what: str) 
         ready.set()
 
     threading.Thread(target=read, name=f"port-forward {what}", daemon=True).start()
-    deadline = time.monotonic() + timeout
-    ready.wait(timeout)
-    if found:
-        return found[0]
-    output = "\n".join(seen[-10:]) or "(no output)"
-    if time.monotonic() >= deadline:
-        raise KindError(f"kubectl port-forward to {what} did not start in {timeout:.0f}s:\n{output}")
-    raise KindError(f"kubectl port-forward to {what} failed:\n{output}")
+    if not ready.wait(timeout):
+        return None, f"no forwarding after {timeout:.0f}s: " + ("\n".join(seen[-10:]) or "(no output)")
+    return (found[0] if found else None), "\n".join(seen[-10:]) or "(no output)"
+
+
+def stop_forwarding(process: subprocess.Popen[str]) -> None:
+    """End a port-forward: SIGTERM, then SIGKILL after 10 s; close its output."""
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+def _wait_forwarding(process: subprocess.Popen[str], timeout: float, what: str) -> int:
+    port, output = forwarded_port(process, timeout, what)
+    if port is None:
+        raise KindError(f"kubectl port-forward to {what} failed or did not start:\n{output}")
+    return port

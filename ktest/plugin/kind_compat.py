@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
 import threading
 import warnings
@@ -27,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ktest.base.process import popen_bound
+from ktest.kind.kubectl import forwarded_port, stop_forwarding
+
 if TYPE_CHECKING:
     from ktest.kind.handle import KindHandle
 
-_FORWARDING = re.compile(r"Forwarding from (?:\[[^\]]*\]|[^\s\[]+):(\d+) ->")
 PORT_FORWARD_TIMEOUT = 30.0
 
 
@@ -130,18 +131,18 @@ class KindClusterCompat:
             command[2:2] = ["--address", "127.0.0.1"]
         failures: list[str] = []
         for attempt in range(retries):
-            process = subprocess.Popen(
+            process = popen_bound(  # killed with this process, even by kill -9
                 command, env=self._environment(None), stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             )
             try:
-                port, output = _wait_forwarding(process, PORT_FORWARD_TIMEOUT)
+                port, output = forwarded_port(process, PORT_FORWARD_TIMEOUT, "kind_cluster")
                 if port is not None:
                     yield port
                     return
                 failures.append(f"attempt {attempt + 1}: {output}")
             finally:
-                _stop(process)
+                stop_forwarding(process)
             if attempt + 1 < retries:
                 # kubectl gave up (Pod not Running yet, port taken): the next attempt waits a second
                 # for the cluster to move on, as pytest-kind does between its attempts.
@@ -150,39 +151,6 @@ class KindClusterCompat:
             1, command, output=f"kubectl port-forward to {service_or_pod_name}:{remote_port} failed "
             f"{retries} time(s):\n" + "\n".join(failures[-3:])
         )
-
-
-def _wait_forwarding(process: subprocess.Popen[str], timeout: float) -> tuple[int | None, str]:
-    """The local port kubectl reports, or None with its output when it exits (or times out) first."""
-    found: list[int] = []
-    seen: list[str] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            seen.append(line.rstrip())
-            match = _FORWARDING.search(line)
-            if match and not found:
-                found.append(int(match.group(1)))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read, name="kind_cluster port-forward", daemon=True).start()
-    if not ready.wait(timeout):
-        return None, f"no forwarding after {timeout:.0f}s: " + ("\n".join(seen[-5:]) or "(no output)")
-    return (found[0] if found else None), "\n".join(seen[-5:]) or "(no output)"
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    if process.stdout is not None:
-        process.stdout.close()
 
 
 def make_compat(handle: KindHandle) -> KindClusterCompat:
