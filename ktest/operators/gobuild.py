@@ -28,13 +28,15 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import filelock
 
 from ktest.errors import OperatorError
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from ktest.assets.progress import Progress
 
 _SOURCE_NAMES = frozenset({"go.mod", "go.sum", "go.work", "go.work.sum"})
@@ -85,6 +87,23 @@ class GoBuild:
         return self.binary.parent / "build.log"
 
 
+class GoBuildOptions(TypedDict, total=False):
+    """How :func:`plan_go_build` and :func:`build_go_binary` build, declared once.
+
+    ``package``: the main package below the module (default ``.``); ``name``: the binary's
+    name; ``ldflags``, ``tags``: as for ``go build``; ``env``: added to the build's
+    environment; ``cache_dir``: where binaries are kept (default ``~/.cache/ktest/operators``);
+    ``reproducible``: ``-trimpath`` and ``CGO_ENABLED=0``."""
+
+    package: str
+    name: str | None
+    ldflags: str
+    tags: Sequence[str]
+    env: Mapping[str, str] | None
+    cache_dir: Path | str | None
+    reproducible: bool
+
+
 def plan_go_build(
     source_dir: Path | str,
     *,
@@ -130,35 +149,20 @@ def plan_go_build(
 def build_go_binary(
     source_dir: Path | str,
     *,
-    package: str = ".",
-    name: str | None = None,
-    ldflags: str = "",
-    tags: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    cache_dir: Path | str | None = None,
     timeout: float = 1800.0,
-    reproducible: bool = False,
     progress: bool | Progress = True,
+    **how: Unpack[GoBuildOptions],
 ) -> Path:
     """The path of the built binary of ``package`` in the Go module at ``source_dir``.
 
     Built only when no binary for the same sources, Go version and flags is
     cached; while it builds, progress lines on stderr name the binary, the log and
     the time taken (``progress=False`` silences them). Raises ``OperatorError``
-    with the compiler's output when the build fails.
+    with the compiler's output when the build fails. How to build: :class:`GoBuildOptions`.
     """
     from ktest.assets.progress import as_progress
 
-    plan = plan_go_build(
-        source_dir,
-        package=package,
-        name=name,
-        ldflags=ldflags,
-        tags=tags,
-        env=env,
-        cache_dir=cache_dir,
-        reproducible=reproducible,
-    )
+    plan = plan_go_build(source_dir, **how)
     if plan.cached:
         return plan.binary
     report = as_progress(progress)
