@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 KEY_MARKERS = (b"PRIVATE KEY", b"BEGIN CERTIFICATE")
@@ -69,3 +71,32 @@ def files_with_key_material(root: Path) -> list[Path]:
             if any(marker in data for marker in KEY_MARKERS):
                 found.append(path)
     return found
+
+
+def sandbox_env(tmp_path: Path, assets_directory: Path) -> dict[str, str]:
+    """This process's environment for a child ktest run of its own: a private TMPDIR, run
+    directory and state directory under ``tmp_path``, the session's binaries, no controllers,
+    and none of the variables that would tie it to this test session."""
+    env = dict(os.environ)
+    tied = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "KTEST_REUSE", "KTEST_BACKEND", "KUBEBUILDER_ASSETS")
+    for variable in tied:
+        env.pop(variable, None)
+    for name in ("tmp", "run", "state"):
+        (tmp_path / name).mkdir()
+    env.update(
+        TMPDIR=str(tmp_path / "tmp"),
+        KTEST_RUN_DIR=str(tmp_path / "run"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        KTEST_ASSETS=str(assets_directory),
+        KTEST_CONTROLLERS="none",
+    )
+    return env
+
+
+def run_ktest(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """``python -m ktest ARGS`` in ``env``; its result, whatever the exit code."""
+    return subprocess.run(
+        [sys.executable, "-m", "ktest", *args], env=env, capture_output=True, text=True, timeout=timeout,
+        check=False,
+    )
+

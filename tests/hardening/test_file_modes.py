@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hardening_helpers import run_ktest, sandbox_env
 
 from ktest.assets.assets import Assets
 from ktest.controlplane import ControlPlane
@@ -74,36 +73,9 @@ def test_a_webhook_sets_directory_is_private(assets: Assets, plane: ControlPlane
         webhooks.close()
 
 
-def _sandbox_env(tmp_path: Path, assets: Assets) -> dict[str, str]:
-    env = dict(os.environ)
-    unwanted = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "KTEST_REUSE", "KTEST_BACKEND", "KUBEBUILDER_ASSETS")
-    for variable in unwanted:
-        env.pop(variable, None)
-    for name in ("tmp", "run", "state"):
-        (tmp_path / name).mkdir()
-    env.update(
-        TMPDIR=str(tmp_path / "tmp"),
-        KTEST_RUN_DIR=str(tmp_path / "run"),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        KTEST_ASSETS=str(assets.directory),
-    )
-    return env
-
-
-def _ktest(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ktest", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-
-
 def test_ktest_up_state_and_daemon_files_are_private(assets: Assets, tmp_path: Path) -> None:
-    env = _sandbox_env(tmp_path, assets)
-    up = _ktest(env, "up", "--controllers", "none")
+    env = sandbox_env(tmp_path, assets.directory)
+    up = run_ktest(env, "up", "--controllers", "none")
     try:
         assert up.returncode == 0, up.stderr
         state = tmp_path / "state" / "ktest"
@@ -113,7 +85,7 @@ def test_ktest_up_state_and_daemon_files_are_private(assets: Assets, tmp_path: P
             problems += loose_modes(made_by_the_test, include_root=False)
         assert problems == []
     finally:
-        down = _ktest(env, "down")
+        down = run_ktest(env, "down")
         assert down.returncode == 0, down.stderr
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hardening_helpers import files_with_key_material
+from hardening_helpers import files_with_key_material, run_ktest, sandbox_env
 
 from ktest.assets.assets import Assets
 from ktest.backends.shared import SHARE_PREFIX, sweep_stale_shares
@@ -48,25 +48,7 @@ def gone(pid: int) -> bool:
 @pytest.fixture
 def sandbox(tmp_path: Path, assets: Assets) -> dict[str, str]:
     """A private TMPDIR, run directory and state directory; the session's binaries."""
-    env = dict(os.environ)
-    for variable in (
-        "PYTEST_ADDOPTS",
-        "PYTEST_XDIST_WORKER",
-        "KTEST_REUSE",
-        "KTEST_BACKEND",
-        "KUBEBUILDER_ASSETS",
-    ):
-        env.pop(variable, None)
-    for name in ("tmp", "run", "state"):
-        (tmp_path / name).mkdir()
-    env.update(
-        TMPDIR=str(tmp_path / "tmp"),
-        KTEST_RUN_DIR=str(tmp_path / "run"),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        KTEST_ASSETS=str(assets.directory),
-        KTEST_CONTROLLERS="none",
-    )
-    return env
+    return sandbox_env(tmp_path, assets.directory)
 
 
 def start_child(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], str]:
@@ -194,21 +176,10 @@ def test_a_new_cluster_server_sweeps_what_a_killed_one_left(sandbox: dict[str, s
         successor.wait()
 
 
-def _ktest(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ktest", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
 @pytest.fixture
 def daemon_record(sandbox: dict[str, str]) -> Iterator[dict[str, object]]:
     """A real `ktest up` daemon in the sandbox; its record. Always stopped at the end."""
-    up = _ktest(sandbox, "up", "--controllers", "none")
+    up = run_ktest(sandbox, "up", "--controllers", "none")
     assert up.returncode == 0, up.stderr
     path = Path(sandbox["XDG_STATE_HOME"]) / "ktest" / "up" / "default.json"
     record = json.loads(path.read_text())
@@ -221,7 +192,7 @@ def daemon_record(sandbox: dict[str, str]) -> Iterator[dict[str, object]]:
 
 def test_ktest_down_stops_a_running_daemon(sandbox: dict[str, str], daemon_record: dict[str, object]) -> None:
     """Positive control for the next test: a live daemon is reported as stopped."""
-    down = _ktest(sandbox, "down")
+    down = run_ktest(sandbox, "down")
     assert down.returncode == 0, down.stderr
     assert f"stopped 'default' (pid {daemon_record['pid']})" in down.stderr
     assert gone(int(str(daemon_record["pid"])))
@@ -239,7 +210,7 @@ def test_ktest_down_after_the_daemon_was_killed(
     wait_until(lambda: not any(run_dir.iterdir()), what="the janitor to remove the control plane")
     assert share_dir.is_dir(), "a SIGKILLed daemon cannot remove its socket directory itself"
 
-    down = _ktest(sandbox, "down")
+    down = run_ktest(sandbox, "down")
     assert down.returncode == 0, down.stderr
     assert "stopped" not in down.stderr
     assert f"'default' was not running (its daemon, pid {pid}, had already exited)" in down.stderr
@@ -327,7 +298,7 @@ def test_kill_9_leaves_no_webhook_key_and_the_operator_log_is_swept(sandbox: dic
     wait_until(lambda: not any(Path(sandbox["KTEST_RUN_DIR"]).iterdir()), what="the control plane to go")
     assert operator_dir.is_dir(), "a SIGKILLed process cannot remove its operator log itself"
 
-    down = _ktest(sandbox, "down")
+    down = run_ktest(sandbox, "down")
     assert down.returncode == 0, down.stderr
     assert not operator_dir.exists()
     assert str(operator_dir) in down.stderr, down.stderr
