@@ -46,6 +46,21 @@ CANCEL_UNLESS_DEFAULT_BRANCH = (
 class InitError(KtestError):
     """``ktest init`` could not write the workflow (the message says how to fix it)."""
 
+_WORKFLOW_HEAD = (
+    "name: ktest",
+    "on:",
+    "  push:",
+    "  pull_request:",
+    "permissions:",
+    "  contents: read",
+    "concurrency:",
+    "  group: ktest-${{ github.ref }}",
+    f"  cancel-in-progress: {CANCEL_UNLESS_DEFAULT_BRANCH}",
+    "jobs:",
+    "  ktest:",
+)
+"""What every workflow ``ktest init github-actions`` writes starts with (after its comments)."""
+
 
 def register(subparsers: Any) -> None:
     """Add ``init`` and its targets to the ``ktest`` parser."""
@@ -104,17 +119,7 @@ def render_workflow(options: WorkflowOptions) -> str:
         "# Kubernetes integration tests with ktest: every Kubernetes version x backend below runs",
         "# this repository's pytest suite in its own job (binaries and kind node images cached).",
         "# Written by `ktest init github-actions`; see the CI section of ktest's README.",
-        "name: ktest",
-        "on:",
-        "  push:",
-        "  pull_request:",
-        "permissions:",
-        "  contents: read",
-        "concurrency:",
-        "  group: ktest-${{ github.ref }}",
-        f"  cancel-in-progress: {CANCEL_UNLESS_DEFAULT_BRANCH}",
-        "jobs:",
-        "  ktest:",
+        *_WORKFLOW_HEAD,
         f"    uses: {options.repository}/{REUSABLE_WORKFLOW}@{options.ref}{tag}",
         "    with:",
         f"      k8s-versions: {_yaml_string(json.dumps(list(options.k8s_versions)))}",
@@ -151,17 +156,7 @@ def render_standalone_workflow(options: WorkflowOptions) -> str:
         "# this repository's pytest suite in its own job (Kubernetes binaries cached).",
         f"# Written by `ktest init github-actions` (ktest {options.ktest_version} from PyPI); see the CI",
         "# section of ktest's README.",
-        "name: ktest",
-        "on:",
-        "  push:",
-        "  pull_request:",
-        "permissions:",
-        "  contents: read",
-        "concurrency:",
-        "  group: ktest-${{ github.ref }}",
-        f"  cancel-in-progress: {CANCEL_UNLESS_DEFAULT_BRANCH}",
-        "jobs:",
-        "  ktest:",
+        *_WORKFLOW_HEAD,
         "    name: ${{ matrix.backend }} ${{ matrix.k8s-version }}",
         "    runs-on: ubuntu-latest",
         "    timeout-minutes: 60",
