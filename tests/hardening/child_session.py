@@ -39,6 +39,7 @@ def session(ending: str) -> None:
         print("ready", flush=True)
         if ending == "hold":
             _hold()
+        sys.stdin.readline()  # "exit": leave the session (a clean close) when the test says so
 
 
 def _idle_operator(context: Any) -> None:

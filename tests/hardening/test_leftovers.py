@@ -55,6 +55,7 @@ def start_child(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str],
     child = subprocess.Popen(
         [sys.executable, str(CHILD), *args],
         env=env,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -67,6 +68,16 @@ def start_child(env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str],
     return child, line.strip()
 
 
+def end_child(child: subprocess.Popen[str], ending: str) -> None:
+    """``exit``: tell a ``session exit`` child to close its session and leave; else the signal."""
+    if ending == "exit":
+        assert child.stdin is not None
+        child.stdin.write("exit\n")
+        child.stdin.flush()
+    else:
+        child.send_signal(signal.SIGTERM if ending == "sigterm" else signal.SIGKILL)
+
+
 # ---------------------------------------------------------------------- 14.2
 
 
@@ -75,8 +86,7 @@ def test_no_credentials_in_tmpdir_after_a_run(sandbox: dict[str, str], ending: s
     tmpdir, run_dir = Path(sandbox["TMPDIR"]), Path(sandbox["KTEST_RUN_DIR"])
     child, _ = start_child(sandbox, "session", "exit" if ending == "exit" else "hold")
     assert any(run_dir.iterdir()), "the control plane's directory should exist while the session runs"
-    if ending != "exit":
-        child.send_signal(signal.SIGTERM if ending == "sigterm" else signal.SIGKILL)
+    end_child(child, ending)
     child.wait(60)
     # After kill -9 the janitor removes the control plane's directory (processes first).
     wait_until(lambda: not any(run_dir.iterdir()), what=f"the janitor to empty {run_dir}")
@@ -124,8 +134,7 @@ def test_existing_backend_copies_no_credentials_to_tmpdir(
     child, _ = start_child(env, "session", "exit" if ending == "exit" else "hold")
     private = list(run_dir.glob("ktest-kubeconfig-*"))
     assert len(private) == 1 and private[0].stat().st_mode & 0o077 == 0
-    if ending == "sigkill":
-        child.kill()
+    end_child(child, ending)
     child.wait(60)
     wait_until(lambda: not private[0].exists(), what="the janitor to remove the private kubeconfig copy")
     assert files_with_key_material(Path(sandbox["TMPDIR"])) == [], sorted(os.listdir(sandbox["TMPDIR"]))

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from ktest.assets.assets import Assets
-from ktest.base import holders
-from ktest.controlplane import ControlPlane, janitor
+from ktest.base import holders, janitor
+from ktest.controlplane import ControlPlane
 
 OTHER_UID = 65534  # nobody: the "other user"
 TEST_UID = 64123  # an unprivileged uid for this user in the forked child
