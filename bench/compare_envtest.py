@@ -43,7 +43,7 @@ sys.path.insert(0, str(BENCH))
 import plugin_startup  # noqa: E402  (a sibling script)
 from controlplane_start import bench_assets, rss_mib  # noqa: E402  (a sibling script)
 
-from ktest.assets.assets import Assets  # noqa: E402
+from ktest.assets.bundle import Assets  # noqa: E402
 from ktest.controlplane import ControlPlane  # noqa: E402
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")

@@ -24,7 +24,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.controlplane import ControlPlane
 
 

@@ -43,7 +43,7 @@ from ktest.backends.kind import KindBackend  # noqa: E402
 from ktest.config import Settings  # noqa: E402
 from ktest.kind.binary import resolve_kind  # noqa: E402
 from ktest.kind.engine import cgroup_version, connect  # noqa: E402
-from ktest.kind.nodeimage import choose_node_image  # noqa: E402
+from ktest.kind.node_choice import choose_node_image  # noqa: E402
 from ktest.kind.recipe import required_cluster_config  # noqa: E402
 
 MAX_RUNS = 3

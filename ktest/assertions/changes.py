@@ -12,7 +12,7 @@ import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ktest.cluster.cluster import FIELD_MANAGER
+from ktest.cluster.handle import FIELD_MANAGER
 
 IGNORED_PATHS = frozenset({"metadata.resourceVersion", "metadata.managedFields"})
 """Fields that change with every write and say nothing about what the writer did."""

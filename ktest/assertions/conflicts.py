@@ -42,7 +42,7 @@ from ktest.errors import ClusterError, KtestError
 from ktest.wait.transient import describe as describe_error
 
 if TYPE_CHECKING:
-    from ktest.cluster.cluster import Cluster
+    from ktest.cluster.handle import Cluster
 
 RULE_CONFLICT = (
     "optimistic concurrency: an update carrying metadata.resourceVersion is rejected with 409 "

@@ -37,7 +37,7 @@ from ktest.errors import ClusterError
 from ktest.wait.match import diff
 
 if TYPE_CHECKING:
-    from ktest.cluster.cluster import Cluster
+    from ktest.cluster.handle import Cluster
 
 RULE_SUBRESOURCE = (
     "a kind with a status subresource serves /status; writes to the main resource ignore status, "

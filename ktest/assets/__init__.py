@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING
 from ktest.lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from ktest.assets.assets import ALL_BINARIES, OPTIONAL_BINARIES, REQUIRED_BINARIES, Assets
+    from ktest.assets.bundle import ALL_BINARIES, OPTIONAL_BINARIES, REQUIRED_BINARIES, Assets
     from ktest.assets.progress import Progress
     from ktest.assets.resolve import SOURCES, resolve_assets
     from ktest.assets.selectors import Selector, parse_selector
 
 _EXPORTS = {
-    "ALL_BINARIES": "ktest.assets.assets",
-    "OPTIONAL_BINARIES": "ktest.assets.assets",
-    "REQUIRED_BINARIES": "ktest.assets.assets",
-    "Assets": "ktest.assets.assets",
+    "ALL_BINARIES": "ktest.assets.bundle",
+    "OPTIONAL_BINARIES": "ktest.assets.bundle",
+    "REQUIRED_BINARIES": "ktest.assets.bundle",
+    "Assets": "ktest.assets.bundle",
     "Progress": "ktest.assets.progress",
     "SOURCES": "ktest.assets.resolve",
     "resolve_assets": "ktest.assets.resolve",

@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 
 from ktest.assets import download, gobuild, probe, store, versions
-from ktest.assets.assets import OPTIONAL_BINARIES, REQUIRED_BINARIES, Assets
+from ktest.assets.bundle import OPTIONAL_BINARIES, REQUIRED_BINARIES, Assets
 from ktest.assets.progress import Progress, as_progress
 from ktest.assets.selectors import Selector, parse_selector
 from ktest.errors import AssetsError

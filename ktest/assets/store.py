@@ -35,7 +35,7 @@ from typing import Any
 
 import filelock
 
-from ktest.assets.assets import ALL_BINARIES, REQUIRED_BINARIES
+from ktest.assets.bundle import ALL_BINARIES, REQUIRED_BINARIES
 from ktest.assets.probe import verify_binaries
 from ktest.assets.progress import Progress
 from ktest.assets.selectors import parse_stable_version

@@ -50,7 +50,7 @@ class KindBackend(Backend):
         """Sweep orphans, pick the node image, create a cluster and wait until it is usable."""
         from ktest.kind.binary import resolve_kind
         from ktest.kind.engine import cgroup_version, connect
-        from ktest.kind.nodeimage import choose_node_image, load_extra_config, merge_config
+        from ktest.kind.node_choice import choose_node_image, load_extra_config, merge_config
         from ktest.kind.recipe import required_cluster_config
         from ktest.kind.sweep import sweep_orphans
 
@@ -200,7 +200,7 @@ def preflight(settings: Settings) -> None:
     if settings.kind_config is None:
         return
     from ktest.errors import ConfigError, KindError
-    from ktest.kind.nodeimage import load_extra_config
+    from ktest.kind.node_choice import load_extra_config
 
     try:
         load_extra_config(settings.kind_config)

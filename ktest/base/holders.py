@@ -32,7 +32,7 @@ CLUSTER_SCRATCH_PREFIX = "ktest-cluster-"
 # by the next start and `ktest down`.
 WEBHOOKS_PREFIX = "ktest-webhooks-"
 OPERATOR_LOG_PREFIX = "ktest-operator-"
-OPERATOR_PROXY_PREFIX = "ktest-proxy-"  # ktest.proxy.proxy.DIRECTORY_PREFIX
+OPERATOR_PROXY_PREFIX = "ktest-proxy-"  # ktest.proxy.operator_proxy.DIRECTORY_PREFIX
 TEMP_PREFIXES = (CLUSTER_SCRATCH_PREFIX, WEBHOOKS_PREFIX, OPERATOR_LOG_PREFIX, OPERATOR_PROXY_PREFIX)
 # Something without an owner file yet may be being created right now: leave it this long.
 UNHELD_GRACE_SECONDS = 60.0

@@ -1,6 +1,6 @@
 """The cluster handle: clients, object helpers, CRDs, namespaces, users."""
 
-from ktest.cluster.cluster import FIELD_MANAGER, Cluster, UserIssuer
+from ktest.cluster.handle import FIELD_MANAGER, Cluster, UserIssuer
 from ktest.cluster.manifests import load_manifests
 from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.assets.selectors import KubeVersion
 from ktest.base import janitor
 from ktest.base.certs import CertificateAuthority, KeyPair, service_account_key_pair

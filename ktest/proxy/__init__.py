@@ -22,7 +22,7 @@ _EXPORTS = {
     "Faults": "ktest.proxy.faults",
     "Injection": "ktest.proxy.faults",
     "UnusedFaultRuleWarning": "ktest.proxy.faults",
-    "OperatorProxy": "ktest.proxy.proxy",
+    "OperatorProxy": "ktest.proxy.operator_proxy",
     "FaultRuleError": "ktest.proxy.rules",
     "Rule": "ktest.proxy.rules",
 }

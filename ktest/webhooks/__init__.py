@@ -12,6 +12,6 @@ from __future__ import annotations
 
 from ktest.webhooks.calls import CallLog, WebhookCall
 from ktest.webhooks.handlers import AdmissionRequest, Denied, Handlers
-from ktest.webhooks.webhooks import Webhooks
+from ktest.webhooks.webhook_set import Webhooks
 
 __all__ = ["AdmissionRequest", "CallLog", "Denied", "Handlers", "WebhookCall", "Webhooks"]

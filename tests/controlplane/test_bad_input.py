@@ -11,7 +11,7 @@ import kubernetes
 import pytest
 from controlplane_helpers import alive, client_for, live_processes_using
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.controlplane import ControlPlane
 from ktest.errors import AssetsError, ControlPlaneError
 

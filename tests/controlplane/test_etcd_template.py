@@ -15,7 +15,7 @@ import kubernetes
 import pytest
 from controlplane_helpers import client_for
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.controlplane import ControlPlane, etcd_template
 from ktest.controlplane.apiserver import ApiServerClient
 from ktest.errors import ControlPlaneError

@@ -22,7 +22,7 @@ from controlplane_helpers import (
     same_process_alive,
 )
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.controlplane import ControlPlane
 from ktest.errors import ControlPlaneError
 from ktest.wait import eventually

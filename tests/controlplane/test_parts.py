@@ -11,7 +11,7 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.base.certs import CertificateAuthority
 from ktest.base.kubeconfig import write_kubeconfig
 from ktest.base.ports import free_ports, is_address_in_use, is_free

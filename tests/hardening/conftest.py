@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.controlplane import ControlPlane
 
 

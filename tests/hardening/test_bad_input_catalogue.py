@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 
 REPO = Path(__file__).resolve().parents[2]
 

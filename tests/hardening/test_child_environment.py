@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hardening_helpers import listening_addresses
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.base.ports import free_ports
 from ktest.controlplane import ControlPlane
 

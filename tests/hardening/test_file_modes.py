@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hardening_helpers import run_ktest, sandbox_env
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.controlplane import ControlPlane
 
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from hardening_helpers import files_with_key_material, run_ktest, sandbox_env
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.backends.shared import SHARE_PREFIX, sweep_stale_shares
 from ktest.base import holders
 from ktest.controlplane import ControlPlane

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.controlplane import ControlPlane
 from ktest.controlplane.plane import default_base_directory
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 from ktest.base import holders, janitor
 from ktest.controlplane import ControlPlane
 

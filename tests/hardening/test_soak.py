@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from ktest.assets.assets import Assets
+from ktest.assets.bundle import Assets
 
 SOAK = Path(__file__).resolve().parents[2] / "scripts" / "soak.py"
 

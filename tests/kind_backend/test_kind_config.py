@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ktest.errors import KindError
-from ktest.kind.nodeimage import load_extra_config, merge_config
+from ktest.kind.node_choice import load_extra_config, merge_config
 from ktest.kind.records import check_cluster_name
 
 REQUIRED = {

@@ -27,7 +27,7 @@ from ktest.errors import KindError
 from ktest.kind import recipe
 from ktest.kind.cache import KindCache
 from ktest.kind.goinstall import require_go
-from ktest.kind.image import base, node, rootfs
+from ktest.kind.image import assemble, base, rootfs
 from ktest.kind.image.binaries import NODE_METADATA_FILE, NodeBinaries, node_binaries
 from ktest.kind.image.labels import expected_labels, find_node_image, node_image_tag
 
@@ -221,14 +221,14 @@ def _image_steps(
     try:
         archives = steps.run(
             "component images (kube-apiserver, etcd, CoreDNS, pause, ...)",
-            lambda: node.component_archives(version, binaries, rootfs_tar, scratch, progress),
+            lambda: assemble.component_archives(version, binaries, rootfs_tar, scratch, progress),
         )
         labels = expected_labels(version)
         labels[recipe.LABEL_BUILD_DATE] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         labels[recipe.LABEL_PREFIX + "part"] = "node"
 
         def node_image() -> None:
-            image = node.assemble(client, base_reference, version, binaries, archives, labels, scratch,
+            image = assemble.assemble(client, base_reference, version, binaries, archives, labels, scratch,
                                   progress)
             _tag(client, image, report.reference, version)
 
