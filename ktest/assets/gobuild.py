@@ -29,7 +29,7 @@ from typing import Any
 import filelock
 
 from ktest.assets.progress import Progress
-from ktest.errors import AssetsError
+from ktest.errors import AssetsError, KtestError
 
 KUBERNETES_MODULE = "k8s.io/kubernetes"
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
@@ -370,27 +370,47 @@ class GoBuilder:
     def _logged_go(
         self, args: list[str], cwd: Path, log: Path, what: str, timeout: float
     ) -> None:
-        with log.open("w") as out:
-            try:
-                finished = subprocess.run(
-                    [self.go.path, *args],
-                    cwd=cwd,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    env=_go_env(),
-                    stdin=subprocess.DEVNULL,
-                    timeout=timeout,
-                    check=False,
-                )
-            except (OSError, subprocess.TimeoutExpired) as error:
-                raise AssetsError(f"{what}: `go {' '.join(args[:1])}` failed: {error}") from error
-        if finished.returncode != 0:
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-_LOG_TAIL_LINES:])
-            raise AssetsError(
-                f"{what}: `go {args[0]}` exited with {finished.returncode} (full log: {log}):\n"
-                f"{tail}"
+        run_logged_go([self.go.path, *args], cwd=cwd, env=_go_env(), log=log, what=what, timeout=timeout)
+
+
+def run_logged_go(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    log: Path,
+    what: str,
+    timeout: float,
+    error: type[KtestError] = AssetsError,
+    hint: str = "",
+) -> None:
+    """Run a ``go`` command with its output in ``log``; on failure raise ``error`` naming the
+    command, the exit status or the cause, the log's last lines and path (then kept), and
+    ``hint``; on success the log is removed (it is kept only when it explains a failure)."""
+    verb = f"go {command[1]}" if len(command) > 1 else "go"
+    with log.open("w") as out:
+        try:
+            finished = subprocess.run(
+                list(command), cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, timeout=timeout, check=False,
             )
-        log.unlink(missing_ok=True)  # kept only when it explains a failure
+        except (OSError, subprocess.TimeoutExpired) as cause:
+            raise error(f"{what}: `{verb}` failed: {cause} (log: {log})") from cause
+    if finished.returncode != 0:
+        raise error(
+            f"{what}: `{verb}` exited with {finished.returncode}.\n"
+            f"Last lines of the build log (full log: {log}):\n{log_tail(log)}" + (f"\n{hint}" if hint else "")
+        )
+    log.unlink(missing_ok=True)
+
+
+def log_tail(log: Path, lines: int = _LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log file, indented (or a note that it cannot be read)."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError as cause:
+        return f"  (cannot read {log}: {cause.strerror or cause})"
+    return "\n".join(f"  {line}" for line in text.strip().splitlines()[-lines:])
 
 
 def _workspace_lock(workspace: Path) -> filelock.FileLock:

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 import filelock
 
-from ktest.assets.gobuild import GoTool, find_go
+from ktest.assets.gobuild import GoTool, find_go, run_logged_go
 from ktest.assets.progress import Progress
 from ktest.errors import KindError
 
-LOG_TAIL_LINES = 15
 _TIMEOUT_SECONDS = 3600.0
 
 
@@ -69,27 +67,13 @@ def go_install(
                 "CGO_ENABLED": "0",
                 **(extra_env or {}),
             }
-            args = [go.path, "install", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip(), target]
-            with progress.step(what), log.open("w") as out:
-                try:
-                    finished = subprocess.run(
-                        args,
-                        cwd=scratch,
-                        env=env,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                        timeout=_TIMEOUT_SECONDS,
-                        check=False,
-                    )
-                except (OSError, subprocess.TimeoutExpired) as error:
-                    raise KindError(f"{what}: `go install {target}` failed: {error} (log: {log})") from error
-            if finished.returncode != 0:
-                raise KindError(
-                    f"{what}: `go install {target}` exited with {finished.returncode}.\n"
-                    f"Last lines of the build log (full log: {log}):\n{log_tail(log)}\n"
-                    "Check that the Go module proxy (GOPROXY) serves this version and that Go is "
-                    "recent enough, then run the command again."
+            command = [go.path, "install", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip(), target]
+            with progress.step(what):
+                run_logged_go(
+                    command, cwd=scratch, env=env, log=log, what=f"{what} ({target})",
+                    timeout=_TIMEOUT_SECONDS, error=KindError,
+                    hint="Check that the Go module proxy (GOPROXY) serves this version and that Go is "
+                    "recent enough, then run the command again.",
                 )
             built = scratch / binary_name
             if not built.is_file():
@@ -98,16 +82,6 @@ def go_install(
                     f"in {scratch} (log: {log})."
                 )
             os.replace(built, destination)
-            log.unlink(missing_ok=True)  # kept only when it explains a failure
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return destination
-
-
-def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
-    """The last ``lines`` lines of a log file, indented (or a note that it cannot be read)."""
-    try:
-        text = log.read_text(errors="replace")
-    except OSError as error:
-        return f"  (cannot read {log}: {error.strerror or error})"
-    return "\n".join(f"  {line}" for line in text.strip().splitlines()[-lines:])

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import filelock
 
+from ktest.assets.gobuild import log_tail
 from ktest.assets.progress import Progress
 from ktest.errors import KindError
 from ktest.kind import recipe
-from ktest.kind.goinstall import log_tail
 
 MIRROR_ENV = "KTEST_DEBIAN_MIRROR"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
