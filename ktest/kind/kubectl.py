@@ -158,6 +158,10 @@ def stop_forwarding(process: subprocess.Popen[str]) -> None:
 
 def _wait_forwarding(process: subprocess.Popen[str], timeout: float, what: str) -> int:
     port, output = forwarded_port(process, timeout, what)
-    if port is None:
-        raise KindError(f"kubectl port-forward to {what} failed or did not start:\n{output}")
-    return port
+    if port is not None:
+        return port
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(2)  # its output ended: it is exiting (or it still runs: it never forwarded)
+    if process.poll() is None:
+        raise KindError(f"kubectl port-forward to {what} did not start in {timeout:.0f}s:\n{output}")
+    raise KindError(f"kubectl port-forward to {what} failed:\n{output}")
