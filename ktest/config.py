@@ -1,3 +1,4 @@
+# Over 500 lines: every setting (option, ini key, variable, parser, help) is one table, resolved in one place.
 """ktest's settings, resolved in one place: CLI option > environment variable > ini key > default.
 
 The environment beats the ini file (pytest-django's order) so that a CI matrix

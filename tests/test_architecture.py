@@ -96,3 +96,13 @@ def test_nothing_outside_the_registry_compares_a_backend_name() -> None:
                                          for name in registry.names()):
                 offenders.append(f"{path.relative_to(ktest)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_a_module_over_500_lines_says_why_at_its_top() -> None:
+    ktest = Path(registry.__file__).parent
+    silent = [
+        str(path.relative_to(ktest))
+        for path in ktest.rglob("*.py")
+        if len(path.read_text().splitlines()) > 500 and not path.read_text().startswith("# Over 500 lines: ")
+    ]
+    assert silent == [], "start each with '# Over 500 lines: <why it is one module>'"

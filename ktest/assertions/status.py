@@ -1,3 +1,4 @@
+# Over 500 lines: the status-subresource and condition assertions share their reading and reporting helpers.
 """The status subresource, observedGeneration and conditions.
 
 Rules (design document 004, "Status Subresource"): with a status subresource

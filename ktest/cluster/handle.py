@@ -1,3 +1,4 @@
+# Over 500 lines: the Cluster handle tests hold: every verb with its error context is one public class.
 """``Cluster``: the handle a test uses to talk to a Kubernetes API server.
 
 It works the same on every backend (embedded control plane, existing

@@ -1,3 +1,4 @@
+# Over 500 lines: ControlPlane orchestrates three processes, certificates and readiness as one public class.
 """ControlPlane: etcd + kube-apiserver + kube-controller-manager that never leak."""
 
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# Over 500 lines: OperatorHandle's lifecycle and health state machine is one public class.
 """``OperatorHandle``: what a test holds for a running operator, whatever its kind.
 
 A handle starts the operator, waits until it is ready, and can stop it,

@@ -1,3 +1,4 @@
+# Over 500 lines: every pytest hook and session fixture of the plugin, each a thin call into the library.
 """The pytest plugin (entry point ``pytest11: ktest``): settings, fixtures, report hooks.
 
 A thin layer: settings come from :mod:`ktest.config`, clusters from

@@ -1,3 +1,4 @@
+# Over 500 lines: one request's exchange, its streaming relay and the fault answers belong together.
 """The proxy's forwarding: TLS in from the operator, TLS out to the API server (HTTP/1.1
 framing in ``http1``, h2 in ``http2``).
 
