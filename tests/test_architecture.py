@@ -4,7 +4,6 @@ from a lower floor; and backends are plug-ins: one module plus one registration.
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +61,6 @@ def check_mine(settings: Settings, env: Any) -> Settings:
 @pytest.fixture
 def mine(monkeypatch: pytest.MonkeyPatch) -> BackendSpec:
     """A third backend, registered the way a package would (one spec naming its module)."""
-    sys.modules.setdefault("test_architecture", sys.modules[__name__])
     spec = BackendSpec("mine", "a test backend", open=f"{__name__}:open_mine", check=f"{__name__}:check_mine")
     built_in = registry.backends()
     monkeypatch.setattr(registry, "backends", lambda: {**built_in, "mine": spec})

@@ -6,6 +6,7 @@ miss so that kinds of freshly installed CRDs are found without restarting.
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 
@@ -126,3 +127,9 @@ class Discovery:
         for group in self._rest.request("GET", "/apis").get("groups") or []:
             versions.extend(v["groupVersion"] for v in group.get("versions") or [])
         return versions
+
+
+def is_custom_api_version(api_version: str) -> bool:
+    """Whether ``api_version`` belongs to a custom group (not core, not ``*.k8s.io``)."""
+    group = api_version.rpartition("/")[0]
+    return bool(group) and "." in group and not re.search(r"(^|\.)k8s\.io$", group)

@@ -12,7 +12,6 @@ import builtins
 import contextlib
 import datetime
 import logging
-import re
 import shutil
 import tempfile
 import threading
@@ -29,7 +28,7 @@ from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
 from ktest.api_error import ApiError
 from ktest.cluster import crds, namespaces
-from ktest.cluster.discovery import Discovery, ResourceInfo
+from ktest.cluster.discovery import Discovery, ResourceInfo, is_custom_api_version
 from ktest.cluster.manifests import ManifestSource, load_located
 from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 from ktest.cluster.rest import PATCH_CONTENT_TYPES, Rest
@@ -579,12 +578,6 @@ class Cluster:
 
 def _one_or_list(results: list[dict[str, Any]]) -> Any:
     return results[0] if len(results) == 1 else results
-
-
-def is_custom_api_version(api_version: str) -> bool:
-    """Whether ``api_version`` belongs to a custom group (not core, not ``*.k8s.io``)."""
-    group = api_version.rpartition("/")[0]
-    return bool(group) and "." in group and not re.search(r"(^|\.)k8s\.io$", group)
 
 
 def _created_since(timestamp: str | None, started: float) -> bool:

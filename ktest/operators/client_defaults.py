@@ -5,7 +5,7 @@ Operators configure the official client once (``load_kube_config()``,
 no argument (``kubernetes.client.CoreV1Api()``). In a test process those
 defaults lead nowhere (``No host specified``) or, worse, to the developer's
 ``~/.kube/config``. While at least one in-process operator runs, the code of
-each operator (its threads, see ``ownership``, and the import of its modules)
+each operator (its threads, see ``run_threads``, and the import of its modules)
 sees, instead of the process's own:
 
 * ``Configuration.get_default_copy()``/``get_default()``/``set_default()`` and
@@ -54,6 +54,12 @@ class KubeRoute:
     api_client: Any = None
     noted: set[str] = field(default_factory=set)
 
+    def default_api_client(self, api_client_class: type) -> Any:
+        """The run's default ``ApiClient`` (made, from its default configuration, on first use)."""
+        if self.api_client is None:
+            self.api_client = api_client_class()
+        return self.api_client
+
     def default_configuration(self) -> Any:
         """The run's default ``Configuration`` (created from the proxy kubeconfig on first use)."""
         if self.configuration is None:
@@ -65,8 +71,8 @@ class KubeRoute:
         from kubernetes.client import Configuration
 
         target = type.__call__(Configuration) if into is None else into
-        loader = _patches.original_loader(filename=str(self.kubeconfig))
-        loader.load_and_set(target)
+        assert _patches.loader is not None  # a route is only used while the patches are installed
+        _patches.loader(filename=str(self.kubeconfig)).load_and_set(target)
         return target
 
     def note_redirect(self, call: str) -> None:
@@ -119,9 +125,6 @@ class _RoutedEnviron(os._Environ):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def copy(self) -> dict[str, str]:
-        return dict(self)
-
 
 class _Patches:
     """The package-level replacements, installed while at least one route is active."""
@@ -131,8 +134,10 @@ class _Patches:
         self.routes: list[KubeRoute] = []
         self.saved: list[tuple[Any, str, Any]] = []
         self.environ_class: type | None = None
-        self.had_variable = False
         self.c_value: str | None = None
+        """The process's own C-level ``KUBECONFIG`` (None: unset), put back on uninstall."""
+        self.loader: Callable[..., Any] | None = None
+        """``kube_config._get_kube_config_loader`` as the package had it."""
 
     # ------------------------------------------------------------ activation
 
@@ -158,7 +163,6 @@ class _Patches:
 
     def _install(self) -> None:
         self.environ_class = type(os.environ)
-        self.had_variable = _VARIABLE in os.environ
         self.c_value = os.environ.get(_VARIABLE)
         os.environ.__class__ = _RoutedEnviron
         try:
@@ -167,18 +171,28 @@ class _Patches:
             import kubernetes.config.kube_config as kube_config
         except ImportError:  # the operator does not use the official client
             return
-        self._route_configuration(client.Configuration)
-        self._route_api_client(client.ApiClient)
+        configuration, api_client = client.Configuration, client.ApiClient
+        self._route(configuration, "set_default", lambda route, cls, default: setattr(
+            route, "configuration", copy.deepcopy(default)))
+        self._route(configuration, "get_default_copy", lambda route, cls: copy.deepcopy(
+            route.default_configuration()))
+        self._route(configuration, "get_default", lambda route, cls: route.default_configuration())
+        self._route(api_client, "get_default", lambda route, cls: route.default_api_client(cls))
+        self._route(api_client, "_get_default_or_new", lambda route, cls: (
+            (route.api_client, False) if route.api_client is not None else (cls(), True)))
+        self._route(api_client, "set_default", lambda route, cls, default: setattr(
+            route, "api_client", default))
         self._route_loaders(kube_config, incluster)
 
     def _uninstall(self) -> None:
         for owner, attribute, value in reversed(self.saved):
             setattr(owner, attribute, value)
         self.saved.clear()
+        self.loader = None
         if self.environ_class is not None:
             os.environ.__class__ = self.environ_class
             self.environ_class = None
-        if self.had_variable and self.c_value is not None:
+        if self.c_value is not None:
             os.putenv(_VARIABLE, self.c_value)
         else:
             os.unsetenv(_VARIABLE)
@@ -189,73 +203,21 @@ class _Patches:
 
     # ------------------------------------------------------------ what is routed
 
-    def _route_configuration(self, configuration: type) -> None:
-        originals = {name: getattr(configuration, name) for name in vars(configuration)}
+    def _route(self, owner: type, name: str, routed: Callable[..., Any]) -> None:
+        """Replace the classmethod ``owner.name`` (where this client version has it): an operator's
+        code gets ``routed(route, cls, *args)``, everyone else the original."""
+        if name not in vars(owner):
+            return
+        original = vars(owner)[name].__func__
 
-        def set_default(cls: Any, default: Any) -> None:
+        def method(cls: Any, *args: Any) -> Any:
             route = current_route()
-            if route is None:
-                originals["set_default"].__func__(cls, default)
-            else:
-                route.configuration = copy.deepcopy(default)
+            return original(cls, *args) if route is None else routed(route, cls, *args)
 
-        def get_default_copy(cls: Any) -> Any:
-            route = current_route()
-            if route is None:
-                return originals["get_default_copy"].__func__(cls)
-            return copy.deepcopy(route.default_configuration())
-
-        def get_default(cls: Any) -> Any:
-            route = current_route()
-            if route is None:
-                return originals["get_default"].__func__(cls)
-            return route.default_configuration()
-
-        replacements: dict[str, Callable[..., Any]] = {
-            "set_default": set_default,
-            "get_default_copy": get_default_copy,
-        }
-        if "get_default" in originals:
-            replacements["get_default"] = get_default
-        for name, function in replacements.items():
-            self._replace(configuration, name, classmethod(function))
-
-    def _route_api_client(self, api_client: type) -> None:
-        originals = {name: getattr(api_client, name) for name in vars(api_client)}
-
-        def get_default(cls: Any) -> Any:
-            route = current_route()
-            if route is None:
-                return originals["get_default"].__func__(cls)
-            if route.api_client is None:
-                route.api_client = cls()
-            return route.api_client
-
-        def get_default_or_new(cls: Any) -> Any:
-            route = current_route()
-            if route is None:
-                return originals["_get_default_or_new"].__func__(cls)
-            if route.api_client is not None:
-                return route.api_client, False
-            return cls(), True
-
-        def set_default(cls: Any, default: Any) -> None:
-            route = current_route()
-            if route is None:
-                originals["set_default"].__func__(cls, default)
-            else:
-                route.api_client = default
-
-        for name, function in (
-            ("get_default", get_default),
-            ("_get_default_or_new", get_default_or_new),
-            ("set_default", set_default),
-        ):
-            if name in originals:
-                self._replace(api_client, name, classmethod(function))
+        self._replace(owner, name, classmethod(method))
 
     def _route_loaders(self, kube_config: Any, incluster: Any) -> None:
-        original_loader = kube_config._get_kube_config_loader
+        original_loader = self.loader = kube_config._get_kube_config_loader
 
         def get_loader(filename: Any = None, config_dict: Any = None, **kwargs: Any) -> Any:
             route = current_route()
@@ -282,16 +244,6 @@ class _Patches:
                 route.load(client_configuration)
 
         self._replace(loader_class, "load_and_set", load_and_set)
-
-    def original_loader(self, **kwargs: Any) -> Any:
-        loader = next(
-            (value for owner, name, value in self.saved if name == "_get_kube_config_loader"), None
-        )
-        if loader is None:
-            import kubernetes.config.kube_config as kube_config
-
-            loader = kube_config._get_kube_config_loader
-        return loader(**kwargs)
 
 
 _patches = _Patches()

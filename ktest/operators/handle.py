@@ -529,9 +529,9 @@ class OperatorHandle(abc.ABC):
 
     def _awaits_deletion_of(self, namespace: str) -> bool:
         wanted = self.wait_for_namespaces
-        if wanted is True:
-            return self.serves_namespace(namespace)
-        return bool(wanted) and namespace in list(wanted)  # type: ignore[arg-type]
+        if isinstance(wanted, bool):
+            return wanted and self.serves_namespace(namespace)
+        return namespace in wanted
 
     def serves_namespace(self, namespace: str) -> bool:
         """Whether this operator acts in ``namespace`` (cluster-wide: every one)."""

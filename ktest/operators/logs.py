@@ -298,10 +298,16 @@ def api_error_text(error: BaseException | None) -> str | None:
         return None
     if any(cls.__name__ == "ApiError" and cls.__module__ == "ktest.api_error" for cls in type(error).__mro__):
         return None
+    return _status_line(
+        getattr(error, "status", None), getattr(error, "reason", None), getattr(error, "body", None)
+    )
+
+
+def _status_line(status: object, reason: object, body: str | bytes | None) -> str:
+    """``409 Conflict: <the message of the Status body>`` (without ``: ...`` when it has none)."""
     from ktest.api_error import server_message
 
-    status, reason = getattr(error, "status", None), getattr(error, "reason", None)
-    message = server_message(getattr(error, "body", None) or "")
+    message = server_message(body or "")
     return f"{status} {reason}" + (f": {message}" if message else "")
 
 
@@ -319,11 +325,8 @@ def readable_api_dumps(text: str) -> str:
     server's message>``: operators put ``str(error)`` into log messages, kopf too."""
     if "\nReason: " not in text:
         return text
-    from ktest.api_error import server_message
-
     def readable(match: re.Match[str]) -> str:
-        message = server_message(match.group("body") or "")
-        return f"{match.group('status')} {match.group('reason')}" + (f": {message}" if message else "") + "\n"
+        return _status_line(match.group("status"), match.group("reason"), match.group("body")) + "\n"
 
     return _API_DUMP.sub(readable, text).rstrip("\n") + ("\n" if text.endswith("\n") else "")
 

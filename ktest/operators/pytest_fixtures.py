@@ -45,7 +45,6 @@ plugin fails the test with the operator's own error at the next
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -161,11 +160,13 @@ def finalize_namespace(
     wait until those are gone: what the namespace controller would do, but now, while the
     operator that owns the finalizers still runs."""
 
+    from ktest.cluster.discovery import is_custom_api_version
+
     doomed: list[tuple[ResourceInfo, str, str]] = []  # (kind, name, uid)
     for info in cluster.discovery.namespaced_kinds():
         if info.kind == "Event":
             continue
-        custom = "/" in info.api_version and not _BUILT_IN_GROUP.search(info.api_version.split("/")[0])
+        custom = is_custom_api_version(info.api_version)
         for obj in _list_or_empty(cluster, info, namespace):
             meta = obj.get("metadata") or {}
             if custom or meta.get("finalizers"):
@@ -242,7 +243,6 @@ def _delete_and_wait(
     )
 
 
-_BUILT_IN_GROUP = re.compile(r"(^|\.)k8s\.io$|^[a-z]+$")
 """Kubernetes' own API groups (apps, batch, *.k8s.io); the others are custom resources."""
 
 
