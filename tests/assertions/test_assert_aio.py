@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from assertion_controllers import Controller, now, widget, write
+from messages import assert_says
 from test_assert_finalizers import FINALIZER, Store, finalizing_reconciler
 from test_assert_ownership import child_maker, child_of
 from test_assert_quiescence import status_loop
@@ -32,14 +33,34 @@ async def async_operator(cluster: Cluster, obj: dict[str, Any], stop: asyncio.Ev
         current = await asyncio.to_thread(cluster.get, obj)
         finalizers = current["metadata"].get("finalizers") or []
         if FINALIZER not in finalizers:
-            await asyncio.to_thread(write, cluster, current,
-                                    {"metadata": {"finalizers": [*finalizers, FINALIZER]}}, manager="aio-op")
+            await asyncio.to_thread(
+                write,
+                cluster,
+                current,
+                {"metadata": {"finalizers": [*finalizers, FINALIZER]}},
+                manager="aio-op",
+            )
         elif (current.get("status") or {}).get("observedGeneration") != current["metadata"]["generation"]:
-            condition = {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "ok",
-                         "lastTransitionTime": now()}
-            await asyncio.to_thread(write, cluster, current, {"status": {
-                "observedGeneration": current["metadata"]["generation"], "conditions": [condition]}},
-                manager="aio-op", subresource="status")
+            condition = {
+                "type": "Ready",
+                "status": "True",
+                "reason": "Reconciled",
+                "message": "ok",
+                "lastTransitionTime": now(),
+            }
+            await asyncio.to_thread(
+                write,
+                cluster,
+                current,
+                {
+                    "status": {
+                        "observedGeneration": current["metadata"]["generation"],
+                        "conditions": [condition],
+                    }
+                },
+                manager="aio-op",
+                subresource="status",
+            )
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), 0.05)
 
@@ -64,11 +85,13 @@ async def test_aio_assertion_fails_with_the_same_message(cluster: Cluster, ns: s
     created = cluster.create(widget("w1", ns))
     with pytest.raises(AssertionError) as failure:
         await aio.assert_has_finalizer(cluster, created, FINALIZER, timeout=0.5)
-    message = str(failure.value)
     uid = created["metadata"]["uid"]
-    assert message.startswith("Widget w1 never got finalizer")  # the headline: kind, name, what is wrong
-    assert f"\nObject: Widget {ns}/w1 (assertions.ktest.test/v1, uid {uid})\n" in message
-    assert "Rule: an operator that cleans up on deletion adds its finalizer" in message
+    assert_says(
+        failure.value,
+        f"\nObject: Widget {ns}/w1 (assertions.ktest.test/v1, uid {uid})\n",
+        "Rule: an operator that cleans up on deletion adds its finalizer",
+        starts_with="Widget w1 never got finalizer",  # the headline: kind, name, what is wrong
+    )
 
 
 async def test_aio_finalizer_scenario_with_coroutine_callables(cluster: Cluster, ns: str) -> None:
@@ -85,8 +108,9 @@ async def test_aio_finalizer_scenario_with_coroutine_callables(cluster: Cluster,
 
     with Controller(cluster, ns, finalizing_reconciler(cluster, store)):
         created = cluster.create(widget("w1", ns))
-        result = await aio.finalizer_scenario(cluster, created, FINALIZER, break_cleanup=break_cleanup,
-                                              fix_cleanup=fix_cleanup, blocked_for=1)
+        result = await aio.finalizer_scenario(
+            cluster, created, FINALIZER, break_cleanup=break_cleanup, fix_cleanup=fix_cleanup, blocked_for=1
+        )
     assert calls == ["break", "fix"]
     assert result.uid == created["metadata"]["uid"]
     assert store.buckets == set()
@@ -106,8 +130,9 @@ async def test_aio_finalizer_scenario_fails_with_an_async_context_manager(cluste
     with Controller(cluster, ns, finalizing_reconciler(cluster, store, remove_first=True)):
         created = cluster.create(widget("w1", ns))
         with pytest.raises(AssertionError) as failure:
-            await aio.finalizer_scenario(cluster, created, FINALIZER, cleanup_failing=cleanup_failing(),
-                                         blocked_for=1)
+            await aio.finalizer_scenario(
+                cluster, created, FINALIZER, cleanup_failing=cleanup_failing(), blocked_for=1
+            )
     assert "step 'deletion blocked while cleanup fails' failed" in str(failure.value)
     assert store.fail_deletes is False
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from assertion_controllers import Controller, widget
 from kubernetes.client.exceptions import ApiException
+from messages import assert_says
 
 from ktest.assertions import (
     ConcurrentWriter,
@@ -100,12 +101,14 @@ def test_conflict_assertion_fails_when_writes_refresh_the_version(cluster: Clust
 
     with pytest.raises(AssertionError) as failure:
         assert_conflict_on_stale_update(cluster, stale, write=last_write_wins)
-    message = str(failure.value)
-    assert message.startswith("a write of Widget w1 from a stale copy did not get 409 Conflict\n")
-    assert f"Object: Widget {ns}/w1 (assertions.ktest.test/v1, uid {created['metadata']['uid']})" in message
-    assert "Rule: optimistic concurrency" in message
-    assert f"the stale copy was at resourceVersion {stale['metadata']['resourceVersion']}" in message
-    assert "the write was accepted: the object now carries the stale copy's content" in message
+    assert_says(
+        failure.value,
+        f"Object: Widget {ns}/w1 (assertions.ktest.test/v1, uid {created['metadata']['uid']})",
+        "Rule: optimistic concurrency",
+        f"the stale copy was at resourceVersion {stale['metadata']['resourceVersion']}",
+        "the write was accepted: the object now carries the stale copy's content",
+        starts_with="a write of Widget w1 from a stale copy did not get 409 Conflict\n",
+    )
     overwritten = cluster.get(created)["metadata"].get("annotations") or {}
     assert "ktest/stale-copy" not in overwritten  # the newer change is lost
 
@@ -146,9 +149,11 @@ def test_concurrent_writer_surfaces_its_errors(cluster: Cluster, ns: str) -> Non
     outsider = cluster.user("outsider")  # no RBAC grants: every write is forbidden
     with pytest.raises(ClusterError) as failure, ConcurrentWriter(outsider, created) as writer:
         writer._thread.join() if writer._thread else None  # it stops by itself on the error
-    message = str(failure.value)
-    assert f"the concurrent writer of Widget {ns}/w1" in message
-    assert "stopped on an error after 0 writes: ApiError: 403 Forbidden" in message
+    assert_says(
+        failure.value,
+        f"the concurrent writer of Widget {ns}/w1",
+        "stopped on an error after 0 writes: ApiError: 403 Forbidden",
+    )
 
 
 def test_survives_concurrent_writes_passes_when_conflicts_are_retried(cluster: Cluster, ns: str) -> None:
@@ -169,12 +174,14 @@ def test_survives_concurrent_writes_fails_when_a_conflict_crashes_the_operator(
         with pytest.raises(AssertionError) as failure:
             assert_survives_concurrent_writes(cluster, created, labelled(cluster, created), duration=1)
         forget()  # the crash is this test's expected outcome: do not fail it at teardown
-    message = str(failure.value)
-    assert message.startswith("the operator failed during the concurrent writes on Widget w1")
-    assert f"Object: Widget {ns}/w1 (assertions.ktest.test/v1)" in message
-    assert "Rule: a 409 Conflict is not an error for a controller" in message
-    assert "health check: OperatorError: test controller for Widget crashed" in message
-    assert "409" in message
+    assert_says(
+        failure.value,
+        f"Object: Widget {ns}/w1 (assertions.ktest.test/v1)",
+        "Rule: a 409 Conflict is not an error for a controller",
+        "health check: OperatorError: test controller for Widget crashed",
+        "409",
+        starts_with="the operator failed during the concurrent writes on Widget w1",
+    )
 
 
 # ----------------------------------------------------------------- deterministic conflicts

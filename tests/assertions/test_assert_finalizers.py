@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from assertion_controllers import WIDGET, Controller, widget, write
+from messages import assert_says
 
 from ktest.assertions import (
     assert_deletion_blocked,
@@ -51,8 +52,9 @@ class Store:
             self.fail_deletes = False
 
 
-def finalizing_reconciler(cluster: Cluster, store: Store, *, remove_first: bool = False,
-                          add_finalizer: bool = True) -> Any:
+def finalizing_reconciler(
+    cluster: Cluster, store: Store, *, remove_first: bool = False, add_finalizer: bool = True
+) -> Any:
     """Finalizer before side effect, cleanup before removing it (unless told to do it wrong)."""
 
     def reconcile(obj: dict[str, Any]) -> None:
@@ -94,14 +96,17 @@ def test_has_finalizer_fails_when_the_operator_never_adds_it(cluster: Cluster, n
     with Controller(cluster, ns, finalizing_reconciler(cluster, store, add_finalizer=False)):
         created = cluster.create(widget("w1", ns))
         with pytest.raises(AssertionError) as failure:
-            assert_has_finalizer(cluster, ("assertions.ktest.test/v1", WIDGET, "w1", ns), FINALIZER,
-                                 timeout=1)
-    message = str(failure.value)
-    assert message.startswith(f"Widget w1 never got finalizer '{FINALIZER}' within 1s\n")
-    assert f"Object: Widget {ns}/w1 (assertions.ktest.test/v1, uid {created['metadata']['uid']})" in message
-    assert "Rule: an operator that cleans up on deletion adds its finalizer" in message
-    assert "metadata.finalizers is []" in message
-    assert "did not pass within 1s" in message
+            assert_has_finalizer(
+                cluster, ("assertions.ktest.test/v1", WIDGET, "w1", ns), FINALIZER, timeout=1
+            )
+    assert_says(
+        failure.value,
+        f"Object: Widget {ns}/w1 (assertions.ktest.test/v1, uid {created['metadata']['uid']})",
+        "Rule: an operator that cleans up on deletion adds its finalizer",
+        "metadata.finalizers is []",
+        "did not pass within 1s",
+        starts_with=f"Widget w1 never got finalizer '{FINALIZER}' within 1s\n",
+    )
     assert store.buckets == {"w1"}  # the side effect happened without a finalizer: a leak in waiting
 
 
@@ -129,11 +134,13 @@ def test_deletion_blocked_fails_when_the_finalizer_goes_before_cleanup(
         store.fail_deletes = True
         with pytest.raises(AssertionError) as failure:
             assert_deletion_blocked(cluster, created, FINALIZER, for_seconds=1, delete=True)
-    message = str(failure.value)
     uid = created["metadata"]["uid"]
-    assert f"deletion of Widget w1 was not blocked by finalizer '{FINALIZER}'" in message
-    assert f"Object: Widget {ns}/w1 (assertions.ktest.test/v1, uid {uid})" in message
-    assert "Rule: while a finalizer is listed in metadata.finalizers" in message
+    message = assert_says(
+        failure.value,
+        f"deletion of Widget w1 was not blocked by finalizer '{FINALIZER}'",
+        f"Object: Widget {ns}/w1 (assertions.ktest.test/v1, uid {uid})",
+        "Rule: while a finalizer is listed in metadata.finalizers",
+    )
     assert re.search(r"gone|removed", message)
     assert store.buckets == {"w1"}  # what the bug costs: the bucket leaked
 
@@ -175,13 +182,15 @@ def test_gone_fails_while_cleanup_keeps_failing(cluster: Cluster, ns: str, store
             assert_gone(cluster, created, timeout=1)
         store.fail_deletes = False
         assert_gone(cluster, created)
-    message = str(failure.value)
     uid = created["metadata"]["uid"]
-    assert message.startswith("Widget w1 still exists 1s later\n")
-    assert f"Object: Widget {ns}/w1 (assertions.ktest.test/v1, uid {uid})" in message
-    assert "Rule: an object marked for deletion is removed as soon as metadata.finalizers is empty" in message
-    assert "still present with deletionTimestamp" in message
-    assert f"finalizer '{FINALIZER}': waiting for the controller that owns it" in message
+    assert_says(
+        failure.value,
+        f"Object: Widget {ns}/w1 (assertions.ktest.test/v1, uid {uid})",
+        "Rule: an object marked for deletion is removed as soon as metadata.finalizers is empty",
+        "still present with deletionTimestamp",
+        f"finalizer '{FINALIZER}': waiting for the controller that owns it",
+        starts_with="Widget w1 still exists 1s later\n",
+    )
 
 
 def test_gone_fails_when_no_deletion_was_requested(cluster: Cluster, ns: str) -> None:
@@ -195,14 +204,19 @@ def test_finalizer_scenario_passes_with_callables(cluster: Cluster, ns: str, sto
     with Controller(cluster, ns, finalizing_reconciler(cluster, store)):
         created = cluster.create(widget("w1", ns))
         result = finalizer_scenario(
-            cluster, created, FINALIZER,
+            cluster,
+            created,
+            FINALIZER,
             break_cleanup=lambda: setattr(store, "fail_deletes", True),
             fix_cleanup=lambda: setattr(store, "fail_deletes", False),
             blocked_for=1,
         )
     assert result.uid == created["metadata"]["uid"]
-    assert set(result.timings) == {"has finalizer", "deletion blocked while cleanup fails",
-                                   "gone once cleanup succeeds"}
+    assert set(result.timings) == {
+        "has finalizer",
+        "deletion blocked while cleanup fails",
+        "gone once cleanup succeeds",
+    }
     assert result.timings["deletion blocked while cleanup fails"] >= 1
     assert store.buckets == set()
 
@@ -222,9 +236,11 @@ def test_finalizer_scenario_fails_when_the_finalizer_goes_before_cleanup(
         created = cluster.create(widget("w1", ns))
         with pytest.raises(AssertionError) as failure:
             finalizer_scenario(cluster, created, FINALIZER, cleanup_failing=store.failing(), blocked_for=1)
-    message = str(failure.value)
-    assert "finalizer scenario, step 'deletion blocked while cleanup fails' failed" in message
-    assert f"was not blocked by finalizer '{FINALIZER}'" in message
+    assert_says(
+        failure.value,
+        "finalizer scenario, step 'deletion blocked while cleanup fails' failed",
+        f"was not blocked by finalizer '{FINALIZER}'",
+    )
     assert store.fail_deletes is False  # cleanup was let succeed again although the step failed
 
 

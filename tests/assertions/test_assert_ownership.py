@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 import pytest
 from assertion_controllers import Controller, widget
-from builders import configmap, owner_reference
+from builders import configmap, crd, owner_reference
+from messages import assert_says
 
 from ktest.api_error import ApiError
 from ktest.assertions import assert_garbage_collected, assert_orphaned, assert_owned_by
@@ -18,6 +21,7 @@ from ktest.controlplane import ControlPlane
 from ktest.errors import ClusterError
 
 Reconcile = Callable[[dict[str, Any]], None]
+CRD_API = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 
 
 def child_of(obj: dict[str, Any]) -> ObjectRef:
@@ -60,6 +64,23 @@ def ready_child(cluster: Cluster, owner: dict[str, Any]) -> dict[str, Any]:
     return eventually(lambda: cluster.get(child_of(owner)))
 
 
+@contextmanager
+def widget_with_child(
+    cluster: Cluster,
+    ns: str,
+    *,
+    owned: bool = True,
+    controller: bool = True,
+    on_delete: Reconcile | None = None,
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """Widget w1 under a controller that creates its ConfigMap (see :func:`child_maker`):
+    (owner, child) once the child exists; the controller runs until the block ends."""
+    reconcile = child_maker(cluster, owned=owned, controller=controller)
+    with Controller(cluster, ns, reconcile, on_delete=on_delete):
+        owner = cluster.create(widget("w1", ns))
+        yield owner, ready_child(cluster, owner)
+
+
 def test_owned_by_passes_with_a_controller_reference(cluster: Cluster, ns: str) -> None:
     with Controller(cluster, ns, child_maker(cluster)):
         owner = cluster.create(widget("w1", ns))
@@ -68,58 +89,68 @@ def test_owned_by_passes_with_a_controller_reference(cluster: Cluster, ns: str) 
     assert reference["controller"] is True
 
 
-def test_owned_by_fails_without_owner_reference(cluster: Cluster, ns: str) -> None:
-    with Controller(cluster, ns, child_maker(cluster, owned=False)):
-        owner = cluster.create(widget("w1", ns))
-        child = ready_child(cluster, owner)
-        with pytest.raises(AssertionError) as failure:
-            assert_owned_by(cluster, child, owner, timeout=0.5)
-    message = str(failure.value)
-    assert message.startswith("ConfigMap w1-config is not owned by Widget w1 as required")
-    assert f"Object: ConfigMap {ns}/w1-config (v1, uid {child['metadata']['uid']})" in message
-    assert f"Object: Widget {ns}/w1 (assertions.ktest.test/v1, uid {owner['metadata']['uid']})" in message
-    assert "Rule: a child created by an operator carries an ownerReference to its owner" in message
-    assert "ownerReferences of the child: none" in message
-    assert "the child has no ownerReferences at all" in message
+@pytest.mark.parametrize(
+    ("check", "headline", "explanations"),
+    [
+        pytest.param(
+            partial(assert_owned_by, timeout=0.5),
+            "ConfigMap w1-config is not owned by Widget w1 as required",
+            (
+                "Object: Widget {ns}/w1 (assertions.ktest.test/v1, uid {owner_uid})",
+                "Rule: a child created by an operator carries an ownerReference to its owner",
+                "ownerReferences of the child: none",
+                "the child has no ownerReferences at all",
+            ),
+            id="owned_by",
+        ),
+        pytest.param(
+            partial(assert_garbage_collected, timeout=1),
+            "ConfigMap w1-config was not garbage-collected",
+            (
+                "Rule: the garbage collector deletes an object once no owner named in its ownerReferences",
+                "the owner was deleted with propagationPolicy=Background",
+                "the child has no ownerReferences, so nothing ties it to the owner",
+            ),
+            id="garbage_collected",
+        ),
+    ],
+)
+def test_ownership_assertions_fail_without_owner_reference(
+    cluster: Cluster, ns: str, check: Callable[..., object], headline: str, explanations: tuple[str, ...]
+) -> None:
+    """``explanations`` name the test's namespace as {ns} and the owner's uid as {owner_uid}."""
+    with (
+        widget_with_child(cluster, ns, owned=False) as (owner, child),
+        pytest.raises(AssertionError) as failure,
+    ):
+        check(cluster, child, owner)
+    assert_says(
+        failure.value,
+        f"Object: ConfigMap {ns}/w1-config (v1, uid {child['metadata']['uid']})",
+        *(text.format(ns=ns, owner_uid=owner["metadata"]["uid"]) for text in explanations),
+        starts_with=headline,
+    )
+    assert cluster.exists(child)  # the leak is real
 
 
 def test_owned_by_fails_when_the_reference_is_not_the_controller(cluster: Cluster, ns: str) -> None:
-    with Controller(cluster, ns, child_maker(cluster, controller=False)):
-        owner = cluster.create(widget("w1", ns))
-        child = ready_child(cluster, owner)
+    with widget_with_child(cluster, ns, controller=False) as (owner, child):
         with pytest.raises(AssertionError) as failure:
             assert_owned_by(cluster, child, owner, timeout=0.5)
-        assert_owned_by(cluster, child, owner, controller=False)
-    assert "controller is False, expected True" in str(failure.value)
-    assert f"Widget w1 (assertions.ktest.test/v1, uid {owner['metadata']['uid']}, blockOwnerDeletion)" in str(
-        failure.value)
+        assert_owned_by(cluster, child, owner, controller=False)  # what the child does have
+    assert_says(
+        failure.value,
+        "controller is False, expected True",
+        f"Widget w1 (assertions.ktest.test/v1, uid {owner['metadata']['uid']}, blockOwnerDeletion)",
+    )
 
 
 @pytest.mark.parametrize("propagation", ["Background", "Foreground"])
 def test_garbage_collected_passes_with_owner_reference(cluster: Cluster, ns: str, propagation: str) -> None:
-    with Controller(cluster, ns, child_maker(cluster)):
-        owner = cluster.create(widget("w1", ns))
-        child = ready_child(cluster, owner)
+    with widget_with_child(cluster, ns) as (owner, child):
         assert_garbage_collected(cluster, child, owner, propagation=propagation)
     assert cluster.get_or_none(child_of(owner)) is None
     assert cluster.get_or_none(owner) is None
-
-
-def test_garbage_collected_fails_without_owner_reference(cluster: Cluster, ns: str) -> None:
-    with Controller(cluster, ns, child_maker(cluster, owned=False)):
-        owner = cluster.create(widget("w1", ns))
-        child = ready_child(cluster, owner)
-        with pytest.raises(AssertionError) as failure:
-            assert_garbage_collected(cluster, child, owner, timeout=1)
-    message = str(failure.value)
-    uid = child["metadata"]["uid"]
-    assert message.startswith("ConfigMap w1-config was not garbage-collected")
-    assert f"Object: ConfigMap {ns}/w1-config (v1, uid {uid})" in message
-    assert "Rule: the garbage collector deletes an object once no owner named in its ownerReferences" \
-        in message
-    assert "the owner was deleted with propagationPolicy=Background" in message
-    assert "the child has no ownerReferences, so nothing ties it to the owner" in message
-    assert cluster.exists(child)  # the leak is real
 
 
 def test_gc_assertions_say_plainly_when_no_garbage_collector_runs(plane: ControlPlane, ns: str) -> None:
@@ -131,17 +162,17 @@ def test_gc_assertions_say_plainly_when_no_garbage_collector_runs(plane: Control
         ):
             with pytest.raises(ClusterError) as failure:
                 check()
-            message = str(failure.value)
-            assert "no garbage collector runs on this cluster" in message
-            assert "(kube-controller-manager controllers: namespace)" in message
-            assert "Run the control plane with the 'garbagecollector' controller" in message
+            assert_says(
+                failure.value,
+                "no garbage collector runs on this cluster",
+                "(kube-controller-manager controllers: namespace)",
+                "Run the control plane with the 'garbagecollector' controller",
+            )
         assert without_gc.exists(owner)  # nothing was deleted: it said so before acting
 
 
 def test_orphaned_passes_when_the_child_survives(cluster: Cluster, ns: str) -> None:
-    with Controller(cluster, ns, child_maker(cluster)):
-        owner = cluster.create(widget("w1", ns))
-        child = ready_child(cluster, owner)
+    with widget_with_child(cluster, ns) as (owner, child):
         survivor = assert_orphaned(cluster, child, owner, for_seconds=1)
     assert survivor["metadata"]["uid"] == child["metadata"]["uid"]
     assert not survivor["metadata"].get("ownerReferences")
@@ -149,17 +180,19 @@ def test_orphaned_passes_when_the_child_survives(cluster: Cluster, ns: str) -> N
 
 
 def test_orphaned_fails_when_the_operator_deletes_children_itself(cluster: Cluster, ns: str) -> None:
-    with Controller(cluster, ns, child_maker(cluster), on_delete=child_deleter(cluster)):
-        owner = cluster.create(widget("w1", ns))
-        child = ready_child(cluster, owner)
-        with pytest.raises(AssertionError) as failure:
-            assert_orphaned(cluster, child, owner, for_seconds=2)
-    message = str(failure.value)
-    assert message.startswith("ConfigMap w1-config was deleted although its owner Widget w1")
-    assert f"Object: ConfigMap {ns}/w1-config (v1, uid {child['metadata']['uid']})" in message
-    assert "was deleted with propagationPolicy=Orphan" in message
-    assert "Rule: deleting an owner with propagationPolicy=Orphan leaves its dependents in place" in message
-    assert "the child was gone (404)" in message
+    with (
+        widget_with_child(cluster, ns, on_delete=child_deleter(cluster)) as (owner, child),
+        pytest.raises(AssertionError) as failure,
+    ):
+        assert_orphaned(cluster, child, owner, for_seconds=2)
+    assert_says(
+        failure.value,
+        f"Object: ConfigMap {ns}/w1-config (v1, uid {child['metadata']['uid']})",
+        "was deleted with propagationPolicy=Orphan",
+        "Rule: deleting an owner with propagationPolicy=Orphan leaves its dependents in place",
+        "the child was gone (404)",
+        starts_with="ConfigMap w1-config was deleted although its owner Widget w1",
+    )
 
 
 def test_garbage_collection_of_a_new_kind_waits_for_discovery_then_explains_a_blocked_child(
@@ -174,44 +207,38 @@ def test_garbage_collection_of_a_new_kind_waits_for_discovery_then_explains_a_bl
 
 
 def _new_kind_then_blocked_child(cluster: Cluster, ns: str) -> None:
-    cluster.install_crds({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "sprockets.late.ktest.test"},
-        "spec": {
-            "group": "late.ktest.test",
-            "scope": "Namespaced",
-            "names": {"plural": "sprockets", "singular": "sprocket", "kind": "Sprocket"},
-            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
-                "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
-        },
-    })
-    free_owner = cluster.create({"apiVersion": "late.ktest.test/v1", "kind": "Sprocket",
-                                 "metadata": {"name": "s0", "namespace": ns}})
+    cluster.install_crds(crd("late.ktest.test", "Sprocket"))
+    free_owner = cluster.create(
+        {"apiVersion": "late.ktest.test/v1", "kind": "Sprocket", "metadata": {"name": "s0", "namespace": ns}}
+    )
     free_child = cluster.create(configmap("s0-config", ns, owner=free_owner))
     assert_garbage_collected(cluster, free_child, free_owner, timeout=1)
 
-    owner = cluster.create({"apiVersion": "late.ktest.test/v1", "kind": "Sprocket",
-                            "metadata": {"name": "s1", "namespace": ns}})
+    owner = cluster.create(
+        {"apiVersion": "late.ktest.test/v1", "kind": "Sprocket", "metadata": {"name": "s1", "namespace": ns}}
+    )
     manifest = configmap("s1-config", ns, owner=owner)
     manifest["metadata"]["finalizers"] = ["assertions.ktest.test/hold"]
     child = cluster.create(manifest)
-    crd = cluster.get(("apiextensions.k8s.io/v1", "CustomResourceDefinition", "sprockets.late.ktest.test"))
-    created = datetime.fromisoformat(crd["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+    crd_read = cluster.get((*CRD_API, "sprockets.late.ktest.test"))
+    created = datetime.fromisoformat(crd_read["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
     young = (datetime.now(timezone.utc) - created).total_seconds() < 63
     try:
         with pytest.raises(AssertionError) as failure:
             assert_garbage_collected(cluster, child, owner, timeout=1)
     finally:
         cluster.patch(child, {"metadata": {"finalizers": None}})
-    message = str(failure.value)
-    uid = child["metadata"]["uid"]
-    assert message.startswith("ConfigMap s1-config was not garbage-collected")
-    assert f"Object: ConfigMap {ns}/s1-config (v1, uid {uid})" in message
-    assert "the child has finalizers ['assertions.ktest.test/hold'] that must be removed first" in message
-    assert "CustomResourceDefinition sprockets.late.ktest.test, created" in message
-    assert "garbage collector picks up new resource kinds only on its 30-second discovery sync" in message
+    message = assert_says(
+        failure.value,
+        f"Object: ConfigMap {ns}/s1-config (v1, uid {child['metadata']['uid']})",
+        "the child has finalizers ['assertions.ktest.test/hold'] that must be removed first",
+        "CustomResourceDefinition sprockets.late.ktest.test, created",
+        "garbage collector picks up new resource kinds only on its 30-second discovery sync",
+        starts_with="ConfigMap s1-config was not garbage-collected",
+    )
     if young:
-        extended = (r"waited \d+s \(\+\d+s: CustomResourceDefinition sprockets\.late\.ktest\.test was "
-                    r"\d+s old, and the garbage collector may take 60s to discover a new kind\)")
+        extended = (
+            r"waited \d+s \(\+\d+s: CustomResourceDefinition sprockets\.late\.ktest\.test was "
+            r"\d+s old, and the garbage collector may take 60s to discover a new kind\)"
+        )
         assert re.search(extended, message), message
