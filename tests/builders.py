@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import yaml
 
 from ktest.cluster import ObjectRef
 
@@ -55,22 +57,26 @@ def crd(
     *,
     schema: Mapping[str, Any] | None = None,
     status: bool = False,
-    version: str = "v1",
+    versions: Sequence[str] = ("v1",),
+    plural: str | None = None,
 ) -> dict[str, Any]:
-    """A namespaced CustomResourceDefinition serving one version of ``kind`` (plural: ``kind``s).
+    """A namespaced CustomResourceDefinition of ``kind`` (plural: ``kind``s unless given).
 
-    ``schema``: the openAPIV3Schema (default: an object that keeps any field);
-    ``status``: with the status subresource."""
-    plural = kind.lower() + "s"
+    ``schema``: the openAPIV3Schema of every version (default: an object that keeps any field);
+    ``status``: with the status subresource; ``versions``: all served, the first one stored."""
+    plural = plural or kind.lower() + "s"
     keep_any = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    served: dict[str, Any] = {
-        "name": version,
-        "served": True,
-        "storage": True,
-        "schema": {"openAPIV3Schema": dict(schema or keep_any)},
-    }
-    if status:
-        served["subresources"] = {"status": {}}
+    served: list[dict[str, Any]] = []
+    for index, version in enumerate(versions):
+        entry: dict[str, Any] = {
+            "name": version,
+            "served": True,
+            "storage": index == 0,
+            "schema": {"openAPIV3Schema": dict(schema or keep_any)},
+        }
+        if status:
+            entry["subresources"] = {"status": {}}
+        served.append(entry)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -79,9 +85,14 @@ def crd(
             "group": group,
             "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
             "scope": "Namespaced",
-            "versions": [served],
+            "versions": served,
         },
     }
+
+
+def crd_yaml(group: str, kind: str, **options: Any) -> str:
+    """:func:`crd` as one YAML document, for the CRD files of inner test runs."""
+    return yaml.safe_dump(crd(group, kind, **options), sort_keys=False)
 
 
 def custom_object(

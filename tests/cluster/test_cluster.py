@@ -5,43 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import configmap
+from builders import configmap, crd
 
 from ktest.api_error import ApiError
 from ktest.cluster import Cluster, ObjectRef
 from ktest.errors import ClusterError, CRDError
 from ktest.wait import eventually
 
-WIDGET_CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.test.ktest.dev
-spec:
-  group: test.ktest.dev
-  scope: Namespaced
-  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec:
-              type: object
-              x-kubernetes-validations:
-                - rule: "self.size <= 10"
-                  message: "size must be at most 10"
-              properties:
-                size: {type: integer}
-            status:
-              type: object
-              properties:
-                phase: {type: string}
-"""
+# a status subresource and a CEL rule on spec.size
+WIDGET_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "self.size <= 10", "message": "size must be at most 10"}],
+            "properties": {"size": {"type": "integer"}},
+        },
+        "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+    },
+}
+WIDGET_CRD = crd("test.ktest.dev", "Widget", schema=WIDGET_SCHEMA, status=True)
 
 
 def test_version_matches_the_control_plane(admin: Cluster, plane) -> None:
@@ -124,7 +107,7 @@ def test_crd_errors_name_file_and_crd(admin: Cluster, tmp_path: Path) -> None:
         CRDError, match=r"cm\.yaml, document 1 \(line 1\): ConfigMap x .* is not a CustomResourceDefinition"
     ):
         admin.install_crds(not_crd)
-    broken = WIDGET_CRD.replace("name: widgets.test.ktest.dev", "name: wrong.test.ktest.dev")
+    broken = {**WIDGET_CRD, "metadata": {"name": "wrong.test.ktest.dev"}}
     with pytest.raises(
         CRDError, match=r"rejected CustomResourceDefinition wrong.test.ktest.dev: .*must be spec.names.plural"
     ):
@@ -218,10 +201,7 @@ def test_background_namespace_deletion_is_drained_with_reports(admin: Cluster) -
 
 def test_children_of_a_freshly_installed_kind_are_collected_promptly(admin: Cluster, ns: str) -> None:
     """The GC sees new kinds only on its 30 s resync unless install_crds' hook restarts it."""
-    crd = (
-        WIDGET_CRD.replace("widgets", "sprockets").replace("Widget", "Sprocket").replace("widget", "sprocket")
-    )
-    admin.install_crds(crd)
+    admin.install_crds(crd("test.ktest.dev", "Sprocket", schema=WIDGET_SCHEMA, status=True))
     owner = admin.apply(
         {"apiVersion": "test.ktest.dev/v1", "kind": "Sprocket", "metadata": {"name": "s", "namespace": ns}}
     )
