@@ -45,8 +45,11 @@ def test_skipped():
 """
 
 
-def run_suite(directory: Path, junit: Path) -> None:
+def run_suite(directory: Path, junit: Path, *, with_plugin: bool = True) -> None:
+    """Run SUITE in ``directory``, writing ``junit``; with the ktest_junit plugin (JUnit family
+    xunit1, whose <property> elements carry the sections) unless ``with_plugin`` is False."""
     (directory / "test_suite.py").write_text(SUITE)
+    plugin = ["-p", "ktest_junit", "-o", "junit_family=xunit1"] if with_plugin else []
     done = run_script(
         [
             sys.executable,
@@ -55,12 +58,9 @@ def run_suite(directory: Path, junit: Path) -> None:
             "-q",
             "-p",
             "no:cacheprovider",
-            "-p",
-            "ktest_junit",
+            *plugin,
             "--junitxml",
             str(junit),
-            "-o",
-            "junit_family=xunit1",
             "test_suite.py",
         ],
         cwd=directory,
@@ -81,22 +81,8 @@ def test_ktest_sections_reach_the_junit_xml(tmp_path: Path) -> None:
 
 def test_without_the_plugin_the_sections_are_lost(tmp_path: Path) -> None:
     """Why the plugin exists: pytest's JUnit writer drops ktest's sections."""
-    (tmp_path / "test_suite.py").write_text(SUITE)
     junit = tmp_path / "junit.xml"
-    run_script(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--junitxml",
-            str(junit),
-            "test_suite.py",
-        ],
-        cwd=tmp_path,
-    )
+    run_suite(tmp_path, junit, with_plugin=False)
     assert "log line 99" not in junit.read_text()
 
 
