@@ -59,6 +59,7 @@ class Settings:
     reuse: bool = False
     kind_config: Path | None = None
     keep_cluster: bool = False
+    kind_pool: bool = False
     artifacts_dir: Path | None = None
     run_dir: Path | None = None
     operator_proxy: bool = True
@@ -89,6 +90,8 @@ class Settings:
             parts.append(f"crds={len(self.crds)} path(s)")
         if self.reuse:
             parts.append("reuse=on")
+        if self.kind_pool:
+            parts.append("kind-pool=on")
         if self.keep_namespaces != "never":
             parts.append(f"keep-namespaces={self.keep_namespaces}")
         if self.namespace_deletion != "background":
@@ -397,6 +400,10 @@ SETTINGS: tuple[Spec, ...] = (
     Spec("keep_cluster", "--ktest-keep-cluster", "ktest_keep_cluster", "KTEST_KEEP_CLUSTER", _bool,
          "keep the kind cluster after the run and print how to attach or delete it (backend kind)", "false",
          flag=True),
+    Spec("kind_pool", "--ktest-kind-pool", "ktest_kind_pool", "KTEST_KIND_POOL", _bool,
+         "warm pool (backend kind): claim a spare cluster made in the background by an earlier run "
+         "(attach in about a second), and make the next spare once this run's cluster is up; "
+         "`ktest down --kind` deletes spares", "false", flag=True),
     Spec("artifacts_dir", "--ktest-artifacts", "ktest_artifacts", "KTEST_ARTIFACTS", _path,
          "where diagnostics too big for a report go (kind export logs after a failed run)",
          ".ktest-artifacts in the rootdir", metavar="DIR"),

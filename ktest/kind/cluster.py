@@ -8,6 +8,8 @@ success even when its wait timed out. ktest waits itself, for what a test
 needs: every node Ready, CoreDNS available, kube-proxy running on every node
 and the ``default`` ServiceAccount present; it fails fast, with the reason,
 when a node container stops or a system image cannot be found in the node.
+CoreDNS's readiness probe is shortened by kubeadm as it creates the Deployment
+(:mod:`ktest.kind.kubeadm_patches`), so no pod is ever replaced.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import yaml
 from ktest.base.janitor_client import JanitorHandle
 from ktest.errors import KindError
 from ktest.kind import records
+from ktest.kind.kubeadm_patches import with_kubeadm_patches, write_patches
 from ktest.kind.records import ClusterRecord
 
 _LOG_TAIL_LINES = 20
@@ -184,11 +187,14 @@ def create_cluster(
     config: Mapping[str, Any],
     purpose: str = "run",
     kept: bool = False,
+    spare: str = "",
     timeout: float = USABLE_TIMEOUT,
     progress: Callable[[str], None] | None = None,
     records_dir: Path | None = None,
 ) -> KindCluster:
     """Create a kind cluster named ``name`` and wait until tests can use it.
+
+    ``spare`` (a pool fingerprint) records the cluster as a spare being made (:mod:`ktest.kind.pool`).
 
     Raises KindError (after deleting whatever was created) when creation fails
     or the cluster does not become usable in ``timeout`` seconds.
@@ -207,7 +213,7 @@ def create_cluster(
         )
     directory = Path(tempfile.mkdtemp(prefix=f"ktest-kind-{name}-"))
     os.chmod(directory, 0o700)
-    record = records.owned_by_this_process(name, directory, image, version, purpose)
+    record = records.owned_by_this_process(name, directory, image, version, purpose, spare)
     if kept:
         record = _kept(record)
     record_path = records.write_record(record, records_dir)
@@ -216,7 +222,8 @@ def create_cluster(
     cluster.janitor.watch_kind_cluster(kind, name, record_path)
     try:
         config_path = directory / "kind-config.yaml"
-        config_path.write_text(yaml.safe_dump(dict(config), sort_keys=False))
+        config = with_kubeadm_patches(config, write_patches(directory))
+        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         started = time.monotonic()
         say(f"creating kind cluster {name} from {image} ...")
         run_kind(
@@ -361,14 +368,12 @@ def wait_usable(cluster: KindCluster, *, timeout: float = USABLE_TIMEOUT) -> dic
     deadline = started + timeout
     missing: list[str] = ["the API server to answer"]
     last_missing: dict[str, float] = {}
-    hastened = False
     with Cluster(cluster.kubeconfig, name=cluster.name) as client:
         while True:
             stopped = cluster.stopped()
             if stopped:
                 raise KindError(f"{stopped}; it never became usable")
             try:
-                hastened = hastened or _hasten_coredns(client)
                 missing = _not_yet_usable(client)
                 hopeless = _hopeless_pods(client)
             except Exception as error:  # the API server is still starting
@@ -400,30 +405,25 @@ USABLE_POLL_INTERVAL = 0.2
 item usually turns ready between two rounds, so this is the average cost of noticing (0.5 s
 cost 0.25 s on average; much shorter would take CPU from a node that is still starting)."""
 
-COREDNS_PROBE_PERIOD = 1
-"""Seconds between CoreDNS readiness probes. kubeadm leaves the default of 10 s, and the
-first probe, right at container start, fails before CoreDNS has synced with the API
-server: readiness (and so a usable cluster) then waits up to 10 s more."""
 
+def usable_now(cluster: KindCluster) -> str | None:
+    """Why ``cluster`` cannot serve tests right now (one round of the readiness checks), or None.
 
-def _hasten_coredns(client: Any) -> bool:
-    """Shorten CoreDNS's readiness probe period once its Deployment exists; True when done.
-
-    Patched as soon as the API server answers, usually before kube-controller-manager has
-    created CoreDNS's pods, so nothing is replaced.
+    For a cluster made earlier (a spare of the pool): no waiting, a problem is the answer.
     """
-    ref = ("apps/v1", "Deployment", "coredns", "kube-system")
-    coredns = client.get_or_none(ref)
-    if coredns is None:
-        return False
-    for container in coredns["spec"]["template"]["spec"].get("containers") or ():
-        probe = container.get("readinessProbe") or {}
-        slow = probe and probe.get("periodSeconds", 10) > COREDNS_PROBE_PERIOD
-        if container.get("name") == "coredns" and slow:
-            client.patch(ref, {"spec": {"template": {"spec": {"containers": [
-                {"name": "coredns", "readinessProbe": {"periodSeconds": COREDNS_PROBE_PERIOD}},
-            ]}}}}, type="strategic")
-    return True
+    from ktest.cluster import Cluster
+
+    stopped = cluster.stopped()
+    if stopped:
+        return stopped
+    if not cluster.kubeconfig.is_file():
+        return f"its kubeconfig {cluster.kubeconfig} is gone"
+    try:
+        with Cluster(cluster.kubeconfig, name=cluster.name) as client:
+            missing = _not_yet_usable(client)
+    except Exception as error:  # refused, timed out, TLS: all mean "not usable"
+        return f"its API server does not answer ({type(error).__name__}: {error})"
+    return f"it lacks {'; '.join(missing)}" if missing else None
 
 
 def _not_yet_usable(client: Any) -> list[str]:

@@ -8,6 +8,13 @@ count) and the cluster's private directory. A cluster is ktest's when its
 name starts with ``ktest-`` **and** such a record exists; an orphan is one
 whose owner is gone and which was not kept on purpose (``ktest up``,
 ``--ktest-keep-cluster``). Clusters without a record are never touched.
+
+Spares of the warm pool (:mod:`ktest.kind.pool`) are records too: ``spare`` holds
+the fingerprint that makes them interchangeable. While its filler creates it a
+spare is owned by the filler (so a killed filler's half-made cluster is an
+orphan); once usable it is kept (no owner) until a run claims it
+(:func:`take_spare`, which makes that run its owner) or it is older than
+:data:`SPARE_MAX_AGE`.
 """
 
 from __future__ import annotations
@@ -21,11 +28,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import filelock
+
 from ktest.base.procfs import process_alive, process_start_time
 from ktest.errors import KindError
 
 CLUSTER_PREFIX = "ktest-"
 MAX_NAME_LENGTH = 40  # node containers are named <cluster>-control-plane, <cluster>-worker2, ...
+SPARE_MAX_AGE = 24 * 3600.0
+"""Seconds a spare waits to be claimed before the sweep deletes it (a day-old spare holds
+memory for nothing, and its node image may have been rebuilt under the same tag)."""
+POOL_LOCK = ".pool.lock"
 
 
 def records_directory(env: Mapping[str, str] | None = None) -> Path:
@@ -74,6 +87,8 @@ class ClusterRecord:
     kept: bool = False
     purpose: str = "run"
     created_at: float = 0.0
+    spare: str = ""
+    """The pool fingerprint of a spare (:mod:`ktest.kind.pool`); empty for every other cluster."""
 
     @property
     def kubeconfig(self) -> Path:
@@ -86,6 +101,16 @@ class ClusterRecord:
         """Not kept and its owner is gone: nobody will ever delete it but the sweep."""
         return not self.kept and not self.holder_alive()
 
+    @property
+    def ready_spare(self) -> bool:
+        """A finished spare waiting to be claimed (kept, with a fingerprint)."""
+        return bool(self.spare) and self.kept
+
+    def spare_expired(self, now: float | None = None) -> bool:
+        """A ready spare older than :data:`SPARE_MAX_AGE`: the sweep deletes it."""
+        age = (time.time() if now is None else now) - self.created_at
+        return self.ready_spare and age > SPARE_MAX_AGE
+
     def path(self, directory: Path | None = None) -> Path:
         return (directory or records_directory()) / f"{self.name}.json"
 
@@ -94,7 +119,7 @@ class ClusterRecord:
 
 
 def owned_by_this_process(
-    name: str, directory: Path, image: str, version: str, purpose: str = "run"
+    name: str, directory: Path, image: str, version: str, purpose: str = "run", spare: str = ""
 ) -> ClusterRecord:
     pid = os.getpid()
     return ClusterRecord(
@@ -106,6 +131,7 @@ def owned_by_this_process(
         owner_start=process_start_time(pid) or "",
         purpose=purpose,
         created_at=time.time(),
+        spare=spare,
     )
 
 
@@ -140,3 +166,39 @@ def list_records(directory: Path | None = None) -> list[ClusterRecord]:
 
 def remove_record(record: ClusterRecord, directory: Path | None = None) -> None:
     record.path(directory).unlink(missing_ok=True)
+
+
+def pool_lock(directory: Path | None = None) -> filelock.FileLock:
+    """The lock every change of a ready spare's record is made under (claims, sweeps, evictions).
+
+    An flock: the kernel releases it when its holder dies, so a killed claimer never blocks the pool.
+    """
+    directory = directory or records_directory()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return filelock.FileLock(str(directory / POOL_LOCK), timeout=60)
+
+
+def take_spare(name: str, purpose: str = "run", directory: Path | None = None) -> ClusterRecord | None:
+    """Make this process the owner of the ready spare ``name``; None when it is no longer one.
+
+    Atomic across processes: the record is re-read and rewritten under :func:`pool_lock`, so a
+    spare is taken by exactly one claimer (or sweep), and one taken is an ordinary cluster of its
+    new owner (deleted when it closes, an orphan if it dies).
+    """
+    from dataclasses import replace
+
+    with pool_lock(directory):
+        record = read_record(name, directory)
+        if record is None or not record.ready_spare:
+            return None
+        pid = os.getpid()
+        taken = replace(
+            record,
+            kept=False,
+            spare="",
+            purpose=purpose,
+            owner_pid=pid,
+            owner_start=process_start_time(pid) or "",
+        )
+        write_record(taken, directory)
+        return taken

@@ -1,6 +1,11 @@
 """Remove the kind clusters ktest left behind: owner killed (kill -9, crash) and not kept.
 
-Runs before the kind backend creates a cluster, and from ``ktest down``. Only
+Runs before the kind backend creates a cluster, and from ``ktest down``. Spares of the
+warm pool are swept like any other ktest cluster: one whose filler died half-way is an
+orphan (its filler owned it), a finished one is deleted once older than
+:data:`~ktest.kind.records.SPARE_MAX_AGE` and by ``ktest down --kind``, always taken
+first (:func:`~ktest.kind.records.take_spare`) so that a run claiming it at the same
+moment keeps it. Only
 clusters with a ktest record are considered (see :mod:`ktest.kind.records`);
 a cluster whose record is gone, or whose name lacks the ``ktest-`` prefix,
 is never touched.
@@ -29,6 +34,11 @@ def sweep_orphans(
     for record in records.list_records(records_dir):
         if only is not None and record.kept and record.name != only:
             continue
+        if record.ready_spare:
+            gone = record.name not in present
+            if gone or record.spare_expired() or include_kept:
+                notes += _delete_spare(kind, record, records_dir, gone=gone)
+            continue
         if record.name not in present:
             if record.orphaned() or include_kept:
                 _forget(record, records_dir)
@@ -43,6 +53,23 @@ def sweep_orphans(
                 continue
             notes.append(f"deleted kind cluster {record.name}: {why}")
     return notes
+
+
+def _delete_spare(kind: Path, record: ClusterRecord, records_dir: Path | None, *, gone: bool) -> list[str]:
+    if gone:
+        why = "a spare whose node containers are gone"
+    elif record.spare_expired():
+        why = f"a spare unclaimed for over {records.SPARE_MAX_AGE / 3600:.0f} h"
+    else:
+        why = "a spare of the warm pool"
+    taken = records.take_spare(record.name, purpose="sweep", directory=records_dir)
+    if taken is None:
+        return []  # claimed by a run meanwhile: that run deletes it
+    try:
+        delete_cluster(kind, taken, records_dir)
+    except KindError as error:
+        return [f"could not delete kind cluster {record.name} ({why}): {error}"]
+    return [f"deleted kind cluster {record.name}: {why}"]
 
 
 def _forget(record: ClusterRecord, records_dir: Path | None) -> None:

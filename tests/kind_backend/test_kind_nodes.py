@@ -9,8 +9,8 @@ import pytest
 
 from ktest.cluster import Cluster
 from ktest.errors import KindError
-from ktest.kind.cluster import COREDNS_PROBE_PERIOD
 from ktest.kind.handle import KindHandle
+from ktest.kind.kubeadm_patches import COREDNS_PROBE_PERIOD
 from ktest.kind.recipe import IMAGE_REGISTRY, minor_recipe
 from ktest.wait import eventually
 from tests.kind_backend.conftest import echo_deployment, one_shot_pod, service
@@ -25,11 +25,36 @@ def _pod_phase(cluster: Cluster, namespace: str, name: str) -> str:
     return str(cluster.get(("v1", "Pod", name, namespace)).get("status", {}).get("phase", ""))
 
 
+def _serve_echo(cluster: Cluster, namespace: str, kind: KindHandle, image: str, name: str) -> None:
+    """The echo server as Deployment and Service ``name``, once its one replica is available."""
+    kind.load_image(image)
+    cluster.apply(echo_deployment(name, image), namespace=namespace)
+    cluster.apply(service(name), namespace=namespace)
+    eventually(
+        lambda: _available(cluster, namespace, name) == 1, timeout=90, description=f"{name} is available"
+    )
+
+
+def _run_to_success(cluster: Cluster, namespace: str, kind: KindHandle, pod: dict[str, Any]) -> str:
+    """Run the one-shot ``pod`` to its end; its log, once it has succeeded (the log tells why not)."""
+    name = pod["metadata"]["name"]
+    cluster.create(pod, namespace=namespace)
+    eventually(
+        lambda: _pod_phase(cluster, namespace, name) in ("Succeeded", "Failed"),
+        timeout=90,
+        description=f"the {name} pod finished",
+    )
+    logs = kind.kubectl("logs", "-n", namespace, name)
+    assert _pod_phase(cluster, namespace, name) == "Succeeded", logs
+    return logs
+
+
 def test_coredns_readiness_is_probed_every_second(cluster: Cluster) -> None:
     coredns = cluster.get(("apps/v1", "Deployment", "coredns", "kube-system"))
     [container] = [c for c in coredns["spec"]["template"]["spec"]["containers"] if c["name"] == "coredns"]
     assert container["readinessProbe"]["periodSeconds"] == COREDNS_PROBE_PERIOD
     assert container["readinessProbe"]["httpGet"]["path"] == "/ready", "the patch must keep kubeadm's probe"
+    assert coredns["metadata"]["generation"] == 1, "kubeadm created it so: no rollout replaced its pods"
 
 
 def test_a_pause_pod_runs_to_ready(cluster: Cluster, namespace: str, kind: KindHandle) -> None:
@@ -62,43 +87,21 @@ def test_a_deployment_becomes_available(
 def test_a_service_resolves_by_dns_and_answers_through_kube_proxy(
     cluster: Cluster, namespace: str, kind: KindHandle, echo_image: str
 ) -> None:
-    kind.load_image(echo_image)
-    cluster.apply(echo_deployment("web", echo_image), namespace=namespace)
-    cluster.apply(service("web"), namespace=namespace)
-    eventually(lambda: _available(cluster, namespace, "web") == 1, timeout=90, description="web is available")
-
-    cluster.create(
-        one_shot_pod("client", echo_image, ["resolve", "web", "kubernetes.default"]),
-        namespace=namespace,
-    )
+    _serve_echo(cluster, namespace, kind, echo_image, "web")
     # `resolve` uses the pod's search list: "web" is the test namespace's Service.
-    eventually(
-        lambda: _pod_phase(cluster, namespace, "client") in ("Succeeded", "Failed"),
-        timeout=90,
-        description="the DNS client pod finished",
-    )
-    logs = kind.kubectl("logs", "-n", namespace, "client")
-    assert _pod_phase(cluster, namespace, "client") == "Succeeded", logs
+    resolver = one_shot_pod("client", echo_image, ["resolve", "web", "kubernetes.default"])
+    logs = _run_to_success(cluster, namespace, kind, resolver)
     assert "web: [10." in logs and "kubernetes.default: [10." in logs, logs
 
-    cluster.create(one_shot_pod("fetcher", echo_image, ["fetch", "http://web:8080/"]), namespace=namespace)
-    eventually(
-        lambda: _pod_phase(cluster, namespace, "fetcher") in ("Succeeded", "Failed"),
-        timeout=90,
-        description="the HTTP client pod finished",
-    )
-    fetched = kind.kubectl("logs", "-n", namespace, "fetcher")
-    assert _pod_phase(cluster, namespace, "fetcher") == "Succeeded", fetched
+    fetcher = one_shot_pod("fetcher", echo_image, ["fetch", "http://web:8080/"])
+    fetched = _run_to_success(cluster, namespace, kind, fetcher)
     assert "200 echo from web-" in fetched, fetched
 
 
 def test_port_forward_reaches_a_service(
     cluster: Cluster, namespace: str, kind: KindHandle, echo_image: str
 ) -> None:
-    kind.load_image(echo_image)
-    cluster.apply(echo_deployment("fwd", echo_image), namespace=namespace)
-    cluster.apply(service("fwd"), namespace=namespace)
-    eventually(lambda: _available(cluster, namespace, "fwd") == 1, timeout=90, description="fwd is available")
+    _serve_echo(cluster, namespace, kind, echo_image, "fwd")
     with (
         kind.port_forward("svc/fwd", 8080, namespace=namespace) as port,
         urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response,

@@ -1,0 +1,68 @@
+"""What ktest changes in the objects kubeadm creates, applied by kubeadm itself (``patches``).
+
+CoreDNS's readiness probe runs every :data:`COREDNS_PROBE_PERIOD` s instead of
+kubeadm's 10 s. ktest used to patch the CoreDNS Deployment once the API server
+answered, which is after ``kind create cluster`` returns and so after its pods
+exist: the Deployment controller then replaced them (a rollout, seconds slower,
+racing the readiness wait). Now kubeadm creates the Deployment with the probe
+already changed: a kubeadm patch (target ``corednsdeployment``), read from a
+directory inside the control-plane node. ktest writes the patch into the
+cluster's private directory and mounts it there, read-only, through the kind
+config (``extraMounts``, and ``InitConfiguration.patches`` via
+``kubeadmConfigPatches``). A user kind config that sets its own
+``InitConfiguration.patches`` directory replaces ktest's (CoreDNS is then ready
+up to 10 s later, nothing breaks).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+COREDNS_PROBE_PERIOD = 1
+"""Seconds between CoreDNS readiness probes. kubeadm leaves the default of 10 s, and the
+first probe, right at container start, fails before CoreDNS has synced with the API
+server: readiness (and so a usable cluster) then waits up to 10 s more."""
+
+NODE_PATCHES_DIRECTORY = "/ktest/kubeadm-patches"
+"""Where the patches are mounted in each control-plane node (kubeadm reads them there)."""
+
+_COREDNS_PATCH = f"""\
+spec:
+  template:
+    spec:
+      containers:
+      - name: coredns
+        readinessProbe:
+          periodSeconds: {COREDNS_PROBE_PERIOD}
+"""
+
+_INIT_CONFIGURATION_PATCH = f"kind: InitConfiguration\npatches:\n  directory: {NODE_PATCHES_DIRECTORY}\n"
+
+
+def write_patches(directory: Path) -> Path:
+    """Write kubeadm's patch files into ``directory/kubeadm-patches`` (made readable for the engine)."""
+    patches = directory / "kubeadm-patches"
+    patches.mkdir(mode=0o755, exist_ok=True)
+    (patches / "corednsdeployment+strategic.yaml").write_text(_COREDNS_PATCH)
+    return patches
+
+
+def with_kubeadm_patches(config: Mapping[str, Any], patches: Path) -> dict[str, Any]:
+    """``config`` with ``patches`` mounted into every control-plane node and named to kubeadm.
+
+    ktest's kubeadm config patch comes first, so one of the user's can still override it.
+    """
+    merged: dict[str, Any] = copy.deepcopy(dict(config))
+    merged["kubeadmConfigPatches"] = [_INIT_CONFIGURATION_PATCH, *merged.get("kubeadmConfigPatches", [])]
+    nodes = merged.get("nodes") or [{"role": "control-plane"}]
+    for node in nodes:
+        if node.get("role", "control-plane") == "control-plane":
+            node["extraMounts"] = [
+                *node.get("extraMounts", []),
+                {"hostPath": str(patches), "containerPath": NODE_PATCHES_DIRECTORY, "readOnly": True},
+            ]
+    merged["nodes"] = nodes
+    return merged
