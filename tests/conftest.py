@@ -11,8 +11,10 @@ overrides one of them only where it needs something else, and says why
 (``tests/wait``: a namespace per module; ``tests/hardening``: a plane per module
 without controllers; ``tests/controlplane``: a plane of its own with the audit log).
 
-Objects for tests are built with ``builders`` (tests/builders.py; ``tests`` is on
-``sys.path`` because this conftest.py is in it).
+Objects for tests are built with ``builders`` (tests/builders.py), messages checked
+with ``messages.assert_says`` (tests/messages.py) and processes looked up with
+``processes`` (tests/processes.py); ``tests`` is on ``sys.path`` because this
+conftest.py is in it. ``closed_port`` serves the folders that need a refused connection.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Iterator
 import pytest
 
 from ktest.assets import Assets, resolve_assets
+from ktest.base.ports import free_ports
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 
@@ -58,3 +61,11 @@ def ns(admin: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
     test, cut short so that tests can derive names from it (``f"{ns}-other"``)."""
     with admin.namespace(prefix=request.node.name[:30], background=True) as name:
         yield name
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A 127.0.0.1 port nothing listens on (connections are refused at once), picked by ktest's
+    own port finder, below the ephemeral range that outgoing connections draw from."""
+    (port,) = free_ports(1)
+    return port

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -39,20 +38,17 @@ def fake_binaries() -> Callable[..., Path]:
 
 
 @pytest.fixture
-def closed_port() -> int:
-    """A 127.0.0.1 port nothing listens on (connections are refused at once)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
 def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, closed_port: int) -> Path:
     """XDG dirs under tmp_path, no user directories, download URLs that refuse at once."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    for variable in ("KTEST_ASSETS", "KUBEBUILDER_ASSETS", "KTEST_CACHE_DIR", "KTEST_DOWNLOAD",
-                     "KTEST_K8S_VERSION"):
+    for variable in (
+        "KTEST_ASSETS",
+        "KUBEBUILDER_ASSETS",
+        "KTEST_CACHE_DIR",
+        "KTEST_DOWNLOAD",
+        "KTEST_K8S_VERSION",
+    ):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("KTEST_ENVTEST_INDEX_URL", f"http://127.0.0.1:{closed_port}/index.yaml")
     monkeypatch.setenv("KTEST_K8S_RELEASE_URL", f"http://127.0.0.1:{closed_port}/release")
@@ -76,26 +72,20 @@ class ReleaseServer:
     routes: dict[str, Route]
     requests: Counter[str] = field(default_factory=Counter)
     requested: dict[str, threading.Event] = field(default_factory=dict)
+    # where ktest is pointed (URLs) and what it fetches (paths), fixed by base_url and version
+    index_url: str = field(init=False)
+    release_url: str = field(init=False)
+    archive_path: str = field(init=False)
+    kcm_path: str = field(init=False)
 
-    @property
-    def index_url(self) -> str:
-        return f"{self.base_url}/envtest-releases.yaml"
-
-    @property
-    def release_url(self) -> str:
-        return f"{self.base_url}/release"
-
-    @property
-    def archive_path(self) -> str:
-        return f"/archives/envtest-v{self.version}-linux-{host_arch()}.tar.gz"
-
-    @property
-    def kcm_path(self) -> str:
-        return f"/release/v{self.version}/bin/linux/{host_arch()}/kube-controller-manager"
+    def __post_init__(self) -> None:
+        self.index_url = f"{self.base_url}/envtest-releases.yaml"
+        self.release_url = f"{self.base_url}/release"
+        self.archive_path = f"/archives/envtest-v{self.version}-linux-{host_arch()}.tar.gz"
+        self.kcm_path = f"/release/v{self.version}/bin/linux/{host_arch()}/kube-controller-manager"
 
     def env(self) -> dict[str, str]:
-        return {"KTEST_ENVTEST_INDEX_URL": self.index_url,
-                "KTEST_K8S_RELEASE_URL": self.release_url}
+        return {"KTEST_ENVTEST_INDEX_URL": self.index_url, "KTEST_K8S_RELEASE_URL": self.release_url}
 
     def event_for(self, path: str) -> threading.Event:
         return self.requested.setdefault(path, threading.Event())

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import kubernetes
 import pytest
-from controlplane_helpers import alive, client_for, live_processes_using
+from controlplane_helpers import client_for
+from processes import live_processes_using
 
 from ktest.assets.bundle import Assets
+from ktest.base.procfs import process_alive
 from ktest.controlplane import ControlPlane
 from ktest.errors import AssetsError, ControlPlaneError
 
@@ -84,9 +86,7 @@ def test_missing_assets_directory(tmp_path: Path) -> None:
 def test_unknown_controller_name(assets: Assets, tmp_path: Path) -> None:
     if not assets.has("kube-controller-manager"):
         pytest.fail("this test needs kube-controller-manager in the assets")
-    plane = ControlPlane(
-        assets=assets, controllers=("garbagecollector", "bogus"), root_directory=tmp_path
-    )
+    plane = ControlPlane(assets=assets, controllers=("garbagecollector", "bogus"), root_directory=tmp_path)
     with pytest.raises(ControlPlaneError) as failure:
         plane.start()
     message = str(failure.value)
@@ -117,7 +117,7 @@ def test_controllers_none_and_keep_directory(assets: Assets) -> None:
     try:
         # Stopped, but the logs are kept for debugging.
         assert plane.log_path("kube-apiserver").stat().st_size > 0
-        assert not [pid for pid in pids if pid and alive(pid)]
+        assert not [pid for pid in pids if pid and process_alive(pid)]
         assert live_processes_using(plane.directory) == []
     finally:
         shutil.rmtree(plane.directory)

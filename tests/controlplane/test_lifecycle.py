@@ -14,15 +14,11 @@ from typing import Any
 
 import kubernetes
 import pytest
-from controlplane_helpers import (
-    alive,
-    client_for,
-    descendants,
-    live_processes_using,
-    same_process_alive,
-)
+from controlplane_helpers import client_for
+from processes import descendants, live_processes_using
 
 from ktest.assets.bundle import Assets
+from ktest.base.procfs import process_alive
 from ktest.controlplane import ControlPlane
 from ktest.errors import ControlPlaneError
 from ktest.wait import eventually
@@ -32,7 +28,7 @@ HERE = Path(__file__).parent
 
 def _assert_nothing_left(directory: Path, pids: list[int]) -> None:
     assert not directory.exists(), f"{directory} was not removed"
-    assert not [pid for pid in pids if alive(pid)], "a component process is still running"
+    assert not [pid for pid in pids if process_alive(pid)], "a component process is still running"
     assert live_processes_using(directory) == []
 
 
@@ -40,12 +36,12 @@ def test_stop_leaves_no_process_and_no_directory(assets: Assets) -> None:
     plane = ControlPlane(assets=assets, controllers="none").start()
     directory = plane.directory
     pids = [p.pid for p in plane.processes().values() if p.pid]
-    assert len(pids) == 2 and all(alive(pid) for pid in pids)
+    assert len(pids) == 2 and all(process_alive(pid) for pid in pids)
     janitor_pid = plane._janitor.pid if plane._janitor else None
-    assert janitor_pid is not None and alive(janitor_pid)
+    assert janitor_pid is not None and process_alive(janitor_pid)
     plane.stop()
     _assert_nothing_left(directory, pids)
-    assert not alive(janitor_pid)
+    assert not process_alive(janitor_pid)
     plane.stop()  # idempotent
 
 
@@ -86,9 +82,7 @@ def test_owner_death_leaves_nothing(assets: Assets, ending: str) -> None:
         directory = Path(report["directory"])
         forked = report.get("forked")
         tree = {pid: info for pid, info in descendants(child.pid).items() if pid != forked}
-        components = {
-            pid: start for pid, (name, start) in tree.items() if name.startswith(("etcd", "kube-"))
-        }
+        components = {pid: start for pid, (name, start) in tree.items() if name.startswith(("etcd", "kube-"))}
         # etcd, kube-apiserver, kube-controller-manager, still up although the
         # thread that started them has ended.
         assert set(report["pids"].values()) == set(components), tree
@@ -104,25 +98,25 @@ def test_owner_death_leaves_nothing(assets: Assets, ending: str) -> None:
         child.wait(30)
 
         eventually(
-            lambda: not any(same_process_alive(p, s) for p, s in components.items()),
+            lambda: not any(process_alive(p, s) for p, s in components.items()),
             timeout=20,
             description="the components to die with their owner",
         )
         eventually(lambda: not directory.exists(), timeout=20, description=f"{directory} to be removed")
         # The janitor too is gone once it has cleaned up.
         eventually(
-            lambda: not any(same_process_alive(p, s) for p, (_, s) in tree.items()),
+            lambda: not any(process_alive(p, s) for p, (_, s) in tree.items()),
             timeout=20,
             description="every descendant of the owner to exit",
         )
         assert live_processes_using(directory) == []
         if forked:  # cleanup did not wait for the forked child, which still runs
-            assert alive(forked)
+            assert process_alive(forked)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
-        if report.get("forked") and alive(report["forked"]):
+        if report.get("forked") and process_alive(report["forked"]):
             os.kill(report["forked"], signal.SIGKILL)
 
 
@@ -142,7 +136,7 @@ def test_restart_keeps_data_and_kubeconfig(assets: Assets) -> None:
         plane.restart()
 
         plane.check()
-        assert not [pid for pid in old_pids if alive(pid)]
+        assert not [pid for pid in old_pids if process_alive(pid)]
         assert plane.server == old_server  # ports reused while free
         # The kubeconfig written before the restart still works.
         assert core.read_namespaced_config_map("survivor", "default").metadata.name == "survivor"
@@ -181,9 +175,7 @@ def test_several_planes_run_side_by_side(assets: Assets) -> None:
             plane.stop()
 
 
-def test_taken_port_is_retried_with_new_ports(
-    assets: Assets, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_taken_port_is_retried_with_new_ports(assets: Assets, monkeypatch: pytest.MonkeyPatch) -> None:
     """A port grabbed between choosing and binding: the plane starts on other ports."""
     import socket
 

@@ -43,13 +43,6 @@ def _refusal(kubeconfig: Path, timeout: float = 5.0) -> str:
 
 
 @pytest.fixture
-def closed_port() -> int:
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        return int(holder.getsockname()[1])
-
-
-@pytest.fixture
 def silent_port() -> Iterator[int]:
     """A port that completes TCP handshakes (backlog) but never answers."""
     with socket.socket() as listener:

@@ -1,0 +1,56 @@
+"""The processes on this machine, read from /proc, for tests that check nothing is left
+running (``import processes``: tests/ is on ``sys.path``). Whether one pid is alive is
+ktest's own answer: :func:`ktest.base.procfs.process_alive`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ktest.base.procfs import process_alive
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat, the command name first (it may hold spaces); None when gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return [stat[stat.index("(") + 1 : stat.rindex(")")], *stat[stat.rindex(")") + 2 :].split()]
+
+
+def _pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def descendants(root: int) -> dict[int, tuple[str, str]]:
+    """Live (non-zombie) descendants of ``root``: pid -> (command name, start time)."""
+    children: dict[int, list[int]] = {}
+    info: dict[int, tuple[str, str]] = {}
+    for pid in _pids():
+        fields = _stat_fields(pid)
+        if fields is None or fields[1] in ("Z", "X"):
+            continue
+        children.setdefault(int(fields[2]), []).append(pid)
+        info[pid] = (fields[0], fields[20])
+    found: dict[int, tuple[str, str]] = {}
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found[child] = info[child]
+            stack.append(child)
+    return found
+
+
+def live_processes_using(directory: Path) -> list[tuple[int, str]]:
+    """(pid, command line) of live (non-zombie) processes whose command line mentions ``directory``."""
+    needle = str(directory).encode()
+    found = []
+    for pid in _pids():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline and process_alive(pid):
+            found.append((pid, cmdline.replace(b"\0", b" ").decode(errors="replace")))
+    return found
