@@ -15,6 +15,7 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from builders import configmap, configmap_ref
@@ -146,15 +147,21 @@ def test_print_from_the_operator_and_its_threads_goes_to_its_log(
     assert "operator starting" not in captured.out and "worker says hello" not in captured.err
 
 
-def test_expect_crash_waits_for_the_failure_and_checks_its_message(admin: Cluster) -> None:
-    trigger = threading.Event()
+def crashing_on(trigger: threading.Event, error: Exception) -> Callable[[OperatorContext], None]:
+    """An operator that runs until stopped and raises ``error`` as soon as ``trigger`` is set."""
 
     def operator(ctx: OperatorContext) -> None:
         ctx.ready()
         while not ctx.stop.is_set():
             if trigger.wait(0.01):
-                raise RuntimeError("region 'mars-north-1' does not exist")
+                raise error
 
+    return operator
+
+
+def test_expect_crash_waits_for_the_failure_and_checks_its_message(admin: Cluster) -> None:
+    trigger = threading.Event()
+    operator = crashing_on(trigger, RuntimeError("region 'mars-north-1' does not exist"))
     with run_context("expected crash", test=True), run_callable(operator, admin) as op:
         with op.expect_crash(match=r"region '\S+' does not exist") as crash:
             trigger.set()
@@ -169,13 +176,7 @@ def test_expect_crash_waits_for_the_failure_and_checks_its_message(admin: Cluste
 
 def test_expect_crash_fails_when_the_operator_stays_healthy_or_fails_differently(admin: Cluster) -> None:
     trigger = threading.Event()
-
-    def operator(ctx: OperatorContext) -> None:
-        ctx.ready()
-        while not ctx.stop.is_set():
-            if trigger.wait(0.01):
-                raise ValueError("something else entirely")
-
+    operator = crashing_on(trigger, ValueError("something else entirely"))
     healthy = r"expected to fail with an error matching /boom/, but it is still healthy \(running, alive\)"
     different = "failed, but not as expected: /boom/ is not in its error"
     with run_callable(operator, admin) as op:
