@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import ktest.kind.cluster as kind_cluster  # noqa: E402
-from ktest.backends.kind import KindBackend  # noqa: E402
+from ktest.backends.kind.backend import KindBackend  # noqa: E402
 from ktest.config import Settings  # noqa: E402
 from ktest.kind.binary import resolve_kind  # noqa: E402
 from ktest.kind.engine import cgroup_version, connect  # noqa: E402

@@ -9,11 +9,21 @@ this registry imports nothing and every layer may read it:
 * ``check(settings, env) -> Settings``: the backend's own settings rules (run when
   settings are resolved, so a bad one is an error before any test starts);
 * ``preflight(settings)``: checks that read files, once, before the cluster starts;
-* ``fixtures(config)``: pytest fixtures only this backend offers (kind's ``kind_cluster``);
-* ``up(args, k8s_version) -> int``: ``ktest up --backend NAME`` (keep one warm between runs).
+* ``fixtures(config, selected)``: pytest fixtures of this backend, called for every registered
+  backend (``selected``: it is the session's), so a fixture such as ``kind`` exists (and skips)
+  on the others;
+* ``attach(share, name) -> Backend``: the cluster as a pytest-xdist worker sees it (default:
+  :class:`ktest.sessions.attached.AttachedBackend`);
+* ``health(backend)``: health checks registered once the session's cluster is open;
+* ``diagnostics(backend, artifacts) -> LogExport | None``: where a failed run's cluster logs go;
+* ``cli(subparsers, parsers)``: the backend's own ``ktest`` subcommands and its options of
+  ``ktest up``/``ktest down`` (``parsers`` by command name);
+* ``up(args, k8s_version) -> int``: ``ktest up --backend NAME`` (keep one warm between runs);
+* ``down(args) -> int``: ``ktest down --backend NAME``;
+* ``status() -> list[str]``: its lines of ``ktest status`` (one saying "none" when it has none).
 
 Nothing outside this module compares a backend's name: code asks the spec
-(``starts_control_plane``, ``nodes``).
+(``starts_control_plane``, ``nodes``) or calls its parts.
 """
 
 from __future__ import annotations
@@ -22,7 +32,25 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class LogExport:
+    """A backend's answer to ``diagnostics``: where a failed run's cluster logs go, and how.
+
+    The failure report of each test names ``directory``; at the end of a failed session the
+    plugin calls ``export`` (None in processes that do not own the cluster: xdist workers)."""
+
+    what: str
+    """What the logs are, for the report title ("kind cluster logs")."""
+    directory: Path
+    how: str
+    """The tool that writes them ("kind export logs")."""
+    contents: str
+    """What they hold, for the note after the export ("node journal, kubelet, containerd, pods")."""
+    export: Callable[[], object] | None = None
 
 
 @dataclass(frozen=True)
@@ -35,7 +63,13 @@ class BackendSpec:
     check: str | None = None
     preflight: str | None = None
     fixtures: str | None = None
+    attach: str | None = None
+    health: str | None = None
+    diagnostics: str | None = None
+    cli: str | None = None
     up: str | None = None
+    down: str | None = None
+    status: str | None = None
     starts_control_plane: bool = False
     """ktest starts the API server itself, so extra API server flags and feature gates apply."""
     nodes: Literal["always", "never", "ask"] = "ask"
@@ -45,7 +79,7 @@ class BackendSpec:
     one the user names by kubeconfig context."""
 
     def load(self, part: str) -> Callable[..., Any] | None:
-        """The callable ``part`` (``open``, ``check``, ``preflight``, ``fixtures``) names, or None."""
+        """The callable ``part`` (``open``, ``check``, ``fixtures``, ``down``...) names, or None."""
         target = getattr(self, part)
         if target is None:
             return None
@@ -54,22 +88,46 @@ class BackendSpec:
         return loaded
 
 
+PARTS = (
+    "open",
+    "check",
+    "preflight",
+    "fixtures",
+    "attach",
+    "health",
+    "diagnostics",
+    "cli",
+    "up",
+    "down",
+    "status",
+)
+"""The fields of :class:`BackendSpec` that name a ``"module:attribute"``."""
+
+
 BUILT_IN: tuple[BackendSpec, ...] = (
     BackendSpec(
         "bare",
         "an embedded control plane: etcd + kube-apiserver + kube-controller-manager, no nodes",
         open="ktest.backends.bare:open_bare",
         up="ktest.cli.up:up_bare",
+        down="ktest.cli.up:down_bare",
+        status="ktest.cli.up:status_bare",
         starts_control_plane=True,
         nodes="never",
     ),
     BackendSpec(
         "kind",
         "a kind cluster: real nodes in Docker",
-        open="ktest.backends.kind:open_kind",
-        preflight="ktest.backends.kind:preflight",
-        fixtures="ktest.plugin.kind_fixtures:register_for_backend",
-        up="ktest.cli.kind_clusters:up_from_args",
+        open="ktest.backends.kind.backend:open_kind",
+        preflight="ktest.backends.kind.backend:preflight",
+        fixtures="ktest.backends.kind.fixtures:register",
+        attach="ktest.backends.kind.backend:attach",
+        health="ktest.backends.kind.fixtures:watch_nodes",
+        diagnostics="ktest.backends.kind.backend:diagnostics",
+        cli="ktest.backends.kind.cli:register",
+        up="ktest.backends.kind.cli:up_from_args",
+        down="ktest.backends.kind.cli:down_from_args",
+        status="ktest.backends.kind.cli:status_lines",
         nodes="always",
     ),
     BackendSpec(
@@ -109,6 +167,26 @@ def matrix_names() -> tuple[str, ...]:
 def up_names() -> tuple[str, ...]:
     """The backends ``ktest up`` can keep warm."""
     return tuple(name for name, found in backends().items() if found.up is not None)
+
+
+def node_names() -> tuple[str, ...]:
+    """The backends whose clusters always have real nodes (for ``ktest_nodes`` tests)."""
+    return tuple(name for name, found in backends().items() if found.nodes == "always")
+
+
+def down_names() -> tuple[str, ...]:
+    """The backends ``ktest down`` can stop or delete."""
+    return tuple(name for name, found in backends().items() if found.down is not None)
+
+
+def parts(part: str) -> list[tuple[BackendSpec, Callable[..., Any]]]:
+    """Every backend that has ``part``, with that part loaded (``status``, ``cli``, ``fixtures``)."""
+    found = []
+    for backend in backends().values():
+        loaded = backend.load(part)
+        if loaded is not None:
+            found.append((backend, loaded))
+    return found
 
 
 def spec(name: str) -> BackendSpec:

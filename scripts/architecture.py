@@ -27,6 +27,7 @@ FLOORS: list[list[str]] = [
     ["operators"],
     ["assertions"],
     ["config"],
+    ["sessions"],
     ["backends"],
     ["plugin", "cli"],
     ["__init__", "__main__"],

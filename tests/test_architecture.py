@@ -90,10 +90,42 @@ def test_nothing_outside_the_registry_compares_a_backend_name() -> None:
         if path.name == "backend_registry.py":
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
-            if "backend" in line and any(f'{op} "{name}"' in line for op in ("==", "!=")
-                                         for name in registry.names()):
+            if "backend" in line and any(
+                f'{op} "{name}"' in line for op in ("==", "!=") for name in registry.names()
+            ):
                 offenders.append(f"{path.relative_to(ktest)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+KIND_IN_CLI_OR_PLUGIN = {"ktest.cli.versions": {"ktest.kind", "ktest.kind.recipe"}}
+"""Allowed: ``ktest versions`` reads the supported minors from the kind node-image recipe."""
+
+
+def test_the_plugin_and_the_cli_reach_a_backend_through_the_registry_only() -> None:
+    """No module of ``ktest/plugin`` or ``ktest/cli`` imports a backend or kind's machinery:
+    what differs between backends is a part of their ``BackendSpec``."""
+    from ktest import backends
+
+    house = drawing()
+    ktest = Path(registry.__file__).parent
+    entry = {f"ktest.backends.{name}" for name in backends.__all__}  # open_session, open_backend
+    offenders = []
+    for folder in ("plugin", "cli"):
+        for path in sorted((ktest / folder).rglob("*.py")):
+            module = house.module_name(path)
+            for target in sorted(house.imports_of(path)):
+                backend_module = target.startswith(("ktest.kind", "ktest.backends.")) and target not in entry
+                if backend_module and target not in KIND_IN_CLI_OR_PLUGIN.get(module, set()):
+                    offenders.append(f"{module} imports {target}")
+    assert offenders == []
+
+
+def test_every_part_a_built_in_backend_names_exists() -> None:
+    """A misspelt ``"module:attribute"`` in ``BUILT_IN`` fails here, not in a user's run."""
+    for spec in registry.BUILT_IN:
+        for part in registry.PARTS:
+            target = getattr(spec, part)
+            assert target is None or callable(spec.load(part)), f"{spec.name}.{part} = {target}"
 
 
 def test_a_module_over_500_lines_says_why_at_its_top() -> None:

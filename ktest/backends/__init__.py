@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ktest.backends.base import Backend
     from ktest.config import Settings
+    from ktest.sessions.backend import Backend
 
 __all__ = ["open_backend", "open_session"]
 

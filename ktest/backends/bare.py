@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ktest.backends.base import Backend, ClusterShare, Component
 from ktest.base.procfs import process_start_time
 from ktest.cluster import Cluster
 from ktest.config import Settings
 from ktest.controlplane import ControlPlane
+from ktest.sessions.backend import Backend, ClusterShare, Component
 
 
 class BareBackend(Backend):
@@ -106,7 +106,7 @@ def open_bare(settings: Settings, notes: list[str]) -> Backend:
     """The bare backend: a warm ``ktest up`` control plane when reuse is on and one matches,
     else a control plane of the session's own."""
     if settings.reuse:
-        from ktest.backends import reuse
+        from ktest.sessions import reuse
 
         record, removed = reuse.find_compatible(settings)
         notes.extend(removed)

@@ -25,13 +25,13 @@ from urllib.parse import urlparse
 import urllib3
 import yaml
 
-from ktest.backends.base import Backend, ClusterShare
-from ktest.backends.private_kubeconfig import PrivateKubeconfig
 from ktest.cluster import Cluster
 from ktest.cluster.rest import auth_headers
 from ktest.config import Settings
 from ktest.controlplane.plane import default_base_directory
 from ktest.errors import ClusterError, ConfigError
+from ktest.sessions.backend import Backend, ClusterShare
+from ktest.sessions.private_kubeconfig import PrivateKubeconfig
 
 DEFAULT_PROBE_TIMEOUT = 10.0
 

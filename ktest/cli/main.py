@@ -2,7 +2,8 @@
 
 Each module in ``COMMAND_MODULES`` exposes ``register(subparsers)``, adding its
 parser(s) with ``set_defaults(handler=...)``; a handler takes the parsed
-arguments and returns the exit code.
+arguments and returns the exit code. Backends add theirs (the ``cli`` part in
+``ktest.backend_registry``: subcommands of their own, options of ``up``/``down``).
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from ktest.cli import binaries, init, kind, up, versions
+from ktest import backend_registry
+from ktest.cli import binaries, init, up, versions
 from ktest.errors import KtestError
 from ktest.public_api import VERSION as __version__
 
 # Add a subcommand module here (it must define ``register(subparsers)``).
-COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up, kind, versions, init)
+COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up, versions, init)
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -31,8 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ktest {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    parsers: dict[str, argparse.ArgumentParser] = {}
     for module in COMMAND_MODULES:
-        module.register(subparsers)
+        parsers.update(module.register(subparsers) or {})
+    for _backend, backend_cli in backend_registry.parts("cli"):
+        backend_cli(subparsers, parsers)
     return parser
 
 

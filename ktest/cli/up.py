@@ -1,8 +1,10 @@
-"""``ktest up | status | down``: a control plane kept warm between test runs.
+"""``ktest up | status | down``: a cluster kept warm between test runs.
 
-``ktest up`` starts it in a background daemon and prints how to use it; a
-test run with reuse enabled (``--ktest-reuse``, ini ``ktest_reuse``,
-``KTEST_REUSE=1``) attaches to it instead of starting its own.
+Each backend owns its part (``up``, ``down``, ``status`` in ``ktest.backend_registry``);
+this module holds the commands and backend bare's part: ``ktest up`` starts a control
+plane in a background daemon and prints how to use it; a test run with reuse enabled
+(``--ktest-reuse``, ini ``ktest_reuse``, ``KTEST_REUSE=1``) attaches to it instead of
+starting its own.
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from ktest import backend_registry as registry
-from ktest.backends import reuse
 from ktest.config import DEFAULT_CONTROLLERS, SPECS_BY_NAME, Source
 from ktest.errors import ConfigError
+from ktest.sessions import reuse
+
+DEFAULT_BACKEND = "bare"
+"""``ktest up`` and ``ktest down`` without ``--backend``."""
 
 
-def register(subparsers: Any) -> None:
-    """Add ``up``, ``status`` and ``down`` to the ``ktest`` parser."""
+def register(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
+    """Add ``up``, ``status`` and ``down`` to the ``ktest`` parser; the parsers of ``up`` and
+    ``down`` by name, for the backends' own options (their ``cli`` part)."""
     up = subparsers.add_parser(
         "up",
         help="start a control plane in the background, kept warm between test runs",
@@ -51,29 +57,28 @@ def register(subparsers: Any) -> None:
     up.add_argument(
         "--backend",
         choices=registry.up_names(),
-        default="bare",
-        help="bare: an embedded control plane in a daemon; kind: a kind cluster kept until "
-        "`ktest down --kind`",
+        default=DEFAULT_BACKEND,
+        help="; ".join(f"{name}: {registry.spec(name).summary}" for name in registry.up_names())
+        + f" (default: {DEFAULT_BACKEND})",
     )
-    up.add_argument("--kind-config", metavar="FILE", help="extra kind Cluster config (backend kind)")
     _add_name(up)
     up.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for readiness")
     up.set_defaults(handler=_up)
 
-    status = subparsers.add_parser("status", help="show the warm control planes started by `ktest up`")
+    status = subparsers.add_parser("status", help="show the warm clusters started by `ktest up`")
     status.set_defaults(handler=_status)
 
-    down = subparsers.add_parser("down", help="stop a warm control plane started by `ktest up`")
+    down = subparsers.add_parser("down", help="stop a warm cluster started by `ktest up`")
+    down.add_argument(
+        "--backend",
+        choices=registry.down_names(),
+        default=DEFAULT_BACKEND,
+        help=f"whose warm clusters (default: {DEFAULT_BACKEND})",
+    )
     _add_name(down)
     down.add_argument("--all", action="store_true", help="stop every warm control plane")
-    down.add_argument(
-        "--kind",
-        nargs="?",
-        const="*",
-        metavar="NAME",
-        help="delete kept kind clusters (all, or NAME) and orphans of killed runs, instead",
-    )
     down.set_defaults(handler=_down)
+    return {"up": up, "down": down}
 
 
 def _add_name(parser: argparse.ArgumentParser) -> None:
@@ -103,42 +108,47 @@ def up_bare(args: argparse.Namespace, version: str | None) -> int:
 
     resolve_assets(version)
     print(f"ktest up: starting control plane {args.name!r} ...", file=sys.stderr, flush=True)
-    record, started = reuse.up(name=args.name, k8s_version=version, controllers=controllers,
-                               timeout=args.timeout, run_dir=run_dir)
+    record, started = reuse.up(
+        name=args.name, k8s_version=version, controllers=controllers, timeout=args.timeout, run_dir=run_dir
+    )
     state = "started" if started else "already running"
     print(f"ktest up: {state}: {record.summary()}", file=sys.stderr)
-    print(f"Tests attach to it with --ktest-reuse (or KTEST_REUSE=1); stop it with "
-          f"`ktest down{'' if args.name == reuse.DEFAULT_NAME else ' --name ' + args.name}`.",
-          file=sys.stderr)
+    print(
+        f"Tests attach to it with --ktest-reuse (or KTEST_REUSE=1); stop it with "
+        f"`ktest down{'' if args.name == reuse.DEFAULT_NAME else ' --name ' + args.name}`.",
+        file=sys.stderr,
+    )
     print(record.kubeconfig)
     print(f"export KUBECONFIG={shlex.quote(record.kubeconfig)}")
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
-    from ktest.cli.kind_clusters import kind_status_lines
-
-    records = reuse.list_records()
-    kind_lines = kind_status_lines()
-    if not records and not kind_lines:
-        print(f"no warm control planes (records in {reuse.state_directory()}) and no kind clusters")
-        return 0
-    for record in records:
-        problem = record.problem()
-        print(f"{'running' if problem is None else 'STALE (' + problem + ')'}: {record.summary()}")
-    for line in kind_lines:
-        print(line)
+    """``ktest status``: every backend's lines."""
+    for _backend, status in registry.parts("status"):
+        for line in status():
+            print(line)
     return 0
 
 
-def _down(args: argparse.Namespace) -> int:
-    if args.kind:
-        from ktest.cli.kind_clusters import down_kind
+def status_bare() -> list[str]:
+    """Backend bare's ``ktest status``: one line per warm control plane, or one saying there is none."""
+    lines = []
+    for record in reuse.list_records():
+        problem = record.problem()
+        lines.append(f"{'running' if problem is None else 'STALE (' + problem + ')'}: {record.summary()}")
+    return lines or [f"no warm control planes (records in {reuse.state_directory()})"]
 
-        done = down_kind(None if args.kind == "*" else args.kind)
-        for line in done or ["no kept or orphaned kind clusters"]:
-            print(f"ktest down: {line}", file=sys.stderr)
-        return 0
+
+def _down(args: argparse.Namespace) -> int:
+    """``ktest down``: the chosen backend's part (``--backend``, or an option of its own)."""
+    down = registry.spec(args.backend).load("down")
+    assert down is not None  # --backend offers only backends with a ``down``
+    return int(down(args))
+
+
+def down_bare(args: argparse.Namespace) -> int:
+    """Backend bare's ``ktest down``: stop the warm control plane ``--name`` (or ``--all``)."""
     if args.all:
         records = reuse.list_records()
     else:
@@ -170,9 +180,9 @@ def _down(args: argparse.Namespace) -> int:
 
 def _sweep_leftovers() -> str:
     """Remove socket and control-plane directories of dead ktest processes; say what went."""
-    from ktest.backends.shared import sweep_stale_shares
     from ktest.base import holders, janitor
     from ktest.controlplane.plane import default_base_directory
+    from ktest.sessions.shared import sweep_stale_shares
 
     removed = sweep_stale_shares()
     removed += holders.sweep_temp(Path(tempfile.gettempdir()))

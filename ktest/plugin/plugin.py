@@ -8,8 +8,11 @@ for ``cluster`` (or a fixture built on it), so the plugin costs nothing in
 test runs that do not use it.
 
 pytest-xdist: the controller process owns the one control plane and starts
-it when the first worker asks (see :mod:`ktest.backends.shared`); workers
+it when the first worker asks (see :mod:`ktest.sessions.shared`); workers
 attach to it and isolate tests with per-test namespaces.
+
+What differs between backends (their fixtures, attaching, health checks, logs of a
+failed run) is asked of the session's backend in :mod:`ktest.backend_registry`.
 """
 
 from __future__ import annotations
@@ -18,20 +21,21 @@ import contextlib
 import functools
 import warnings
 from collections.abc import Generator, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ktest import backend_registry as registry
+from ktest.backend_registry import BackendSpec, LogExport
 from ktest.config import SETTINGS, Settings, resolve_settings
 from ktest.context import RunContext
 from ktest.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ktest.backends.base import Backend
-    from ktest.backends.shared import ClusterServer
     from ktest.cluster import Cluster
     from ktest.controlplane import ControlPlane
+    from ktest.sessions.backend import Backend
+    from ktest.sessions.shared import ClusterServer
 
 WORKER_ADDRESS_KEY = "ktest_cluster_address"
 
@@ -58,7 +62,7 @@ class KtestSession:
         self.context: RunContext | None = None
         self.description: str | None = None
         self._stack = contextlib.ExitStack()
-        self.failed = False  # a test failed: worth exporting a kind cluster's logs before it goes
+        self.failed = False  # a test failed: worth exporting the cluster's logs before it goes
         self._warned_notes: set[str] = set()
 
     def enter(self) -> None:
@@ -95,15 +99,21 @@ class KtestSession:
     def exit(self) -> None:
         self._stack.close()
 
+    @property
+    def backend_spec(self) -> BackendSpec:
+        """The registration of the session's backend (its parts: fixtures, attach, diagnostics...)."""
+        return registry.spec(self.settings.backend)
+
     def open_backend(self) -> Backend:
         if self.backend is None:
             workerinput = getattr(self.config, "workerinput", None)
             if workerinput and workerinput.get(WORKER_ADDRESS_KEY):
-                from ktest.backends.attached import AttachedBackend
-                from ktest.backends.shared import request_share
+                from ktest.sessions.attached import AttachedBackend
+                from ktest.sessions.shared import request_share
 
                 share = request_share(workerinput[WORKER_ADDRESS_KEY])
-                self.backend = AttachedBackend(share, name="xdist")
+                attach = self.backend_spec.load("attach") or AttachedBackend
+                self.backend = attach(share, name="xdist")
             else:
                 from ktest.backends import open_session
 
@@ -114,31 +124,30 @@ class KtestSession:
     def close_backend(self) -> None:
         backend, self.backend = self.backend, None
         if backend is not None:
-            self.export_kind_logs(backend)
+            self.export_logs(backend)
             backend.close()
 
-    def kind_logs_directory(self, backend: Backend) -> Path | None:
-        """Where ``kind export logs`` goes for this session's kind cluster (None: not kind)."""
-        name = backend.share().kind_cluster
-        if not name:
+    def log_export(self, backend: Backend) -> LogExport | None:
+        """Where the backend keeps a failed run's cluster logs (its ``diagnostics``), if anywhere."""
+        diagnostics = self.backend_spec.load("diagnostics")
+        if diagnostics is None:
             return None
-        base = self.settings.artifacts_dir or self.config.rootpath / ".ktest-artifacts"
-        return base / "kind-logs" / name
+        artifacts = self.settings.artifacts_dir or self.config.rootpath / ".ktest-artifacts"
+        found: LogExport | None = diagnostics(backend, artifacts)
+        return found
 
-    def export_kind_logs(self, backend: Backend) -> None:
-        """After a failed run, keep the owned kind cluster's node logs (it is deleted next)."""
-        kind_cluster = getattr(backend, "kind_cluster", None)
-        directory = self.kind_logs_directory(backend)
-        owned = getattr(backend, "owned", False)
-        if not self.failed or kind_cluster is None or directory is None or not owned:
+    def export_logs(self, backend: Backend) -> None:
+        """After a failed run, keep the owned cluster's logs (it is deleted next)."""
+        if not self.failed:
+            return
+        export = self.log_export(backend)
+        if export is None or export.export is None:
             return
         try:
-            kind_cluster.export_logs(directory)
-            self.notes.append(
-                f"kind logs of the failed run (node journal, kubelet, containerd, pods): {directory}"
-            )
+            export.export()
+            self.notes.append(f"{export.what} of the failed run ({export.contents}): {export.directory}")
         except Exception as error:
-            self.notes.append(f"could not export the kind cluster's logs to {directory}: {error}")
+            self.notes.append(f"could not export the {export.what} to {export.directory}: {error}")
 
     def finish_deletions(self) -> None:
         """Wait for background namespace deletions; warn about forced ones, raise on failures."""
@@ -164,7 +173,7 @@ class KtestSession:
         """Start (once) the server xdist workers ask for the cluster; return its address."""
         if self.server is None:
             from ktest.backends import open_session
-            from ktest.backends.shared import ClusterServer
+            from ktest.sessions.shared import ClusterServer
 
             self.server = ClusterServer(lambda: open_session(self.settings, self.notes))
         return self.server.address
@@ -176,7 +185,7 @@ class KtestSession:
             server, self.server = self.server, None
             if server is not None:
                 if server.backend is not None:
-                    self.export_kind_logs(server.backend)
+                    self.export_logs(server.backend)
                 server.close()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -216,13 +225,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help_text = f"{spec.help} (env {spec.env}, ini {spec.ini}; default {spec.default_text})"
         dest = f"ktest_{spec.name}"
         if spec.flag:
-            group.addoption(spec.option, action="store_const", const=True, default=None, dest=dest,
-                            help=help_text)
-            group.addoption(spec.option.replace("--ktest-", "--ktest-no-"), action="store_const",
-                            const=False, dest=dest, help=f"turn {spec.option} off")
+            group.addoption(
+                spec.option, action="store_const", const=True, default=None, dest=dest, help=help_text
+            )
+            group.addoption(
+                spec.option.replace("--ktest-", "--ktest-no-"),
+                action="store_const",
+                const=False,
+                dest=dest,
+                help=f"turn {spec.option} off",
+            )
         elif spec.multiple:
-            group.addoption(spec.option, action="append", default=None, dest=dest, metavar=spec.metavar,
-                            help=help_text + "; may be repeated")
+            group.addoption(
+                spec.option,
+                action="append",
+                default=None,
+                dest=dest,
+                metavar=spec.metavar,
+                help=help_text + "; may be repeated",
+            )
         else:
             group.addoption(spec.option, default=None, dest=dest, metavar=spec.metavar, help=help_text)
         # default=None: an ini key that is not set reads as None, never as False or "".
@@ -247,7 +268,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
 MARKERS = (
     "ktest_nodes: the test needs real nodes (Pods that run, images, port-forward): skipped with the reason "
     "on backend bare and on an existing cluster without nodes; `-m ktest_nodes` runs only these",
-    "ktest_min_k8s(version): the test needs Kubernetes VERSION (major.minor, e.g. \"1.36\") or newer: "
+    'ktest_min_k8s(version): the test needs Kubernetes VERSION (major.minor, e.g. "1.36") or newer: '
     "skipped with the reason on an older cluster",
 )
 
@@ -266,13 +287,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     config.stash[_SESSION] = KtestSession(config, settings, error)
     config.pluginmanager.register(config.stash[_SESSION], "ktest-session")
-    from ktest.backend_registry import spec
-    from ktest.plugin.kind_fixtures import register as register_kind_fixtures
-
-    register_kind_fixtures(config)
-    backend_fixtures = spec(settings.backend).load("fixtures")
-    if backend_fixtures is not None:
-        backend_fixtures(config)
+    chosen = registry.spec(settings.backend)
+    for backend, register_fixtures in registry.parts("fixtures"):  # every backend's, so they skip elsewhere
+        register_fixtures(config, selected=backend is chosen)
     from ktest.plugin import webhook_fixtures
 
     config.pluginmanager.register(webhook_fixtures, "ktest-webhook-fixtures")
@@ -288,8 +305,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     session = _session(config)
     if session.settings_error is not None:
         return [f"ktest: bad settings (ignored unless a test uses a ktest fixture): {session.settings_error}"]
-    return [f"ktest: {session.settings.describe()}",
-            f"ktest settings from: {session.settings.describe_sources()}"]
+    return [
+        f"ktest: {session.settings.describe()}",
+        f"ktest settings from: {session.settings.describe_sources()}",
+    ]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -318,8 +337,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     terminalreporter.write_sep("-", "ktest")
     if session.settings_error is not None:
-        terminalreporter.write_line(f"bad settings (ignored unless a test uses a ktest fixture): "
-                                    f"{session.settings_error}")
+        terminalreporter.write_line(
+            f"bad settings (ignored unless a test uses a ktest fixture): {session.settings_error}"
+        )
     if described:
         terminalreporter.write_line(f"cluster: {described}")
     for note in session.notes:
@@ -401,19 +421,25 @@ def _failure_sections(item: pytest.Item, when: str) -> list[tuple[str, str]]:
     if backend is not None:
         for component, tail in backend.dead_components():
             sections.append((f"{component} died; last lines of its log", tail or "(empty log)"))
-        from ktest.plugin.kind_fixtures import logs_section
-
-        kind_logs = logs_section(session.kind_logs_directory(backend)) if session is not None else None
-        if kind_logs is not None:
-            sections.append(kind_logs)
+        export = session.log_export(backend) if session is not None else None
+        if export is not None:
+            promise = f"exported at the end of the session ({export.how}) to {export.directory}"
+            sections.append((export.what, promise))
     return sections
 
 
 # -------------------------------------------------------------------- fixtures
 
 
-_NO_NODES = ("ktest_nodes: this test needs real nodes, and backend {backend} runs a control plane "
-             "without nodes; run it with --ktest-backend kind (or KTEST_BACKEND=kind)")
+_NO_NODES = (
+    "ktest_nodes: this test needs real nodes, and backend {backend} runs a control plane "
+    "without nodes; run it with {with_nodes}"
+)
+
+
+def _with_nodes() -> str:
+    """How to choose a backend with nodes: ``--ktest-backend kind (or KTEST_BACKEND=kind)``."""
+    return " or ".join(f"--ktest-backend {name} (or KTEST_BACKEND={name})" for name in registry.node_names())
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -423,13 +449,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if session is None or session.settings_error is not None:
         return
     if item.get_closest_marker("ktest_nodes") is not None and _nodes(session.settings) == "never":
-        pytest.skip(_NO_NODES.format(backend=session.settings.backend))
+        pytest.skip(_NO_NODES.format(backend=session.settings.backend, with_nodes=_with_nodes()))
 
 
 def _nodes(settings: Settings) -> str:
-    from ktest.backend_registry import spec
-
-    return spec(settings.backend).nodes
+    return registry.spec(settings.backend).nodes
 
 
 @pytest.fixture(autouse=True)
@@ -449,7 +473,7 @@ def _ktest_markers(request: pytest.FixtureRequest) -> None:
     if needs_nodes and _nodes(settings) == "ask" and not backend.cluster.list("v1", "Node"):
         pytest.skip(
             f"ktest_nodes: this test needs real nodes, and the existing cluster ({backend.describe()}) has "
-            "none; run it against a cluster with nodes or with --ktest-backend kind"
+            f"none; run it against a cluster with nodes or with {_with_nodes()}"
         )
     if wanted is not None:
         version = backend.cluster.version
@@ -507,9 +531,9 @@ def ktest_backend(pytestconfig: pytest.Config, ktest_settings: Settings) -> Iter
     """Where the session's cluster comes from (opened on first use, closed at the end)."""
     session = _session(pytestconfig)
     backend = session.open_backend()
-    from ktest.plugin.kind_fixtures import watch_nodes
-
-    watch_nodes(backend)
+    health = session.backend_spec.load("health")
+    if health is not None:
+        health(backend)
     try:
         yield backend
     finally:

@@ -70,7 +70,7 @@ def webhooks_and_operator() -> None:
 
 
 def share_owner() -> None:
-    from ktest.backends.shared import ClusterServer
+    from ktest.sessions.shared import ClusterServer
 
     server = ClusterServer(lambda: None)  # type: ignore[arg-type,return-value]
     print(f"ready {server.address}", flush=True)

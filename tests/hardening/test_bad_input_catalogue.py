@@ -287,7 +287,7 @@ def cli_os_error(*args: str, **env: str) -> Callable[[Sandbox], Any]:
 
 def user_issue(name: str) -> Callable[[Sandbox], Any]:
     def trigger(box: Sandbox) -> Any:
-        from ktest.backends.users import issue_user
+        from ktest.sessions.users import issue_user
 
         return issue_user(box.root / "no-control-plane", name, ["g"])
 

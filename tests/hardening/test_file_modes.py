@@ -91,7 +91,7 @@ def test_ktest_up_state_and_daemon_files_are_private(assets: Assets, tmp_path: P
 
 def test_an_older_state_directory_is_made_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A state directory an older ktest created 0755 becomes 0700 at the next write."""
-    from ktest.backends import reuse
+    from ktest.sessions import reuse
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     old = tmp_path / "ktest" / "up"

@@ -20,9 +20,9 @@ import yaml
 from hardening_helpers import files_with_key_material, run_ktest, sandbox_env
 
 from ktest.assets.bundle import Assets
-from ktest.backends.shared import SHARE_PREFIX, sweep_stale_shares
 from ktest.base import holders
 from ktest.controlplane import ControlPlane
+from ktest.sessions.shared import SHARE_PREFIX, sweep_stale_shares
 
 HERE = Path(__file__).parent
 CHILD = HERE / "child_session.py"

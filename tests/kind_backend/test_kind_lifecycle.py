@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ktest.backends.kind import KindBackend
+from ktest.backends.kind.backend import KindBackend
 from ktest.config import Settings
 from ktest.errors import KindError
 from ktest.kind import records
@@ -57,7 +57,7 @@ def _wait_line(process: subprocess.Popen[str], prefix: str, timeout: float = 400
 
 OWNER = """
 import time
-from ktest.backends.kind import KindBackend
+from ktest.backends.kind.backend import KindBackend
 from ktest.config import Settings
 backend = KindBackend.start(Settings(backend="kind", k8s_version={version!r}))
 print("CLUSTER", backend.kind_cluster.name, backend.kind_cluster.janitor.pid, flush=True)

@@ -34,7 +34,7 @@ def test_pytest_kind_api(kind_cluster, kind):
     assert "Ready" in kind_cluster.kubectl("get", "nodes")
     kind_cluster.load_docker_image(ECHO)
     # duck-typed, never a pytest-kind subclass (GPL-3.0 vs ktest's Apache-2.0)
-    assert type(kind_cluster).__module__ == "ktest.plugin.kind_compat"
+    assert type(kind_cluster).__module__ == "ktest.backends.kind.pytest_kind_compat"
 
 def test_fails_with_pod_logs(cluster, namespace, kind):
     kind.load_image(ECHO)

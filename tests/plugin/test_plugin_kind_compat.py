@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ktest.backends.kind.pytest_kind_compat import KindClusterCompat
 from ktest.controlplane import ControlPlane
 from ktest.kind.handle import KindHandle
-from ktest.plugin.kind_compat import KindClusterCompat
 
 KTEST = Path(__file__).resolve().parents[2] / "ktest"
 

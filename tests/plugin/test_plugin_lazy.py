@@ -26,7 +26,8 @@ import sys
 
 def test_plain():
     heavy = [m for m in ("kubernetes", "urllib3", "yaml", "tenacity", "ktest.wait.sync", "ktest.cluster",
-                         "ktest.backends", "ktest.assets.resolve", "filelock") if m in sys.modules]
+                         "ktest.sessions", "ktest.backends.bare", "ktest.backends.kind.backend",
+                         "ktest.assets.resolve", "filelock") if m in sys.modules]
     print("HEAVY", heavy)
 """
 

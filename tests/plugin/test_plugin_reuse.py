@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from plugin_helpers import GC_OF_NEW_KIND_TEST, crd_yaml, printed
 
-from ktest.backends import reuse
+from ktest.sessions import reuse
 
 ATTACHING_TESTS = """
 import os

@@ -1,7 +1,7 @@
 """What every backend provides: a :class:`Cluster`, a way to share it, and ``close()``.
 
 A backend is where the session's cluster comes from (the embedded control
-plane, an existing kubeconfig, a warm ``ktest up``). :class:`ClusterShare` is
+plane, a kind cluster, an existing kubeconfig, a warm ``ktest up``). :class:`ClusterShare` is
 the JSON-able description other processes need to attach to the same cluster:
 pytest-xdist workers get it from the controller process, and ``ktest up``
 records it for later test runs.
@@ -49,11 +49,12 @@ class ClusterShare:
     controllers: tuple[str, ...] | None = None
     directory: str | None = None
     components: dict[str, Component] = field(default_factory=dict)
-    # Unix socket of the owning process (see backends/shared.py), for requests such as
+    # Unix socket of the owning process (see sessions/shared.py), for requests such as
     # restarting the controllers after new CRDs; None when nobody serves one.
     control_address: str | None = None
-    # Name of the kind cluster (backend kind): node-level helpers (load_image, kubectl) need it.
-    kind_cluster: str | None = None
+    # What only the backend that made the cluster reads when it attaches in another process
+    # (its ``attach`` part): kind keeps the cluster's name here for its node-level helpers.
+    backend_details: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,7 +72,7 @@ class ClusterShare:
             directory=data.get("directory"),
             components=components,
             control_address=data.get("control_address"),
-            kind_cluster=data.get("kind_cluster"),
+            backend_details=dict(data.get("backend_details") or {}),
         )
 
     def dead_components(self) -> list[tuple[str, str]]:

@@ -1,7 +1,7 @@
 """pytest-kind's ``kind_cluster`` fixture and ``KindCluster`` API on ktest's kind cluster.
 
 Registered only when the backend is ``kind`` or pytest-kind is not installed
-(see :func:`ktest.plugin.kind_fixtures.register`).
+(see :func:`ktest.backends.kind.fixtures.register`).
 
 pytest-kind is GPL-3.0-or-later and ktest is Apache-2.0, so nothing here
 imports, subclasses or copies pytest-kind: :class:`KindClusterCompat` offers
@@ -125,15 +125,24 @@ class KindClusterCompat:
         self.ensure_kubectl()
         if retries < 1:
             raise ValueError(f"port_forward(retries={retries}): give at least 1 attempt")
-        command = [str(self.kubectl_path), "port-forward", service_or_pod_name,
-                   f"{local_port or ''}:{remote_port}", *args]
+        command = [
+            str(self.kubectl_path),
+            "port-forward",
+            service_or_pod_name,
+            f"{local_port or ''}:{remote_port}",
+            *args,
+        ]
         if not any(arg == "--address" or arg.startswith("--address=") for arg in args):
             command[2:2] = ["--address", "127.0.0.1"]
         failures: list[str] = []
         for attempt in range(retries):
             process = popen_bound(  # killed with this process, even by kill -9
-                command, env=self._environment(None), stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                command,
+                env=self._environment(None),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
             )
             try:
                 port, output = forwarded_port(process, PORT_FORWARD_TIMEOUT, "kind_cluster")
@@ -148,8 +157,10 @@ class KindClusterCompat:
                 # for the cluster to move on, as pytest-kind does between its attempts.
                 threading.Event().wait(1.0)
         raise subprocess.CalledProcessError(
-            1, command, output=f"kubectl port-forward to {service_or_pod_name}:{remote_port} failed "
-            f"{retries} time(s):\n" + "\n".join(failures[-3:])
+            1,
+            command,
+            output=f"kubectl port-forward to {service_or_pod_name}:{remote_port} failed "
+            f"{retries} time(s):\n" + "\n".join(failures[-3:]),
         )
 
 

@@ -4,22 +4,29 @@ Thin: settings → :mod:`ktest.kind` (node image, config, create, sweep) → a
 :class:`Cluster`. The cluster is deleted on :meth:`close` unless kept
 (``--ktest-keep-cluster``); orphans of killed runs are swept before the next
 one creates its own. ``ktest up --backend kind`` keeps one warm for later runs
-to attach to (:func:`attach_kept`).
+to attach to (:func:`find_kept`); pytest-xdist workers attach to the controller's
+(:func:`attach`). Its registry parts (``ktest.backend_registry``): ``open_kind``,
+``preflight``, ``attach``, ``diagnostics``.
 """
 
 from __future__ import annotations
 
 import sys
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
-from ktest.backends.base import Backend, ClusterShare
+from ktest.backend_registry import LogExport
 from ktest.cluster import Cluster, UserIssuer
 from ktest.config import Settings
 from ktest.errors import KindError
 from ktest.kind import records
 from ktest.kind.cluster import KindCluster, create_cluster, keep
 from ktest.kind.handle import KindHandle
+from ktest.sessions.attached import AttachedBackend
+from ktest.sessions.backend import Backend, ClusterShare
+
+CLUSTER_NAME = "cluster"
+"""The key of :attr:`ClusterShare.backend_details` naming the kind cluster."""
 
 
 class KindBackend(Backend):
@@ -92,7 +99,7 @@ class KindBackend(Backend):
             description=self.describe(),
             controllers=None,
             directory=str(cluster.directory),
-            kind_cluster=cluster.name,
+            backend_details={CLUSTER_NAME: cluster.name},
         )
 
     def dead_components(self) -> list[tuple[str, str]]:
@@ -118,21 +125,60 @@ def keep_message(cluster: KindCluster) -> str:
     )
 
 
-def handle_from_share(share: ClusterShare, cluster: Cluster) -> KindHandle | None:
-    """The node-level helpers for a shared kind cluster (xdist workers, reuse), None otherwise."""
-    if not share.kind_cluster:
-        return None
-    from ktest.kind.binary import resolve_kind
+class AttachedKindBackend(AttachedBackend):
+    """The kind cluster another process runs (a pytest-xdist worker's view of the controller's)."""
 
-    return KindHandle(
-        share.kind_cluster, Path(share.kubeconfig), share.version, resolve_kind(progress=False), cluster
+    def __init__(self, share: ClusterShare, *, name: str) -> None:
+        self.cluster_name = share.backend_details[CLUSTER_NAME]
+        super().__init__(share, name=name, webhook_host=partial(_host_gateway, self.cluster_name))
+
+    @cached_property
+    def handle(self) -> KindHandle:
+        """The node-level helpers (``load_image``, ``kubectl``...), made on first use."""
+        from ktest.kind.binary import resolve_kind
+
+        share = self.share()
+        return KindHandle(
+            self.cluster_name,
+            Path(share.kubeconfig),
+            share.version,
+            resolve_kind(progress=False),
+            self.cluster,
+        )
+
+
+def attach(share: ClusterShare, name: str) -> Backend:
+    """The registry's ``attach``: the kind cluster of ``share``, run by another process."""
+    return AttachedKindBackend(share, name=name)
+
+
+def cluster_name_of(backend: Backend) -> str | None:
+    """The kind cluster behind ``backend`` (owned, kept or attached), None when it has none."""
+    return backend.share().backend_details.get(CLUSTER_NAME)
+
+
+def diagnostics(backend: Backend, artifacts: Path) -> LogExport | None:
+    """The registry's ``diagnostics``: ``kind export logs`` of a failed run, by the owning process."""
+    name = cluster_name_of(backend)
+    if name is None:
+        return None
+    directory = artifacts / "kind-logs" / name
+    export = None
+    if isinstance(backend, KindBackend) and backend.owned:  # kept and attached clusters stay
+        export = partial(backend.kind_cluster.export_logs, directory)
+    return LogExport(
+        what="kind cluster logs",
+        directory=directory,
+        how="kind export logs",
+        contents="node journal, kubelet, containerd, pods",
+        export=export,
     )
 
 
 def _user_issuer(directory: Path) -> UserIssuer | None:
     if not (directory / "certs" / "ca.key").is_file():
         return None
-    from ktest.backends.users import issue_user
+    from ktest.sessions.users import issue_user
 
     return partial(issue_user, directory)
 
@@ -190,8 +236,10 @@ def open_kind(settings: Settings, notes: list[str]) -> Backend:
         kept = find_kept(settings, notes)
         if kept is not None:
             return kept
-        notes.append("reuse: no kept kind cluster matches; created one for this session "
-                     "(`ktest up --backend kind` keeps one warm between runs)")
+        notes.append(
+            "reuse: no kept kind cluster matches; created one for this session "
+            "(`ktest up --backend kind` keeps one warm between runs)"
+        )
     return KindBackend.start(settings)
 
 

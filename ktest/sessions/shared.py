@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ktest import errors
-from ktest.backends.base import Backend, ClusterShare
 from ktest.base import holders
+from ktest.sessions.backend import Backend, ClusterShare
 
 SHARE_PREFIX = "ktest-share-"
 

@@ -1,6 +1,6 @@
 """Warm control planes kept between test runs: ``ktest up`` records, health, attach, stop.
 
-``ktest up`` starts :mod:`ktest.backends.daemon` in its own session; the daemon
+``ktest up`` starts :mod:`ktest.backends.bare_daemon` in its own session; the daemon
 runs a :class:`ControlPlane` (whose processes are bound to the daemon, not to
 ``ktest up``) and writes a record to
 ``${XDG_STATE_HOME:-~/.local/state}/ktest/up/<name>.json`` once it is ready.
@@ -29,14 +29,14 @@ from urllib.parse import urlparse
 
 import filelock
 
-from ktest.backends.attached import AttachedBackend
-from ktest.backends.base import ClusterShare
 from ktest.base.procfs import process_alive, process_start_time
 from ktest.config import Settings
 from ktest.errors import ConfigError, ControlPlaneError
+from ktest.sessions.attached import AttachedBackend
+from ktest.sessions.backend import ClusterShare
 
 DEFAULT_NAME = "default"
-DAEMON_MODULE = "ktest.backends.daemon"
+DAEMON_MODULE = "ktest.backends.bare_daemon"
 _READY_ATTEMPTS = 3
 
 
@@ -273,7 +273,7 @@ def down(record: UpRecord, timeout: float = 30.0) -> bool:
 
 def _remove_leftovers(record: UpRecord) -> None:
     """What a daemon killed with SIGKILL could not remove itself."""
-    from ktest.backends.shared import remove_share_of_dead_owner
+    from ktest.sessions.shared import remove_share_of_dead_owner
 
     remove_share_of_dead_owner(record.share.control_address)
     if record.share.directory and not record.daemon_alive():

@@ -11,8 +11,10 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
-from ktest.backends.base import Backend, ClusterShare
 from ktest.cluster import Cluster
+from ktest.sessions.backend import Backend, ClusterShare
+
+WebhookHost = str | Callable[[], str] | None
 
 
 class AttachedBackend(Backend):
@@ -20,7 +22,9 @@ class AttachedBackend(Backend):
 
     name = "attached"
 
-    def __init__(self, share: ClusterShare, *, name: str = "attached") -> None:
+    def __init__(
+        self, share: ClusterShare, *, name: str = "attached", webhook_host: WebhookHost = None
+    ) -> None:
         self.name = name
         self._share = share
         controllers = frozenset(share.controllers) if share.controllers is not None else None
@@ -33,7 +37,7 @@ class AttachedBackend(Backend):
                 controllers=controllers,
                 name="ktest",
                 on_crds_installed=_restart_controllers_of(share),
-                webhook_host=_webhook_host_of(share),
+                webhook_host=webhook_host or _webhook_host_of(share),
             )
         )
 
@@ -48,18 +52,14 @@ class AttachedBackend(Backend):
 
 
 def _issue_user(directory: Path, name: str, groups: Sequence[str]) -> Path:
-    from ktest.backends.users import issue_user  # cryptography: imported only when a user is needed
+    from ktest.sessions.users import issue_user  # cryptography: imported only when a user is needed
 
     return issue_user(directory, name, groups)
 
 
-def _webhook_host_of(share: ClusterShare) -> str | Callable[[], str] | None:
-    """Where the API server reaches this machine: a kind network's gateway, or loopback for an
-    embedded control plane (the only other kind of share with a directory)."""
-    if share.kind_cluster:
-        from ktest.kind.network import host_gateway
-
-        return partial(host_gateway, share.kind_cluster)
+def _webhook_host_of(share: ClusterShare) -> WebhookHost:
+    """Where the API server reaches this machine: loopback for an embedded control plane (a
+    backend whose API server runs elsewhere, such as kind, passes ``webhook_host``)."""
     return "127.0.0.1" if share.directory else None
 
 
@@ -68,6 +68,6 @@ def _restart_controllers_of(share: ClusterShare) -> Callable[[list[str]], None] 
     address = share.control_address
     if address is None or not share.controllers or "garbagecollector" not in share.controllers:
         return None
-    from ktest.backends.shared import request_restart_controllers
+    from ktest.sessions.shared import request_restart_controllers
 
     return lambda names: request_restart_controllers(address)

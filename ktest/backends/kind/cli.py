@@ -1,0 +1,220 @@
+"""The kind backend's part of the ``ktest`` command.
+
+``ktest up --backend kind`` creates a kept kind cluster (purpose ``up``) that test runs
+with reuse enabled attach to; ``ktest down --kind [NAME]`` (or ``--backend kind``)
+deletes kept clusters and sweeps orphans of killed runs; ``ktest status`` lists them.
+Only clusters with a ktest record are ever touched. ``ktest kind build-image | images |
+install``: offline kind node images and the kind binary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from typing import Any
+
+from ktest.assets.progress import format_bytes
+from ktest.config import Settings
+
+NAME = "kind"
+"""This backend's name in ``ktest.backend_registry``."""
+
+
+class _DownKind(argparse.Action):
+    """``ktest down --kind [NAME]``: the kind backend's ``down``, for all kept clusters or NAME."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+        namespace.kind = values
+        namespace.backend = NAME
+
+
+def up_from_args(args: Any, k8s_version: str | None) -> int:
+    """``ktest up --backend kind``."""
+    return up_kind(k8s_version, args.kind_config)
+
+
+def up_kind(k8s_version: str | None, kind_config: str | None) -> int:
+    """Create (or find) the warm kind cluster and print how to use it."""
+    from pathlib import Path
+
+    from ktest.backends.kind.backend import KindBackend, find_kept
+
+    settings = Settings(
+        backend=NAME,
+        k8s_version=k8s_version,
+        reuse=True,
+        kind_config=Path(kind_config).resolve() if kind_config else None,
+    )
+    backend = find_kept(settings)
+    state = "already running"
+    if backend is None:
+        backend = KindBackend.start(settings, purpose="up", kept=True)
+        state = "created"
+    cluster = backend.kind_cluster
+    try:
+        print(f"ktest up: {state}: {backend.describe()}", file=sys.stderr)
+        print(
+            "Tests attach to it with --ktest-backend kind --ktest-reuse "
+            "(or KTEST_BACKEND=kind KTEST_REUSE=1); delete it with `ktest down --kind`.",
+            file=sys.stderr,
+        )
+        print(cluster.kubeconfig)
+        print(f"export KUBECONFIG={shlex.quote(str(cluster.kubeconfig))}")
+    finally:
+        backend.owned = False  # kept: closing the handle must not delete it
+        backend.close()
+    return 0
+
+
+def status_lines() -> list[str]:
+    """The registry's ``status``: two lines per kind cluster ktest knows of (kept, owned by a
+    live run, or orphaned), or one saying there is none."""
+    from ktest.kind import records
+    from ktest.kind.cluster import cluster_stopped
+
+    lines = []
+    for record in records.list_records():
+        if record.kept:
+            owner = "kept (ktest up / --ktest-keep-cluster)"
+        elif record.holder_alive():
+            owner = f"owned by pid {record.owner_pid}"
+        else:
+            owner = (
+                f"ORPHANED (owner pid {record.owner_pid} gone; the next kind run or `ktest down --kind` "
+                "removes it)"
+            )
+        problem = cluster_stopped(record.name)
+        state = "running" if problem is None else f"STOPPED ({problem})"
+        lines.append(f"kind {record.name}: {state}, Kubernetes {record.version}, {owner}")
+        lines.append(f"  kubeconfig: {record.kubeconfig}")
+    return lines or [f"no kind clusters (records in {records.records_directory()})"]
+
+
+def down_from_args(args: argparse.Namespace) -> int:
+    """The registry's ``down``: ``ktest down --kind [NAME]`` (or ``--backend kind``)."""
+    name = getattr(args, "kind", None)
+    done = down_kind(None if name in (None, "*") else name)
+    for line in done or ["no kept or orphaned kind clusters"]:
+        print(f"ktest down: {line}", file=sys.stderr)
+    return 0
+
+
+def down_kind(name: str | None = None) -> list[str]:
+    """Delete kept kind clusters (all, or the one named) and orphans; one line per thing done."""
+    from ktest.errors import KindError
+    from ktest.kind import records
+    from ktest.kind.binary import resolve_kind
+    from ktest.kind.sweep import sweep_orphans
+
+    if name is not None and records.read_record(name) is None:
+        raise KindError(
+            f"no kind cluster named {name!r} was created by ktest (`ktest status` lists them; "
+            f"records in {records.records_directory()}); ktest never deletes clusters it did not create"
+        )
+    if not records.list_records():
+        return []
+    return sweep_orphans(resolve_kind(progress=True), include_kept=True, only=name)
+
+
+def register(subparsers: Any, parsers: dict[str, argparse.ArgumentParser]) -> None:
+    """The registry's ``cli``: ``ktest up --kind-config``, ``ktest down --kind [NAME]``, and
+    ``ktest kind build-image | images | install``."""
+    parsers["up"].add_argument(
+        "--kind-config", metavar="FILE", help="extra kind Cluster config (backend kind)"
+    )
+    parsers["down"].add_argument(
+        "--kind",
+        nargs="?",
+        const="*",
+        metavar="NAME",
+        action=_DownKind,
+        help="delete kept kind clusters (all, or NAME) and orphans of killed runs, instead "
+        "(the same as --backend kind)",
+    )
+    parser = subparsers.add_parser(
+        "kind",
+        help="build and list offline kind node images; install the kind binary",
+        description=(
+            "kind node images built from Go modules and Debian packages, for machines without "
+            "access to registry.k8s.io or Docker Hub (with internet, kind's kindest/node is simpler)."
+        ),
+    )
+    commands = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
+    parser.set_defaults(handler=lambda _args: _print_help(parser))
+
+    build = commands.add_parser(
+        "build-image", help="build the node image for a Kubernetes version (a no-op when it exists)"
+    )
+    build.add_argument(
+        "--k8s-version",
+        default=os.environ.get("KTEST_K8S_VERSION") or None,
+        metavar="V",
+        help="1.37.2, or 1.37 (newest known patch); default: $KTEST_K8S_VERSION or 1.37",
+    )
+    build.add_argument("--force", action="store_true", help="rebuild even if a matching image exists")
+    build.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    build.set_defaults(handler=_build_image)
+
+    images = commands.add_parser("images", help="list the local ktest node images and their labels")
+    images.add_argument(
+        "--all", action="store_true", help="also images made by another recipe or kind version"
+    )
+    images.set_defaults(handler=_images)
+
+    install = commands.add_parser(
+        "install", help="make the kind binary available (KTEST_KIND, PATH or built into the cache)"
+    )
+    install.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    install.set_defaults(handler=_install)
+
+
+def _print_help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _build_image(args: argparse.Namespace) -> int:
+    from ktest.kind.image import build_node_image
+
+    print(build_node_image(args.k8s_version, force=args.force, progress=not args.quiet))
+    return 0
+
+
+def _images(args: argparse.Namespace) -> int:
+    from ktest.kind import recipe
+    from ktest.kind.image import list_node_images
+
+    found = list_node_images(include_unusable=args.all)
+    if not found:
+        print(f"no ktest kind node images (repository {recipe.NODE_IMAGE_REPOSITORY})")
+        print("build one with: ktest kind build-image [--k8s-version V]")
+        return 0
+    rows = [["IMAGE", "KUBERNETES", "KIND", "RECIPE", "BUILT", "SIZE", "USABLE"]]
+    for info in found:
+        rows.append(
+            [
+                info.reference,
+                info.k8s_version or "-",
+                info.kind_version or "-",
+                info.recipe_version or "-",
+                info.build_date or "-",
+                format_bytes(info.size),
+                "yes"
+                if info.usable
+                else f"no (needs kind {recipe.KIND_VERSION}, recipe {recipe.RECIPE_VERSION})",
+            ]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
+    return 0
+
+
+def _install(args: argparse.Namespace) -> int:
+    from ktest.kind.binary import kind_version_of, resolve_kind
+
+    path = resolve_kind(progress=not args.quiet)
+    print(f"kind {kind_version_of(path) or '(unknown version)'}: {path}")
+    return 0
