@@ -3,32 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from builders import crd_yaml
 
-
-def crd_yaml(plural: str, kind: str, group: str, versions: tuple[str, ...] = ("v1",)) -> str:
-    """A minimal valid namespaced CRD as YAML (first version is the storage version)."""
-    listed = "".join(
-        f"""
-  - name: {version}
-    served: true
-    storage: {"true" if index == 0 else "false"}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}"""
-        for index, version in enumerate(versions)
-    )
-    return f"""apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: {plural}.{group}
-spec:
-  group: {group}
-  scope: Namespaced
-  names: {{plural: {plural}, singular: {plural[:-1]}, kind: {kind}}}
-  versions:{listed}
-"""
+# A CRD file that is well formed, but its schema has no type at the root: only the API server rejects it
+NON_STRUCTURAL_CRD = crd_yaml(
+    "rejected.example.com", "Loose", plural="loose", schema={"properties": {"spec": {"type": "object"}}}
+)
 
 
 def printed(result: pytest.RunResult, tag: str) -> list[str]:

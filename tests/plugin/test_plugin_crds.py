@@ -7,10 +7,10 @@ on the shared control plane.
 from __future__ import annotations
 
 from pathlib import Path
-from textwrap import dedent
 
 import pytest
-from plugin_helpers import crd_yaml as crd
+from builders import crd_yaml
+from plugin_helpers import NON_STRUCTURAL_CRD
 
 from ktest.cluster import Cluster
 
@@ -37,12 +37,12 @@ def test_crd_directory_with_multi_document_files(
     group = "multi.example.com"
     crds = pytester.path / "config" / "crd"
     (crds / "more").mkdir(parents=True)
-    (crds / "apps.yaml").write_text(crd("apples", "Apple", group) + "---\n" + crd("pears", "Pear", group))
+    (crds / "apps.yaml").write_text(crd_yaml(group, "Apple") + "---\n" + crd_yaml(group, "Pear"))
     (crds / "more" / "fruit.yml").write_text(
         "# a comment, then an empty document\n---\n"
-        + crd("plums", "Plum", group, versions=("v1", "v2"))
+        + crd_yaml(group, "Plum", versions=("v1", "v2"))
         + "---\n"
-        + crd("figs", "Fig", group)
+        + crd_yaml(group, "Fig")
     )
     (crds / "kustomization.yaml").write_text("resources: [apps.yaml]\n")  # not a CRD: ignored
     pytester.makeini("[pytest]\nktest_crds = config/crd\n")
@@ -67,12 +67,12 @@ def test_crd_directory_with_multi_document_files(
 
 def test_crd_file_that_is_not_yaml(pytester: pytest.Pytester, existing_args: list[str]) -> None:
     pytester.path.joinpath("broken.yaml").write_text(
-        crd("nuts", "Nut", "broken.example.com") + "---\nmetadata:\n  name: [unclosed\n"
+        crd_yaml("broken.example.com", "Nut") + "---\nmetadata:\n  name: [unclosed\n"
     )
     pytester.makepyfile("def test_x(cluster):\n    pass\n")
     reports = pytester.inline_run("--ktest-crds=broken.yaml", *existing_args)
     (error,) = setup_errors(reports)
-    line = len(crd("nuts", "Nut", "broken.example.com").splitlines()) + 4
+    line = len(crd_yaml("broken.example.com", "Nut").splitlines()) + 4
     # checked before the cluster is opened, naming the setting, the file and the line
     assert error.startswith("ktest: option --ktest-crds: ")
     assert f"broken.yaml: line {line}, column 1: not valid YAML" in error
@@ -80,7 +80,7 @@ def test_crd_file_that_is_not_yaml(pytester: pytest.Pytester, existing_args: lis
 
 def test_non_crd_document_in_a_crd_path(pytester: pytest.Pytester, existing_args: list[str]) -> None:
     pytester.path.joinpath("mixed.yaml").write_text(
-        crd("seeds", "Seed", "mixed.example.com")
+        crd_yaml("mixed.example.com", "Seed")
         + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"
     )
     pytester.makepyfile("def test_x(cluster):\n    pass\n")
@@ -91,26 +91,7 @@ def test_non_crd_document_in_a_crd_path(pytester: pytest.Pytester, existing_args
 
 
 def test_crd_rejected_by_the_api_server(pytester: pytest.Pytester, existing_args: list[str]) -> None:
-    non_structural = dedent(
-        """\
-        apiVersion: apiextensions.k8s.io/v1
-        kind: CustomResourceDefinition
-        metadata: {name: loose.rejected.example.com}
-        spec:
-          group: rejected.example.com
-          scope: Namespaced
-          names: {plural: loose, kind: Loose}
-          versions:
-          - name: v1
-            served: true
-            storage: true
-            schema:
-              openAPIV3Schema:
-                properties:
-                  spec: {type: object}
-        """
-    )
-    pytester.path.joinpath("rejected.yaml").write_text(non_structural)
+    pytester.path.joinpath("rejected.yaml").write_text(NON_STRUCTURAL_CRD)
     pytester.makepyfile("def test_x(cluster):\n    pass\n")
     reports = pytester.inline_run("--ktest-crds=rejected.yaml", *existing_args)
     (error,) = setup_errors(reports)
@@ -124,7 +105,7 @@ def test_crd_whose_names_are_not_accepted(
 ) -> None:
     group = "clash.example.com"
     pytester.path.joinpath("clash.yaml").write_text(
-        crd("things", "Thing", group) + "---\n" + crd("others", "Thing", group)
+        crd_yaml(group, "Thing") + "---\n" + crd_yaml(group, "Thing", plural="others")
     )
     pytester.makepyfile("def test_x(cluster):\n    pass\n")
     try:
@@ -140,7 +121,7 @@ def test_crd_whose_names_are_not_accepted(
 def test_install_crds_from_plain_python(admin: Cluster, tmp_path: Path) -> None:
     group = "plain.example.com"
     path = tmp_path / "crd.yaml"
-    path.write_text(crd("bolts", "Bolt", group))
+    path.write_text(crd_yaml(group, "Bolt"))
     try:
         assert admin.install_crds(path) == [f"bolts.{group}"]
         assert admin.discovery.served(f"{group}/v1", "Bolt")

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from builders import crd_yaml
 from plugin_helpers import printed
 
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
 
 
 def test_cluster_and_namespace_fixtures(
@@ -82,24 +82,7 @@ def test_keep_namespaces_on_failure(
     admin.delete_namespace(failed_ns)
 
 
-CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gizmos.report.example.com}
-spec:
-  group: report.example.com
-  scope: Namespaced
-  names: {plural: gizmos, singular: gizmo, kind: Gizmo, listKind: GizmoList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-"""
+CRD = crd_yaml("report.example.com", "Gizmo", status=True)
 
 
 def test_failure_report_and_stuck_finalizer(
@@ -281,8 +264,11 @@ def test_background_namespace_deletion(
         """
     )
     result = pytester.runpytest_inprocess(
-        "-s", "--ktest-crds=crd.yaml", "--ktest-namespace-deletion=background",
-        "--ktest-finalizer-grace=1", *existing_args,
+        "-s",
+        "--ktest-crds=crd.yaml",
+        "--ktest-namespace-deletion=background",
+        "--ktest-finalizer-grace=1",
+        *existing_args,
     )
     result.assert_outcomes(passed=2)
     (name,) = printed(result, "NS ")

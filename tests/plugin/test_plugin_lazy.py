@@ -65,48 +65,74 @@ def test_a_bad_variable_is_only_reported_without_ktest_fixtures(
     result = pytester.runpytest_subprocess("-s", *OTHERS_OFF)
     result.assert_outcomes(passed=1)
     bad = "environment variable KTEST_TIMEOUT: 'ten' is not a valid timeout"
-    result.stdout.fnmatch_lines([
-        f"ktest: bad settings (ignored unless a test uses a ktest fixture): {bad}*",
-        "*HEAVY []",
-        f"bad settings (ignored unless a test uses a ktest fixture): {bad}*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"ktest: bad settings (ignored unless a test uses a ktest fixture): {bad}*",
+            "*HEAVY []",
+            f"bad settings (ignored unless a test uses a ktest fixture): {bad}*",
+        ]
+    )
     quiet = pytester.runpytest_subprocess("-q", *OTHERS_OFF)  # no header with -q: the summary says it
     quiet.assert_outcomes(passed=1)
     quiet.stdout.fnmatch_lines([f"bad settings (ignored unless a test uses a ktest fixture): {bad}*"])
 
 
-def _bad_run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+def _bad_run(pytester: pytest.Pytester, *args: str, says: str) -> pytest.RunResult:
+    """Run USES_KTEST with ``args``: the first ktest test must error with the line ``says``
+    (an fnmatch pattern) and stop the session before any control plane starts."""
     pytester.makepyfile(USES_KTEST)
     started = time.monotonic()
     result = pytester.runpytest_subprocess(*OTHERS_OFF, *args)
     assert time.monotonic() - started < 60, "a control plane was started"
     # the first ktest test errors, the session stops there: nothing else runs
     result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([says])
     result.stdout.fnmatch_lines(["*Interrupted: ktest: bad settings*"])
     assert "\ncluster: " not in result.stdout.str()  # the summary line of a backend that opened
     return result
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        pytest.param(
+            "KTEST_KEEP_NAMESPACES",
+            "sometimes",
+            "*ktest: environment variable KTEST_KEEP_NAMESPACES: 'sometimes' is not a valid keep_namespaces; "
+            "allowed values: never, on-failure, always",
+            id="keep-namespaces-unknown",
+        ),
+        pytest.param(
+            "KTEST_RUN_DIR",
+            "/nonexistent/ktest-runs",
+            "*ktest: environment variable KTEST_RUN_DIR: /nonexistent/ktest-runs is not a directory*",
+            id="run-dir-missing",
+        ),
+    ],
+)
 def test_a_bad_variable_fails_the_first_ktest_test_and_stops(
-    pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
+    inner_env: dict,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+    says: str,
 ) -> None:
-    monkeypatch.setenv("KTEST_KEEP_NAMESPACES", "sometimes")
-    result = _bad_run(pytester)
-    result.stdout.fnmatch_lines([
-        "*ktest: environment variable KTEST_KEEP_NAMESPACES: 'sometimes' is not a valid keep_namespaces; "
-        "allowed values: never, on-failure, always"
-    ])
+    monkeypatch.setenv(variable, value)
+    _bad_run(pytester, says=says)
 
 
 def test_an_unknown_controller_in_the_ini_is_rejected_before_anything_starts(
     pytester: pytest.Pytester, inner_env: dict
 ) -> None:
     pytester.makeini("[pytest]\nktest_controllers = garbagecollector,namespaces-controller\n")
-    result = _bad_run(pytester)
-    result.stdout.fnmatch_lines([
-        "*ktest: ini key ktest_controllers: unknown kube-controller-manager controller "
-        "'namespaces-controller' (did you mean 'namespace-controller'?). Known controllers*"
-    ])
+    result = _bad_run(
+        pytester,
+        says=(
+            "*ktest: ini key ktest_controllers: unknown kube-controller-manager controller "
+            "'namespaces-controller' (did you mean 'namespace-controller'?). Known controllers*"
+        ),
+    )
     assert "garbage-collector-controller, horizontal-pod-autoscaler-controller, " in result.stdout.str()
     assert "During handling of the above exception" not in result.stdout.str()
 
@@ -120,10 +146,11 @@ def test_invalid_crd_yaml_is_reported_with_file_and_line_before_anything_starts(
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n"
         "  name: widgets.example.com\n spec: [\n"
     )
-    result = _bad_run(pytester, "--ktest-crds=crds")
-    result.stdout.fnmatch_lines([
-        "*ktest: option --ktest-crds: */crds/widgets.yaml: line 5, column 2: not valid YAML*"
-    ])
+    _bad_run(
+        pytester,
+        "--ktest-crds=crds",
+        says="*ktest: option --ktest-crds: */crds/widgets.yaml: line 5, column 2: not valid YAML*",
+    )
 
 
 def test_a_non_crd_in_the_crd_paths_is_reported_before_anything_starts(
@@ -132,28 +159,22 @@ def test_a_non_crd_in_the_crd_paths_is_reported_before_anything_starts(
     crds = pytester.mkdir("crds")
     (crds / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n")
     pytester.makeini("[pytest]\nktest_crds = crds\n")
-    result = _bad_run(pytester)
-    result.stdout.fnmatch_lines([
-        "*ktest: ini key ktest_crds: */crds/cm.yaml*ConfigMap settings (v1) is not a "
-        "CustomResourceDefinition*"
-    ])
+    _bad_run(
+        pytester,
+        says=(
+            "*ktest: ini key ktest_crds: */crds/cm.yaml*ConfigMap settings (v1) is not a "
+            "CustomResourceDefinition*"
+        ),
+    )
 
 
 def test_a_bad_kind_config_is_reported_with_its_line_before_any_cluster_is_created(
     pytester: pytest.Pytester, inner_env: dict
 ) -> None:
     pytester.path.joinpath("kind.yaml").write_text("kind: Cluster\nnodes:\n- role: worker\n  extra: [\n")
-    result = _bad_run(pytester, "--ktest-backend=kind", "--ktest-kind-config=kind.yaml")
-    result.stdout.fnmatch_lines(
-        ["*ktest: option --ktest-kind-config: kind config */kind.yaml line 5: not valid YAML*"]
+    _bad_run(
+        pytester,
+        "--ktest-backend=kind",
+        "--ktest-kind-config=kind.yaml",
+        says="*ktest: option --ktest-kind-config: kind config */kind.yaml line 5: not valid YAML*",
     )
-
-
-def test_a_run_dir_that_does_not_exist_is_reported_before_anything_starts(
-    pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("KTEST_RUN_DIR", "/nonexistent/ktest-runs")
-    result = _bad_run(pytester)
-    result.stdout.fnmatch_lines([
-        "*ktest: environment variable KTEST_RUN_DIR: /nonexistent/ktest-runs is not a directory*"
-    ])

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from plugin_helpers import GC_OF_NEW_KIND_TEST, crd_yaml, printed
+from builders import crd_yaml
+from plugin_helpers import GC_OF_NEW_KIND_TEST, printed
 
 from ktest.sessions import reuse
 
@@ -59,7 +60,7 @@ def test_up_attach_twice_then_down(pytester: pytest.Pytester, state: Path) -> No
     assert again.returncode == 0 and "already running" in again.stderr
 
     pytester.makeconftest(CONFTEST)
-    gc_test = GC_OF_NEW_KIND_TEST.format(crd=crd_yaml("sprockets", "Sprocket", "gc.example.com"))
+    gc_test = GC_OF_NEW_KIND_TEST.format(crd=crd_yaml("gc.example.com", "Sprocket"))
     pytester.makepyfile(test_attach=ATTACHING_TESTS, test_gc=gc_test)
     for _run in range(2):
         result = pytester.runpytest_inprocess("-s", "--ktest-reuse")

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from plugin_helpers import GC_OF_NEW_KIND_TEST, crd_yaml
+from builders import crd_yaml
+from plugin_helpers import GC_OF_NEW_KIND_TEST, NON_STRUCTURAL_CRD
 
 WORKER_TESTS = """
 import json, os, pytest
@@ -36,8 +37,8 @@ def test_two_workers_share_one_control_plane(
     out = tmp_path / "out"
     out.mkdir()
     monkeypatch.setenv("KTEST_TEST_OUT", str(out))
-    pytester.path.joinpath("crd.yaml").write_text(crd_yaml("crates", "Crate", "xdist.example.com"))
-    gc_test = GC_OF_NEW_KIND_TEST.format(crd=crd_yaml("sprockets", "Sprocket", "gc.example.com"))
+    pytester.path.joinpath("crd.yaml").write_text(crd_yaml("xdist.example.com", "Crate"))
+    gc_test = GC_OF_NEW_KIND_TEST.format(crd=crd_yaml("gc.example.com", "Sprocket"))
     pytester.makepyfile(test_workers=WORKER_TESTS, test_gc=gc_test)
     result = pytester.runpytest_subprocess("-n", "2", "--ktest-crds=crd.yaml", timeout=300)
     result.assert_outcomes(passed=5)
@@ -55,23 +56,24 @@ def test_two_workers_share_one_control_plane(
     assert not Path(seen[0]["kubeconfig"]).parent.exists()
 
 
-def test_worker_reports_the_controllers_start_error(
-    pytester: pytest.Pytester, inner_env: dict
-) -> None:
-    # a CRD file that is well formed (checked before anything starts) but that the API server
-    # rejects: the error happens in the controller, which started the control plane
-    pytester.path.joinpath("crd.yaml").write_text(
-        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
-        "metadata: {name: loose.rejected.example.com}\nspec:\n  group: rejected.example.com\n"
-        "  scope: Namespaced\n  names: {plural: loose, kind: Loose}\n  versions:\n"
-        "  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {properties: {spec: {}}}}}\n"
-    )
+def _two_workers_with_crds(pytester: pytest.Pytester, crd_file: str) -> pytest.RunResult:
+    """Two ktest tests on two xdist workers, ``crd_file`` the session's CRD file: both must error."""
+    pytester.path.joinpath("crd.yaml").write_text(crd_file)
     pytester.makepyfile("def test_a(cluster):\n    pass\n\ndef test_b(cluster):\n    pass\n")
     result = pytester.runpytest_subprocess("-n", "2", "--ktest-crds=crd.yaml", timeout=300)
     result.assert_outcomes(errors=2)
+    return result
+
+
+def test_worker_reports_the_controllers_start_error(pytester: pytest.Pytester, inner_env: dict) -> None:
+    # a CRD file that is well formed (checked before anything starts) but that the API server
+    # rejects: the error happens in the controller, which started the control plane
+    result = _two_workers_with_crds(pytester, NON_STRUCTURAL_CRD)
     result.stdout.fnmatch_lines(
-        ["*CRDError: *crd.yaml, document 1 (line 1): the API server rejected CustomResourceDefinition "
-         "loose.rejected.example.com*"]
+        [
+            "*CRDError: *crd.yaml, document 1 (line 1): the API server rejected CustomResourceDefinition "
+            "loose.rejected.example.com*"
+        ]
     )
     result.stdout.fnmatch_lines(["*raised in the process that owns the cluster*"])
 
@@ -79,12 +81,11 @@ def test_worker_reports_the_controllers_start_error(
 def test_bad_crd_files_fail_in_the_workers_before_anything_starts(
     pytester: pytest.Pytester, inner_env: dict
 ) -> None:
-    pytester.path.joinpath("crd.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
-    pytester.makepyfile("def test_a(cluster):\n    pass\n\ndef test_b(cluster):\n    pass\n")
-    result = pytester.runpytest_subprocess("-n", "2", "--ktest-crds=crd.yaml", timeout=300)
-    result.assert_outcomes(errors=2)
+    result = _two_workers_with_crds(pytester, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     result.stdout.fnmatch_lines(
-        ["ktest: option --ktest-crds: *crd.yaml, document 1 (line 1): ConfigMap x (v1) is not a "
-         "CustomResourceDefinition*"]
+        [
+            "ktest: option --ktest-crds: *crd.yaml, document 1 (line 1): ConfigMap x (v1) is not a "
+            "CustomResourceDefinition*"
+        ]
     )
     assert "raised in the process that owns the cluster" not in result.stdout.str()  # none was started
