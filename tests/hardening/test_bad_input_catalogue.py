@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import descendants
 
 from ktest.assets.bundle import Assets
 
@@ -64,22 +65,7 @@ class CliFailed(Exception):
 
 def _children() -> set[int]:
     """Live descendants of this process."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2 :].split()
-        if fields[0] not in "ZX":
-            parents[int(entry)] = int(fields[1])
-    found, frontier = set(), {os.getpid()}
-    while frontier:
-        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
+    return set(descendants(os.getpid()))
 
 
 @pytest.fixture
@@ -118,6 +104,13 @@ def settings(**env: str) -> Callable[[Sandbox], Any]:
         return settings_from_env({**os.environ, **env}, cwd=box.root)
 
     return trigger
+
+
+def bad_setting(
+    variable: str, value: str, *fragments: str
+) -> tuple[Callable[[Sandbox], Any], tuple[str, ...]]:
+    """A case of one setting with a bad value: its message names the variable, and ``fragments``."""
+    return settings(**{variable: value}), (variable, *fragments)
 
 
 def start_plane(**kwargs: Any) -> Callable[[Sandbox], Any]:
@@ -303,247 +296,161 @@ contexts: [{name: prod, context: {cluster: c, user: u}}, {name: test, context: {
 current-context: prod
 """
 
-# (id, trigger, error type name, fragments that must all appear in the message)
-CASES: list[tuple[str, Callable[[Sandbox], Any], str, tuple[str, ...]]] = [
-    # -- settings: named source, allowed values
-    (
-        "backend-unknown",
-        settings(KTEST_BACKEND="kube"),
-        "ConfigError",
-        ("KTEST_BACKEND", "'kube'", "bare", "existing"),
-    ),
-    (
-        "timeout-negative",
-        settings(KTEST_TIMEOUT="-1"),
-        "ConfigError",
-        ("KTEST_TIMEOUT", "'-1'", "finite number of seconds"),
-    ),
-    ("interval-zero", settings(KTEST_INTERVAL="0"), "ConfigError", ("KTEST_INTERVAL", "more than 0")),
-    (
-        "keep-namespaces-unknown",
-        settings(KTEST_KEEP_NAMESPACES="sometimes"),
-        "ConfigError",
-        ("KTEST_KEEP_NAMESPACES", "never", "on-failure", "always"),
-    ),
-    (
-        "namespace-deletion-unknown",
-        settings(KTEST_NAMESPACE_DELETION="later"),
-        "ConfigError",
-        ("KTEST_NAMESPACE_DELETION", "wait", "background"),
-    ),
-    ("reuse-not-a-boolean", settings(KTEST_REUSE="maybe"), "ConfigError", ("KTEST_REUSE", "'maybe'", "true")),
-    (
-        "version-malformed",
-        settings(KTEST_K8S_VERSION="1.x"),
-        "ConfigError",
-        ("KTEST_K8S_VERSION", "1.x", "exact release like 1.37.2"),
-    ),
-    (
-        "crd-path-missing",
-        settings(KTEST_CRDS="/nonexistent/crds"),
-        "ConfigError",
-        ("KTEST_CRDS", "/nonexistent/crds", "does not exist"),
-    ),
-    (
-        "controllers-none-mixed",
-        settings(KTEST_CONTROLLERS="none,namespace"),
-        "ConfigError",
-        ("KTEST_CONTROLLERS", "mixes 'none'", "garbagecollector,namespace"),
-    ),
-    (
-        "controllers-not-a-name",
-        settings(KTEST_CONTROLLERS="garbage collector!"),
-        "ConfigError",
-        ("KTEST_CONTROLLERS", "'garbage collector!'", "comma-separated"),
-    ),
-    (
-        "existing-without-context",
-        settings(KTEST_BACKEND="existing"),
-        "ConfigError",
-        ("backend existing", "--ktest-context", "KTEST_CONTEXT"),
-    ),
-    (
-        "existing-not-current-context",
-        existing_settings(KUBECONFIG_OTHER_CURRENT, "test"),
-        "ConfigError",
-        ("current context", "'prod'", "use-context test"),
-    ),
-    (
-        "existing-unknown-context",
-        existing_settings(KUBECONFIG_OTHER_CURRENT, "staging"),
-        "ConfigError",
-        ("'staging'", "prod, test"),
-    ),
-    (
-        "existing-kubeconfig-not-yaml",
-        existing_settings("clusters: [\n", "x"),
-        "ConfigError",
-        ("cannot read kubeconfig", "kubeconfig"),
-    ),
-    # -- control plane arguments
-    (
-        "controller-unknown",
-        start_plane(controllers="garbagecollector,nosuchcontroller"),
-        "ControlPlaneError",
-        ("'nosuchcontroller'", "knows:", "controllers='none'"),
-    ),
-    (
-        "apiserver-flag-reserved",
-        start_plane(apiserver_flags=["--secure-port=1"]),
-        "ControlPlaneError",
-        ("--secure-port", "Remove those flags"),
-    ),
-    (
-        "apiserver-flag-etcd-reserved",
-        start_plane(apiserver_flags=["--etcd-servers=http://x"]),
-        "ControlPlaneError",
-        ("--etcd-servers", "Remove those flags"),
-    ),
-    (
-        "apiserver-flags-string",
-        start_plane(apiserver_flags="--v=2"),
-        "ControlPlaneError",
-        ("must be a list", "['--v=2']"),
-    ),
-    (
-        "apiserver-flag-without-dashes",
-        start_plane(apiserver_flags=["v=2"], controllers="none"),
-        "ControlPlaneError",
-        ("'v=2'", "'--name=value'"),
-    ),
-    (
-        "apiserver-flag-unknown",
-        start_plane(apiserver_flags=["--no-such-flag=1"], controllers="none"),
-        "ControlPlaneError",
-        ("--no-such-flag", "does not know", "kube-apiserver --help"),
-    ),
-    (
-        "assets-directory-missing",
-        start_plane(assets="/nonexistent/bin"),
-        "AssetsError",
-        ("/nonexistent/bin does not exist", "assets=None"),
-    ),
-    (
-        "run-dir-unwritable",
-        start_plane_in(lambda box: Path("/proc/ktest-cannot-write-here")),
-        "ControlPlaneError",
-        ("/proc", "KTEST_RUN_DIR", "--ktest-run-dir"),
-    ),
-    ("run-dir-full", start_plane_in(full_disk), "ControlPlaneError", ("tiny", "df -h", "KTEST_RUN_DIR")),
-    # -- binaries
-    (
-        "ktest-assets-missing",
-        resolve(None, isolated=False, KTEST_ASSETS="/nonexistent/bin"),
-        "AssetsError",
-        ("KTEST_ASSETS=/nonexistent/bin", "not a directory", "unset it"),
-    ),
-    (
-        "ktest-assets-incomplete",
-        resolve(None, isolated=False, KTEST_ASSETS="{root}"),
-        "AssetsError",
-        ("has no executable", "kube-apiserver", "ktest binaries path"),
-    ),
-    (
-        "ktest-assets-wrong-version",
-        resolve("1.20.0", isolated=False),
-        "AssetsError",
-        ("holds Kubernetes", "1.20.0", "Unset KTEST_ASSETS"),
-    ),
-    (
-        "version-malformed-selector",
-        resolve("banana"),
-        "AssetsError",
-        ("banana", "exact release like 1.37.2", "latest"),
-    ),
-    (
-        "version-unavailable-offline",
-        resolve("1.99.0"),
-        "AssetsError",
-        ("1.99.0", "Three ways out", "KTEST_ASSETS", "install Go"),
-    ),
-    (
-        "cache-corrupt",
-        corrupt_cache,
-        "AssetsError",
-        ("etcd: SHA-256", "corrupt", "ktest binaries install --k8s-version"),
-    ),
-    (
-        "binaries-source-unknown",
-        cli("binaries", "install", "--source", "ftp"),
-        "CliFailed",
-        ("--source", "'ftp'", "auto", "download", "build"),
-    ),
-    # -- manifests and CRDs
-    (
-        "manifest-not-yaml",
-        manifest("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [\n"),
-        "ManifestError",
-        ("manifest.yaml", "line", "not valid YAML", "Fix the syntax"),
-    ),
-    (
-        "manifest-without-kind",
-        manifest("apiVersion: v1\nmetadata: {name: a}\n"),
-        "ManifestError",
-        ("manifest.yaml, document 1", "missing kind", "apiVersion, kind and metadata.name"),
-    ),
-    (
-        "manifest-a-list-of-strings",
-        manifest("- a\n- b\n"),
-        "ManifestError",
-        ("manifest.yaml, document 1", "expected a Kubernetes object"),
-    ),
-    (
-        "crd-path-holds-a-configmap",
-        manifest("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", crds=True),
-        "CRDError",
-        ("manifest.yaml", "ConfigMap", "is not a CustomResourceDefinition", "cluster.apply"),
-    ),
-    # -- clusters ktest cannot use
-    (
-        "existing-refused",
-        existing("https://127.0.0.1:9"),
-        "ClusterError",
-        ("https://127.0.0.1:9", "connection refused", "kubectl --kubeconfig"),
-    ),
-    (
-        "existing-dns",
-        existing("https://ktest-no-such-host.invalid:6443"),
-        "ClusterError",
-        ("DNS", "ktest-no-such-host.invalid", "kubectl --kubeconfig"),
-    ),
-    (
-        "user-without-control-plane",
-        user_issue("op"),
-        "ClusterError",
-        ("'op'", "no-control-plane", "is the control plane still running"),
-    ),
-    (
-        "warm-plane-bad-name",
-        cli("up", "--name", "bad name!"),
-        "CliFailed",
-        ("'bad name!'", "letters, digits"),
-    ),
-    ("warm-plane-unknown", cli("down", "--name", "nothere"), "CliFailed", ("'nothere'", "ktest status")),
-    # -- CLI commands meeting paths they cannot use (issue 23.8)
-    (
-        "cli-init-path-in-missing-directory",
-        cli_os_error("init", "github-actions", "--path", "/proc/nope/x.yml", *PIN),
-        "CliFailed",
-        ("ktest: error:", "/proc/nope", "No such file or directory", "check the path"),
-    ),
-    (
-        "cli-init-path-is-a-directory",
-        cli_os_error("init", "github-actions", "--path", "/proc/self", "--force", *PIN),
-        "CliFailed",
-        ("ktest: error:", "/proc/self", "check the path"),
-    ),
-    (
-        "cli-up-state-dir-unusable",
-        cli_os_error("up", "--name", "x", XDG_STATE_HOME="/proc/nope/state"),
-        "CliFailed",
-        ("ktest: error:", "/proc/nope", "check the path"),
-    ),
-    ("kind-engine-absent", engine_absent, "KindError", ("unix:///nonexistent/docker.sock", "no socket")),
+# error type name -> {case id: (trigger, fragments that must all appear in the message)}
+CASES_BY_ERROR: dict[str, dict[str, tuple[Callable[[Sandbox], Any], tuple[str, ...]]]] = {
+    "ConfigError": {  # settings and kubeconfigs: the setting, its source and the allowed values named
+        "backend-unknown": bad_setting("KTEST_BACKEND", "kube", "'kube'", "bare", "existing"),
+        "timeout-negative": bad_setting("KTEST_TIMEOUT", "-1", "'-1'", "finite number of seconds"),
+        "interval-zero": bad_setting("KTEST_INTERVAL", "0", "more than 0"),
+        "keep-namespaces-unknown": bad_setting(
+            "KTEST_KEEP_NAMESPACES", "sometimes", "never", "on-failure", "always"
+        ),
+        "namespace-deletion-unknown": bad_setting("KTEST_NAMESPACE_DELETION", "later", "wait", "background"),
+        "reuse-not-a-boolean": bad_setting("KTEST_REUSE", "maybe", "'maybe'", "true"),
+        "version-malformed": bad_setting("KTEST_K8S_VERSION", "1.x", "1.x", "exact release like 1.37.2"),
+        "crd-path-missing": bad_setting(
+            "KTEST_CRDS", "/nonexistent/crds", "/nonexistent/crds", "does not exist"
+        ),
+        "controllers-none-mixed": bad_setting(
+            "KTEST_CONTROLLERS", "none,namespace", "mixes 'none'", "garbagecollector,namespace"
+        ),
+        "controllers-not-a-name": bad_setting(
+            "KTEST_CONTROLLERS", "garbage collector!", "'garbage collector!'", "comma-separated"
+        ),
+        "existing-without-context": (
+            settings(KTEST_BACKEND="existing"),
+            ("backend existing", "--ktest-context", "KTEST_CONTEXT"),
+        ),
+        "existing-not-current-context": (
+            existing_settings(KUBECONFIG_OTHER_CURRENT, "test"),
+            ("current context", "'prod'", "use-context test"),
+        ),
+        "existing-unknown-context": (
+            existing_settings(KUBECONFIG_OTHER_CURRENT, "staging"),
+            ("'staging'", "prod, test"),
+        ),
+        "existing-kubeconfig-not-yaml": (
+            existing_settings("clusters: [\n", "x"),
+            ("cannot read kubeconfig", "kubeconfig"),
+        ),
+    },
+    "ControlPlaneError": {  # control plane arguments and run directory
+        "controller-unknown": (
+            start_plane(controllers="garbagecollector,nosuchcontroller"),
+            ("'nosuchcontroller'", "knows:", "controllers='none'"),
+        ),
+        "apiserver-flag-reserved": (
+            start_plane(apiserver_flags=["--secure-port=1"]),
+            ("--secure-port", "Remove those flags"),
+        ),
+        "apiserver-flag-etcd-reserved": (
+            start_plane(apiserver_flags=["--etcd-servers=http://x"]),
+            ("--etcd-servers", "Remove those flags"),
+        ),
+        "apiserver-flags-string": (start_plane(apiserver_flags="--v=2"), ("must be a list", "['--v=2']")),
+        "apiserver-flag-without-dashes": (
+            start_plane(apiserver_flags=["v=2"], controllers="none"),
+            ("'v=2'", "'--name=value'"),
+        ),
+        "apiserver-flag-unknown": (
+            start_plane(apiserver_flags=["--no-such-flag=1"], controllers="none"),
+            ("--no-such-flag", "does not know", "kube-apiserver --help"),
+        ),
+        "run-dir-unwritable": (
+            start_plane_in(lambda box: Path("/proc/ktest-cannot-write-here")),
+            ("/proc", "KTEST_RUN_DIR", "--ktest-run-dir"),
+        ),
+        "run-dir-full": (start_plane_in(full_disk), ("tiny", "df -h", "KTEST_RUN_DIR")),
+    },
+    "AssetsError": {  # binaries
+        "assets-directory-missing": (
+            start_plane(assets="/nonexistent/bin"),
+            ("/nonexistent/bin does not exist", "assets=None"),
+        ),
+        "ktest-assets-missing": (
+            resolve(None, isolated=False, KTEST_ASSETS="/nonexistent/bin"),
+            ("KTEST_ASSETS=/nonexistent/bin", "not a directory", "unset it"),
+        ),
+        "ktest-assets-incomplete": (
+            resolve(None, isolated=False, KTEST_ASSETS="{root}"),
+            ("has no executable", "kube-apiserver", "ktest binaries path"),
+        ),
+        "ktest-assets-wrong-version": (
+            resolve("1.20.0", isolated=False),
+            ("holds Kubernetes", "1.20.0", "Unset KTEST_ASSETS"),
+        ),
+        "version-malformed-selector": (resolve("banana"), ("banana", "exact release like 1.37.2", "latest")),
+        "version-unavailable-offline": (
+            resolve("1.99.0"),
+            ("1.99.0", "Three ways out", "KTEST_ASSETS", "install Go"),
+        ),
+        "cache-corrupt": (
+            corrupt_cache,
+            ("etcd: SHA-256", "corrupt", "ktest binaries install --k8s-version"),
+        ),
+    },
+    "CliFailed": {  # CLI commands, and paths they cannot use (issue 23.8)
+        "binaries-source-unknown": (
+            cli("binaries", "install", "--source", "ftp"),
+            ("--source", "'ftp'", "auto", "download", "build"),
+        ),
+        "warm-plane-bad-name": (cli("up", "--name", "bad name!"), ("'bad name!'", "letters, digits")),
+        "warm-plane-unknown": (cli("down", "--name", "nothere"), ("'nothere'", "ktest status")),
+        "cli-init-path-in-missing-directory": (
+            cli_os_error("init", "github-actions", "--path", "/proc/nope/x.yml", *PIN),
+            ("ktest: error:", "/proc/nope", "No such file or directory", "check the path"),
+        ),
+        "cli-init-path-is-a-directory": (
+            cli_os_error("init", "github-actions", "--path", "/proc/self", "--force", *PIN),
+            ("ktest: error:", "/proc/self", "check the path"),
+        ),
+        "cli-up-state-dir-unusable": (
+            cli_os_error("up", "--name", "x", XDG_STATE_HOME="/proc/nope/state"),
+            ("ktest: error:", "/proc/nope", "check the path"),
+        ),
+    },
+    "ManifestError": {  # manifests
+        "manifest-not-yaml": (
+            manifest("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [\n"),
+            ("manifest.yaml", "line", "not valid YAML", "Fix the syntax"),
+        ),
+        "manifest-without-kind": (
+            manifest("apiVersion: v1\nmetadata: {name: a}\n"),
+            ("manifest.yaml, document 1", "missing kind", "apiVersion, kind and metadata.name"),
+        ),
+        "manifest-a-list-of-strings": (
+            manifest("- a\n- b\n"),
+            ("manifest.yaml, document 1", "expected a Kubernetes object"),
+        ),
+    },
+    "CRDError": {  # CRD files
+        "crd-path-holds-a-configmap": (
+            manifest("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", crds=True),
+            ("manifest.yaml", "ConfigMap", "is not a CustomResourceDefinition", "cluster.apply"),
+        ),
+    },
+    "ClusterError": {  # clusters ktest cannot use
+        "existing-refused": (
+            existing("https://127.0.0.1:9"),
+            ("https://127.0.0.1:9", "connection refused", "kubectl --kubeconfig"),
+        ),
+        "existing-dns": (
+            existing("https://ktest-no-such-host.invalid:6443"),
+            ("DNS", "ktest-no-such-host.invalid", "kubectl --kubeconfig"),
+        ),
+        "user-without-control-plane": (
+            user_issue("op"),
+            ("'op'", "no-control-plane", "is the control plane still running"),
+        ),
+    },
+    "KindError": {  # kind
+        "kind-engine-absent": (engine_absent, ("unix:///nonexistent/docker.sock", "no socket")),
+    },
+}
+CASES = [
+    (case_id, trigger, error_type, fragments)
+    for error_type, cases in CASES_BY_ERROR.items()
+    for case_id, (trigger, fragments) in cases.items()
 ]
 
 

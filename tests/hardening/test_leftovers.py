@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,28 +21,14 @@ from hardening_helpers import files_with_key_material, run_ktest, sandbox_env
 
 from ktest.assets.bundle import Assets
 from ktest.base import holders
+from ktest.base.procfs import process_alive
 from ktest.controlplane import ControlPlane
 from ktest.sessions.shared import SHARE_PREFIX, sweep_stale_shares
+from ktest.wait import eventually
 
 HERE = Path(__file__).parent
 CHILD = HERE / "child_session.py"
 REPO = HERE.parents[1]
-
-
-def wait_until(condition: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
-
-
-def gone(pid: int) -> bool:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return text[text.rindex(")") + 2] in "ZX"
 
 
 @pytest.fixture
@@ -89,7 +75,7 @@ def test_no_credentials_in_tmpdir_after_a_run(sandbox: dict[str, str], ending: s
     end_child(child, ending)
     child.wait(60)
     # After kill -9 the janitor removes the control plane's directory (processes first).
-    wait_until(lambda: not any(run_dir.iterdir()), what=f"the janitor to empty {run_dir}")
+    eventually(lambda: not any(run_dir.iterdir()), timeout=30, description=f"the janitor to empty {run_dir}")
     assert files_with_key_material(tmpdir) == [], sorted(os.listdir(tmpdir))
 
 
@@ -136,7 +122,11 @@ def test_existing_backend_copies_no_credentials_to_tmpdir(
     assert len(private) == 1 and private[0].stat().st_mode & 0o077 == 0
     end_child(child, ending)
     child.wait(60)
-    wait_until(lambda: not private[0].exists(), what="the janitor to remove the private kubeconfig copy")
+    eventually(
+        lambda: not private[0].exists(),
+        timeout=30,
+        description="the janitor to remove the private kubeconfig copy",
+    )
     assert files_with_key_material(Path(sandbox["TMPDIR"])) == [], sorted(os.listdir(sandbox["TMPDIR"]))
 
 
@@ -195,7 +185,7 @@ def daemon_record(sandbox: dict[str, str]) -> Iterator[dict[str, object]]:
     try:
         yield record
     finally:
-        if not gone(int(record["pid"])):
+        if process_alive(int(record["pid"])):
             os.kill(int(record["pid"]), signal.SIGKILL)
 
 
@@ -204,7 +194,7 @@ def test_ktest_down_stops_a_running_daemon(sandbox: dict[str, str], daemon_recor
     down = run_ktest(sandbox, "down")
     assert down.returncode == 0, down.stderr
     assert f"stopped 'default' (pid {daemon_record['pid']})" in down.stderr
-    assert gone(int(str(daemon_record["pid"])))
+    assert not process_alive(int(str(daemon_record["pid"])))
 
 
 def test_ktest_down_after_the_daemon_was_killed(
@@ -215,8 +205,10 @@ def test_ktest_down_after_the_daemon_was_killed(
     run_dir = Path(sandbox["KTEST_RUN_DIR"])
     assert share_dir.is_dir() and share_dir.parent == Path(sandbox["TMPDIR"])
     os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: gone(pid), what="the daemon to die")
-    wait_until(lambda: not any(run_dir.iterdir()), what="the janitor to remove the control plane")
+    eventually(lambda: not process_alive(pid), timeout=30, description="the daemon to die")
+    eventually(
+        lambda: not any(run_dir.iterdir()), timeout=30, description="the janitor to remove the control plane"
+    )
     assert share_dir.is_dir(), "a SIGKILLed daemon cannot remove its socket directory itself"
 
     down = run_ktest(sandbox, "down")
@@ -257,13 +249,17 @@ def test_killed_xdist_controller_share_is_swept_by_the_next_run(
         start_new_session=True,
     )
     try:
-        wait_until(mark.exists, timeout=120, what="the held test to run on the worker")
+        eventually(mark.exists, timeout=120, description="the held test to run on the worker")
         shares = list(Path(sandbox["TMPDIR"]).glob(f"{SHARE_PREFIX}*"))
         assert len(shares) == 1
         controller.kill()
         controller.wait()
         # The worker loses its controller and exits; the control plane dies with the controller.
-        wait_until(lambda: not any(Path(sandbox["KTEST_RUN_DIR"]).iterdir()), what="the control plane to go")
+        eventually(
+            lambda: not any(Path(sandbox["KTEST_RUN_DIR"]).iterdir()),
+            timeout=30,
+            description="the control plane to go",
+        )
         assert shares[0].is_dir()
     finally:
         if _group_alive(controller.pid):  # the worker, which lost its controller
@@ -303,8 +299,14 @@ def test_kill_9_leaves_no_webhook_key_and_the_operator_log_is_swept(sandbox: dic
     child.kill()
     child.wait(60)
 
-    wait_until(lambda: not webhook_dir.exists(), what=f"the janitor to remove {webhook_dir}")
-    wait_until(lambda: not any(Path(sandbox["KTEST_RUN_DIR"]).iterdir()), what="the control plane to go")
+    eventually(
+        lambda: not webhook_dir.exists(), timeout=30, description=f"the janitor to remove {webhook_dir}"
+    )
+    eventually(
+        lambda: not any(Path(sandbox["KTEST_RUN_DIR"]).iterdir()),
+        timeout=30,
+        description="the control plane to go",
+    )
     assert operator_dir.is_dir(), "a SIGKILLed process cannot remove its operator log itself"
 
     down = run_ktest(sandbox, "down")
@@ -356,10 +358,12 @@ def test_a_bound_helper_dies_with_its_process_after_kill_9() -> None:
     assert owner.stdout is not None
     helper = int(owner.stdout.readline())
     try:
-        assert not gone(helper), "positive control: the helper outlives the thread that started it"
+        assert process_alive(helper), "positive control: the helper outlives the thread that started it"
         owner.kill()
         owner.wait()
-        wait_until(lambda: gone(helper), timeout=10, what="the helper to die with its owner")
+        eventually(
+            lambda: not process_alive(helper), timeout=10, description="the helper to die with its owner"
+        )
     finally:
-        if not gone(helper):
+        if process_alive(helper):
             os.kill(helper, signal.SIGKILL)
