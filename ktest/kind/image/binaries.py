@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,8 +83,11 @@ def kubernetes_node_binaries(version: str, cache: KindCache, progress: Progress)
     if (directory / NODE_METADATA_FILE).is_file() and all(p.is_file() for p in paths.values()):
         return paths
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(directory.with_name(directory.name + ".lock"), progress,
-                 f"another process is building Kubernetes {version}'s node binaries"):
+    with _locked(
+        directory.with_name(directory.name + ".lock"),
+        progress,
+        f"another process is building Kubernetes {version}'s node binaries",
+    ):
         if (directory / NODE_METADATA_FILE).is_file() and all(p.is_file() for p in paths.values()):
             return paths
         go = require_go(f"building Kubernetes {version}'s node binaries")
@@ -170,17 +174,25 @@ def tool_binaries(version: str, cache: KindCache, progress: Progress) -> dict[st
             continue
         go = require_go(f"building {name} {tool_version}")
         paths[name] = go_install(
-            go, target, name, destination, progress,
-            f"building {name} {tool_version} from Go modules, first time only", ldflags=ldflags,
+            go,
+            target,
+            name,
+            destination,
+            progress,
+            f"building {name} {tool_version} from Go modules, first time only",
+            ldflags=ldflags,
         )
     paths["pause"] = build_pause(cache.tool("pause", parts.pause), progress)
     return paths
 
 
 def node_binaries(version: str, cache: KindCache, progress: Progress) -> NodeBinaries:
-    """Everything, built where missing: the control plane first (shared with ``ktest binaries``)."""
+    """Everything, built where missing: the control plane first (shared with ``ktest binaries``),
+    then the rest side by side (one build's link or download overlaps another's compile)."""
     control_plane = control_plane_binaries(version, progress)
-    paths = {**control_plane, **kubernetes_node_binaries(version, cache, progress)}
-    paths["etcd"] = etcd_binary(version, control_plane["etcd"], cache, progress)
-    paths.update(tool_binaries(version, cache, progress))
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="ktest-node-build") as pool:
+        kubernetes = pool.submit(kubernetes_node_binaries, version, cache, progress)
+        etcd = pool.submit(etcd_binary, version, control_plane["etcd"], cache, progress)
+        tools = pool.submit(tool_binaries, version, cache, progress)
+        paths = {**control_plane, **kubernetes.result(), "etcd": etcd.result(), **tools.result()}
     return NodeBinaries(version, paths)

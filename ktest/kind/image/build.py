@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -141,7 +142,11 @@ def check_kubeadm_images(kubeadm: Path, version: str) -> None:
     expected = recipe.expected_images(version)
     finished = subprocess.run(
         [str(kubeadm), "config", "images", "list", "--kubernetes-version", f"v{version}"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
     )
     listed = [line.strip() for line in finished.stdout.splitlines() if line.strip()]
     if finished.returncode != 0 or sorted(listed) != sorted(expected):
@@ -156,8 +161,12 @@ def check_kubeadm_images(kubeadm: Path, version: str) -> None:
 def _record(cache: KindCache, report: BuildReport) -> None:
     directory = cache.root / "builds"
     directory.mkdir(parents=True, exist_ok=True)
-    record = {"version": report.version, "reference": report.reference, "steps": report.steps,
-              "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    record = {
+        "version": report.version,
+        "reference": report.reference,
+        "steps": report.steps,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     (directory / f"v{report.version}.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
@@ -166,24 +175,31 @@ def build(client: Any, version: str, *, force: bool, progress: Progress, cache: 
     reference = node_image_tag(version)
     report = BuildReport(version, reference)
     if not force and find_node_image(version, client=client) is not None:
-        progress.note(f"{reference} is up to date (labels match kind {recipe.KIND_VERSION}, "
-                      f"recipe {recipe.RECIPE_VERSION}); nothing to build")
+        progress.note(
+            f"{reference} is up to date (labels match kind {recipe.KIND_VERSION}, "
+            f"recipe {recipe.RECIPE_VERSION}); nothing to build"
+        )
         report.reused = True
         return report
     check_disk(cache, str(client.info().get("DockerRootDir") or "/var/lib/docker"), version)
     steps = StepRunner(6, progress, report)
     started = time.monotonic()
-    # Files on disk, each behind its own lock: builds of other versions may run meanwhile.
-    binaries: NodeBinaries = steps.run(
-        f"Kubernetes {version} binaries, etcd, CoreDNS, crictl, pause (cached after the first build)",
-        lambda: node_binaries(version, cache, progress),
-    )
-    steps.run("checking kubeadm's image list against the recipe",
-              lambda: check_kubeadm_images(binaries["kubeadm"], version))
-    rootfs_tar = steps.run(
-        f"Debian {recipe.DEBIAN_SUITE} root filesystem (cached after the first build)",
-        lambda: rootfs.build_rootfs(cache.rootfs(rootfs.rootfs_key()), progress),
-    )
+    # Files on disk, each behind its own lock: builds of other versions may run meanwhile. The
+    # root filesystem (debootstrap: downloads and disk) is made while the Go builds use the CPU.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ktest-rootfs") as pool:
+        rootfs_made = pool.submit(rootfs.build_rootfs, cache.rootfs(rootfs.rootfs_key()), progress)
+        binaries: NodeBinaries = steps.run(
+            f"Kubernetes {version} binaries, etcd, CoreDNS, crictl, pause (cached after the first build)",
+            lambda: node_binaries(version, cache, progress),
+        )
+        steps.run(
+            "checking kubeadm's image list against the recipe",
+            lambda: check_kubeadm_images(binaries["kubeadm"], version),
+        )
+        rootfs_tar = steps.run(
+            f"Debian {recipe.DEBIAN_SUITE} root filesystem (made meanwhile; cached after the first build)",
+            rootfs_made.result,
+        )
     # Images in the engine: one build at a time, which is what makes the leftover sweep safe.
     with build_lock(cache, progress):
         if not force and find_node_image(version, client=client) is not None:
@@ -199,8 +215,13 @@ def build(client: Any, version: str, *, force: bool, progress: Progress, cache: 
 
 
 def _image_steps(
-    client: Any, version: str, binaries: NodeBinaries, rootfs_tar: Path, steps: StepRunner,
-    cache: KindCache, report: BuildReport,
+    client: Any,
+    version: str,
+    binaries: NodeBinaries,
+    rootfs_tar: Path,
+    steps: StepRunner,
+    cache: KindCache,
+    report: BuildReport,
 ) -> None:
     progress = steps.progress
 
@@ -228,8 +249,9 @@ def _image_steps(
         labels[recipe.LABEL_PREFIX + "part"] = "node"
 
         def node_image() -> None:
-            image = assemble.assemble(client, base_reference, version, binaries, archives, labels, scratch,
-                                  progress)
+            image = assemble.assemble(
+                client, base_reference, version, binaries, archives, labels, scratch, progress
+            )
             _tag(client, image, report.reference, version)
 
         steps.run(f"node image {report.reference}", node_image)
