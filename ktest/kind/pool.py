@@ -289,6 +289,16 @@ def stop_filler(records_dir: Path | None = None, timeout: float = _STOP_TIMEOUT)
     return f"stopped the kind pool's filler (pid {filler.pid}) and the spare it was creating"
 
 
+def drain(kind: Path, *, records_dir: Path | None = None) -> list[str]:
+    """Stop the filler and delete every ready spare, kept clusters left alone; one line per thing done."""
+    from ktest.kind.sweep import delete_spare
+
+    done = [line for line in [stop_filler(records_dir)] if line]
+    for record in ready_spares(records_dir):
+        done += delete_spare(kind, record, records_dir)
+    return done
+
+
 def describe(record: records.ClusterRecord) -> str | None:
     """How ``ktest status`` names a spare's state, or None for other clusters."""
     if not record.spare:

@@ -37,7 +37,7 @@ def sweep_orphans(
         if record.ready_spare:
             gone = record.name not in present
             if gone or record.spare_expired() or include_kept:
-                notes += _delete_spare(kind, record, records_dir, gone=gone)
+                notes += delete_spare(kind, record, records_dir, gone=gone)
             continue
         if record.name not in present:
             if record.orphaned() or include_kept:
@@ -55,7 +55,10 @@ def sweep_orphans(
     return notes
 
 
-def _delete_spare(kind: Path, record: ClusterRecord, records_dir: Path | None, *, gone: bool) -> list[str]:
+def delete_spare(
+    kind: Path, record: ClusterRecord, records_dir: Path | None = None, *, gone: bool = False
+) -> list[str]:
+    """Take the ready spare ``record`` and delete it; a line for the user (none if a run claimed it first)."""
     if gone:
         why = "a spare whose node containers are gone"
     elif record.spare_expired():

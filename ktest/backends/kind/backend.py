@@ -5,7 +5,9 @@ Thin: settings → :mod:`ktest.kind` (node image, config, create, sweep) → a
 (``--ktest-keep-cluster``); orphans of killed runs are swept before the next
 one creates its own. ``ktest up --backend kind`` keeps one warm for later runs
 to attach to (:func:`find_kept`); pytest-xdist workers attach to the controller's
-(:func:`attach`). Its registry parts (``ktest.backend_registry``): ``open_kind``,
+(:func:`attach`). With ``ktest_kind_pool`` a run claims a spare cluster made in
+the background by an earlier run (:mod:`ktest.kind.pool`) and, once its own cluster is
+up, starts the making of the next. Its registry parts (``ktest.backend_registry``): ``open_kind``,
 ``preflight``, ``attach``, ``diagnostics``.
 """
 
@@ -54,7 +56,12 @@ class KindBackend(Backend):
 
     @classmethod
     def start(cls, settings: Settings, *, purpose: str = "run", kept: bool = False) -> KindBackend:
-        """Sweep orphans, pick the node image, create a cluster and wait until it is usable."""
+        """Sweep orphans, pick the node image, create a cluster and wait until it is usable.
+
+        With ``settings.kind_pool`` (and not ``kept``): claim a matching spare instead when one
+        is ready, then start the filler that makes the next one.
+        """
+        from ktest.kind import pool
         from ktest.kind.binary import resolve_kind
         from ktest.kind.engine import cgroup_version, connect
         from ktest.kind.node_choice import choose_node_image, load_extra_config, merge_config
@@ -70,7 +77,13 @@ class KindBackend(Backend):
             image.version, ktest_image=image.ktest_built, cgroup_version=cgroup_version(client)
         )
         config = merge_config(required, extra, source=str(settings.kind_config or ""))
-        cluster = create_cluster(
+        notes = list(swept)
+        use_pool = settings.kind_pool and not kept
+        spare = pool.SpareSpec.for_image(image.reference, image.version, config) if use_pool else None
+        claimed = pool.claim(kind, spare, purpose=purpose, notes=notes) if spare is not None else None
+        if claimed is not None:
+            notes.append(f"kind pool: claimed spare cluster {claimed.name} (made by an earlier run's filler)")
+        cluster = claimed or create_cluster(
             kind,
             name=records.new_cluster_name(purpose),
             image=image.reference,
@@ -81,7 +94,14 @@ class KindBackend(Backend):
             progress=_say,
         )
         backend = cls(cluster, owned=True, keep_cluster=settings.keep_cluster)
-        backend.notes.extend(swept)
+        if spare is not None:  # only now: the filler competes with this run for CPU
+            filler = pool.refill(kind, spare)
+            if filler is not None:
+                notes.append(
+                    f"kind pool: making a spare for the next run in the background (pid {filler.pid}, "
+                    f"log {pool.log_path()}; `ktest down --kind` stops it and deletes spares)"
+                )
+        backend.notes.extend(notes)
         return backend
 
     def describe(self) -> str:
@@ -231,7 +251,8 @@ def find_kept(settings: Settings, notes: list[str] | None = None) -> KindBackend
 
 
 def open_kind(settings: Settings, notes: list[str]) -> Backend:
-    """The kind backend: a kept cluster when reuse is on and one matches, else a new one."""
+    """The kind backend: a kept cluster when reuse is on and one matches, else a spare of the
+    warm pool (``ktest_kind_pool``), else a new one."""
     if settings.reuse:
         kept = find_kept(settings, notes)
         if kept is not None:
@@ -240,7 +261,9 @@ def open_kind(settings: Settings, notes: list[str]) -> Backend:
             "reuse: no kept kind cluster matches; created one for this session "
             "(`ktest up --backend kind` keeps one warm between runs)"
         )
-    return KindBackend.start(settings)
+    backend = KindBackend.start(settings)
+    notes.extend(backend.notes)  # orphans swept, the pool's spare claimed and its filler: in the header
+    return backend
 
 
 def preflight(settings: Settings) -> None:

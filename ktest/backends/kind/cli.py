@@ -71,12 +71,15 @@ def up_kind(k8s_version: str | None, kind_config: str | None) -> int:
 def status_lines() -> list[str]:
     """The registry's ``status``: two lines per kind cluster ktest knows of (kept, owned by a
     live run, or orphaned), or one saying there is none."""
-    from ktest.kind import records
+    from ktest.kind import pool, records
     from ktest.kind.cluster import cluster_stopped
 
-    lines = []
+    lines = pool.status_lines()
     for record in records.list_records():
-        if record.kept:
+        spare = pool.describe(record)
+        if spare is not None:
+            owner = spare
+        elif record.kept:
             owner = "kept (ktest up / --ktest-keep-cluster)"
         elif record.holder_alive():
             owner = f"owned by pid {record.owner_pid}"
@@ -102,9 +105,10 @@ def down_from_args(args: argparse.Namespace) -> int:
 
 
 def down_kind(name: str | None = None) -> list[str]:
-    """Delete kept kind clusters (all, or the one named) and orphans; one line per thing done."""
+    """Delete kept kind clusters (all, or the one named; spares of the warm pool too, its filler
+    stopped) and orphans; one line per thing done."""
     from ktest.errors import KindError
-    from ktest.kind import records
+    from ktest.kind import pool, records
     from ktest.kind.binary import resolve_kind
     from ktest.kind.sweep import sweep_orphans
 
@@ -113,9 +117,10 @@ def down_kind(name: str | None = None) -> list[str]:
             f"no kind cluster named {name!r} was created by ktest (`ktest status` lists them; "
             f"records in {records.records_directory()}); ktest never deletes clusters it did not create"
         )
+    stopped = [line for line in [pool.stop_filler()] if line] if name is None else []
     if not records.list_records():
-        return []
-    return sweep_orphans(resolve_kind(progress=True), include_kept=True, only=name)
+        return stopped
+    return stopped + sweep_orphans(resolve_kind(progress=True), include_kept=True, only=name)
 
 
 def register(subparsers: Any, parsers: dict[str, argparse.ArgumentParser]) -> None:
