@@ -9,51 +9,42 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenacity import AsyncRetrying
 
 from ktest.wait.run import Attempt, WaitRun
-from ktest.wait.sync import Watch
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ktest.wait.run import WaitOptions
 
 T = TypeVar("T")
 
 
 async def eventually(
-    fn: Callable[[], T | Awaitable[T]],
-    *,
-    timeout: float | None = None,
-    interval: float | None = None,
-    watch: Watch = None,
-    cluster: Any = None,
-    description: str | None = None,
+    fn: Callable[[], T | Awaitable[T]], *, timeout: float | None = None, **options: Unpack[WaitOptions]
 ) -> T:
     """Async :func:`ktest.wait.eventually`: await ``fn`` until it passes; return its value."""
     __tracebackhide__ = True
-    run = WaitRun("eventually", fn, window=timeout, interval=interval, watch=watch,
-                  cluster=cluster, description=description)
-    retrying = AsyncRetrying(sleep=run.async_sleep, **run.retrying_options())
-    attempt: Attempt = await retrying(_evaluate, run)
-    run.raise_unless_passed(attempt)
-    return attempt.value
+    return await _wait(WaitRun("eventually", fn, window=timeout, **options))
 
 
 async def consistently(
-    fn: Callable[[], Any],
-    *,
-    duration: float | None = None,
-    interval: float | None = None,
-    watch: Watch = None,
-    cluster: Any = None,
-    description: str | None = None,
+    fn: Callable[[], Any], *, duration: float | None = None, **options: Unpack[WaitOptions]
 ) -> None:
     """Async :func:`ktest.wait.consistently`: ``fn`` must pass for ``duration`` seconds."""
     __tracebackhide__ = True
-    run = WaitRun("consistently", fn, window=duration, interval=interval, watch=watch,
-                  cluster=cluster, description=description)
-    retrying = AsyncRetrying(sleep=run.async_sleep, **run.retrying_options())
-    attempt: Attempt = await retrying(_evaluate, run)
+    await _wait(WaitRun("consistently", fn, window=duration, **options))
+
+
+async def _wait(run: WaitRun) -> Any:
+    """Await the check under tenacity until ``run`` is decided; the passing attempt's value."""
+    __tracebackhide__ = True
+    attempt: Attempt = await AsyncRetrying(sleep=run.async_sleep, **run.retrying_options())(_evaluate, run)
     run.raise_unless_passed(attempt)
+    return attempt.value
 
 
 async def _evaluate(run: WaitRun) -> Attempt:
@@ -63,8 +54,7 @@ async def _evaluate(run: WaitRun) -> Attempt:
             if inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
-            verdict = run.verdict_for(exc)
-            if verdict is None:
+            if (verdict := run.verdict_for(exc)) is None:
                 raise
             return run.record(error=exc, verdict=verdict)
     return run.record(value=value)

@@ -15,13 +15,13 @@ Differences are reported one per line with a field path, for example
 from __future__ import annotations
 
 import re
-import reprlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import yaml
 
 from ktest.errors import ManifestError
+from ktest.wait.report import shortening_repr
 
 ListKeys = Mapping[str, str] | Callable[[str], "str | None"]
 """How to match list items by key: ``{"conditions": "type", "containers": "name"}``
@@ -31,12 +31,7 @@ key field name (or None for in-order matching)."""
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _MISSING = object()
-_repr = reprlib.Repr()
-_repr.maxstring = 120
-_repr.maxother = 120
-_repr.maxdict = 6
-_repr.maxlist = 6
-_repr.maxlevel = 3
+_short = shortening_repr(chars=120, items=6, depth=3)
 
 
 def diff(actual: Any, expected: Any, *, list_keys: ListKeys | None = None) -> list[str]:
@@ -65,7 +60,11 @@ def assert_matches(actual: Any, expected: Any, *, list_keys: ListKeys | None = N
 
 
 def _compare(
-    actual: Any, expected: Any, path: str, generic: str, list_keys: ListKeys | None,
+    actual: Any,
+    expected: Any,
+    path: str,
+    generic: str,
+    list_keys: ListKeys | None,
     out: list[str],
 ) -> None:
     if isinstance(expected, Mapping):
@@ -82,9 +81,7 @@ def _compare(
             _compare(actual[key], want, child, child_generic, list_keys, out)
     elif isinstance(expected, list):
         if not isinstance(actual, list):
-            out.append(
-                f"{_where(path)}: expected a list of {_items(len(expected))}, got {_typed(actual)}"
-            )
+            out.append(f"{_where(path)}: expected a list of {_items(len(expected))}, got {_typed(actual)}")
             return
         key_field = _key_field(generic, list_keys)
         if key_field is None:
@@ -96,8 +93,12 @@ def _compare(
 
 
 def _compare_in_order(
-    actual: list[Any], expected: list[Any], path: str, generic: str,
-    list_keys: ListKeys | None, out: list[str],
+    actual: list[Any],
+    expected: list[Any],
+    path: str,
+    generic: str,
+    list_keys: ListKeys | None,
+    out: list[str],
 ) -> None:
     if len(actual) != len(expected):
         out.append(f"{_where(path)}: expected {_items(len(expected))}, got {len(actual)}")
@@ -106,14 +107,15 @@ def _compare_in_order(
 
 
 def _compare_by_key(
-    actual: list[Any], expected: list[Any], key_field: str, path: str, generic: str,
-    list_keys: ListKeys | None, out: list[str],
+    actual: list[Any],
+    expected: list[Any],
+    key_field: str,
+    path: str,
+    generic: str,
+    list_keys: ListKeys | None,
+    out: list[str],
 ) -> None:
-    by_key = {
-        item[key_field]: item
-        for item in actual
-        if isinstance(item, Mapping) and key_field in item
-    }
+    by_key = {item[key_field]: item for item in actual if isinstance(item, Mapping) and key_field in item}
     for index, want in enumerate(expected):
         if not isinstance(want, Mapping) or key_field not in want:
             raise ManifestError(
@@ -126,8 +128,10 @@ def _compare_by_key(
         item_path = f"{path}[{key_field}={label}]"
         if key not in by_key:
             present = ", ".join(_short(k) for k in by_key) or "none"
-            out.append(f"{item_path}: missing, no item has {key_field}={_short(key)} "
-                       f"(items have {key_field}: {present})")
+            out.append(
+                f"{item_path}: missing, no item has {key_field}={_short(key)} "
+                f"(items have {key_field}: {present})"
+            )
             continue
         _compare(by_key[key], want, item_path, generic, list_keys, out)
 
@@ -174,10 +178,6 @@ def _items(count: int) -> str:
 
 def _where(path: str) -> str:
     return path or "(object)"
-
-
-def _short(value: Any) -> str:
-    return _repr.repr(value)
 
 
 def _typed(value: Any) -> str:

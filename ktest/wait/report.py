@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import pprint
+import reprlib
 import textwrap
 import traceback
 import types
@@ -71,7 +72,17 @@ def format_value(value: Any) -> str:
 def short_value(value: Any, *, limit: int = 200) -> str:
     """``repr`` of a value on one line, cut to ``limit`` characters."""
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def shortening_repr(*, chars: int, items: int, depth: int) -> Callable[[Any], str]:
+    """A ``repr`` for messages: strings and other values cut to ``chars`` characters, dicts
+    and lists to ``items`` entries, nesting to ``depth`` levels."""
+    shortened = reprlib.Repr()
+    shortened.maxstring = shortened.maxother = chars
+    shortened.maxdict = shortened.maxlist = items
+    shortened.maxlevel = depth
+    return shortened.repr
 
 
 def block(title: str, text: str) -> str:
@@ -116,5 +127,6 @@ def format_locals(values: dict[str, Any]) -> str:
 
 
 def _is_code_like(value: Any) -> bool:
-    return isinstance(value, (types.FunctionType, types.MethodType, types.BuiltinFunctionType,
-                              types.ModuleType, type))
+    return isinstance(
+        value, (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType, type)
+    )

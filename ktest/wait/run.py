@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from tenacity import RetryCallState, retry_if_result, stop_after_delay, wait_fixed
 from tenacity.wait import wait_base
@@ -28,6 +28,17 @@ from ktest.wait.defaults import check_seconds, current_defaults
 from ktest.wait.transient import Verdict, classify, describe
 
 Kind = Literal["eventually", "consistently"]
+
+Watch = Iterable[Any] | Any | Literal[False] | None
+
+
+class WaitOptions(TypedDict, total=False):
+    """The keyword arguments ``eventually`` and ``consistently`` share (sync and async)."""
+
+    interval: float | None
+    watch: Watch
+    cluster: Any
+    description: str | None
 
 
 class _NoValue:
@@ -73,10 +84,10 @@ class WaitRun:
         fn: Callable[[], Any],
         *,
         window: float | None,
-        interval: float | None,
-        watch: Iterable[Any] | Any | Literal[False] | None,
-        cluster: Any,
-        description: str | None,
+        interval: float | None = None,
+        watch: Watch = None,
+        cluster: Any = None,
+        description: str | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"{kind}() needs a callable check, got {fn!r}; pass e.g. lambda: ...")
@@ -133,15 +144,21 @@ class WaitRun:
             )
         return verdict
 
-    def record(self, *, value: Any = NO_VALUE, error: BaseException | None = None,
-               verdict: Verdict | None = None) -> Attempt:
+    def record(
+        self, *, value: Any = NO_VALUE, error: BaseException | None = None, verdict: Verdict | None = None
+    ) -> Attempt:
         """Remember the outcome of the attempt that just ended."""
         if verdict is None:
             passed = checks.passes(value, assertion_style=self.assertion_style)
             verdict = Verdict.PASSED if passed else Verdict.FAILED
         seen = report.seen_locals(error, self.fn) if error is not None else {}
         attempt = Attempt(
-            len(self.attempts) + 1, self._attempt_began - self.started, verdict, value, error, seen,
+            len(self.attempts) + 1,
+            self._attempt_began - self.started,
+            verdict,
+            value,
+            error,
+            seen,
             self._describe_outcome(value, error),
         )
         self.attempts.append(attempt)
@@ -245,16 +262,22 @@ class WaitRun:
             return []
         if returned.value is None:
             if checks.source_unknown(self.fn):
-                why = ("ktest could not read the check's source to see that it is assertion-style "
-                       "(a def with no `return value`)")
+                why = (
+                    "ktest could not read the check's source to see that it is assertion-style "
+                    "(a def with no `return value`)"
+                )
             else:
                 why = "a check that returns a value (every lambda does) passes only on a truthy value"
-            return [f"None means not yet: {why}. If the check calls an assertion helper that returns "
-                    "None (e.g. lambda: assert_ready(obj)), make it a def without return (def check(): "
-                    "assert_ready(obj)) or end it with `return True`."]
+            return [
+                f"None means not yet: {why}. If the check calls an assertion helper that returns "
+                "None (e.g. lambda: assert_ready(obj)), make it a def without return (def check(): "
+                "assert_ready(obj)) or end it with `return True`."
+            ]
         if returned.value is not False:
-            return [f"{report.short_value(returned.value)} is falsy, so it means not yet (a check passes "
-                    "on a truthy value); compare explicitly instead, e.g. lambda: count() == 0."]
+            return [
+                f"{report.short_value(returned.value)} is falsy, so it means not yet (a check passes "
+                "on a truthy value); compare explicitly instead, e.g. lambda: count() == 0."
+            ]
         return []
 
     def _consistently_message(self) -> str:
@@ -290,8 +313,11 @@ class WaitRun:
     def _what_changed(self, broke: Attempt) -> str:
         """The headline's account of the break: the result before and after."""
         before = self.last_passed
-        had_value = (before is not None and before.value is not NO_VALUE
-                     and not (before.value is None and self.assertion_style))
+        had_value = (
+            before is not None
+            and before.value is not NO_VALUE
+            and not (before.value is None and self.assertion_style)
+        )
         previous = report.short_value(before.value, limit=80) if had_value and before else ""
         if broke.error is not None:
             now = broke.message.splitlines()[0] if broke.message else type(broke.error).__name__
@@ -308,14 +334,20 @@ class WaitRun:
         value it returned."""
         lines = []
         if last.seen:
-            lines.append(report.block(f"Values the check saw (attempt {last.number}):",
-                                      report.format_locals(last.seen)))
+            lines.append(
+                report.block(
+                    f"Values the check saw (attempt {last.number}):", report.format_locals(last.seen)
+                )
+            )
         if returned is not None:
-            lines.append(report.block(f"{title} (attempt {returned.number}):",
-                                      report.format_value(returned.value)))
+            lines.append(
+                report.block(f"{title} (attempt {returned.number}):", report.format_value(returned.value))
+            )
         if not lines:
-            lines.append("Last value seen: none (the check raised every time, before "
-                         "returning, and has no variables to show).")
+            lines.append(
+                "Last value seen: none (the check raised every time, before "
+                "returning, and has no variables to show)."
+            )
         return lines
 
     def _wakeup_line(self) -> str:
@@ -338,9 +370,7 @@ class WaitRun:
         return time.monotonic() - self.started
 
 
-def _explicit_targets(
-    kind: Kind, watch: Any, cluster: Any
-) -> list[tuple[Any, frozenset[ReadTarget]]]:
+def _explicit_targets(kind: Kind, watch: Any, cluster: Any) -> list[tuple[Any, frozenset[ReadTarget]]]:
     if watch is None or watch is False:
         return []
     if watch is True:

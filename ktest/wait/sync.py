@@ -3,27 +3,24 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
-from typing import Any, Literal, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tenacity import Retrying
 
-from ktest.wait.run import Attempt, WaitRun
+from ktest.wait.run import Attempt, WaitRun, Watch
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ktest.wait.run import WaitOptions
+
+__all__ = ["Watch", "consistently", "eventually"]
 
 T = TypeVar("T")
 
-Watch = Iterable[Any] | Any | Literal[False] | None
 
-
-def eventually(
-    fn: Callable[[], T],
-    *,
-    timeout: float | None = None,
-    interval: float | None = None,
-    watch: Watch = None,
-    cluster: Any = None,
-    description: str | None = None,
-) -> T:
+def eventually(fn: Callable[[], T], *, timeout: float | None = None, **options: Unpack[WaitOptions]) -> T:
     """Call ``fn`` until it passes; return its value.
 
     It passes when it returns a truthy value, or, for an assertion-style check (a
@@ -39,21 +36,11 @@ def eventually(
     Unset settings come from :func:`ktest.wait.current_defaults`.
     """
     __tracebackhide__ = True
-    run = WaitRun("eventually", fn, window=timeout, interval=interval, watch=watch,
-                  cluster=cluster, description=description)
-    attempt: Attempt = Retrying(sleep=run.sleep, **run.retrying_options())(_evaluate, run)
-    run.raise_unless_passed(attempt)
-    return attempt.value
+    return _wait(WaitRun("eventually", fn, window=timeout, **options))
 
 
 def consistently(
-    fn: Callable[[], Any],
-    *,
-    duration: float | None = None,
-    interval: float | None = None,
-    watch: Watch = None,
-    cluster: Any = None,
-    description: str | None = None,
+    fn: Callable[[], Any], *, duration: float | None = None, **options: Unpack[WaitOptions]
 ) -> None:
     """Call ``fn`` for ``duration`` seconds and require it to pass every time.
 
@@ -65,10 +52,15 @@ def consistently(
     soon as they change, so a short-lived violation between two polls is caught too.
     """
     __tracebackhide__ = True
-    run = WaitRun("consistently", fn, window=duration, interval=interval, watch=watch,
-                  cluster=cluster, description=description)
+    _wait(WaitRun("consistently", fn, window=duration, **options))
+
+
+def _wait(run: WaitRun) -> Any:
+    """Run the check under tenacity until ``run`` is decided; the passing attempt's value."""
+    __tracebackhide__ = True
     attempt: Attempt = Retrying(sleep=run.sleep, **run.retrying_options())(_evaluate, run)
     run.raise_unless_passed(attempt)
+    return attempt.value
 
 
 def _evaluate(run: WaitRun) -> Attempt:
@@ -76,8 +68,7 @@ def _evaluate(run: WaitRun) -> Attempt:
         try:
             value = run.fn()
         except Exception as exc:
-            verdict = run.verdict_for(exc)
-            if verdict is None:
+            if (verdict := run.verdict_for(exc)) is None:
                 raise
             return run.record(error=exc, verdict=verdict)
     if inspect.isawaitable(value):
