@@ -8,27 +8,18 @@ syntax (``status.conditions[type=Ready].lastTransitionTime``).
 
 from __future__ import annotations
 
-import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ktest.cluster.handle import FIELD_MANAGER
+from ktest.wait.report import shortening_repr
 
 IGNORED_PATHS = frozenset({"metadata.resourceVersion", "metadata.managedFields"})
 """Fields that change with every write and say nothing about what the writer did."""
 
 _LIST_KEYS = ("type", "name")
-_repr = reprlib.Repr()
-_repr.maxstring = 80
-_repr.maxother = 80
-_repr.maxdict = 4
-_repr.maxlist = 4
-_repr.maxlevel = 2
-
-
-def short(value: Any) -> str:
-    """A value cut to a readable length."""
-    return _repr.repr(value)
+short = shortening_repr(chars=80, items=4, depth=2)
+"""A value's ``repr`` cut to a readable length."""
 
 
 def changed_fields(old: Any, new: Any) -> list[str]:
@@ -75,8 +66,10 @@ def _changed_entries(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> l
     found = []
     for entry in _managed(new):
         previous = before.get(_entry_key(entry))
-        if previous is None or previous.get("time") != entry.get("time") or (
-            previous.get("fieldsV1") != entry.get("fieldsV1")
+        if (
+            previous is None
+            or previous.get("time") != entry.get("time")
+            or (previous.get("fieldsV1") != entry.get("fieldsV1"))
         ):
             found.append(entry)
     return found
@@ -98,8 +91,10 @@ def _owner_entries(obj: Mapping[str, Any], path: str) -> list[Mapping[str, Any]]
         for part in parts:
             below = fields.get(f"f:{part}") if isinstance(fields, Mapping) else None
             if below is None:
-                owned = fields is not root and isinstance(fields, Mapping) and (
-                    not fields or any(k.startswith(("k:", "v:", "i:")) for k in fields)
+                owned = (
+                    fields is not root
+                    and isinstance(fields, Mapping)
+                    and (not fields or any(k.startswith(("k:", "v:", "i:")) for k in fields))
                 )
                 break
             fields = below

@@ -26,7 +26,7 @@ from ktest.assertions.objects import (
     timeout_or_default,
     uid_of,
 )
-from ktest.assertions.waiting import throughout, until
+from ktest.assertions.waiting import throughout, until, until_read
 from ktest.cluster.refs import RefLike
 
 if TYPE_CHECKING:
@@ -61,22 +61,18 @@ def assert_has_finalizer(
     __tracebackhide__ = True
     ref = ref_of(obj)
     wait = timeout_or_default(timeout)
-    last: dict[str, Any] = {}
 
-    def has_finalizer() -> dict[str, Any]:
-        _current = cluster.get(ref)
-        last["obj"] = _current
-        present = finalizers_of(_current)
-        deleting = _current["metadata"].get("deletionTimestamp")
+    def has_finalizer(current: dict[str, Any]) -> dict[str, Any]:
+        present = finalizers_of(current)
+        deleting = current["metadata"].get("deletionTimestamp")
         if finalizer not in present:
             raise AssertionError(
                 f"metadata.finalizers is {present}"
                 + (f" (and deletion already requested at {deleting})" if deleting else "")
             )
-        return _current
+        return current
 
-    def explain(report: str) -> str:
-        seen = last.get("obj")
+    def explain(report: str, seen: dict[str, Any] | None) -> str:
         headline = (
             f"{describe(ref, uid_of(seen))} never got finalizer {finalizer!r} within {wait:g}s"
             if seen is not None
@@ -84,8 +80,14 @@ def assert_has_finalizer(
         )
         return failure(headline, RULE_ADD, report)
 
-    return until(has_finalizer, timeout=wait, description=f"{ref} has finalizer {finalizer!r}",
-                 explain=explain)
+    return until_read(
+        cluster,
+        ref,
+        has_finalizer,
+        timeout=wait,
+        description=f"{ref} has finalizer {finalizer!r}",
+        explain=explain,
+    )
 
 
 def assert_deletion_blocked(
@@ -109,12 +111,14 @@ def assert_deletion_blocked(
     window = duration_or_default(for_seconds, "for_seconds")
     before = read(cluster, ref)
     if before is None:
-        raise AssertionError(failure(
-            f"deletion of {describe(ref)} was not blocked by finalizer {finalizer!r}: it does not exist",
-            RULE_BLOCK,
-            "the object was already gone before the check started (404): the finalizer was "
-            "removed, or never added, before cleanup could run",
-        ))
+        raise AssertionError(
+            failure(
+                f"deletion of {describe(ref)} was not blocked by finalizer {finalizer!r}: it does not exist",
+                RULE_BLOCK,
+                "the object was already gone before the check started (404): the finalizer was "
+                "removed, or never added, before cleanup could run",
+            )
+        )
     uid = uid_of(before)
     name = describe(ref, uid)
     clock = Clock()
@@ -123,12 +127,14 @@ def assert_deletion_blocked(
     marked = _wait_marked(cluster, ref, uid, name, finalizer, timeout_or_default(timeout), before)
     at_request = finalizers_of(marked)
     if finalizer not in at_request:
-        raise AssertionError(failure(
-            f"deletion of {name} is not blocked by finalizer {finalizer!r}",
-            RULE_BLOCK,
-            f"when deletion was requested (deletionTimestamp {marked['metadata']['deletionTimestamp']}) "
-            f"metadata.finalizers was {at_request}: {finalizer!r} was not there",
-        ))
+        raise AssertionError(
+            failure(
+                f"deletion of {name} is not blocked by finalizer {finalizer!r}",
+                RULE_BLOCK,
+                f"when deletion was requested (deletionTimestamp {marked['metadata']['deletionTimestamp']}) "
+                f"metadata.finalizers was {at_request}: {finalizer!r} was not there",
+            )
+        )
     history: list[str] = []
     last: dict[str, Any] = {"obj": marked}
 
@@ -155,11 +161,11 @@ def assert_deletion_blocked(
             f"(times are since the check started; required to stay blocked for {window:g}s)",
             report,
         ]
-        return failure(f"deletion of {name} was not blocked by finalizer {finalizer!r}", RULE_BLOCK,
-                       observed)
+        return failure(f"deletion of {name} was not blocked by finalizer {finalizer!r}", RULE_BLOCK, observed)
 
-    throughout(still_blocked, duration=window, description=f"{ref} still blocked by {finalizer!r}",
-               explain=explain)
+    throughout(
+        still_blocked, duration=window, description=f"{ref} still blocked by {finalizer!r}", explain=explain
+    )
     return last["obj"]
 
 
@@ -190,12 +196,19 @@ def assert_gone(cluster: Cluster, obj: RefLike, *, timeout: float | None = None)
     def explain(report: str) -> str:
         seen = last.get("obj") or {}
         deleting = (seen.get("metadata") or {}).get("deletionTimestamp")
-        rule = RULE_GONE if deleting else (
-            "nothing removes an object until it is deleted: metadata.deletionTimestamp is unset, "
-            "so no deletion was requested (delete it first, e.g. cluster.delete(obj))"
+        rule = (
+            RULE_GONE
+            if deleting
+            else (
+                "nothing removes an object until it is deleted: metadata.deletionTimestamp is unset, "
+                "so no deletion was requested (delete it first, e.g. cluster.delete(obj))"
+            )
         )
-        return failure(f"{describe(ref, uid)} still exists {wait:g}s later", rule,
-                       [*_finalizer_notes(cluster, seen), report])
+        return failure(
+            f"{describe(ref, uid)} still exists {wait:g}s later",
+            rule,
+            [*_finalizer_notes(cluster, seen), report],
+        )
 
     until(gone, timeout=wait, description=f"{ref} is gone", explain=explain)
 
@@ -247,8 +260,10 @@ def finalizer_scenario(
     result.uid = uid_of(current)
     with steps() as fix:
         cluster.delete(ref, propagation=propagation)
-        step("deletion blocked while cleanup fails",
-             lambda: assert_deletion_blocked(cluster, ref, finalizer, blocked_for, timeout=timeout))
+        step(
+            "deletion blocked while cleanup fails",
+            lambda: assert_deletion_blocked(cluster, ref, finalizer, blocked_for, timeout=timeout),
+        )
         fix()
     step("gone once cleanup succeeds", lambda: assert_gone(cluster, current, timeout=timeout))
     return result
@@ -296,7 +311,12 @@ def _cleanup_switch(
 
 
 def _wait_marked(
-    cluster: Cluster, ref: Any, uid: str | None, name: str, finalizer: str, timeout: float,
+    cluster: Cluster,
+    ref: Any,
+    uid: str | None,
+    name: str,
+    finalizer: str,
+    timeout: float,
     before: dict[str, Any],
 ) -> dict[str, Any]:
     """The object once its deletionTimestamp is set (the delete request arrived)."""
@@ -312,20 +332,28 @@ def _wait_marked(
         return _current
 
     try:
-        return until(marked, timeout=timeout, description=f"{ref} has a deletionTimestamp",
-                     explain=lambda report: failure(
-                         f"no deletion of {name} was requested within {timeout:g}s",
-                         RULE_BLOCK,
-                         ["metadata.deletionTimestamp stayed unset: delete the object first, or pass "
-                          "delete=True", report],
-                     ))
+        return until(
+            marked,
+            timeout=timeout,
+            description=f"{ref} has a deletionTimestamp",
+            explain=lambda report: failure(
+                f"no deletion of {name} was requested within {timeout:g}s",
+                RULE_BLOCK,
+                [
+                    "metadata.deletionTimestamp stayed unset: delete the object first, or pass delete=True",
+                    report,
+                ],
+            ),
+        )
     except _Gone:
-        raise AssertionError(failure(
-            f"deletion of {name} was not blocked by finalizer {finalizer!r}",
-            RULE_BLOCK,
-            f"the object was already gone when the check looked (finalizers before: "
-            f"{finalizers_of(before)}): {finalizer!r} was removed without waiting for cleanup",
-        )) from None
+        raise AssertionError(
+            failure(
+                f"deletion of {name} was not blocked by finalizer {finalizer!r}",
+                RULE_BLOCK,
+                f"the object was already gone when the check looked (finalizers before: "
+                f"{finalizers_of(before)}): {finalizer!r} was removed without waiting for cleanup",
+            )
+        ) from None
 
 
 class _Gone(Exception):

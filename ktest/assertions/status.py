@@ -32,7 +32,7 @@ from ktest.assertions.objects import (
     uid_of,
 )
 from ktest.assertions.objects import field as get_field
-from ktest.assertions.waiting import until
+from ktest.assertions.waiting import until_read
 from ktest.cluster.refs import ObjectRef, RefLike
 from ktest.errors import ClusterError
 from ktest.wait.match import diff
@@ -101,8 +101,11 @@ def assert_status_subresource(
     name = describe(ref, uid_of(before))
     info = cluster.info(ref.api_version, ref.kind)
     schema = _crd_schema(cluster, ref, info.plural)
-    status = dict(status_probe) if status_probe is not None else _derived_probe(
-        schema, "status", before.get("status"))
+    status = (
+        dict(status_probe)
+        if status_probe is not None
+        else _derived_probe(schema, "status", before.get("status"))
+    )
     if status is None and not _keeps_nothing(schema, "status"):
         raise ClusterError(
             f"cannot probe the status subresource of {name}: its schema has no status field ktest "
@@ -138,11 +141,16 @@ def assert_status_subresource(
             _restore(cluster, ref, "status", status, before, None)
 
     if not report.served:
-        violations.insert(0, f"the API server does not serve {info.plural}/status (discovery lists "
-                             f"subresources: {sorted(info.subresources) or 'none'})")
+        violations.insert(
+            0,
+            f"the API server does not serve {info.plural}/status (discovery lists "
+            f"subresources: {sorted(info.subresources) or 'none'})",
+        )
         if schema is not None and not schema.get("status_subresource"):
-            violations.append("the CustomResourceDefinition declares no subresources.status for "
-                              f"{ref.api_version}: add `subresources: {{status: {{}}}}` to that version")
+            violations.append(
+                "the CustomResourceDefinition declares no subresources.status for "
+                f"{ref.api_version}: add `subresources: {{status: {{}}}}` to that version"
+            )
     else:
         if status is None:
             report.skipped.append(f"status written through /status: {no_status_field}")
@@ -156,8 +164,10 @@ def assert_status_subresource(
                 )
             report.checked.append("a status write through /status leaves metadata.generation unchanged")
             if answer["metadata"].get("generation") != generation:
-                violations.append(f"a status write through /status changed metadata.generation from "
-                                  f"{generation} to {answer['metadata'].get('generation')}")
+                violations.append(
+                    f"a status write through /status changed metadata.generation from "
+                    f"{generation} to {answer['metadata'].get('generation')}"
+                )
             _restore(cluster, ref, "status", status, before, "status")
         if spec is None:
             report.skipped.append("spec written through /status: no spec field to probe (pass spec_probe=)")
@@ -168,8 +178,9 @@ def assert_status_subresource(
                 violations.append(f"a merge patch of spec {spec!r} through /status was stored")
                 _restore(cluster, ref, "spec", spec, before, None)
     if violations:
-        raise AssertionError(failure(f"{name} has no working status subresource", RULE_SUBRESOURCE,
-                                     violations))
+        raise AssertionError(
+            failure(f"{name} has no working status subresource", RULE_SUBRESOURCE, violations)
+        )
     return report
 
 
@@ -189,7 +200,11 @@ def _probe_write(
 
 
 def _restore(
-    cluster: Cluster, ref: ObjectRef, section: str, probe: Probe, before: Mapping[str, Any],
+    cluster: Cluster,
+    ref: ObjectRef,
+    section: str,
+    probe: Probe,
+    before: Mapping[str, Any],
     subresource: str | None,
 ) -> None:
     """Put back the values the probe overwrote (``null`` removes fields that were absent)."""
@@ -355,7 +370,8 @@ def _fresh_value(schema: Mapping[str, Any], depth: int) -> Any:
 
 def _is_scalar(schema: Mapping[str, Any]) -> bool:
     return schema.get("type") in ("string", "boolean", "integer", "number") or bool(
-        schema.get("x-kubernetes-int-or-string"))
+        schema.get("x-kubernetes-int-or-string")
+    )
 
 
 def _new_scalar(schema: Mapping[str, Any], current: Any) -> Any:
@@ -389,8 +405,19 @@ def _new_string(schema: Mapping[str, Any], current: Any) -> Any:
     if fmt == "date-time":
         candidates = [_PROBE_TIME, "2002-03-04T05:06:07Z"]
     elif not fmt:
-        candidates = [f"ktest-probe-{token}", f"KtestProbe{token}", f"ktestprobe{token}", "KtestProbe",
-                      "ktest-probe", "ktestprobe", "probe", "p", "P", "0", "1"]
+        candidates = [
+            f"ktest-probe-{token}",
+            f"KtestProbe{token}",
+            f"ktestprobe{token}",
+            "KtestProbe",
+            "ktest-probe",
+            "ktestprobe",
+            "probe",
+            "p",
+            "P",
+            "0",
+            "1",
+        ]
     else:
         return _NO_VALUE  # other formats (int-or-string, uuid, byte, ...): not guessed
     low, high = schema.get("minLength") or 0, schema.get("maxLength")
@@ -420,27 +447,29 @@ def assert_observed_generation(
     __tracebackhide__ = True
     ref = ref_of(obj)
     wait = timeout_or_default(timeout)
-    last: dict[str, Any] = {}
 
-    def observed() -> dict[str, Any]:
-        _current = cluster.get(ref)
-        last["obj"] = _current
-        generation = _current["metadata"].get("generation")
-        reported = get_field(_current, path)
+    def observed(current: dict[str, Any]) -> dict[str, Any]:
+        generation = current["metadata"].get("generation")
+        reported = get_field(current, path)
         if reported != generation:
             raise AssertionError(f"{path} is {reported!r} but metadata.generation is {generation!r}")
-        return _current
+        return current
 
-    def explain(report: str) -> str:
-        seen = last.get("obj")
+    def explain(report: str, seen: dict[str, Any] | None) -> str:
         lines = [report]
         if seen is not None:
             lines = [*status_write_notes(seen), report]
         headline = f"{describe(ref, uid_of(seen))}: {path} never caught up with metadata.generation"
         return failure(f"{headline} within {wait:g}s", RULE_OBSERVED, lines)
 
-    return until(observed, timeout=wait, description=f"{ref} {path} == metadata.generation",
-                 explain=explain)
+    return until_read(
+        cluster,
+        ref,
+        observed,
+        timeout=wait,
+        description=f"{ref} {path} == metadata.generation",
+        explain=explain,
+    )
 
 
 def status_write_notes(obj: Mapping[str, Any]) -> list[str]:
@@ -453,8 +482,9 @@ def status_write_notes(obj: Mapping[str, Any]) -> list[str]:
             "status subresource: write it through /status (e.g. cluster.patch(obj, ..., "
             "subresource='status'), patch_namespaced_custom_object_status, r.Status().Patch)"
         ]
-    return ["status written by " + ", ".join(
-        f"{describe_manager(e)} at {e.get('time', '?')}" for e in entries)]
+    return [
+        "status written by " + ", ".join(f"{describe_manager(e)} at {e.get('time', '?')}" for e in entries)
+    ]
 
 
 # --------------------------------------------------------------- conditions
@@ -484,25 +514,27 @@ def assert_condition(
     wait = timeout_or_default(timeout)
     last: dict[str, Any] = {}
 
-    def condition_holds() -> dict[str, Any]:
-        _current = cluster.get(ref)
-        last["obj"] = _current
-        _conditions = get_field(_current, path) or []
+    def condition_holds(current: dict[str, Any]) -> dict[str, Any]:
+        _conditions = get_field(current, path) or []
         found = _find(_conditions, type)
         if found is None:
-            present = ", ".join(f"{c.get('type')}={c.get('status')}" for c in _conditions
-                                if isinstance(c, Mapping)) or "none"
+            present = (
+                ", ".join(f"{c.get('type')}={c.get('status')}" for c in _conditions if isinstance(c, Mapping))
+                or "none"
+            )
             raise AssertionError(f"no condition of type {type!r} in {path} (present: {present})")
         last["condition"] = found
-        mismatches = _condition_mismatches(found, _current, status, reason, message, observed_generation)
+        mismatches = _condition_mismatches(found, current, status, reason, message, observed_generation)
         if mismatches:
             raise AssertionError(f"condition {type!r}: " + "; ".join(mismatches))
         return dict(found)
 
-    def explain(report: str) -> str:
-        seen, condition = last.get("obj"), last.get("condition")
-        headline = (f"{describe(ref, uid_of(seen))}: condition {type!r} "
-                    f"{'never appeared' if condition is None else 'is not as expected'} within {wait:g}s")
+    def explain(report: str, seen: dict[str, Any] | None) -> str:
+        condition = last.get("condition")
+        headline = (
+            f"{describe(ref, uid_of(seen))}: condition {type!r} "
+            f"{'never appeared' if condition is None else 'is not as expected'} within {wait:g}s"
+        )
         lines = []
         if condition is not None:
             lines.append(f"condition last seen: {dict(condition)}")
@@ -511,7 +543,9 @@ def assert_condition(
             lines += status_write_notes(seen)
         return failure(headline, RULE_CONDITION, [*lines, report])
 
-    return until(condition_holds, timeout=wait, description=f"{ref} condition {type}", explain=explain)
+    return until_read(
+        cluster, ref, condition_holds, timeout=wait, description=f"{ref} condition {type}", explain=explain
+    )
 
 
 def condition_shape_problems(condition: Mapping[str, Any]) -> list[str]:
@@ -550,9 +584,11 @@ def _condition_mismatches(
     if observed_generation is not None and observed_generation is not False:
         want = obj["metadata"].get("generation") if observed_generation is True else observed_generation
         if condition.get("observedGeneration") != want:
-            wrong.append(f"observedGeneration expected {want!r}"
-                         f"{' (metadata.generation)' if observed_generation is True else ''}, "
-                         f"got {condition.get('observedGeneration')!r}")
+            wrong.append(
+                f"observedGeneration expected {want!r}"
+                f"{' (metadata.generation)' if observed_generation is True else ''}, "
+                f"got {condition.get('observedGeneration')!r}"
+            )
     return wrong
 
 
@@ -596,10 +632,13 @@ def assert_transition_time_stable(
     start = read_existing(cluster, ref, purpose="watch its conditions")
     name = describe(ref, uid_of(start))
     if _find(get_field(start, path), type) is None:
-        raise AssertionError(failure(
-            f"{name} has no condition {type!r} to watch", RULE_TRANSITION,
-            f"{path} is {get_field(start, path)!r}: wait for it first (assert_condition)",
-        ))
+        raise AssertionError(
+            failure(
+                f"{name} has no condition {type!r} to watch",
+                RULE_TRANSITION,
+                f"{path} is {get_field(start, path)!r}: wait for it first (assert_condition)",
+            )
+        )
     target = Target.of(ref)
     history = History(cluster, [target])
     history.record_for(seconds, first=trigger)
@@ -639,9 +678,12 @@ def assert_transition_time_stable(
         previous = condition
     if violations:
         shown = violations[:8] + ([f"... {len(violations) - 8} more"] if len(violations) > 8 else [])
-        raise AssertionError(failure(
-            f"{name}: condition {type!r} lastTransitionTime is not stable "
-            f"({len(violations)} of {len(versions) - 1} writes in {seconds:g}s)",
-            RULE_TRANSITION, [*shown, *target.problems],
-        ))
+        raise AssertionError(
+            failure(
+                f"{name}: condition {type!r} lastTransitionTime is not stable "
+                f"({len(violations)} of {len(versions) - 1} writes in {seconds:g}s)",
+                RULE_TRANSITION,
+                [*shown, *target.problems],
+            )
+        )
     return TransitionHistory(tuple(seen), history.window)

@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ktest.wait import consistently, eventually
+
+if TYPE_CHECKING:
+    from ktest.cluster.handle import Cluster
+    from ktest.cluster.refs import ObjectRef
 
 T = TypeVar("T")
 
@@ -31,6 +35,32 @@ def until(check: Callable[[], T], *, timeout: float, description: str, explain: 
         return eventually(functools.partial(check), timeout=timeout, description=description)
     except AssertionError as error:
         raise AssertionError(explain(str(error))) from None
+
+
+def until_read(
+    cluster: Cluster,
+    ref: ObjectRef,
+    check: Callable[[dict[str, Any]], T],
+    *,
+    timeout: float,
+    description: str,
+    explain: Callable[[str, dict[str, Any] | None], str],
+) -> T:
+    """``until(check(cluster.get(ref)))``: the check judges the object as read on each attempt;
+    ``explain(report, seen)`` also gets the object last read (None: it was never read)."""
+    __tracebackhide__ = True
+    last: list[dict[str, Any]] = []
+
+    def read_and_check() -> T:
+        last[:] = [cluster.get(ref)]
+        return check(last[0])
+
+    return until(
+        read_and_check,
+        timeout=timeout,
+        description=description,
+        explain=lambda report: explain(report, last[0] if last else None),
+    )
 
 
 def throughout(check: Callable[[], Any], *, duration: float, description: str, explain: Explain) -> None:
