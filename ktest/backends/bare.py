@@ -23,6 +23,7 @@ class BareBackend(Backend):
                 controllers=frozenset(plane.controllers),
                 name="ktest",
                 webhook_host="127.0.0.1",  # the API server runs on this machine
+                webhook_client_ca=plane.webhook_client_ca,
                 # The GC notices new kinds only on its 30 s discovery resync; a restart takes ~0.4 s.
                 on_crds_installed=(
                     (lambda names: plane.restart_controllers())

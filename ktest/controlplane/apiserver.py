@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktest.base.process import ManagedProcess, component_environment
+from ktest.controlplane.admission import ADMISSION_CONFIG_FLAG
 from ktest.controlplane.flags import merge_flags
 
 if TYPE_CHECKING:  # certificates (cryptography) are not needed to check a running server
@@ -89,6 +90,8 @@ class ApiServerFiles:
     etcd: EtcdCredentials
     audit_policy: Path | None = None
     audit_log: Path | None = None
+    # The API server's client certificate for admission webhooks (controlplane/admission.py).
+    admission_config: Path | None = None
 
 
 # ktest's flags that are the same for every control plane (they also key the etcd templates,
@@ -129,6 +132,8 @@ def default_flags(port: int, etcd_port: int, files: ApiServerFiles) -> dict[str,
     if files.audit_policy is not None and files.audit_log is not None:
         flags["audit-policy-file"] = str(files.audit_policy)
         flags["audit-log-path"] = str(files.audit_log)
+    if files.admission_config is not None:
+        flags[ADMISSION_CONFIG_FLAG] = str(files.admission_config)
     return flags
 
 
@@ -142,9 +147,7 @@ def apiserver_process(
     log_path: Path,
 ) -> ManagedProcess:
     arguments = merge_flags(default_flags(port, etcd_port, files), extra_flags)
-    return ManagedProcess(
-        "kube-apiserver", [str(binary), *arguments], log_path, env=component_environment()
-    )
+    return ManagedProcess("kube-apiserver", [str(binary), *arguments], log_path, env=component_environment())
 
 
 class ApiServerClient:
@@ -197,9 +200,7 @@ class ApiServerClient:
         """The names (``namespace/name``) of the objects of each :data:`BOOTSTRAP_LISTS` kind
         this API server serves; None when a list fails."""
         found: dict[str, list[str]] = {}
-        connection = http.client.HTTPSConnection(
-            "127.0.0.1", self.port, context=self._context, timeout=10.0
-        )
+        connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=self._context, timeout=10.0)
         try:  # one connection for all of them: a TLS handshake costs more than a list
             for kind, path in BOOTSTRAP_LISTS.items():
                 connection.request("GET", path, headers=_METADATA_ONLY)
@@ -209,8 +210,7 @@ class ApiServerClient:
                     return None
                 items = json.loads(body)["items"]
                 found[kind] = sorted(
-                    f"{item['metadata'].get('namespace', '')}/{item['metadata']['name']}"
-                    for item in items
+                    f"{item['metadata'].get('namespace', '')}/{item['metadata']['name']}" for item in items
                 )
         except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError):
             return None

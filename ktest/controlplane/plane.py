@@ -25,6 +25,7 @@ from ktest.base.janitor_client import JanitorHandle
 from ktest.base.kubeconfig import write_kubeconfig
 from ktest.base.ports import free_ports, is_address_in_use
 from ktest.base.process import ManagedProcess
+from ktest.controlplane.admission import ADMISSION_CONFIG_FLAG, webhook_client_ca, write_webhook_client
 from ktest.controlplane.apiserver import (
     AUDIT_POLICY,
     RESERVED_FLAGS,
@@ -138,9 +139,7 @@ class ControlPlane:
             raise ControlPlaneError(
                 f"apiserver_flags must be a list such as [{apiserver_flags!r}], not a string."
             )
-        given_flags = (
-            apiserver_flags.keys() if isinstance(apiserver_flags, Mapping) else apiserver_flags
-        )
+        given_flags = apiserver_flags.keys() if isinstance(apiserver_flags, Mapping) else apiserver_flags
         reserved = sorted({flag_name(f) for f in given_flags} & RESERVED_FLAGS)
         if reserved:
             raise ControlPlaneError(
@@ -150,6 +149,9 @@ class ControlPlane:
                 "cp.kubeconfig tell where the API server listens."
             )
         self._apiserver_flags = apiserver_flags
+        # The user's own admission configuration replaces ktest's, and with it the client
+        # certificate the API server presents to webhooks (see webhook_client_ca).
+        self._writes_admission_config = ADMISSION_CONFIG_FLAG not in {flag_name(f) for f in given_flags}
         self.audit = audit
         self.keep_directory = keep_directory
         self._root_directory = Path(root_directory) if root_directory is not None else None
@@ -186,6 +188,8 @@ class ControlPlane:
         """The private temporary directory. Its layout is relied upon elsewhere:
         ``admin.kubeconfig``, ``users/<name>.kubeconfig``, ``certs/ca.crt`` and
         ``certs/ca.key`` (ECDSA), ``certs/etcd/`` (etcd's own CA, no key on disk),
+        ``certs/webhook-client/`` (the API server's client certificate for admission webhooks,
+        its CA's key not on disk, and the admission configuration naming it),
         ``<kubeconfig>.credentials/`` (the files each kubeconfig names),
         ``logs/<component>.log``, ``etcd/`` (data),
         ``audit.log``."""
@@ -218,6 +222,13 @@ class ControlPlane:
     @property
     def audit_log(self) -> Path | None:
         return self.directory / "audit.log" if self.audit else None
+
+    @property
+    def webhook_client_ca(self) -> Path | None:
+        """The CA of the client certificate this API server presents to admission webhooks
+        (ktest's webhook front server requires it); None with the user's own
+        ``--admission-control-config-file`` in ``apiserver_flags``."""
+        return webhook_client_ca(self._directory) if self._started else None
 
     @property
     def assets(self) -> Assets | None:
@@ -354,8 +365,7 @@ class ControlPlane:
     def _require_started(self) -> None:
         if not self._started:
             raise ControlPlaneError(
-                "the control plane is not running: use `with ControlPlane() as cp:` or call "
-                "cp.start() first."
+                "the control plane is not running: use `with ControlPlane() as cp:` or call cp.start() first."
             )
 
     def _resolve_assets(self) -> Assets:
@@ -413,9 +423,7 @@ class ControlPlane:
                     f"{MIN_RUN_DIR_FREE >> 20} MiB there (etcd preallocates its log in 64 MiB segments).\n"
                     f"{disk_hint(base)}"
                 )
-            directory = Path(
-                tempfile.mkdtemp(prefix=f"{janitor.DIRECTORY_PREFIX}{os.getpid()}-", dir=base)
-            )
+            directory = Path(tempfile.mkdtemp(prefix=f"{janitor.DIRECTORY_PREFIX}{os.getpid()}-", dir=base))
         except OSError as error:
             raise ControlPlaneError(
                 f"cannot create the control plane's directory in {base}: "
@@ -488,6 +496,9 @@ class ControlPlane:
             audit_policy = self.directory / "audit-policy.yaml"
             janitor.write_private_text(audit_policy, AUDIT_POLICY)
             audit_log = self.directory / "audit.log"
+        admission_config = None
+        if self._writes_admission_config:
+            admission_config = write_webhook_client(self.directory).admission_config
         self._files = ApiServerFiles(
             ca_cert=ca.cert_path,
             serving_cert=serving.cert_path,
@@ -498,6 +509,7 @@ class ControlPlane:
             etcd=self._make_etcd_credentials(),
             audit_policy=audit_policy,
             audit_log=audit_log,
+            admission_config=admission_config,
         )
 
     # -- internals: components ------------------------------------------------

@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from ktest.cluster import Cluster
+from ktest.controlplane.admission import webhook_client_ca
 from ktest.sessions.backend import Backend, ClusterShare
 
 WebhookHost = str | Callable[[], str] | None
@@ -38,6 +39,7 @@ class AttachedBackend(Backend):
                 name="ktest",
                 on_crds_installed=_restart_controllers_of(share),
                 webhook_host=webhook_host or _webhook_host_of(share),
+                webhook_client_ca=webhook_client_ca(share.directory),
             )
         )
 

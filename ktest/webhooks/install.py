@@ -89,9 +89,14 @@ def install_conversion(
         cluster.install_crds({**crd, "spec": spec})
         cluster.patch(
             (*CRD_REF, name),
-            {"apiVersion": CRD_REF[0], "kind": CRD_REF[1], "metadata": {"name": name},
-             "spec": {"conversion": crd["spec"]["conversion"]}},
-            type="apply", field_manager=CONVERSION_FIELD_MANAGER,
+            {
+                "apiVersion": CRD_REF[0],
+                "kind": CRD_REF[1],
+                "metadata": {"name": name},
+                "spec": {"conversion": crd["spec"]["conversion"]},
+            },
+            type="apply",
+            field_manager=CONVERSION_FIELD_MANAGER,
         )
     except (CRDError, ApiError) as error:
         message = error.message if isinstance(error, ApiError) else str(error)

@@ -108,7 +108,7 @@ def target_path(client_config: dict[str, Any], where: str) -> tuple[str, str | N
 class Rewriter:
     """Rewrites manifests for one :class:`~ktest.webhooks.Webhooks`: where, with which CA, what suffix."""
 
-    base_url: str  # https://host:port of the front server
+    base_url: str  # https://host:port/<secret> of the front server
     ca_bundle: str
     suffix: str  # appended to configuration names: unique per test and worker
     routes: RouteTable
@@ -116,9 +116,17 @@ class Rewriter:
     timeout_seconds: float | None = None  # overrides every webhook's timeoutSeconds
     handlers: dict[str, Any] = field(default_factory=dict)  # target path -> Python handler
     services: dict[str, str] = field(default_factory=dict)  # service -> first place naming it
+    # Where conversion webhooks are called when not at base_url (the front server's conversion
+    # listener: the API server presents no client certificate to them).
+    conversion_base_url: str | None = None
 
     def client_config(self, route: Route) -> dict[str, Any]:
-        return {"url": f"{self.base_url}{route.path}", "caBundle": self.ca_bundle}
+        base = (
+            self.conversion_base_url
+            if route.kind == "conversion" and self.conversion_base_url
+            else self.base_url
+        )
+        return {"url": f"{base}{route.path}", "caBundle": self.ca_bundle}
 
     def admission(self, manifest: Manifest, probe_index: int) -> tuple[dict[str, Any], list[Route]]:
         """The configuration to install, and the routes of its webhooks."""

@@ -4,6 +4,12 @@ It answers Python handlers itself and forwards the other calls to the operator's
 own webhook server (``https://127.0.0.1:<operator port><path>``, verified against
 ktest's CA), recording each call (:mod:`ktest.webhooks.calls`). Probe requests
 (ktest's readiness checks) are answered here and never reach the operator.
+
+Only the API server may call it (issue 23.3): every path starts with a secret
+segment only the installed configurations carry, and on the embedded control
+plane, whose API server presents a client certificate to admission webhooks
+(:mod:`ktest.controlplane.admission`), a client without that certificate fails the
+TLS handshake. Requests refused either way are not read and never logged.
 """
 
 from __future__ import annotations
@@ -28,7 +34,13 @@ log = logging.getLogger("ktest.webhooks")
 
 
 class FrontServer:
-    """Listens on ``host:port`` (0: a free port) with ``context``; see the module docstring."""
+    """Listens on ``host:port`` (0: a free port) with ``context``; see the module docstring.
+
+    With ``conversion_context`` (given when ``context`` requires the API server's client
+    certificate, which it does not present to CRD conversion webhooks), conversion calls
+    get a listener of their own on another port that answers conversion routes only:
+    admission routes stay behind the certificate, conversions behind the path secret.
+    """
 
     def __init__(
         self,
@@ -42,6 +54,7 @@ class FrontServer:
         upstream_context: ssl.SSLContext,
         probe_name: str,
         path_secret: str,
+        conversion_context: ssl.SSLContext | None = None,
     ) -> None:
         if len(path_secret) < 16:
             raise WebhookError("the front server's path secret must be long enough not to be guessed")
@@ -57,32 +70,29 @@ class FrontServer:
         self.probe_hits: set[str] = set()
         self.handler_errors: list[str] = []
         self._probe_lock = threading.Lock()
+        self.requires_client_certificate = context.verify_mode == ssl.CERT_REQUIRED
+        self._servers = [_listen(self, host, port, context, conversions_only=False)]
         try:
-            self._server = _Server((host, port), _RequestHandler)
-        except OSError as error:
-            if error.errno == errno.EADDRINUSE:
-                raise WebhookError(
-                    f"cannot serve webhooks on {host}:{port}: the port is already taken by another process; "
-                    "pass another port, or port=0 for a free one"
-                ) from None
-            if error.errno == errno.EADDRNOTAVAIL:
-                raise WebhookError(
-                    f"cannot serve webhooks on {host}:{port}: this machine has no address {host} "
-                    "(for kind, the Docker network's gateway; is the cluster's network gone?)"
-                ) from None
+            if conversion_context is not None:
+                self._servers.append(_listen(self, host, 0, conversion_context, conversions_only=True))
+        except BaseException:
+            self._servers[0].server_close()
             raise
-        self._server.front = self
-        self._server.socket = context.wrap_socket(
-            self._server.socket, server_side=True, do_handshake_on_connect=False
-        )
-        self.host, self.port = host, self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="ktest-webhooks", daemon=True)
-        self._thread.start()
+        self.host, self.port = host, self._servers[0].server_address[1]
+        self.conversion_port: int = self._servers[-1].server_address[1]
+        self._threads = [
+            threading.Thread(target=server.serve_forever, name="ktest-webhooks", daemon=True)
+            for server in self._servers
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)
 
     def probe_hit(self, key: str) -> None:
         with self._probe_lock:
@@ -90,11 +100,16 @@ class FrontServer:
 
     # ------------------------------------------------------------ answering
 
-    def authorized_path(self, path: str) -> str | None:
-        """``path`` without its secret prefix; None when the request does not carry the secret."""
+    def authorized_path(self, path: str, *, conversions_only: bool = False) -> str | None:
+        """``path`` without its secret prefix; None when the request does not carry the secret,
+        or (``conversions_only``: on the conversion listener) names no conversion route."""
         given, separator, rest = path.partition("/")[2].partition("/")
         if not separator or not hmac.compare_digest(f"/{given}".encode(), self._path_prefix.encode()):
             return None
+        if conversions_only:
+            route = self.routes.find(f"/{rest}")
+            if route is None or route.kind != "conversion":
+                return None
         return f"/{rest}"
 
     def answer(self, path: str, body: bytes) -> tuple[int, bytes]:
@@ -279,9 +294,35 @@ def _review(review: dict[str, Any], response: dict[str, Any]) -> bytes:
     ).encode()
 
 
+def _listen(
+    front: FrontServer, host: str, port: int, context: ssl.SSLContext, *, conversions_only: bool
+) -> _Server:
+    try:
+        server = _Server((host, port), _RequestHandler)
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise WebhookError(
+                f"cannot serve webhooks on {host}:{port}: the port is already taken by another process; "
+                "pass another port, or port=0 for a free one"
+            ) from None
+        if error.errno == errno.EADDRNOTAVAIL:
+            raise WebhookError(
+                f"cannot serve webhooks on {host}:{port}: this machine has no address {host} "
+                "(for kind, the Docker network's gateway; is the cluster's network gone?)"
+            ) from None
+        raise
+    server.front = front
+    server.conversions_only = conversions_only
+    # The handshake runs in the request's thread: a client that stalls it (or, with a required
+    # client certificate, fails it) holds up nobody else.
+    server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+    return server
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     front: FrontServer
+    conversions_only: bool  # the conversion listener: conversion routes only
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("webhook connection from %s failed", client_address, exc_info=True)
@@ -292,7 +333,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_POST(self) -> None:
-        path = self.server.front.authorized_path(self.path.split("?", 1)[0])
+        path = self.server.front.authorized_path(
+            self.path.split("?", 1)[0], conversions_only=self.server.conversions_only
+        )
         if path is None:  # not the API server: refused unread, never in the call log
             self._refuse()
             return

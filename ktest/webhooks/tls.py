@@ -46,10 +46,15 @@ class WebhookTLS:
         """``clientConfig.caBundle``: the CA certificate, PEM, base64-encoded."""
         return base64.b64encode(self._ca.cert_pem).decode("ascii")
 
-    def server_context(self) -> ssl.SSLContext:
-        """For ktest's own HTTPS server."""
+    def server_context(self, client_ca: Path | None = None) -> ssl.SSLContext:
+        """For ktest's own HTTPS server; with ``client_ca``, only clients presenting a
+        certificate it issued complete the handshake (the embedded API server's, see
+        :mod:`ktest.controlplane.admission`)."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(self.cert_file, self.key_file)
+        if client_ca is not None:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(cafile=str(client_ca))
         return context
 
     def client_context(self) -> ssl.SSLContext:

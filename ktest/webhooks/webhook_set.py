@@ -152,7 +152,10 @@ class Webhooks:
         """Where the API server calls: ``https://<host>:<port>``."""
         if self.server is None:
             raise WebhookError("the webhooks are not started: use `with Webhooks(...) as wh:` or start()")
-        return f"https://{_url_host(self.host)}:{self.server.port}"
+        return self._url(self.server.port)
+
+    def _url(self, port: int) -> str:
+        return f"https://{_url_host(self.host)}:{port}"
 
     # ------------------------------------------------------------ lifecycle
 
@@ -176,16 +179,21 @@ class Webhooks:
 
     def _start(self) -> None:
         tls = self._tls()
+        # The embedded control plane's API server presents a client certificate to admission
+        # webhooks: then only it gets through the handshake (elsewhere the path secret guards).
+        client_ca = self.cluster.webhook_client_ca
+        converts = bool(self.read.conversions or self.handlers.conversions())
         self.server = FrontServer(
             self.host,
             self.requested_port,
-            tls.server_context(),
+            tls.server_context(client_ca),
             self.routes,
             self.calls,
             upstream=(OPERATOR_HOST, self.operator_port),
             upstream_context=tls.client_context(),
             probe_name=f"ktest-webhook-probe-{self.token}",
             path_secret=self._path_secret,
+            conversion_context=tls.server_context() if client_ca is not None and converts else None,
         )
         from ktest.context import add_health_check, add_report_section
 
@@ -193,6 +201,7 @@ class Webhooks:
         self._undo_health = add_health_check(self.check_handlers)
         rewriter = Rewriter(
             base_url=f"{self.url}/{self._path_secret}",
+            conversion_base_url=self._url(self.server.conversion_port) + f"/{self._path_secret}",
             ca_bundle=tls.ca_bundle,
             suffix=self.token,
             routes=self.routes,
@@ -313,6 +322,13 @@ class Webhooks:
     def report(self) -> str:
         """The failure-report section: what is installed where, and every call."""
         lines = [f"webhooks served at {self.url if self.server else '(stopped)'}"]
+        if self.server is not None and self.server.requires_client_certificate:
+            lines[0] += " (only the API server's client certificate gets through"
+            if self.server.conversion_port != self.server.port:
+                lines[0] += (
+                    f"; conversions at port {self.server.conversion_port}, which it does not present there"
+                )
+            lines[0] += ")"
         if any(route.handler is None for route in self.routes):
             lines[0] += f"; the operator's server expected at {OPERATOR_HOST}:{self.operator_port}"
         for route in self.routes:

@@ -44,7 +44,8 @@ def test_the_failure_report_lists_the_webhook_calls(
     result.stdout.re_match_lines(
         [
             r".* ktest: webhooks test-a-configmap-[0-9a-f]{6} .*",
-            r"webhooks served at https://127\.0\.0\.1:\d+$",
+            r"webhooks served at https://127\.0\.0\.1:\d+ "
+            r"\(only the API server's client certificate gets through\)$",
             r"  validating never\.configmaps\.core -> python handler never, failurePolicy Fail, timeout 3s",
             r"calls \(1\):",
             r"  validating webhook never\.configmaps\.core \(python handler never, failurePolicy Fail\): "

@@ -62,7 +62,9 @@ def test_a_url_on_another_host_is_refused_naming_file_and_webhook(cluster: Clust
 
 def test_a_webhook_without_client_config_and_other_kinds_are_refused(tmp_path: Path) -> None:
     broken = {**VALIDATING, "webhooks": [{**VALIDATING["webhooks"][0], "clientConfig": {}}]}
-    cluster_stub: Any = type("Stub", (), {"webhook_host": "127.0.0.1", "server": "https://127.0.0.1:1"})()
+    cluster_stub: Any = type(
+        "Stub", (), {"webhook_host": "127.0.0.1", "webhook_client_ca": None, "server": "https://127.0.0.1:1"}
+    )()
     with pytest.raises(WebhookError, match="clientConfig has neither service nor url"):
         Webhooks(cluster_stub, write(tmp_path / "a.yaml", broken)).start()
     with pytest.raises(

@@ -1,0 +1,94 @@
+"""The API server's client certificate for admission webhooks (issue 23.3): what the
+control plane writes, the flag it passes, and that the user's own admission
+configuration replaces it."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import yaml
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from ktest.assets.bundle import Assets
+from ktest.controlplane import ControlPlane
+from ktest.controlplane.admission import (
+    ADMISSION_CONFIG_FLAG,
+    WEBHOOK_CLIENT_USER,
+    WEBHOOK_PLUGINS,
+    webhook_client_ca,
+    write_webhook_client,
+)
+
+
+def command_line(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+
+
+def test_the_admission_configuration_names_a_client_certificate_for_every_webhook(tmp_path: Path) -> None:
+    files = write_webhook_client(tmp_path)
+    config = yaml.safe_load(files.admission_config.read_text())
+    assert (config["apiVersion"], config["kind"]) == ("apiserver.config.k8s.io/v1", "AdmissionConfiguration")
+    assert [plugin["name"] for plugin in config["plugins"]] == list(WEBHOOK_PLUGINS)
+    kubeconfigs = set()
+    for plugin in config["plugins"]:
+        configuration = plugin["configuration"]
+        assert configuration["kind"] == "WebhookAdmissionConfiguration"
+        kubeconfigs.add(configuration["kubeConfigFile"])
+    (kubeconfig,) = kubeconfigs
+    users = yaml.safe_load(Path(kubeconfig).read_text())["users"]
+    assert [user["name"] for user in users] == ["*"]  # every webhook host:port
+    certificate = x509.load_pem_x509_certificate(Path(users[0]["user"]["client-certificate"]).read_bytes())
+    authority = x509.load_pem_x509_certificate(files.ca_cert.read_bytes())
+    certificate.verify_directly_issued_by(authority)
+    assert certificate.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == WEBHOOK_CLIENT_USER
+    usages = certificate.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(usages) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+
+    written = [path for path in files.ca_cert.parent.rglob("*")]
+    assert not [
+        path for path in written if path.name.endswith(".key") and "ca" in path.stem
+    ]  # CA key: memory only
+    modes = {path.name: stat.S_IMODE(os.stat(path).st_mode) for path in written}
+    assert set(modes.values()) == {0o600}, modes
+    assert webhook_client_ca(tmp_path) == files.ca_cert
+    assert webhook_client_ca(tmp_path / "elsewhere") is None and webhook_client_ca(None) is None
+
+
+def test_the_api_server_is_given_it(plane: ControlPlane) -> None:
+    assert plane.webhook_client_ca is not None and plane.webhook_client_ca.is_file()
+    pid = plane.processes()["kube-apiserver"].pid
+    assert pid is not None
+    arguments = command_line(pid)
+    flag = f"--{ADMISSION_CONFIG_FLAG}="
+    (given,) = [argument for argument in arguments if argument.startswith(flag)]
+    assert Path(given.removeprefix(flag)).is_relative_to(plane.directory)
+
+
+def test_the_users_admission_configuration_replaces_it(k8s_assets: Assets, tmp_path: Path) -> None:
+    own = tmp_path / "admission.yaml"
+    own.write_text("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins: []\n")
+    with ControlPlane(
+        assets=k8s_assets, controllers="none", apiserver_flags=[f"--{ADMISSION_CONFIG_FLAG}={own}"]
+    ) as plane:
+        pid = plane.processes()["kube-apiserver"].pid
+        assert pid is not None
+        assert f"--{ADMISSION_CONFIG_FLAG}={own}" in command_line(pid)
+        assert plane.webhook_client_ca is None
+        assert not (plane.directory / "certs" / "webhook-client").exists()
+
+
+def test_a_process_attached_to_the_plane_knows_the_ca_too(plane: ControlPlane) -> None:
+    """xdist workers and `ktest up` sessions attach to a plane another process runs: their
+    webhook sets must require the same certificate."""
+    from ktest.backends.bare import share_of
+    from ktest.sessions.attached import AttachedBackend
+
+    attached = AttachedBackend(share_of(plane, "the session's plane"))
+    try:
+        assert attached.cluster.webhook_client_ca == plane.webhook_client_ca is not None
+        assert attached.cluster.user("someone").webhook_client_ca == plane.webhook_client_ca
+    finally:
+        attached.close()
