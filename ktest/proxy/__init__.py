@@ -16,16 +16,13 @@ from __future__ import annotations
 
 from ktest.lazy import lazy_attributes
 
-_EXPORTS = {
-    "Call": "ktest.proxy.traffic",
-    "Traffic": "ktest.proxy.traffic",
-    "Faults": "ktest.proxy.faults",
-    "Injection": "ktest.proxy.faults",
-    "UnusedFaultRuleWarning": "ktest.proxy.faults",
-    "OperatorProxy": "ktest.proxy.operator_proxy",
-    "FaultRuleError": "ktest.proxy.rules",
-    "Rule": "ktest.proxy.rules",
+_NAMES_BY_MODULE = {
+    "traffic": ("Call", "Traffic"),
+    "faults": ("Faults", "Injection", "UnusedFaultRuleWarning"),
+    "operator_proxy": ("OperatorProxy",),
+    "rules": ("FaultRuleError", "Rule"),
 }
+_EXPORTS = {name: f"ktest.proxy.{module}" for module, names in _NAMES_BY_MODULE.items() for name in names}
 
 __all__ = sorted(_EXPORTS)
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ktest.base.delegation import Delegated
 from ktest.proxy.requests import WRITE_VERBS, ApiRequest
 
 TAIL_CALLS = 30
@@ -60,30 +61,13 @@ class Call:
     protocol: str = "HTTP/1.1"
     """How the operator sent the request to the proxy: "HTTP/1.1", or "HTTP/2" (one stream)."""
 
-    # a few names tests read most
-    @property
-    def verb(self) -> str:
-        return self.request.verb
-
-    @property
-    def resource(self) -> str:
-        return self.request.resource
-
-    @property
-    def namespace(self) -> str | None:
-        return self.request.namespace
-
-    @property
-    def name(self) -> str | None:
-        return self.request.name
-
-    @property
-    def subresource(self) -> str | None:
-        return self.request.subresource
-
-    @property
-    def field_manager(self) -> str | None:
-        return self.request.field_manager
+    # a few names tests read most, read from the request
+    verb = Delegated[str]("request")
+    resource = Delegated[str]("request")
+    namespace = Delegated[str | None]("request")
+    name = Delegated[str | None]("request")
+    subresource = Delegated[str | None]("request")
+    field_manager = Delegated[str | None]("request")
 
     @property
     def is_write(self) -> bool:
@@ -174,14 +158,16 @@ class Traffic:
         verbs = {verb} if isinstance(verb, str) else set(verb) if verb is not None else None
         resources = self._resources(resource, kind)
         with self._lock:
-            calls = self._calls[max(0, since - self._dropped):]
+            calls = self._calls[max(0, since - self._dropped) :]
         found = []
         for call in calls:
             request = call.request
             if verbs is not None and request.verb not in verbs:
                 continue
-            if resources is not None and request.resource not in resources and (
-                request.qualified_resource not in resources
+            if (
+                resources is not None
+                and request.resource not in resources
+                and (request.qualified_resource not in resources)
             ):
                 continue
             if namespace is not None and request.namespace != namespace:
@@ -229,8 +215,11 @@ class Traffic:
         found = []
         for call in self.calls(verb="watch"):
             for at, event_namespace, event_name in list(call.event_objects):
-                if event_name == name and event_namespace == namespace and at > after and (
-                    before is None or at < before
+                if (
+                    event_name == name
+                    and event_namespace == namespace
+                    and at > after
+                    and (before is None or at < before)
                 ):
                     found.append((at, call.request.resource))
         return sorted(found)
