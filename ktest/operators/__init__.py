@@ -19,29 +19,23 @@ from __future__ import annotations
 
 from ktest.lazy import lazy_attributes
 
-_EXPORTS = {
-    "OperatorHandle": "ktest.operators.handle",
-    "OperatorContext": "ktest.operators.inprocess",
-    "CallableOperator": "ktest.operators.inprocess",
-    "run_callable": "ktest.operators.inprocess",
-    "KopfOperator": "ktest.operators.kopf_runner",
-    "run_kopf": "ktest.operators.kopf_runner",
-    "ProcessOperator": "ktest.operators.process_runner",
-    "run_subprocess": "ktest.operators.process_runner",
-    "OperatorIdentity": "ktest.operators.rbac",
-    "operator_identity": "ktest.operators.rbac",
-    "load_roles": "ktest.operators.rbac",
-    "build_go_binary": "ktest.operators.gobuild",
-    "plan_go_build": "ktest.operators.gobuild",
-    "ExpectedCrash": "ktest.operators.handle",
-    "OperatorCrash": "ktest.operators.run_threads",
-    "namespace_for": "ktest.operators.pytest_fixtures",
-    "operator_for_test": "ktest.operators.pytest_fixtures",
-    "finalize_namespace": "ktest.operators.pytest_fixtures",
-    "finalize_cluster_objects": "ktest.operators.pytest_fixtures",
-    "Denial": "ktest.operators.denials",
-    "find_denials": "ktest.operators.denials",
+_NAMES_BY_MODULE = {
+    "handle": ("OperatorHandle", "ExpectedCrash"),
+    "inprocess": ("OperatorContext", "CallableOperator", "run_callable"),
+    "kopf_runner": ("KopfOperator", "run_kopf"),
+    "process_runner": ("ProcessOperator", "run_subprocess"),
+    "rbac": ("OperatorIdentity", "operator_identity", "load_roles"),
+    "gobuild": ("build_go_binary", "plan_go_build"),
+    "run_threads": ("OperatorCrash",),
+    "pytest_fixtures": (
+        "namespace_for",
+        "operator_for_test",
+        "finalize_namespace",
+        "finalize_cluster_objects",
+    ),
+    "denials": ("Denial", "find_denials"),
 }
+_EXPORTS = {name: f"ktest.operators.{module}" for module, names in _NAMES_BY_MODULE.items() for name in names}
 
 __all__ = sorted(_EXPORTS)
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktest.base.delegation import Delegated
 from ktest.operators import client_defaults
 from ktest.operators.handle import launch
 from ktest.operators.kopf_loading import Source, describe_sources, is_path, load_registry
@@ -95,15 +96,10 @@ class KopfOperator(ThreadOperator):
         self.log_level = log_level
         self._run = _KopfRun(RunThreads(self.name, self._sink))
 
-    @property
-    def registry(self) -> Any:
-        """The ``kopf.OperatorRegistry`` of the current run (fresh for every run)."""
-        return self._run.registry
-
-    @property
-    def settings(self) -> Any:
-        """The ``kopf.OperatorSettings`` of the current run."""
-        return self._run.settings
+    registry = Delegated[Any]("_run")
+    """The ``kopf.OperatorRegistry`` of the current run (fresh for every run)."""
+    settings = Delegated[Any]("_run")
+    """The ``kopf.OperatorSettings`` of the current run."""
 
     # ------------------------------------------------------------ hooks
 

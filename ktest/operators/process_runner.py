@@ -27,14 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktest.errors import ControlPlaneError, OperatorError
-from ktest.operators.handle import OperatorHandle, launch
+from ktest.operators.handle import OperatorHandle, OperatorOptions, launch
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ktest.base.process import ManagedProcess
     from ktest.cluster import Cluster
-    from ktest.operators.handle import OperatorOptions
 
 IN_CLUSTER_VARIABLES = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "KUBERNETES_SERVICE_PORT_HTTPS")
 _HTTP_TIMEOUT = 1.0
@@ -210,16 +209,19 @@ def _compile(pattern: str | re.Pattern[str] | None) -> re.Pattern[str] | None:
         raise OperatorError(f"ready_log={pattern!r} is not a valid regular expression: {error}.") from None
 
 
+class ProcessOptions(OperatorOptions, total=False):
+    """What ``run_subprocess`` takes beside :class:`~ktest.operators.handle.OperatorOptions`
+    (see :class:`ProcessOperator`)."""
+
+    args: Sequence[str | Path]
+    env: Mapping[str, str] | None
+    cwd: Path | str | None
+    ready_log: str | re.Pattern[str] | None
+    ready_http: str | None
+
+
 def run_subprocess(
-    cmd: str | Sequence[str | Path],
-    cluster: Cluster,
-    *,
-    args: Sequence[str | Path] = (),
-    env: Mapping[str, str] | None = None,
-    cwd: Path | str | None = None,
-    ready_log: str | re.Pattern[str] | None = None,
-    ready_http: str | None = None,
-    **options: Unpack[OperatorOptions],
+    cmd: str | Sequence[str | Path], cluster: Cluster, **options: Unpack[ProcessOptions]
 ) -> ProcessOperator:
     """Start ``cmd`` (+ ``args``) with ``KUBECONFIG`` set and wait until it is ready.
 
@@ -234,7 +236,4 @@ def run_subprocess(
     The other keyword arguments: :class:`~ktest.operators.handle.OperatorOptions`.
     """
     wait = options.pop("wait", True)
-    handle = ProcessOperator(
-        cmd, cluster, args=args, env=env, cwd=cwd, ready_log=ready_log, ready_http=ready_http, **options
-    )
-    return launch(handle, wait)
+    return launch(ProcessOperator(cmd, cluster, **options), wait)
