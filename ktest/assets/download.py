@@ -101,25 +101,27 @@ class _TimedHTTPSConnection(_TimedHTTPConnection, http.client.HTTPSConnection):
     """The same over TLS: the read timeout is set on the socket once the TLS handshake is done."""
 
 
-class _TimedHTTPHandler(urllib.request.HTTPHandler):
+class _TimedOpening(urllib.request.AbstractHTTPHandler):
+    """What both handlers share: open the connection class with the read timeout."""
+
     def __init__(self, read_timeout: float) -> None:
         super().__init__()
         self._read_timeout = read_timeout
 
+    def _open_timed(
+        self, connection: type[_TimedHTTPConnection], req: urllib.request.Request, **how: Any
+    ) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(connection, read_timeout=self._read_timeout), req, **how)
+
+
+class _TimedHTTPHandler(_TimedOpening, urllib.request.HTTPHandler):
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        factory = functools.partial(_TimedHTTPConnection, read_timeout=self._read_timeout)
-        return self.do_open(factory, req)
+        return self._open_timed(_TimedHTTPConnection, req)
 
 
-class _TimedHTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, read_timeout: float) -> None:
-        super().__init__()
-        self._read_timeout = read_timeout
-
+class _TimedHTTPSHandler(_TimedOpening, urllib.request.HTTPSHandler):
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        factory = functools.partial(_TimedHTTPSConnection, read_timeout=self._read_timeout)
-        context = getattr(self, "_context", None)
-        return self.do_open(factory, req, context=context)
+        return self._open_timed(_TimedHTTPSConnection, req, context=getattr(self, "_context", None))
 
 
 class Downloader:
@@ -150,9 +152,7 @@ class Downloader:
             try:
                 body = response.read(limit + 1)
             except (OSError, http.client.HTTPException) as error:
-                raise AssetsError(
-                    f"could not download {what} from {url}: {_reason(error)}."
-                ) from error
+                raise AssetsError(f"could not download {what} from {url}: {_reason(error)}.") from error
         if len(body) > limit:
             raise AssetsError(f"{what} at {url} is larger than {limit} bytes; is the URL right?")
         return body.decode("utf-8", errors="replace")
@@ -175,8 +175,7 @@ class Downloader:
                         ) from error
                     except (OSError, http.client.HTTPException) as error:
                         raise AssetsError(
-                            f"download of {name} from {url} failed after {received} bytes: "
-                            f"{_reason(error)}."
+                            f"download of {name} from {url} failed after {received} bytes: {_reason(error)}."
                         ) from error
                     if not chunk:
                         break
@@ -186,8 +185,7 @@ class Downloader:
                     self.progress.transferred(name, received, total)
             if total is not None and received != total:
                 raise AssetsError(
-                    f"download of {name} from {url} was cut short after {received} of "
-                    f"{total} bytes."
+                    f"download of {name} from {url} was cut short after {received} of {total} bytes."
                 )
             actual = digest.hexdigest()
             if actual.lower() != sha512.strip().lower():
@@ -239,9 +237,7 @@ def parse_index(text: str, url: str) -> dict[str, dict[str, Archive]]:
         entries = {}
         for name, details in archives.items():
             if isinstance(details, dict) and details.get("hash") and details.get("selfLink"):
-                entries[str(name)] = Archive(
-                    str(name), str(details["selfLink"]), str(details["hash"])
-                )
+                entries[str(name)] = Archive(str(name), str(details["selfLink"]), str(details["hash"]))
         index[KubeVersion.parse(str(version)).text] = entries
     return index
 
@@ -260,9 +256,7 @@ def fetch_index(downloader: Downloader) -> dict[str, dict[str, Archive]]:
     return parse_index(downloader.fetch_text(url, "the envtest release index"), url)
 
 
-def download_binaries(
-    version: str, arch: str, destination: Path, downloader: Downloader
-) -> dict[str, Any]:
+def download_binaries(version: str, arch: str, destination: Path, downloader: Downloader) -> dict[str, Any]:
     """Download and verify all four binaries of ``version`` into ``destination``."""
     started = time.monotonic()
     settings = downloader.settings
@@ -271,10 +265,7 @@ def download_binaries(
     archive = index.get(version, {}).get(wanted)
     if archive is None:
         known = ", ".join(index_versions(index, arch)[:8]) or "none"
-        raise AssetsError(
-            f"the envtest index {settings.index_url} has no {wanted} "
-            f"(it lists: {known})."
-        )
+        raise AssetsError(f"the envtest index {settings.index_url} has no {wanted} (it lists: {known}).")
     archive_path = destination / f".{archive.name}"
     downloader.fetch_file(archive.url, archive_path, archive.name, archive.sha512)
     try:
@@ -286,9 +277,7 @@ def download_binaries(
     checksum = downloader.fetch_text(f"{kcm_url}.sha512", "kube-controller-manager.sha512")
     expected = checksum.split()[0] if checksum.split() else ""
     if len(expected) != 128:
-        raise AssetsError(
-            f"{kcm_url}.sha512 does not hold a SHA-512 checksum (got {checksum[:80]!r})."
-        )
+        raise AssetsError(f"{kcm_url}.sha512 does not hold a SHA-512 checksum (got {checksum[:80]!r}).")
     kcm_path = destination / "kube-controller-manager"
     downloader.fetch_file(kcm_url, kcm_path, "kube-controller-manager", expected)
     kcm_path.chmod(0o755)

@@ -12,7 +12,10 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TextIO
+
+import filelock
 
 
 def format_duration(seconds: float) -> str:
@@ -101,9 +104,7 @@ class Progress:
             return
         self._last_bytes_report = now
         amount = format_bytes(done) + (f" / {format_bytes(total)}" if total else "")
-        self._write_status(
-            f"downloading {name}: {amount}", final=finished or not self._interactive
-        )
+        self._write_status(f"downloading {name}: {amount}", final=finished or not self._interactive)
 
     def _write_status(self, text: str, *, final: bool) -> None:
         with self._lock:
@@ -112,6 +113,22 @@ class Progress:
             else:
                 self.stream.write(f"ktest: {text}\n")
             self.stream.flush()
+
+
+@contextmanager
+def holding_lock(path: Path, progress: Progress, holder: str) -> Iterator[None]:
+    """Hold the file lock ``path``; while another process (``holder``: who, in words) holds
+    it, say so on ``progress`` and wait."""
+    lock = filelock.FileLock(str(path))
+    try:
+        lock.acquire(timeout=0.2)
+    except filelock.Timeout:
+        progress.note(f"{holder}; waiting for it (lock {path})")
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def as_progress(progress: bool | Progress) -> Progress:

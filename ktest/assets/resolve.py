@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from ktest.assets import download, gobuild, probe, store, versions
@@ -56,9 +57,7 @@ class Resolution:
 
     def __init__(self, selector: Selector, source: str, progress: Progress) -> None:
         if source not in SOURCES:
-            raise AssetsError(
-                f"unknown binaries source {source!r}; use one of: {', '.join(SOURCES)}."
-            )
+            raise AssetsError(f"unknown binaries source {source!r}; use one of: {', '.join(SOURCES)}.")
         self.selector = selector
         self.source = source
         self.progress = progress
@@ -142,8 +141,7 @@ class Resolution:
                     f"{self.selector}, or request {version}."
                 )
             self.progress.note(
-                f"not using {variable}={directory}: it holds Kubernetes {version}, "
-                f"not {self.selector}"
+                f"not using {variable}={directory}: it holds Kubernetes {version}, not {self.selector}"
             )
             self.tried.append(f"{variable}={directory}: holds {version}, not {self.selector}")
             return None
@@ -160,13 +158,9 @@ class Resolution:
     def _concrete_version(self) -> str:
         if self.selector.is_exact:
             return self.selector.exact_version
-        downloader = (
-            download.Downloader(self.settings, self.progress) if self.allows_download else None
-        )
+        downloader = download.Downloader(self.settings, self.progress) if self.allows_download else None
         go = self.go.path if self.allows_build and self.go is not None else None
-        known = versions.known_versions(
-            self.locations, go=go, downloader=downloader, progress=self.progress
-        )
+        known = versions.known_versions(self.locations, go=go, downloader=downloader, progress=self.progress)
         chosen = self.selector.newest_match(known.all())
         if chosen is not None:
             return chosen
@@ -183,9 +177,7 @@ class Resolution:
     def _setup_envtest_store(self, version: str) -> Assets | None:
         entry = store.read_envtest_entry(self.locations, version)
         if entry is None:
-            self.tried.append(
-                f"setup-envtest store {self.locations.envtest_entry(version)}: not installed"
-            )
+            self.tried.append(f"setup-envtest store {self.locations.envtest_entry(version)}: not installed")
             return None
         if "kube-controller-manager" in entry.missing:
             cached = store.read_cache_entry(self.locations, version)
@@ -200,35 +192,45 @@ class Resolution:
                 self.progress.note(f"Kubernetes {version} was installed by another process")
                 return _assets(existing)
             if self.allows_download:
-                try:
-                    return _assets(self._download(installer, version), "download")
-                except AssetsError as error:
-                    if self.source == "download":
-                        raise
-                    self.tried.append(f"download: {_indented(error)}")
-                    self.progress.note(f"download failed: {_first_line(error)}")
+                outcome = self._attempt("download", "download", self._download, installer, version)
+                if isinstance(outcome, Assets):
+                    return outcome
+                self.progress.note(f"download failed: {_first_line(outcome)}")
             elif self.source in ("auto", "download"):
                 self.tried.append("download: disabled by KTEST_DOWNLOAD")
             if self.allows_build:
                 if self.go is None:
                     self.tried.append("build from Go modules: `go` is not on PATH")
                 else:
-                    try:
-                        return _assets(self._build(installer, version), "build")
-                    except AssetsError as error:
-                        if self.source == "build":
-                            raise
-                        self.tried.append(f"build from Go modules: {_indented(error)}")
+                    outcome = self._attempt("build", "build from Go modules", self._build, installer, version)
+                    if isinstance(outcome, Assets):
+                        return outcome
         raise AssetsError(self._nothing_worked(version))
+
+    def _attempt(
+        self,
+        source: str,
+        label: str,
+        install: Callable[[store.Installer, str], store.Entry],
+        installer: store.Installer,
+        version: str,
+    ) -> Assets | AssetsError:
+        """Install ``version`` one way (``source``): the assets, or the error when other ways
+        may still be tried (noted in ``tried`` as ``label``); raised when ``source`` was asked for."""
+        try:
+            return _assets(install(installer, version), source)
+        except AssetsError as error:
+            if self.source == source:
+                raise
+            self.tried.append(f"{label}: {_indented(error)}")
+            return error
 
     def _download(self, installer: store.Installer, version: str) -> store.Entry:
         downloader = download.Downloader(self.settings, self.progress)
         self.progress.note(f"downloading Kubernetes {version} binaries from {self._download_hosts()}")
         return installer.install(
             "download",
-            lambda scratch: download.download_binaries(
-                version, self.locations.arch, scratch, downloader
-            ),
+            lambda scratch: download.download_binaries(version, self.locations.arch, scratch, downloader),
         )
 
     def _build(self, installer: store.Installer, version: str) -> store.Entry:
