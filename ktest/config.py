@@ -147,6 +147,21 @@ class Spec:
         return "bool" if self.flag else "linelist" if self.multiple else "string"
 
 
+def _setting(
+    name: str, parse: Parser, help: str, default_text: str, *, key: str = "", option: str = "", **details: Any
+) -> Spec:
+    """A setting's row: its option, ini key and environment variable follow from ``key`` (default:
+    ``name``) as ``--ktest-<key>``, ``ktest_<key>`` and ``KTEST_<KEY>``; ``option`` overrides the first."""
+    key = key or name
+    option = option or f"--ktest-{key.replace('_', '-')}"
+    return Spec(name, option, f"ktest_{key}", f"KTEST_{key.upper()}", parse, help, default_text, **details)
+
+
+def _flag(name: str, help: str, *, on: bool = False) -> Spec:
+    """A setting that is on or off: ``--ktest-<name>`` takes no value and turns it on."""
+    return _setting(name, _bool, help, "true" if on else "false", flag=True)
+
+
 def _shown(value: Any) -> str:
     if isinstance(value, tuple):
         return ",".join(str(item) for item in value) or "(none)"
@@ -279,9 +294,11 @@ def _controllers(text: str, spec: Spec, source: Source) -> tuple[str, ...]:
         )
     unknown = [name for name in names if known_controller(name) is None]
     if unknown:
-        hints = [f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
-                 for name in unknown
-                 for close in [difflib.get_close_matches(name, _CONTROLLER_SPELLINGS, n=1)]]
+        hints = [
+            f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
+            for name in unknown
+            for close in [difflib.get_close_matches(name, _CONTROLLER_SPELLINGS, n=1)]
+        ]
         raise ConfigError(
             f"{source.label}: unknown kube-controller-manager controller {', '.join(hints)}. "
             f"Known controllers (full name, or its short form such as garbagecollector): "
@@ -352,80 +369,74 @@ def _feature_gates(text: str, spec: Spec, source: Source) -> tuple[str, ...]:
 
 # -------------------------------------------------------------------- the table
 
+# fmt: off
 SETTINGS: tuple[Spec, ...] = (
-    Spec("k8s_version", "--ktest-k8s-version", "ktest_k8s_version", "KTEST_K8S_VERSION", _version,
-         "Kubernetes version: 1.37.2, 1.37 (newest patch) or latest", "latest", metavar="VERSION"),
-    Spec("backend", "--ktest-backend", "ktest_backend", "KTEST_BACKEND", _backend_name,
-         "where the cluster comes from: bare (embedded control plane), kind (a kind cluster with real "
-         "nodes) or existing (kubeconfig)", "bare", metavar="NAME"),
-    Spec("kubeconfig", "--ktest-kubeconfig", "ktest_kubeconfig", "KTEST_KUBECONFIG", _path,
-         "kubeconfig for backend existing", "$KUBECONFIG, else ~/.kube/config", metavar="PATH"),
-    Spec("context", "--ktest-context", "ktest_context", "KTEST_CONTEXT", _text,
-         "kubeconfig context for backend existing; required, and must be the current context", "(none)",
-         metavar="NAME"),
-    Spec("crds", "--ktest-crds", "ktest_crds", "KTEST_CRDS", _paths,
-         "CRD files or directories installed once per session", "(none)", multiple=True, metavar="PATH"),
-    Spec("controllers", "--ktest-controllers", "ktest_controllers", "KTEST_CONTROLLERS", _controllers,
-         "kube-controller-manager controllers (comma-separated) or none", ",".join(DEFAULT_CONTROLLERS),
-         metavar="LIST"),
-    Spec("timeout", "--ktest-timeout", "ktest_timeout", "KTEST_TIMEOUT", _seconds(allow_zero=True),
-         "default eventually() timeout, seconds", "10", metavar="SECONDS"),
-    Spec("interval", "--ktest-interval", "ktest_interval", "KTEST_INTERVAL", _seconds(allow_zero=False),
-         "default eventually()/consistently() poll interval, seconds", "0.25", metavar="SECONDS"),
-    Spec("consistently", "--ktest-consistently", "ktest_consistently", "KTEST_CONSISTENTLY",
-         _seconds(allow_zero=True), "default consistently() duration, seconds", "2", metavar="SECONDS"),
-    Spec("crd_timeout", "--ktest-crd-timeout", "ktest_crd_timeout", "KTEST_CRD_TIMEOUT",
-         _seconds(allow_zero=False), "how long CRDs may take to be served, seconds", "60", metavar="SECONDS"),
-    Spec("namespace_timeout", "--ktest-namespace-timeout", "ktest_namespace_timeout",
-         "KTEST_NAMESPACE_TIMEOUT", _seconds(allow_zero=False),
-         "how long a test namespace may take to be deleted, seconds", "60", metavar="SECONDS"),
-    Spec("finalizer_grace", "--ktest-finalizer-grace", "ktest_finalizer_grace", "KTEST_FINALIZER_GRACE",
-         _seconds(allow_zero=True),
-         "after this many seconds, finalizers holding a test namespace are reported and removed", "10",
-         metavar="SECONDS"),
-    Spec("keep_namespaces", "--ktest-keep-namespaces", "ktest_keep_namespaces", "KTEST_KEEP_NAMESPACES",
-         _choice(KEEP_NAMESPACES), "keep test namespaces: never, on-failure or always", "never",
-         metavar="WHEN"),
-    Spec("namespace_deletion", "--ktest-namespace-deletion", "ktest_namespace_deletion",
-         "KTEST_NAMESPACE_DELETION", _choice(NAMESPACE_DELETION),
-         "wait: each test's teardown waits until its namespace is gone; background: deletions are "
-         "waited for while later tests run, and all of them before the session ends", "background",
-         metavar="HOW"),
-    Spec("reuse", "--ktest-reuse", "ktest_reuse", "KTEST_REUSE", _bool,
-         "attach to a compatible control plane started by `ktest up` (never stopped by the tests)", "false",
-         flag=True),
-    Spec("kind_config", "--ktest-kind-config", "ktest_kind_config", "KTEST_KIND_CONFIG", _path,
-         "extra kind Cluster config (YAML file) merged with what ktest needs (backend kind)", "(none)",
-         metavar="PATH"),
-    Spec("keep_cluster", "--ktest-keep-cluster", "ktest_keep_cluster", "KTEST_KEEP_CLUSTER", _bool,
-         "keep the kind cluster after the run and print how to attach or delete it (backend kind)", "false",
-         flag=True),
-    Spec("kind_pool", "--ktest-kind-pool", "ktest_kind_pool", "KTEST_KIND_POOL", _bool,
-         "warm pool (backend kind): claim a spare cluster made in the background by an earlier run "
-         "(attach in about a second), and make the next spare once this run's cluster is up; "
-         "`ktest down --kind` deletes spares", "false", flag=True),
-    Spec("artifacts_dir", "--ktest-artifacts", "ktest_artifacts", "KTEST_ARTIFACTS", _path,
-         "where diagnostics too big for a report go (kind export logs after a failed run)",
-         ".ktest-artifacts in the rootdir", metavar="DIR"),
-    Spec("run_dir", "--ktest-run-dir", "ktest_run_dir", "KTEST_RUN_DIR", _path,
-         "where embedded control planes keep their private directory (etcd data, certificates, logs)",
-         "/dev/shm when it has 1 GiB free, else the temp directory", metavar="DIR"),
-    Spec("operator_proxy", "--ktest-operator-proxy", "ktest_operator_proxy", "KTEST_OPERATOR_PROXY", _bool,
-         "operators started by ktest's runners talk to the API server through ktest's recording, "
-         "fault-injecting proxy (op.traffic, op.faults)", "true", flag=True),
-    Spec("operator_proxy_http2", "--ktest-operator-proxy-http2", "ktest_operator_proxy_http2",
-         "KTEST_OPERATOR_PROXY_HTTP2", _bool,
-         "the operator proxy offers HTTP/2 (h2) as well as HTTP/1.1: Go operators then multiplex their "
-         "requests over one connection, as they do with a real API server", "true", flag=True),
-    Spec("apiserver_flags", "--ktest-apiserver-flag", "ktest_apiserver_flags", "KTEST_APISERVER_FLAGS",
-         _apiserver_flags,
-         "extra kube-apiserver flag as --name=value (backend bare), checked against the binary's own "
-         "--help; environment: space-separated", "(none)", multiple=True, metavar="--NAME=VALUE"),
-    Spec("feature_gates", "--ktest-feature-gates", "ktest_feature_gates", "KTEST_FEATURE_GATES",
-         _feature_gates,
-         "kube-apiserver feature gates, Name=true|false comma-separated (backend bare), checked against "
-         "the gates the binary knows", "(none)", metavar="GATES"),
+    _setting("k8s_version", _version,
+             "Kubernetes version: 1.37.2, 1.37 (newest patch) or latest", "latest", metavar="VERSION"),
+    _setting("backend", _backend_name,
+             "where the cluster comes from: bare (embedded control plane), kind (a kind cluster with real "
+             "nodes) or existing (kubeconfig)", "bare", metavar="NAME"),
+    _setting("kubeconfig", _path,
+             "kubeconfig for backend existing", "$KUBECONFIG, else ~/.kube/config", metavar="PATH"),
+    _setting("context", _text,
+             "kubeconfig context for backend existing; required, and must be the current context", "(none)",
+             metavar="NAME"),
+    _setting("crds", _paths,
+             "CRD files or directories installed once per session", "(none)", multiple=True, metavar="PATH"),
+    _setting("controllers", _controllers,
+             "kube-controller-manager controllers (comma-separated) or none", ",".join(DEFAULT_CONTROLLERS),
+             metavar="LIST"),
+    _setting("timeout", _seconds(allow_zero=True),
+             "default eventually() timeout, seconds", "10", metavar="SECONDS"),
+    _setting("interval", _seconds(allow_zero=False),
+             "default eventually()/consistently() poll interval, seconds", "0.25", metavar="SECONDS"),
+    _setting("consistently", _seconds(allow_zero=True),
+             "default consistently() duration, seconds", "2", metavar="SECONDS"),
+    _setting("crd_timeout", _seconds(allow_zero=False),
+             "how long CRDs may take to be served, seconds", "60", metavar="SECONDS"),
+    _setting("namespace_timeout", _seconds(allow_zero=False),
+             "how long a test namespace may take to be deleted, seconds", "60", metavar="SECONDS"),
+    _setting("finalizer_grace", _seconds(allow_zero=True),
+             "after this many seconds, finalizers holding a test namespace are reported and removed", "10",
+             metavar="SECONDS"),
+    _setting("keep_namespaces", _choice(KEEP_NAMESPACES),
+             "keep test namespaces: never, on-failure or always", "never", metavar="WHEN"),
+    _setting("namespace_deletion", _choice(NAMESPACE_DELETION),
+             "wait: each test's teardown waits until its namespace is gone; background: deletions are "
+             "waited for while later tests run, and all of them before the session ends", "background",
+             metavar="HOW"),
+    _flag("reuse",
+          "attach to a compatible control plane started by `ktest up` (never stopped by the tests)"),
+    _setting("kind_config", _path,
+             "extra kind Cluster config (YAML file) merged with what ktest needs (backend kind)", "(none)",
+             metavar="PATH"),
+    _flag("keep_cluster",
+          "keep the kind cluster after the run and print how to attach or delete it (backend kind)"),
+    _flag("kind_pool",
+          "warm pool (backend kind): claim a spare cluster made in the background by an earlier run "
+          "(attach in about a second), and make the next spare once this run's cluster is up; "
+          "`ktest down --kind` deletes spares"),
+    _setting("artifacts_dir", _path,
+             "where diagnostics too big for a report go (kind export logs after a failed run)",
+             ".ktest-artifacts in the rootdir", key="artifacts", metavar="DIR"),
+    _setting("run_dir", _path,
+             "where embedded control planes keep their private directory (etcd data, certificates, logs)",
+             "/dev/shm when it has 1 GiB free, else the temp directory", metavar="DIR"),
+    _flag("operator_proxy",
+          "operators started by ktest's runners talk to the API server through ktest's recording, "
+          "fault-injecting proxy (op.traffic, op.faults)", on=True),
+    _flag("operator_proxy_http2",
+          "the operator proxy offers HTTP/2 (h2) as well as HTTP/1.1: Go operators then multiplex their "
+          "requests over one connection, as they do with a real API server", on=True),
+    _setting("apiserver_flags", _apiserver_flags,
+             "extra kube-apiserver flag as --name=value (backend bare), checked against the binary's own "
+             "--help; environment: space-separated", "(none)", option="--ktest-apiserver-flag", multiple=True,
+             metavar="--NAME=VALUE"),
+    _setting("feature_gates", _feature_gates,
+             "kube-apiserver feature gates, Name=true|false comma-separated (backend bare), checked against "
+             "the gates the binary knows", "(none)", metavar="GATES"),
 )
+# fmt: on
 
 SPECS_BY_NAME = {spec.name: spec for spec in SETTINGS}
 
@@ -535,12 +546,16 @@ def _check_combination(settings: Settings, env: Mapping[str, str]) -> Settings:
     backend_spec = registry.spec(settings.backend)
     for name in ("apiserver_flags", "feature_gates"):
         if getattr(settings, name) and (not backend_spec.starts_control_plane or settings.reuse):
-            where = "reuse (a control plane started by `ktest up`)" if settings.reuse else (
-                f"backend {settings.backend}")
+            where = (
+                "reuse (a control plane started by `ktest up`)"
+                if settings.reuse
+                else (f"backend {settings.backend}")
+            )
             hint = (
                 "for kind, put them in the kind config (ktest_kind_config: featureGates, or "
                 "kubeadmConfigPatches with apiServer extraArgs)"
-                if backend_spec.nodes == "always" else "start the control plane yourself with them"
+                if backend_spec.nodes == "always"
+                else "start the control plane yourself with them"
             )
             raise ConfigError(
                 f"{settings.source_of(name)}: {name.replace('_', ' ')} apply only to the control plane ktest "
@@ -565,7 +580,10 @@ def known_feature_gates(binary: Path) -> frozenset[str]:
         try:
             completed = subprocess.run(
                 [str(binary), "--help"],
-                stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=60,
+                check=False,
             )
         except (OSError, subprocess.TimeoutExpired) as error:
             raise ConfigError(f"cannot list the feature gates of {binary}: {error}") from error
