@@ -39,6 +39,7 @@ from ktest.assets.bundle import ALL_BINARIES, REQUIRED_BINARIES
 from ktest.assets.probe import verify_binaries
 from ktest.assets.progress import Progress
 from ktest.assets.selectors import parse_stable_version
+from ktest.base.delegation import PathBelow
 from ktest.errors import AssetsError
 
 METADATA_FILE = "ktest-binaries.json"
@@ -65,24 +66,14 @@ class Locations:
         env = os.environ if env is None else env
         home = Path(env.get("HOME") or Path.home())
         cache_home = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else home / ".cache"
-        data_home = (
-            Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else home / ".local" / "share"
-        )
+        data_home = Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else home / ".local" / "share"
         explicit = env.get("KTEST_CACHE_DIR")
         cache_root = Path(explicit).expanduser() if explicit else cache_home / "ktest"
         return cls(cache_root, data_home / "kubebuilder-envtest", host_arch())
 
-    @property
-    def k8s_dir(self) -> Path:
-        return self.cache_root / "k8s"
-
-    @property
-    def gobuild_dir(self) -> Path:
-        return self.cache_root / "gobuild"
-
-    @property
-    def versions_file(self) -> Path:
-        return self.cache_root / "versions.json"
+    k8s_dir = PathBelow("cache_root", "k8s")
+    gobuild_dir = PathBelow("cache_root", "gobuild")
+    versions_file = PathBelow("cache_root", "versions.json")
 
     def entry_name(self, version: str) -> str:
         return f"{version}-linux-{self.arch}"
@@ -199,9 +190,7 @@ class Installer:
         a half-filled entry.
         """
         target = self.locations.cache_entry(self.version)
-        scratch = Path(
-            tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=self.locations.k8s_dir)
-        )
+        scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{target.name}-", dir=self.locations.k8s_dir))
         try:
             details = dict(producer(scratch))
             expected_etcd = etcd_version or details.get("etcd_version")
@@ -361,8 +350,7 @@ def install_lock(locations: Locations, version: str, progress: Progress) -> Iter
         lock.acquire(timeout=0.2)
     except filelock.Timeout:
         progress.note(
-            f"another process is installing Kubernetes {version}; waiting for it "
-            f"(lock {lock.lock_file})"
+            f"another process is installing Kubernetes {version}; waiting for it (lock {lock.lock_file})"
         )
         try:
             lock.acquire(timeout=_LOCK_WAIT_SECONDS)
