@@ -10,22 +10,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import filelock
-
 from ktest.assets import resolve_assets
 from ktest.assets.gobuild import GoBuilder
-from ktest.assets.progress import Progress
+from ktest.assets.progress import Progress, holding_lock
 from ktest.assets.store import read_cache_entry
 from ktest.errors import AssetsError, KindError
 from ktest.kind import recipe
@@ -83,7 +79,7 @@ def kubernetes_node_binaries(version: str, cache: KindCache, progress: Progress)
     if (directory / NODE_METADATA_FILE).is_file() and all(p.is_file() for p in paths.values()):
         return paths
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(
+    with holding_lock(
         directory.with_name(directory.name + ".lock"),
         progress,
         f"another process is building Kubernetes {version}'s node binaries",
@@ -115,21 +111,6 @@ def kubernetes_node_binaries(version: str, cache: KindCache, progress: Progress)
     return paths
 
 
-@contextlib.contextmanager
-def _locked(path: Path, progress: Progress, holder: str) -> Iterator[None]:
-    """Hold the file lock ``path``; say who we wait for when another process holds it."""
-    lock = filelock.FileLock(str(path))
-    try:
-        lock.acquire(timeout=0.2)
-    except filelock.Timeout:
-        progress.note(f"{holder}; waiting for it (lock {path})")
-        lock.acquire()
-    try:
-        yield
-    finally:
-        lock.release()
-
-
 def etcd_binary(version: str, control_plane_etcd: Path, cache: KindCache, progress: Progress) -> Path:
     """The etcd whose release is the one kubeadm expects (tag ``X.Y.Z-0``): reused or built."""
     wanted = recipe.minor_recipe(version).etcd_version
@@ -141,7 +122,9 @@ def etcd_binary(version: str, control_plane_etcd: Path, cache: KindCache, progre
     go = require_go(f"building etcd {wanted}")
     builder = GoBuilder(go, cache.locations.gobuild_dir, progress)
     destination.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(destination.with_name("etcd.lock"), progress, f"another process is building etcd {wanted}"):
+    with holding_lock(
+        destination.with_name("etcd.lock"), progress, f"another process is building etcd {wanted}"
+    ):
         if destination.is_file():
             return destination
         partial = destination.with_name(f".etcd-{os.getpid()}.partial")

@@ -21,9 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import filelock
-
-from ktest.assets.progress import Progress, format_duration
+from ktest.assets.progress import Progress, format_duration, holding_lock
 from ktest.errors import KindError
 from ktest.kind import recipe
 from ktest.kind.cache import KindCache
@@ -125,16 +123,8 @@ def sweep_build_containers(client: Any, progress: Progress) -> int:
 @contextlib.contextmanager
 def build_lock(cache: KindCache, progress: Progress) -> Iterator[None]:
     cache.root.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(str(cache.build_lock))
-    try:
-        lock.acquire(timeout=0.2)
-    except filelock.Timeout:
-        progress.note(f"another ktest process is building a node image; waiting for it ({lock.lock_file})")
-        lock.acquire()
-    try:
+    with holding_lock(cache.build_lock, progress, "another ktest process is building a node image"):
         yield
-    finally:
-        lock.release()
 
 
 def check_kubeadm_images(kubeadm: Path, version: str) -> None:

@@ -17,10 +17,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-import filelock
-
 from ktest.assets.gobuild import log_tail
-from ktest.assets.progress import Progress
+from ktest.assets.progress import Progress, holding_lock
 from ktest.errors import KindError
 from ktest.kind import recipe
 
@@ -56,7 +54,8 @@ def _source_uris(paths: Iterable[Path]) -> list[tuple[str, list[str]]]:
                     fields = dict(
                         (key.strip().lower(), value.strip())
                         for key, _, value in (
-                            line.partition(":") for line in stanza.splitlines()
+                            line.partition(":")
+                            for line in stanza.splitlines()
                             if ":" in line and not line.lstrip().startswith("#")
                         )
                     )
@@ -99,18 +98,11 @@ def build_rootfs(destination: Path, progress: Progress) -> Path:
             f"runs as uid {os.geteuid()}.\nRun `ktest kind build-image` as root (once; the image is cached)."
         )
     destination.parent.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(str(destination.with_name("rootfs.lock")))
-    try:
-        lock.acquire(timeout=0.2)
-    except filelock.Timeout:
-        progress.note(f"another process is building the root filesystem; waiting for it ({lock.lock_file})")
-        lock.acquire()
-    try:
+    lock = destination.with_name("rootfs.lock")
+    with holding_lock(lock, progress, "another process is building the root filesystem"):
         if destination.is_file():
             return destination
         return _debootstrap(debootstrap, destination, progress)
-    finally:
-        lock.release()
 
 
 def _debootstrap(debootstrap: str, destination: Path, progress: Progress) -> Path:
@@ -119,8 +111,12 @@ def _debootstrap(debootstrap: str, destination: Path, progress: Progress) -> Pat
     root = scratch / "root"
     log = destination.with_name("debootstrap.log")
     command = [
-        debootstrap, "--variant=minbase", f"--include={','.join(recipe.DEBOOTSTRAP_PACKAGES)}",
-        recipe.DEBIAN_SUITE, str(root), mirror,
+        debootstrap,
+        "--variant=minbase",
+        f"--include={','.join(recipe.DEBOOTSTRAP_PACKAGES)}",
+        recipe.DEBIAN_SUITE,
+        str(root),
+        mirror,
     ]
     try:
         with progress.step(f"debootstrap {recipe.DEBIAN_SUITE} from {mirror} (node root filesystem)"):
@@ -133,7 +129,10 @@ def _debootstrap(debootstrap: str, destination: Path, progress: Progress) -> Pat
         with progress.step("packing the root filesystem"):
             finished = subprocess.run(
                 ["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-cf", str(partial), "."],
-                capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False,
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                check=False,
             )
         if finished.returncode != 0:
             raise KindError(f"packing {root} failed: {finished.stderr.strip()[-1000:]}")
@@ -146,7 +145,10 @@ def _debootstrap(debootstrap: str, destination: Path, progress: Progress) -> Pat
 def _run_logged(command: list[str], log: Path, progress: Progress) -> None:
     with log.open("w") as out:
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             text=True,
         )
         timer = threading.Timer(_DEBOOTSTRAP_TIMEOUT, process.kill)
