@@ -13,7 +13,6 @@ def assert_says(error: BaseException | str, *fragments: str, starts_with: str | 
     missing = [fragment for fragment in fragments if fragment not in message]
     if starts_with is not None and not message.startswith(starts_with):
         missing.insert(0, f"(at the start) {starts_with}")
-    assert not missing, (
-        "the message lacks:\n" + "\n".join(f"  {item!r}" for item in missing) + (f"\n--- message:\n{message}")
-    )
+    listed = "\n".join(f"  {item!r}" for item in missing)
+    assert not missing, f"the message lacks:\n{listed}\n--- message:\n{message}"
     return message

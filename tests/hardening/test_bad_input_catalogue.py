@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from messages import assert_says
 from processes import descendants
 
 from ktest.assets.bundle import Assets
@@ -467,9 +468,7 @@ def test_bad_input_is_named_with_the_fix(
         trigger(sandbox)
     error = caught.value
     assert type(error).__name__ == error_type, f"{type(error).__name__}: {error}"
-    message = str(error)
-    missing = [fragment for fragment in fragments if fragment not in message]
-    assert not missing, f"message lacks {missing}:\n{message}"
+    message = assert_says(error, *fragments)
     assert "Traceback" not in message
 
 
