@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from tenacity import RetryCallState, retry_if_result, stop_after_delay, wait_fixed
 from tenacity.wait import wait_base
@@ -26,6 +26,9 @@ from ktest.errors import ConfigError
 from ktest.wait import checks, report, wakeup
 from ktest.wait.defaults import check_seconds, current_defaults
 from ktest.wait.transient import Verdict, classify, describe
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 Kind = Literal["eventually", "consistently"]
 
@@ -84,15 +87,20 @@ class WaitRun:
         fn: Callable[[], Any],
         *,
         window: float | None,
-        interval: float | None = None,
-        watch: Watch = None,
-        cluster: Any = None,
-        description: str | None = None,
+        **options: Unpack[WaitOptions],
     ) -> None:
+        window_name = "timeout" if kind == "eventually" else "duration"
+        unknown = sorted(set(options) - set(WaitOptions.__annotations__))
+        if unknown:
+            raise TypeError(
+                f"{kind}() got an unexpected keyword argument {unknown[0]!r}; it takes "
+                f"{window_name}=, {'=, '.join(WaitOptions.__annotations__)}="
+            )
         if not callable(fn):
             raise TypeError(f"{kind}() needs a callable check, got {fn!r}; pass e.g. lambda: ...")
+        interval, watch = options.get("interval"), options.get("watch")
+        cluster, description = options.get("cluster"), options.get("description")
         defaults = current_defaults()
-        window_name = "timeout" if kind == "eventually" else "duration"
         default_window = defaults.timeout if kind == "eventually" else defaults.duration
         self.kind = kind
         self.fn = fn

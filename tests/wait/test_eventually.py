@@ -18,7 +18,7 @@ from wait_helpers import Counter
 
 from ktest.api_error import ApiError
 from ktest.errors import ConfigError
-from ktest.wait import eventually, use_defaults
+from ktest.wait import consistently, eventually, use_defaults
 
 FAST = {"timeout": 0.3, "interval": 0.01}
 
@@ -274,6 +274,15 @@ def test_watch_arguments_are_checked() -> None:
 def test_not_callable_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="needs a callable check"):
         eventually(True)  # type: ignore[arg-type]
+
+
+def test_a_misspelt_keyword_names_the_function_and_what_it_takes() -> None:
+    with pytest.raises(TypeError, match=r"eventually\(\) got an unexpected keyword argument 'timout'; "
+                       r"it takes timeout=, interval="):
+        eventually(lambda: True, timout=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"consistently\(\) got an unexpected keyword argument 'timeout'; "
+                       r"it takes duration="):
+        consistently(lambda: True, timeout=1)  # type: ignore[call-arg]
 
 
 def test_async_check_in_sync_eventually_points_to_aio() -> None:
