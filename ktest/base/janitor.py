@@ -141,6 +141,10 @@ def sweep_stale(base: Path, prefix: str = DIRECTORY_PREFIX) -> list[Path]:
     return removed
 
 
+KIND_CREATE_SETTLE = 3.0
+"""Seconds before the second ``kind delete`` of a cluster whose ``kind create`` was killed."""
+
+
 def delete_kind_cluster(kind: str, name: str, record: Path) -> None:
     """Delete a dead owner's kind cluster (stopping a ``kind create`` still running for it first)."""
     try:
@@ -148,17 +152,23 @@ def delete_kind_cluster(kind: str, name: str, record: Path) -> None:
             return  # kept on purpose after all (ktest up, --ktest-keep-cluster)
     except OSError:
         return  # no record: the owner deleted it, or it was never ktest's
-    for pid in processes_mentioning(f"--name\0{name}\0"):
+    creating = processes_mentioning(f"--name\0{name}\0")
+    for pid in creating:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     import subprocess
 
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(
-            [kind, "delete", "cluster", "--name", name, "--kubeconfig", os.devnull],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            timeout=300, check=False,
-        )
+    # After a killed `kind create` the engine may still be creating a node container it asked
+    # for: a second delete, a moment later, removes what appeared after the first.
+    for attempt in range(2 if creating else 1):
+        if attempt:
+            time.sleep(KIND_CREATE_SETTLE)
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(
+                [kind, "delete", "cluster", "--name", name, "--kubeconfig", os.devnull],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                timeout=300, check=False,
+            )
     with contextlib.suppress(OSError):
         record.unlink()
 
