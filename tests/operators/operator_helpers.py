@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from ktest.context import RunContext, use_context
+from ktest.wait import eventually
 
 HERE = Path(__file__).resolve().parent
 SAMPLES = HERE / "sample_operators"
@@ -17,10 +19,8 @@ def python() -> str:
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    """Poll ``condition`` without running health checks: ``ktest.wait.eventually`` always runs
-    them (it has no option to skip them), so it would raise the very operator error a test is
-    waiting to inspect."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"condition not met within {timeout} s"
-        time.sleep(0.02)
+    """``ktest.wait.eventually`` without the enclosing health checks: it runs those of the
+    current run context before every attempt, so it would raise the very operator error a test
+    is waiting to inspect. Here it runs in a context of its own, which has none."""
+    with use_context(RunContext("wait_for: no health checks")):
+        eventually(condition, timeout=timeout)
