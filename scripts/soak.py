@@ -1,6 +1,6 @@
 """Soak: end test runs in every way and count what they leave behind.
 
-    python scripts/soak.py [--runs N] [--backends bare,reuse] [--quick] [--json]
+    python scripts/soak.py [--runs N] [--backends bare,reuse,kind] [--quick] [--json]
 
 Each run happens in a private sandbox (``TMPDIR``, ``KTEST_RUN_DIR``,
 ``XDG_STATE_HOME`` under one directory; binaries from the normal cache) and is
@@ -13,7 +13,9 @@ webhook set with a Python handler and an in-process operator), ended by one of:
   ``sigkill``: sent during start (the control plane's directory appeared),
   mid-test (the test body runs) or during teardown (the session is finishing).
 
-Backend ``reuse`` runs the same endings against a ``ktest up`` daemon, plus
+Backend ``kind`` runs the same endings on a kind cluster of the run's own
+(``start`` is then during ``kind create``; the test also holds a ``kubectl
+port-forward``). Backend ``reuse`` runs the same endings against a ``ktest up`` daemon, plus
 the daemon itself killed (``daemon-sigkill`` during its start and mid-test,
 ``daemon-sigterm`` mid-test); every reuse run ends with ``ktest down``, whose
 word is checked too (it must not say "stopped" for a daemon that was dead).
@@ -21,14 +23,17 @@ word is checked too (it must not say "stopped" for a daemon that was dead).
 After each run (once its processes are gone, waited for up to 30 s), what
 it left is listed; what a killed process cannot remove itself (its socket or
 scratch directory in ``TMPDIR``, owner recorded) is swept by the next start
-or ``ktest down``, so the soak runs ``ktest down --all`` and counts that
-separately ("swept at next start"). Then the leaks are counted: processes
+or ``ktest down``, so the soak runs ``ktest down --all`` (and ``ktest down --kind``)
+and counts that separately ("swept at next start"). Then the leaks are counted: processes
 carrying the run's mark, directories and files left in the sandbox
 (``ktest-cp-*``, ``ktest-share-*``, anything in ``TMPDIR``; a webhook set's
 ``ktest-webhooks-*`` and an operator's ``ktest-operator-*`` counted apart, as are
 ``kubectl port-forward`` processes), Unix sockets,
 ports that were listening during the run and still are, files with PEM keys
-or certificates, ``ktest up`` records. The exit status is 1 when any run
+or certificates, ``ktest up`` and kind records, and for kind the Docker containers of
+every cluster the run recorded and Docker networks that were not there before
+(kind's own shared ``kind`` network excepted: kind creates it once and never removes
+it). The exit status is 1 when any run
 leaked or hung. ``--quick`` runs a small subset (``make test`` uses it
 through tests/hardening/test_soak.py); a release check runs ``--runs 8``
 (200 runs).
@@ -57,6 +62,12 @@ SIGNALS = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sigkill": signal
 POINTS = ("start", "test", "teardown")
 EXIT_TIMEOUT = 90.0
 SETTLE_TIMEOUT = 30.0
+# A kind cluster takes 20-40 s to create on a quiet machine (minutes on a loaded one) and
+# a few seconds to delete, by ktest or by the janitor of a killed run.
+KIND_EXIT_TIMEOUT = 420.0
+KIND_SETTLE_TIMEOUT = 180.0
+CLUSTER_LABEL = "io.x-k8s.kind.cluster"  # on every kind node container
+KIND_NETWORK = "kind"  # kind's shared network: created once by kind, never removed by it
 
 TEST_FILE = """
 import os, pathlib, time
@@ -66,7 +77,7 @@ def _idle(context):
     context.stop.wait()
 
 
-def test_soak(cluster, webhooks):
+def test_soak(cluster, webhooks, request):
     from ktest.operators import run_callable
     from ktest.webhooks import Handlers
 
@@ -77,8 +88,17 @@ def test_soak(cluster, webhooks):
         return None
 
     webhooks(handlers=handlers)  # a webhook set: its serving key in TMPDIR while the test runs
-    with run_callable(_idle, cluster, name="soak"):  # an operator: its log directory in TMPDIR
+    with run_callable(_idle, cluster, name="soak"), _forwarded(request):  # an operator: its log dir
         _body(cluster)
+
+
+def _forwarded(request):
+    # kind: a kubectl port-forward to CoreDNS's readiness port, held while the body runs
+    import contextlib
+    if os.environ.get("KTEST_BACKEND") != "kind":
+        return contextlib.nullcontext()
+    kind = request.getfixturevalue("kind")
+    return kind.port_forward("deployment/coredns", 8181, namespace="kube-system")
 
 
 def _body(cluster):
@@ -225,6 +245,22 @@ def ports_of(run_id: str) -> set[int]:
     return ports
 
 
+def docker_state(clusters: set[str]) -> tuple[list[str], set[str]]:
+    """The node containers (any state) of the kind ``clusters``, and every Docker network's name."""
+    from ktest.kind.engine import connect
+
+    client = connect(check_runtime=False)
+    try:
+        containers = [
+            f"{container.name} ({container.status})"
+            for name in sorted(clusters)
+            for container in client.containers.list(all=True, filters={"label": f"{CLUSTER_LABEL}={name}"})
+        ]
+        return containers, {network.name for network in client.networks.list()}
+    finally:
+        client.close()
+
+
 def wait_for(condition: Callable[[], bool], timeout: float, interval: float = 0.02) -> bool:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -254,10 +290,12 @@ class Sandbox:
         (self.project / "conftest.py").write_text(CONFTEST)
         (self.project / "pytest.ini").write_text("[pytest]\n")
 
-    def env(self, ending: str, hold: str) -> dict[str, str]:
+    def env(self, ending: str, hold: str, backend: str = "") -> dict[str, str]:
         env = dict(os.environ)
         for variable in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "KTEST_REUSE", "KTEST_BACKEND"):
             env.pop(variable, None)
+        if backend == "kind":
+            env["KTEST_BACKEND"] = "kind"
         env.update(
             {
                 MARK: self.run_id,
@@ -272,7 +310,17 @@ class Sandbox:
         )
         return env
 
-    def leaks(self, seen_ports: set[int]) -> dict[str, list[str]]:
+    @property
+    def kind_records(self) -> Path:
+        return self.state / "ktest" / "kind"
+
+    def kind_names(self) -> set[str]:
+        """The kind clusters recorded in this sandbox now (ktest records one before creating it)."""
+        return {path.stem for path in self.kind_records.glob("ktest-*.json")}
+
+    def leaks(
+        self, seen_ports: set[int], kind_clusters: set[str] = frozenset(), networks: set[str] | None = None
+    ) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {
             "processes": [f"{pid} {command}" for pid, command in marked_processes(self.run_id)],
             "directories": [],
@@ -284,7 +332,12 @@ class Sandbox:
             "ports": sorted(str(port) for port in seen_ports & listening_ports()),
             "credentials": [],
             "records": [str(p) for p in (self.state / "ktest" / "up").glob("*.json")],
+            "kind-records": [str(p) for p in self.kind_records.glob("*.json")],
         }
+        if kind_clusters or networks is not None:
+            containers, network_names = docker_state(kind_clusters)
+            found["kind-containers"] = containers
+            found["docker-networks"] = sorted(network_names - (networks or set()) - {KIND_NETWORK})
         for base in (self.tmp, self.run):
             for entry in sorted(base.iterdir()):
                 found[_kind_of_entry(entry)].append(str(entry))
@@ -348,6 +401,9 @@ class Run:
         self.seen_ports: set[int] = set()
         self._ports_scanned = 0.0
         self.hung = False
+        self.kind_clusters: set[str] = set()  # every kind cluster the run recorded
+        self.kind = scenario.backend == "kind"
+        self.exit_timeout = KIND_EXIT_TIMEOUT if self.kind else EXIT_TIMEOUT
 
     # -- helpers
     def _ktest(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
@@ -370,6 +426,8 @@ class Run:
 
     def _remember_ports(self, force: bool = False) -> None:
         """Note the run's ports (a /proc scan: at most twice a second unless forced, it is not free)."""
+        if self.kind:
+            self.kind_clusters |= self.sandbox.kind_names()
         now = time.monotonic()
         if not force and now - self._ports_scanned < 0.5:
             return
@@ -382,6 +440,8 @@ class Run:
 
         def reached() -> bool:
             self._remember_ports()
+            if point == "start" and self.kind:
+                return bool(self.kind_clusters)  # recorded: `kind create` runs
             if point == "start":
                 return any(self.sandbox.run.glob("ktest-cp-*"))
             return (marks / point).exists()
@@ -389,14 +449,15 @@ class Run:
         def ended() -> bool:
             return process is not None and process.poll() is not None
 
+        timeout = max(timeout, self.exit_timeout) if self.kind else timeout
         return wait_for(lambda: reached() or ended(), timeout) and reached()
 
     def _end(self, process: subprocess.Popen[bytes]) -> int | None:
         try:
-            return process.wait(EXIT_TIMEOUT)
+            return process.wait(self.exit_timeout)
         except subprocess.TimeoutExpired:
             self.hung = True
-            self.notes.append(f"pytest did not exit within {EXIT_TIMEOUT:.0f} s; killed it")
+            self.notes.append(f"pytest did not exit within {self.exit_timeout:.0f} s; killed it")
             process.kill()
             return process.wait()
 
@@ -404,7 +465,7 @@ class Run:
     def pytest(self, ending: str, hold: str, extra: list[str]) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *extra],
-            env=self.sandbox.env(ending, hold),
+            env=self.sandbox.env(ending, hold, self.scenario.backend),
             cwd=self.sandbox.project,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -428,7 +489,9 @@ class Run:
         process = self.pytest(ending, hold, extra)
         if ending in SIGNALS:
             if self._wait_point(scenario.point, process):
-                if scenario.point == "start":
+                if scenario.point == "start" and self.kind:
+                    time.sleep(self.rng.uniform(0.5, 15))  # anywhere in `kind create` (20-40 s)
+                elif scenario.point == "start":
                     time.sleep(self.rng.uniform(0, 0.8))  # anywhere in the start, not only its first ms
                 self.signal(process, ending)
             else:
@@ -438,6 +501,7 @@ class Run:
         return self._end(process)
 
     def run_bare(self) -> int | None:
+        """Backends bare and kind: a session that starts (and ends) its own cluster."""
         return self.run_pytest([])
 
     def run_reuse(self) -> int | None:
@@ -516,20 +580,33 @@ class Run:
             self.hung = True  # counted as a failure of the run
 
 
-def run_one(scenario: Scenario, base: Path, index: int, seed: int) -> Outcome:
+def run_one(
+    scenario: Scenario, base: Path, index: int, seed: int, networks: set[str] | None = None
+) -> Outcome:
+    """One run; ``networks``: the Docker networks before the soak (kind runs count new ones)."""
     run_id = f"{os.getpid()}-{index}"
     root = Path(tempfile.mkdtemp(prefix=f"run-{index}-", dir=base))
     sandbox = Sandbox(root, run_id)
     run = Run(scenario, sandbox, random.Random(seed + index))
     began = time.monotonic()
     status = run.run_reuse() if scenario.backend == "reuse" else run.run_bare()
-    settled = wait_for(lambda: not marked_processes(run_id), SETTLE_TIMEOUT, interval=0.25)
+    settle = KIND_SETTLE_TIMEOUT if run.kind else SETTLE_TIMEOUT
+    settled = wait_for(lambda: not marked_processes(run_id), settle, interval=0.25)
     if not settled:
-        run.notes.append(f"processes still alive {SETTLE_TIMEOUT:.0f} s after the run ended")
-    left = sandbox.leaks(run.seen_ports)
+        run.notes.append(f"processes still alive {settle:.0f} s after the run ended")
+    run._remember_ports(force=True)
+
+    def count() -> dict[str, list[str]]:
+        if run.kind:
+            return sandbox.leaks(run.seen_ports, run.kind_clusters, networks or set())
+        return sandbox.leaks(run.seen_ports)
+
+    left = count()
     if left:  # what the next start sweeps (owner dead): `ktest down` sweeps the same way
         run._ktest("down", "--all")
-    leaks = sandbox.leaks(run.seen_ports)
+        if run.kind:
+            run._ktest("down", "--kind", timeout=300)
+    leaks = count()
     swept = sorted(
         {item for items in left.values() for item in items} - {i for v in leaks.values() for i in v}
     )
@@ -562,6 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.controllers is not None:
         os.environ["KTEST_CONTROLLERS"] = args.controllers  # inherited by every run (and `ktest up`)
     chosen = scenarios([b.strip() for b in args.backends.split(",") if b.strip()], args.quick, args.only)
+    networks = docker_state(set())[1] if any(s.backend == "kind" for s in chosen) else None
     base = Path(tempfile.mkdtemp(prefix="ktest-soak-"))
     outcomes: list[Outcome] = []
     index = 0
@@ -569,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
         for _repetition in range(args.runs):
             for scenario in chosen:
                 index += 1
-                outcome = run_one(scenario, base, index, args.seed)
+                outcome = run_one(scenario, base, index, args.seed, networks)
                 outcomes.append(outcome)
                 if not args.json:
                     verdict = "LEAK" if outcome.leaked else ("HUNG" if outcome.hung else "ok")

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from ktest.assets.bundle import Assets
 
 SOAK = Path(__file__).resolve().parents[2] / "scripts" / "soak.py"
@@ -107,3 +109,44 @@ def test_the_leak_counter_names_issue_23_leftovers(tmp_path: Path) -> None:
     finally:
         forwarder.kill()
         forwarder.wait()
+
+
+def test_the_leak_counter_sees_kind_leftovers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kind runs: records, the node containers of every cluster the run recorded, and Docker
+    networks that were not there before (kind's shared `kind` network excepted)."""
+    soak = _soak_module()
+    sandbox = soak.Sandbox(tmp_path / "box", "planted-3")
+    sandbox.kind_records.mkdir(parents=True)
+    (sandbox.kind_records / "ktest-run-abc123.json").write_text("{}")
+    assert sandbox.kind_names() == {"ktest-run-abc123"}
+    asked: list[set[str]] = []
+
+    def docker_state(clusters: set[str]) -> tuple[list[str], set[str]]:
+        asked.append(set(clusters))
+        return ["ktest-run-abc123-control-plane (exited)"], {"bridge", "kind", "ktest-left"}
+
+    monkeypatch.setattr(soak, "docker_state", docker_state)
+    leaks = sandbox.leaks(set(), {"ktest-run-abc123"}, {"bridge"})
+    assert asked == [{"ktest-run-abc123"}]
+    assert leaks["kind-records"] == [str(sandbox.kind_records / "ktest-run-abc123.json")]
+    assert leaks["kind-containers"] == ["ktest-run-abc123-control-plane (exited)"]
+    assert leaks["docker-networks"] == ["ktest-left"]
+    assert "kind-containers" not in sandbox.leaks(set())  # bare runs never ask Docker
+
+
+def test_docker_state_sees_a_new_network() -> None:
+    soak = _soak_module()
+    try:
+        from ktest.kind.engine import connect
+
+        client = connect(check_runtime=False)
+    except Exception as error:
+        pytest.skip(f"no Docker engine: {error}")
+    before = soak.docker_state(set())[1]
+    network = client.networks.create(f"ktest-soak-planted-{os.getpid()}")
+    try:
+        containers, after = soak.docker_state({"ktest-no-such-cluster"})
+        assert after - before == {network.name} and containers == []
+    finally:
+        network.remove()
+        client.close()
