@@ -136,12 +136,11 @@ def owned_by_this_process(
 
 
 def write_record(record: ClusterRecord, directory: Path | None = None) -> Path:
-    """Write atomically (readers never see half a record)."""
+    """Write atomically (readers never see half a record), 0600 in a 0700 directory."""
+    from ktest.base.certs import write_private_file
+
     path = record.path(directory)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps(record.to_json(), indent=2) + "\n")
-    os.replace(partial, path)
+    write_private_file(path, (json.dumps(record.to_json(), indent=2) + "\n").encode())
     return path
 
 

@@ -1,0 +1,24 @@
+"""kind cluster records (ktest/kind/records.py): private and whole (issue 23.7)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ktest.kind import records
+
+
+def test_a_record_is_private_whatever_the_umask_and_never_half_written(tmp_path: Path) -> None:
+    directory = tmp_path / "state" / "ktest" / "kind"
+    record = records.owned_by_this_process("ktest-run-abc123", tmp_path / "cluster", "img", "1.37.2")
+    old_umask = os.umask(0o022)
+    try:
+        path = records.write_record(record, directory)
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    for parent in (directory, directory.parent, directory.parent.parent):
+        assert stat.S_IMODE(os.stat(parent).st_mode) == 0o700, parent
+    assert records.read_record("ktest-run-abc123", directory) == record
+    assert sorted(p.name for p in directory.iterdir()) == ["ktest-run-abc123.json"]  # no partial file
