@@ -51,6 +51,9 @@ class BareBackend(Backend):
             controllers=settings.controllers or "none",
             root_directory=settings.run_dir,
             apiserver_flags=apiserver_arguments(settings),
+            # The session's fixtures (CRDs, operators) run while the controllers come up;
+            # until_ready, before each test body, waits for them.
+            wait_for_controllers=False,
         )
         plane.start()
         try:
@@ -77,6 +80,9 @@ class BareBackend(Backend):
             for name, process in self._plane.processes().items()
             if not process.running
         ]
+
+    def until_ready(self) -> None:
+        self._plane.wait_until_controllers_ready()
 
     def close(self) -> None:
         try:

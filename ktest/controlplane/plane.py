@@ -116,6 +116,11 @@ class ControlPlane:
     etcd on a copy of data bootstrapped once per version (see
     :mod:`ktest.controlplane.etcd_template`; not with ``apiserver_flags``, which may
     change what is bootstrapped), so the API server has little left to create.
+    ``wait_for_controllers=False``: :meth:`start` returns once the API server is ready and
+    kube-controller-manager is launched; it comes up meanwhile (about a second: it waits for
+    the API server's bootstrap hooks) and :meth:`wait_until_controllers_ready` waits for it
+    (the pytest plugin does before the first test body). Until that first wait, restarts do
+    not wait for the controllers either; after it they do.
     """
 
     def __init__(
@@ -178,6 +183,8 @@ class ControlPlane:
         self._controller_manager: ManagedProcess | None = None
         self._controller_names: dict[str, str] = {}
         self._running_controllers: frozenset[str] = frozenset()
+        self._controllers_waited_for = False
+        self._controllers_confirmed = False
         self._users: list[_User] = []
         self._version = ""
         self._started = False
@@ -316,6 +323,15 @@ class ControlPlane:
                 self._teardown()
                 raise
             self._started = True
+
+    def wait_until_controllers_ready(self, timeout: float | None = None) -> None:
+        """Block until kube-controller-manager runs its controllers (at once if it does, or if
+        none runs); see ``wait_for_controllers``. Raises ControlPlaneError if it died."""
+        with self._lock:
+            self._require_started()
+            self._controllers_waited_for = True
+            if self._controller_manager is not None and not self._controllers_confirmed:
+                self._wait_for_controller_markers(self.start_timeout if timeout is None else timeout)
 
     def restart_controllers(self) -> None:
         """Restart kube-controller-manager alone (a no-op when none runs).
@@ -694,7 +710,10 @@ class ControlPlane:
         if not self._controller_names:
             return
         assert self._assets is not None
-        if self._bootstrap is not None:
+        wait = self.wait_for_controllers or self._controllers_waited_for
+        # Deferred: launched now, kube-controller-manager polls /healthz once a second and passes
+        # the poll after the hooks' 1 s timer, as it would if launched after them.
+        if self._bootstrap is not None and wait:
             self._wait_for_bootstrap_hooks()
         binary = self._assets.binary("kube-controller-manager")
         process = self._controller_manager = controller_manager_process(
@@ -705,14 +724,21 @@ class ControlPlane:
             log_path=self.log_path("kube-controller-manager"),
         )
         self._launch(process)
-        if self.wait_for_controllers:
-            markers = ready_markers(self._controller_names.values())
-            process.wait_until(
-                lambda: all(marker in process.log_since_start() for marker in markers),
-                timeout=self.start_timeout,
-                what="running its controllers",
-            )
+        self._controllers_confirmed = False
+        if wait:
+            self._wait_for_controller_markers(self.start_timeout)
         self._running_controllers = frozenset(self._controller_names)
+
+    def _wait_for_controller_markers(self, timeout: float) -> None:
+        process = self._controller_manager
+        assert process is not None
+        markers = ready_markers(self._controller_names.values())
+        process.wait_until(
+            lambda: all(marker in process.log_since_start() for marker in markers),
+            timeout=timeout,
+            what="running its controllers",
+        )
+        self._controllers_confirmed = True
 
     @property
     def kubeconfig_path(self) -> Path:

@@ -373,9 +373,13 @@ def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Gen
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
-    """After the test body, an operator that crashed meanwhile fails the test with its own error."""
+    """Before the test body, every part of the cluster runs (the backend's ``until_ready``); after
+    it, an operator that crashed meanwhile fails the test with its own error."""
     from ktest.context import check_health
 
+    session = item.config.stash.get(_SESSION, None)
+    if session is not None and session.backend is not None:
+        session.backend.until_ready()  # e.g. the controllers, started while session fixtures ran
     try:
         result = yield
     except Exception:  # not skip/fail/exit outcomes: those are BaseExceptions

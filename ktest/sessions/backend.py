@@ -111,6 +111,14 @@ class Backend(abc.ABC):
         """(name, log tail) of control-plane components that died; empty when unknown."""
         return []
 
+    def until_ready(self) -> None:
+        """Block until every part of the cluster runs (a no-op once it does).
+
+        A backend may be returned while a part still starts (the bare backend's controllers
+        come up while the session installs CRDs and starts operators); the pytest plugin
+        calls this before each test body, and a shared session before it shares the cluster."""
+        return None
+
     def close(self) -> None:
         """Close the cluster handle; subclasses also stop what they started. Idempotent."""
         self.cluster.close()

@@ -103,6 +103,7 @@ class ClusterServer:
         if self._answer is None:
             try:
                 self._backend = self._open_backend()
+                self._backend.until_ready()  # workers get a cluster whose every part runs
                 share = dataclasses.replace(self._backend.share(), control_address=self.address)
                 self._answer = {"share": share.to_json()}
             except Exception as error:

@@ -1,0 +1,63 @@
+"""``wait_for_controllers=False``: ``start()`` returns once the API server is ready and
+kube-controller-manager is launched; :meth:`wait_until_controllers_ready` waits for it.
+The pytest plugin starts the bare backend that way and waits before each test body
+(tests/plugin/test_plugin_controllers_gate.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from builders import configmap, configmap_ref
+
+from ktest.assets import Assets
+from ktest.cluster import Cluster
+from ktest.controlplane import ControlPlane
+from ktest.controlplane.controller_manager import ready_markers
+from ktest.errors import ControlPlaneError
+from ktest.wait import eventually
+
+
+def _controllers_running(plane: ControlPlane) -> bool:
+    log = plane.log_path("kube-controller-manager").read_bytes()
+    return all(marker in log for marker in ready_markers(plane.controllers))
+
+
+@pytest.fixture
+def deferred(k8s_assets: Assets) -> Iterator[ControlPlane]:
+    with ControlPlane(assets=k8s_assets, wait_for_controllers=False) as plane:
+        yield plane
+
+
+def test_start_returns_before_the_controllers_run_and_the_wait_confirms_them(
+    deferred: ControlPlane,
+) -> None:
+    assert "kube-controller-manager" in deferred.processes()
+    assert deferred.controllers == {"garbagecollector", "namespace"}
+    # kube-controller-manager waits for the API server's bootstrap hooks (a 1 s timer): it
+    # cannot run its controllers by the time start() returned.
+    assert not _controllers_running(deferred)
+    deferred.wait_until_controllers_ready()
+    assert _controllers_running(deferred)
+    with Cluster(deferred.kubeconfig) as cluster, cluster.namespace(prefix="deferred") as ns:
+        owner = cluster.create(configmap("owner", ns))
+        cluster.create(configmap("child", ns, owner=owner))
+        cluster.delete(configmap_ref("owner", ns))
+        eventually(
+            lambda: cluster.get_or_none(configmap_ref("child", ns)) is None,
+            timeout=30,
+            description="the garbage collector to delete the child",
+        )
+
+
+def test_the_wait_names_a_controller_manager_that_died(deferred: ControlPlane) -> None:
+    deferred.processes()["kube-controller-manager"].kill()
+    with pytest.raises(ControlPlaneError, match="kube-controller-manager") as raised:
+        deferred.wait_until_controllers_ready()
+    assert "exited before it was running its controllers" in str(raised.value)
+
+
+def test_once_waited_for_restarts_wait_for_the_controllers_too(deferred: ControlPlane) -> None:
+    deferred.wait_until_controllers_ready()
+    deferred.restart_controllers()
+    assert _controllers_running(deferred)
