@@ -441,6 +441,19 @@ SETTINGS: tuple[Spec, ...] = (
 SPECS_BY_NAME = {spec.name: spec for spec in SETTINGS}
 
 
+def add_setting_option(parser: Any, name: str, *, fallback: str | None = None) -> None:
+    """Add ``--<name>`` to a ``ktest`` command's argparse ``parser`` with the setting's help and
+    metavar; its default is the setting's environment variable, else ``fallback``, so the command
+    and pytest read the same variable."""
+    spec = SPECS_BY_NAME[name]
+    parser.add_argument(
+        f"--{name.replace('_', '-')}",
+        default=os.environ.get(spec.env) or fallback,
+        metavar=spec.metavar,
+        help=f"{spec.help} (default: ${spec.env}, else {spec.default_text})",
+    )
+
+
 def resolve_settings(
     *,
     options: Mapping[str, Any] | None = None,

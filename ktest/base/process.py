@@ -39,6 +39,16 @@ SCRUBBED_PREFIXES = ("ETCD_", "ETCDCTL_", "KUBERNETES_", "KUBE_")
 SCRUBBED_NAMES = frozenset({"KUBECONFIG"})
 
 
+def end_popen(process: subprocess.Popen[Any], grace: float) -> None:
+    """End a child of ours: SIGTERM, up to ``grace`` seconds, then SIGKILL; reaped either way."""
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def component_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """``base`` (default: this process's environment) without the variables that would
     configure etcd, kube-apiserver or kube-controller-manager behind ktest's flags."""

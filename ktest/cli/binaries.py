@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from typing import Any
@@ -12,6 +11,7 @@ from ktest.assets import ALL_BINARIES, SOURCES, Assets, resolve_assets
 from ktest.assets import store as asset_store
 from ktest.assets.progress import format_bytes
 from ktest.assets.selectors import KubeVersion
+from ktest.config import add_setting_option
 
 
 def register(subparsers: Any) -> None:
@@ -56,12 +56,7 @@ def register(subparsers: Any) -> None:
 
 
 def _add_resolution_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--k8s-version",
-        default=os.environ.get("KTEST_K8S_VERSION") or None,
-        metavar="V",
-        help="1.37.2, 1.37 (newest patch) or latest (default: $KTEST_K8S_VERSION or latest)",
-    )
+    add_setting_option(parser, "k8s_version")
     parser.add_argument(
         "--source",
         choices=SOURCES,

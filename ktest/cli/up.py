@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ktest import backend_registry as registry
-from ktest.config import DEFAULT_CONTROLLERS, SPECS_BY_NAME, Source
+from ktest.config import DEFAULT_CONTROLLERS, SPECS_BY_NAME, Source, add_setting_option
 from ktest.errors import ConfigError
 from ktest.sessions import reuse
 
@@ -35,25 +35,9 @@ def register(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
         description="Start etcd + kube-apiserver + kube-controller-manager in a background process "
         "that outlives this command; test runs with --ktest-reuse attach to it.",
     )
-    up.add_argument(
-        "--k8s-version",
-        default=os.environ.get("KTEST_K8S_VERSION") or None,
-        metavar="V",
-        help="1.37.2, 1.37 or latest (default: $KTEST_K8S_VERSION or latest)",
-    )
-    up.add_argument(
-        "--controllers",
-        default=os.environ.get("KTEST_CONTROLLERS") or ",".join(DEFAULT_CONTROLLERS),
-        help="kube-controller-manager controllers, comma-separated, or none "
-        "(default: $KTEST_CONTROLLERS or garbagecollector,namespace)",
-    )
-    up.add_argument(
-        "--run-dir",
-        default=os.environ.get("KTEST_RUN_DIR") or None,
-        metavar="DIR",
-        help="where the control plane keeps etcd data, certificates and logs "
-        "(default: $KTEST_RUN_DIR, else /dev/shm when it has 1 GiB free, else the temp directory)",
-    )
+    add_setting_option(up, "k8s_version")
+    add_setting_option(up, "controllers", fallback=",".join(DEFAULT_CONTROLLERS))
+    add_setting_option(up, "run_dir")
     up.add_argument(
         "--backend",
         choices=registry.up_names(),

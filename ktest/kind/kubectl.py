@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from ktest.base.process import end_popen
 from ktest.errors import KindError
 
 _FORWARDING = re.compile(r"Forwarding from (?:\[[^\]]*\]|[^\s\[]+):(\d+) ->")
@@ -146,12 +147,7 @@ def forwarded_port(process: subprocess.Popen[str], timeout: float, what: str) ->
 
 def stop_forwarding(process: subprocess.Popen[str]) -> None:
     """End a port-forward: SIGTERM, then SIGKILL after 10 s; close its output."""
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    end_popen(process, 10)
     if process.stdout is not None:
         process.stdout.close()
 

@@ -29,6 +29,8 @@ from urllib.parse import urlparse
 
 import filelock
 
+from ktest.base.delegation import Delegated
+from ktest.base.process import end_popen
 from ktest.base.procfs import process_alive, process_start_time
 from ktest.config import Settings
 from ktest.errors import ConfigError, ControlPlaneError
@@ -70,13 +72,8 @@ class UpRecord:
     def fingerprint(self) -> str:
         return fingerprint(self.requested_version, self.controllers)
 
-    @property
-    def kubeconfig(self) -> str:
-        return self.share.kubeconfig
-
-    @property
-    def version(self) -> str:
-        return self.share.version
+    kubeconfig = Delegated[str]("share")
+    version = Delegated[str]("share")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -333,12 +330,7 @@ def _start_daemon(
                 f"--- {log} ---\n{read_tail(log) or '(empty log)'}\n--- end of log ---"
             )
         if time.monotonic() > deadline:
-            daemon.terminate()
-            try:
-                daemon.wait(30)
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
+            end_popen(daemon, 30)
             raise ControlPlaneError(
                 f"the warm control plane {name!r} was not ready after {timeout:.0f}s; stopped it.\n"
                 f"--- {log} ---\n{read_tail(log) or '(empty log)'}\n--- end of log ---"

@@ -10,13 +10,12 @@ install``: offline kind node images and the kind binary.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from typing import Any
 
 from ktest.assets.progress import format_bytes
-from ktest.config import Settings
+from ktest.config import Settings, add_setting_option
 
 NAME = "kind"
 """This backend's name in ``ktest.backend_registry``."""
@@ -152,12 +151,7 @@ def register(subparsers: Any, parsers: dict[str, argparse.ArgumentParser]) -> No
     build = commands.add_parser(
         "build-image", help="build the node image for a Kubernetes version (a no-op when it exists)"
     )
-    build.add_argument(
-        "--k8s-version",
-        default=os.environ.get("KTEST_K8S_VERSION") or None,
-        metavar="V",
-        help="1.37.2, or 1.37 (newest known patch); default: $KTEST_K8S_VERSION or 1.37",
-    )
+    add_setting_option(build, "k8s_version")
     build.add_argument("--force", action="store_true", help="rebuild even if a matching image exists")
     build.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     build.set_defaults(handler=_build_image)
