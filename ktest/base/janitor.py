@@ -142,11 +142,30 @@ def sweep_stale(base: Path, prefix: str = DIRECTORY_PREFIX) -> list[Path]:
 
 
 KIND_CREATE_SETTLE = 3.0
-"""Seconds before the second ``kind delete`` of a cluster whose ``kind create`` was killed."""
+"""Seconds without a node container before a cluster whose ``kind create`` was killed counts
+as deleted: the engine may still be creating a node container, which ``kind delete`` then
+fails to remove without a word."""
+KIND_CREATE_TIMEOUT = 120.0
 
 
-def delete_kind_cluster(kind: str, name: str, record: Path) -> None:
-    """Delete a dead owner's kind cluster (stopping a ``kind create`` still running for it first)."""
+def _kind(kind: str, *args: str) -> str:
+    """``kind args``'s standard output ("" when it cannot run)."""
+    import subprocess
+
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        return subprocess.run(
+            [kind, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, timeout=300, check=False,
+        ).stdout
+    return ""
+
+
+def delete_kind_cluster(kind: str, name: str, record: Path, directory: Path | None = None) -> None:
+    """Delete a dead owner's kind cluster (stopping a ``kind create`` still running for it first).
+
+    Half-made (a ``kind create`` was running, or ``directory`` has no admin kubeconfig yet), it is
+    deleted again each time a node container shows up, until none has for KIND_CREATE_SETTLE s.
+    """
     try:
         if '"kept": true' in record.read_text():
             return  # kept on purpose after all (ktest up, --ktest-keep-cluster)
@@ -156,19 +175,17 @@ def delete_kind_cluster(kind: str, name: str, record: Path) -> None:
     for pid in creating:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    import subprocess
-
-    # After a killed `kind create` the engine may still be creating a node container it asked
-    # for: a second delete, a moment later, removes what appeared after the first.
-    for attempt in range(2 if creating else 1):
-        if attempt:
-            time.sleep(KIND_CREATE_SETTLE)
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(
-                [kind, "delete", "cluster", "--name", name, "--kubeconfig", os.devnull],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                timeout=300, check=False,
-            )
+    half_made = bool(creating) or (directory is not None and not (directory / "admin.kubeconfig").exists())
+    give_up = time.monotonic() + KIND_CREATE_TIMEOUT
+    while True:
+        _kind(kind, "delete", "cluster", "--name", name, "--kubeconfig", os.devnull)
+        quiet_until = min(time.monotonic() + (KIND_CREATE_SETTLE if half_made else 0.0), give_up)
+        left = ""
+        while not left and time.monotonic() < quiet_until:
+            time.sleep(0.5)
+            left = _kind(kind, "get", "nodes", "--name", name).strip()
+        if not left:
+            break
     with contextlib.suppress(OSError):
         record.unlink()
 
@@ -192,7 +209,7 @@ def main() -> None:
         elif command == "release":
             return
     if kind_cluster is not None:
-        delete_kind_cluster(*kind_cluster)
+        delete_kind_cluster(*kind_cluster, directory=directory)
     if directory is not None:
         kill_and_remove(directory, remove=not keep)
 

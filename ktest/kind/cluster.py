@@ -1,3 +1,4 @@
+# Over 500 lines: one kind cluster's whole life (create, credentials, readiness, delete) in one place.
 """A kind cluster ktest created: create, wait until usable, inspect, delete, export logs.
 
 The ``kind`` CLI drives the lifecycle; the Docker SDK answers questions about
@@ -166,14 +167,39 @@ def cluster_stopped(name: str, client: Any = None) -> str | None:
     return None
 
 
+HALF_MADE_SETTLE = 3.0
+"""Seconds without a node container before a half-made cluster counts as deleted: its ``kind
+create`` was stopped while the engine was still creating a node container (copying the
+image's ``/var`` into its volume takes seconds on a busy machine), which ``kind delete``
+then fails to remove without a word (kind v0.33: the container stays "Created")."""
+HALF_MADE_TIMEOUT = 120.0
+
+
 def delete_cluster(kind: Path, record: ClusterRecord, directory: Path | None = None) -> None:
-    """``kind delete cluster`` (a no-op for a cluster that is gone), then the files and record."""
-    run_kind(
-        kind,
-        ["delete", "cluster", "--name", record.name, "--kubeconfig", os.devnull],
-        what=f"deleting kind cluster {record.name}",
-        timeout=180.0,
-    )
+    """``kind delete cluster`` (a no-op for a cluster that is gone), then the files and record.
+
+    A half-made cluster (no kubeconfig yet: ``kind create`` was stopped) is deleted again each
+    time a node container shows up, until none has for :data:`HALF_MADE_SETTLE` seconds.
+    """
+    from docker.errors import DockerException
+
+    half_made = not record.kubeconfig.is_file()
+    give_up = time.monotonic() + HALF_MADE_TIMEOUT
+    while True:
+        run_kind(
+            kind,
+            ["delete", "cluster", "--name", record.name, "--kubeconfig", os.devnull],
+            what=f"deleting kind cluster {record.name}",
+            timeout=180.0,
+        )
+        quiet_until = min(time.monotonic() + (HALF_MADE_SETTLE if half_made else 0.0), give_up)
+        left: list[Any] = []
+        while not left and time.monotonic() < quiet_until:
+            time.sleep(0.25)
+            with contextlib.suppress(KindError, DockerException):  # e.g. a container gone while listed
+                left = node_containers(record.name)
+        if not left:
+            break
     shutil.rmtree(record.directory, ignore_errors=True)
     records.remove_record(record, directory)
 

@@ -13,13 +13,11 @@ is never touched.
 
 from __future__ import annotations
 
-import contextlib
-import time
 from pathlib import Path
 
 from ktest.errors import KindError
 from ktest.kind import records
-from ktest.kind.cluster import delete_cluster, existing_clusters, node_containers
+from ktest.kind.cluster import delete_cluster, existing_clusters
 from ktest.kind.records import ClusterRecord
 
 
@@ -49,32 +47,12 @@ def sweep_orphans(
         if record.orphaned() or (include_kept and not record.holder_alive()):
             why = "kept by `ktest up`" if record.kept else f"its owner (pid {record.owner_pid}) is gone"
             try:
-                _delete_orphan(kind, record, records_dir)
+                delete_cluster(kind, record, records_dir)
             except KindError as error:
                 notes.append(f"could not delete orphaned kind cluster {record.name} ({why}): {error}")
                 continue
             notes.append(f"deleted kind cluster {record.name}: {why}")
     return notes
-
-
-HALF_MADE_SETTLE = 3.0
-"""Seconds to watch for node containers after deleting a half-made cluster: its ``kind create``
-was killed while the engine was creating a node container, which ``kind delete`` then fails
-to remove without a word (seen with kind v0.33: the container stays "Created")."""
-
-
-def _delete_orphan(kind: Path, record: ClusterRecord, records_dir: Path | None) -> None:
-    delete_cluster(kind, record, records_dir)
-    if record.kubeconfig.is_file():
-        return  # it was finished: nothing of it is still being created
-    from docker.errors import DockerException
-
-    deadline = time.monotonic() + HALF_MADE_SETTLE
-    while time.monotonic() < deadline:
-        with contextlib.suppress(KindError, DockerException):  # e.g. a container gone while listed
-            if node_containers(record.name):
-                delete_cluster(kind, record, records_dir)
-        time.sleep(0.25)
 
 
 def delete_spare(

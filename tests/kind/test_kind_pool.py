@@ -236,6 +236,25 @@ def test_of_two_claimers_one_wins_and_its_close_deletes_the_spare(
     assert records.read_record(spare.name) is None and not Path(spare.directory).exists()
 
 
+def _filler_half_way(
+    kind_binary: Path, spec: SpareSpec
+) -> tuple[subprocess.Popen[bytes], records.ClusterRecord]:
+    """A filler started and the record of its cluster, once the cluster exists (half made)."""
+    filler = pool.refill(kind_binary, spec)
+    assert filler is not None
+    try:
+        half = eventually(
+            lambda: next((r for r in _spares_of(spec) if r.name in existing_clusters(kind_binary)), None),
+            timeout=120,
+            interval=0.5,
+            description="the filler's kind cluster exists",
+        )
+    except BaseException:
+        os.killpg(filler.pid, signal.SIGKILL)  # its janitor deletes what it made
+        raise
+    return filler, half
+
+
 def _janitor_of(pid: int) -> int:
     """The janitor a filler started (its child running janitor.py)."""
     for entry in Path("/proc").iterdir():
@@ -256,22 +275,45 @@ def _janitor_of(pid: int) -> int:
 def test_a_killed_fillers_half_made_cluster_is_swept(
     cleanup: None, spec: SpareSpec, kind_binary: Path
 ) -> None:
-    filler = pool.refill(kind_binary, spec)
-    assert filler is not None
-    try:
-        half = eventually(
-            lambda: next((r for r in _spares_of(spec) if r.name in existing_clusters(kind_binary)), None),
-            timeout=120,
-            interval=0.5,
-            description="the filler's kind cluster exists",
-        )
-        assert not half.kept and half.owner_pid == filler.pid
-        # The whole process group killed (e.g. a CI timeout), the janitor with it.
-        os.kill(_janitor_of(filler.pid), signal.SIGKILL)
-    finally:
-        os.killpg(filler.pid, signal.SIGKILL)
-        filler.wait()
+    filler, half = _filler_half_way(kind_binary, spec)
+    assert not half.kept and half.owner_pid == filler.pid
+    # The whole process group killed (e.g. a CI timeout), the janitor with it.
+    os.kill(_janitor_of(filler.pid), signal.SIGKILL)
+    os.killpg(filler.pid, signal.SIGKILL)
+    filler.wait()
     assert half.orphaned() and pool.running_filler() is None
     notes = sweep_orphans(kind_binary)
     assert f"deleted kind cluster {half.name}: its owner (pid {filler.pid}) is gone" in notes
     assert half.name not in existing_clusters(kind_binary) and records.read_record(half.name) is None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_stopped_filler_deletes_its_half_made_cluster(
+    cleanup: None, spec: SpareSpec, kind_binary: Path
+) -> None:
+    """What `ktest down --kind` does to a running filler: SIGTERM, and it cleans up after itself."""
+    filler, half = _filler_half_way(kind_binary, spec)
+    assert (
+        pool.stop_filler()
+        == f"stopped the kind pool's filler (pid {filler.pid}) and the spare it was creating"
+    )
+    assert filler.wait(timeout=10) == 128 + signal.SIGTERM
+    assert half.name not in existing_clusters(kind_binary) and records.read_record(half.name) is None
+    assert not Path(half.directory).exists() and pool.running_filler() is None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_killed_fillers_janitor_deletes_its_half_made_cluster(
+    cleanup: None, spec: SpareSpec, kind_binary: Path
+) -> None:
+    filler, half = _filler_half_way(kind_binary, spec)
+    os.killpg(filler.pid, signal.SIGKILL)  # the filler and its kind create; its janitor lives on
+    filler.wait()
+    eventually(
+        lambda: half.name not in existing_clusters(kind_binary) and records.read_record(half.name) is None,
+        timeout=180,
+        interval=1,
+        description=f"the janitor deleted {half.name}, node container included, and its record",
+    )
