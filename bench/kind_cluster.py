@@ -1,6 +1,6 @@
 """kind backend: time to a usable cluster against plain kind, with a timeline; attach, memory.
 
-Interleaved pairs (``--runs``, at most 3: each pair creates two clusters), same node image and
+Interleaved pairs (``--runs``, 5 by default, at most 9: each pair creates two clusters), same node image and
 config, medians:
 
 - plain: ``kind create cluster --wait 120s``, then the readiness checks ktest makes (every node
@@ -15,7 +15,7 @@ deleted (plain: ``kind delete cluster``; ktest: its own teardown). The last line
 ``kind usable: ktest/plain = X.XX``. ``--attach`` and ``--memory`` add the attach and memory
 measures (a kept cluster; the node container's memory next to the bare control plane's RSS).
 
-    .venv/bin/python bench/kind_cluster.py [--runs 3] [--k8s-version 1.37] [--attach] [--memory]
+    .venv/bin/python bench/kind_cluster.py [--runs 5] [--k8s-version 1.37] [--attach] [--memory]
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from ktest.kind.engine import cgroup_version, connect  # noqa: E402
 from ktest.kind.node_choice import choose_node_image  # noqa: E402
 from ktest.kind.recipe import required_cluster_config  # noqa: E402
 
-MAX_RUNS = 3
+MAX_RUNS = 9
 
 
 class Timeline:
@@ -246,7 +246,7 @@ def node_memory(version: str) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--k8s-version", default=None)
     parser.add_argument("--attach", action="store_true", help="also time attaching to a kept cluster")
     parser.add_argument("--memory", action="store_true", help="also measure the node container's memory")
@@ -263,10 +263,14 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
     ktest_times, plain_times, loads = [], [], []
     for index in range(runs):
+        # The order alternates, so neither side always runs on a machine the other just warmed.
+        if index % 2:
+            ours, our_timeline = ktest_usable(version)
         plain, plain_timeline = plain_kind_usable(kind, image.reference, config, index)
         plain_times.append(plain)
         plain_timeline.show(f"run {index + 1} plain kind: usable after {plain:.1f}s")
-        ours, our_timeline = ktest_usable(version)
+        if not index % 2:
+            ours, our_timeline = ktest_usable(version)
         ktest_times.append(ours)
         our_timeline.show(f"run {index + 1} ktest: usable after {ours:.1f}s")
         loads.append(os.getloadavg()[0])
