@@ -185,6 +185,12 @@ class ControlPlane:
         self._running_controllers: frozenset[str] = frozenset()
         self._controllers_waited_for = False
         self._controllers_confirmed = False
+        # Deferred starts: the thread that launches kube-controller-manager once the bootstrap
+        # hooks are done; it takes only _launch_lock, never _lock.
+        self._launcher: threading.Thread | None = None
+        self._launch_lock = threading.Lock()
+        self._launch_cancelled = threading.Event()
+        self._launch_error: BaseException | None = None
         self._users: list[_User] = []
         self._version = ""
         self._started = False
@@ -330,6 +336,7 @@ class ControlPlane:
         with self._lock:
             self._require_started()
             self._controllers_waited_for = True
+            self._join_launcher()
             if self._controller_manager is not None and not self._controllers_confirmed:
                 self._wait_for_controller_markers(self.start_timeout if timeout is None else timeout)
 
@@ -343,6 +350,7 @@ class ControlPlane:
         """
         with self._lock:
             self._require_started()
+            self._join_launcher()
             if self._controller_manager is None:
                 return
             self._running_controllers = frozenset()
@@ -709,12 +717,25 @@ class ControlPlane:
         self._running_controllers = frozenset()
         if not self._controller_names:
             return
-        assert self._assets is not None
-        wait = self.wait_for_controllers or self._controllers_waited_for
-        # Deferred: launched now, kube-controller-manager polls /healthz once a second and passes
-        # the poll after the hooks' 1 s timer, as it would if launched after them.
-        if self._bootstrap is not None and wait:
+        self._controllers_confirmed = False
+        self._running_controllers = frozenset(self._controller_names)
+        if not (self.wait_for_controllers or self._controllers_waited_for):
+            # Launched by a thread once the bootstrap hooks are done: launched before them, its
+            # once-a-second /healthz poll can fall just short of them and cost a second.
+            self._launch_cancelled.clear()
+            self._launch_error = None
+            self._launcher = threading.Thread(
+                target=self._launch_after_hooks, name="ktest-controller-manager-launch", daemon=True
+            )
+            self._launcher.start()
+            return
+        if self._bootstrap is not None:
             self._wait_for_bootstrap_hooks()
+        self._launch_controller_manager()
+        self._wait_for_controller_markers(self.start_timeout)
+
+    def _launch_controller_manager(self) -> None:
+        assert self._assets is not None
         binary = self._assets.binary("kube-controller-manager")
         process = self._controller_manager = controller_manager_process(
             binary,
@@ -724,10 +745,30 @@ class ControlPlane:
             log_path=self.log_path("kube-controller-manager"),
         )
         self._launch(process)
-        self._controllers_confirmed = False
-        if wait:
-            self._wait_for_controller_markers(self.start_timeout)
-        self._running_controllers = frozenset(self._controller_names)
+
+    def _launch_after_hooks(self) -> None:
+        try:
+            self._wait_for_bootstrap_hooks()  # raises once the API server is stopped
+            with self._launch_lock:
+                if not self._launch_cancelled.is_set():
+                    self._launch_controller_manager()
+        except BaseException as error:  # handed to whoever waits for the controllers
+            self._launch_error = error
+
+    def _join_launcher(self) -> None:
+        """Wait for a deferred launch; raise what made it fail."""
+        launcher, self._launcher = self._launcher, None
+        if launcher is not None:
+            launcher.join()
+        error, self._launch_error = self._launch_error, None
+        if error is not None:
+            raise error
+
+    def _cancel_launcher(self) -> None:
+        """No deferred launch after this; one in progress has finished (so it is stopped too)."""
+        self._launch_cancelled.set()
+        with self._launch_lock:
+            pass
 
     def _wait_for_controller_markers(self, timeout: float) -> None:
         process = self._controller_manager
@@ -771,6 +812,7 @@ class ControlPlane:
 
     def _stop_components(self) -> None:
         """Stop controllers and API server together, then etcd (the API server needs it)."""
+        self._cancel_launcher()
         self._running_controllers = frozenset()
         front = [p for p in (self._controller_manager, self._apiserver) if p is not None]
         for process in front:
@@ -780,6 +822,10 @@ class ControlPlane:
         if self._etcd is not None:
             self._etcd.stop(_STOP_TIMEOUT)
         self._controller_manager = self._apiserver = self._etcd = None
+        launcher, self._launcher = self._launcher, None
+        if launcher is not None:
+            launcher.join()  # it ends as the API server is gone
+        self._launch_error = None
 
     def _teardown(self) -> None:
         """Stop everything this control plane started and remove its directory."""
