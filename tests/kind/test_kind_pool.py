@@ -4,8 +4,9 @@ For real, on the engine, in records of their own (``XDG_STATE_HOME`` in a tempor
 directory, so no other run's sweep or claim meets these spares): two fillers started
 together make exactly one spare, which the sweep leaves alone; two claimers started
 together, one wins, and its backend's close deletes the spare; a filler killed with its
-janitor mid-creation leaves a half-made cluster that the next sweep deletes. Two kind
-clusters in all (CPU is scarce).
+janitor mid-creation leaves a half-made cluster that the next sweep deletes; a filler
+stopped (``ktest down --kind``) or killed without its janitor leaves nothing. One whole
+kind cluster and three half-made ones in all (CPU is scarce; about 50 s).
 """
 
 from __future__ import annotations
@@ -104,6 +105,25 @@ def test_a_spare_is_taken_once_and_then_belongs_to_its_taker(tmp_path: Path) -> 
     assert records.read_record("ktest-spare-x", tmp_path) == taken
     assert records.take_spare("ktest-spare-x", "run", tmp_path) is None
     assert records.take_spare("ktest-spare-absent", "run", tmp_path) is None
+
+
+def test_a_spare_of_another_fingerprint_makes_room_oldest_first(tmp_path: Path) -> None:
+    older, newer = _spec(version="1.35.4"), _spec(version="1.36.0")
+    records.write_record(_spare_record("ktest-spare-older", older, age=600), tmp_path)
+    records.write_record(_spare_record("ktest-spare-newer", newer, age=60), tmp_path)
+    assert pool.MAX_SPARES == 1, "this test assumes room for one spare"
+    evicted = pool._make_room(_spec(), tmp_path)
+    assert [record.name for record in evicted] == ["ktest-spare-older", "ktest-spare-newer"]
+    assert all(record.owner_pid == os.getpid() and not record.ready_spare for record in evicted)
+    assert pool.ready_spares(tmp_path) == []
+
+
+def test_status_tells_a_ready_spare_from_one_being_made() -> None:
+    ready = pool.describe(_spare_record("ktest-spare-ready", _spec(), age=3600))
+    assert ready is not None and "the next run with ktest_kind_pool claims it; expires in 23.0h" in ready
+    making = pool.describe(_spare_record("ktest-spare-making", _spec(), kept=False))
+    assert making == f"spare being created by the pool's filler (pid {os.getpid()})"
+    assert pool.describe(replace(_spare_record("ktest-run-x", _spec()), spare="")) is None
 
 
 def test_kubeadm_patches_reach_every_control_plane_node_and_user_patches_come_after(tmp_path: Path) -> None:
