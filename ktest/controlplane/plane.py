@@ -350,6 +350,10 @@ class ControlPlane:
         """
         with self._lock:
             self._require_started()
+            with self._launch_lock:
+                pending = self._launcher is not None and self._controller_manager is None
+            if pending and self._launch_error is None:
+                return  # launched later, it discovers the resource types there are by then
             self._join_launcher()
             if self._controller_manager is None:
                 return

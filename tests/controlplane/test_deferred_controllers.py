@@ -74,3 +74,11 @@ def test_a_stop_before_the_deferred_launch_leaves_no_controller_manager(k8s_asse
         duration=2,
         description="no kube-controller-manager launched after stop()",
     )
+
+
+def test_a_restart_before_the_deferred_launch_does_not_wait_for_it(k8s_assets: Assets) -> None:
+    with ControlPlane(assets=k8s_assets, wait_for_controllers=False) as plane:
+        plane.restart_controllers()  # CRDs installed meanwhile: the later launch will see them
+        assert "kube-controller-manager" not in plane.processes()
+        plane.wait_until_controllers_ready()
+        assert _controllers_running(plane)
