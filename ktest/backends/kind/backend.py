@@ -24,6 +24,7 @@ from ktest.errors import KindError
 from ktest.kind import records
 from ktest.kind.cluster import KindCluster, create_cluster, keep
 from ktest.kind.handle import KindHandle
+from ktest.kind.pool import SpareSpec
 from ktest.sessions.attached import AttachedBackend
 from ktest.sessions.backend import Backend, ClusterShare
 
@@ -61,7 +62,6 @@ class KindBackend(Backend):
         With ``settings.kind_pool`` (and not ``kept``): claim a matching spare instead when one
         is ready, then start the filler that makes the next one.
         """
-        from ktest.kind import pool
         from ktest.kind.binary import resolve_kind
         from ktest.kind.engine import cgroup_version, connect
         from ktest.kind.node_choice import choose_node_image, load_extra_config, merge_config
@@ -79,10 +79,8 @@ class KindBackend(Backend):
         config = merge_config(required, extra, source=str(settings.kind_config or ""))
         notes = list(swept)
         use_pool = settings.kind_pool and not kept
-        spare = pool.SpareSpec.for_image(image.reference, image.version, config) if use_pool else None
-        claimed = pool.claim(kind, spare, purpose=purpose, notes=notes) if spare is not None else None
-        if claimed is not None:
-            notes.append(f"kind pool: claimed spare cluster {claimed.name} (made by an earlier run's filler)")
+        spare = SpareSpec.for_image(image.reference, image.version, config) if use_pool else None
+        claimed = _claim_spare(kind, spare, purpose, notes) if spare is not None else None
         cluster = claimed or create_cluster(
             kind,
             name=records.new_cluster_name(purpose),
@@ -95,12 +93,7 @@ class KindBackend(Backend):
         )
         backend = cls(cluster, owned=True, keep_cluster=settings.keep_cluster)
         if spare is not None:  # only now: the filler competes with this run for CPU
-            filler = pool.refill(kind, spare)
-            if filler is not None:
-                notes.append(
-                    f"kind pool: making a spare for the next run in the background (pid {filler.pid}, "
-                    f"log {pool.log_path()}; `ktest down --kind` stops it and deletes spares)"
-                )
+            _refill(kind, spare, notes)
         backend.notes.extend(notes)
         return backend
 
@@ -135,6 +128,36 @@ class KindBackend(Backend):
                 print(keep_message(self.kind_cluster), file=sys.stderr)
             elif self.owned:
                 self.kind_cluster.delete()
+
+
+def _claim_spare(kind: Path, spare: SpareSpec, purpose: str, notes: list[str]) -> KindCluster | None:
+    """A spare of the warm pool, or None. The pool only saves time: its failures are notes."""
+    from ktest.kind import pool
+
+    try:
+        claimed = pool.claim(kind, spare, purpose=purpose, notes=notes)
+    except (OSError, KindError) as error:
+        notes.append(f"kind pool: no spare claimed ({error}); creating a cluster instead")
+        return None
+    if claimed is not None:
+        notes.append(f"kind pool: claimed spare cluster {claimed.name} (made by an earlier run's filler)")
+    return claimed
+
+
+def _refill(kind: Path, spare: SpareSpec, notes: list[str]) -> None:
+    """Start the filler that makes the next spare; a note either way."""
+    from ktest.kind import pool
+
+    try:
+        filler = pool.refill(kind, spare)
+    except (OSError, KindError) as error:
+        notes.append(f"kind pool: could not start the filler for the next spare ({error})")
+        return
+    if filler is not None:
+        notes.append(
+            f"kind pool: making a spare for the next run in the background (pid {filler.pid}, "
+            f"log {pool.log_path()}; `ktest down --kind` stops it and deletes spares)"
+        )
 
 
 def keep_message(cluster: KindCluster) -> str:
