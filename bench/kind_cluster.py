@@ -180,6 +180,12 @@ ATTACH_TEST = textwrap.dedent(
 )
 
 
+def kind_pytest(test_file: str, *options: str) -> list[str]:
+    """The command of a quiet pytest run of ``test_file`` on the kind backend (output shown)."""
+    return [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", test_file,
+            "--ktest-backend", "kind", *options]
+
+
 def attach_times(version: str, runs: int) -> tuple[list[float], list[float]]:
     kept = KindBackend.start(Settings(backend="kind", k8s_version=version), purpose="up", kept=True)
     walls: list[float] = []
@@ -192,21 +198,7 @@ def attach_times(version: str, runs: int) -> tuple[list[float], list[float]]:
             for _ in range(runs):
                 started = time.time()
                 finished = subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "pytest",
-                        "-q",
-                        "-s",
-                        "-p",
-                        "no:cacheprovider",
-                        "test_attach.py",
-                        "--ktest-backend",
-                        "kind",
-                        "--ktest-reuse",
-                        "--ktest-k8s-version",
-                        version,
-                    ],
+                    kind_pytest("test_attach.py", "--ktest-reuse", "--ktest-k8s-version", version),
                     cwd=directory,
                     capture_output=True,
                     text=True,

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kind_cluster import ATTACH_TEST  # noqa: E402  (bench/ is the script's directory)
+from kind_cluster import ATTACH_TEST, kind_pytest  # noqa: E402  (bench/ is the script's directory)
 
 from ktest.backends.kind.backend import open_kind  # noqa: E402
 from ktest.config import Settings  # noqa: E402
@@ -65,18 +65,7 @@ def timed_pytest(settings: Settings) -> tuple[float, list[str]]:
     """Seconds from starting ``pytest`` to its first test; the session header's notes."""
     with tempfile.TemporaryDirectory() as directory:
         (Path(directory) / "test_first.py").write_text(ATTACH_TEST)
-        command = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-s",
-            "-p",
-            "no:cacheprovider",
-            "test_first.py",
-            "--ktest-backend",
-            "kind",
-        ]
+        command = kind_pytest("test_first.py")
         command += ["--ktest-kind-pool"] if settings.kind_pool else []
         command += ["--ktest-k8s-version", settings.k8s_version] if settings.k8s_version else []
         started = time.time()
