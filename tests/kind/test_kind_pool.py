@@ -337,3 +337,57 @@ def test_a_killed_fillers_janitor_deletes_its_half_made_cluster(
         interval=1,
         description=f"the janitor deleted {half.name}, node container included, and its record",
     )
+
+
+# -------------------------------------------------------------------- as users run it
+
+_SESSION_TEST = """
+from ktest.cluster import ObjectRef
+
+def test_uses_the_cluster(cluster):
+    assert cluster.get(ObjectRef("v1", "Namespace", "default"))["metadata"]["name"] == "default"
+"""
+
+
+def _pooled_session(directory: Path) -> subprocess.CompletedProcess[str]:
+    """One pytest session on the kind backend with the pool on (this module's records)."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--ktest-backend=kind",
+            "--ktest-kind-pool",
+            str(directory / "test_session.py"),
+        ],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_second_session_claims_the_spare_the_first_sessions_filler_made(
+    cleanup: None, spec: SpareSpec, kind_binary: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "test_session.py").write_text(_SESSION_TEST)
+    first = _pooled_session(tmp_path)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "kind pool: claimed" not in first.stdout  # nothing to claim yet: it created a cluster
+    eventually(
+        lambda: pool.matching(pool.ready_spares(), spec),
+        timeout=300,
+        interval=1,
+        description="the first session's filler made a spare",
+    )
+    (spare,) = pool.matching(pool.ready_spares(), spec)
+    second = _pooled_session(tmp_path)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert f"kind pool: claimed spare cluster {spare.name}" in second.stdout
+    assert spare.name not in existing_clusters(kind_binary)  # the claimer's close deleted it
