@@ -379,7 +379,8 @@ def test_a_second_session_claims_the_spare_the_first_sessions_filler_made(
     (tmp_path / "test_session.py").write_text(_SESSION_TEST)
     first = _pooled_session(tmp_path)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    assert "kind pool: claimed" not in first.stdout  # nothing to claim yet: it created a cluster
+    # Nothing to claim yet: it created a cluster, and says so.
+    assert "kind pool: no spare for this node image, version and kind config" in first.stdout
     eventually(
         lambda: pool.matching(pool.ready_spares(), spec),
         timeout=300,

@@ -141,7 +141,18 @@ def _claim_spare(kind: Path, spare: SpareSpec, purpose: str, notes: list[str]) -
         return None
     if claimed is not None:
         notes.append(f"kind pool: claimed spare cluster {claimed.name} (made by an earlier run's filler)")
-    return claimed
+        return claimed
+    filler = pool.running_filler()
+    if filler is not None:
+        notes.append(
+            f"kind pool: no spare ready yet (the filler, pid {filler.pid}, is still making one); "
+            "created a cluster for this run"
+        )
+    else:
+        notes.append(
+            "kind pool: no spare for this node image, version and kind config; created a cluster for this run"
+        )
+    return None
 
 
 def _refill(kind: Path, spare: SpareSpec, notes: list[str]) -> None:
