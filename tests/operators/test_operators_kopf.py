@@ -21,8 +21,20 @@ from ktest.wait import eventually
 MIRROR = {"ktest.dev/kopf-copy": "true"}
 
 
+_EARLIER_THREADS: set[threading.Thread] = set()
+
+
+@pytest.fixture(autouse=True)
+def _earlier_threads() -> None:
+    """Threads alive before the test: another test's operator is not this test's to judge."""
+    _EARLIER_THREADS.clear()
+    _EARLIER_THREADS.update(threading.enumerate())
+
+
 def kopf_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("ktest-kopf-")]
+    """kopf threads started during this test that are still alive."""
+    alive = threading.enumerate()
+    return [t for t in alive if t.name.startswith("ktest-kopf-") and t not in _EARLIER_THREADS]
 
 
 def handled(admin: Cluster, ns: str, name: str) -> str | None:
