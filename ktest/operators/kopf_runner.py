@@ -159,7 +159,7 @@ class KopfOperator(ThreadOperator):
             finally:
                 watcher.cancel()
         finally:
-            close_loop(loop)
+            close_loop(loop, wait=not run.killed)
 
     async def _readiness(self, run: _KopfRun, ready_flag: asyncio.Event, insights: Any) -> None:
         run.phase = "running its startup handlers"

@@ -104,7 +104,8 @@ class ThreadOperator(OperatorHandle):
             if not run.killed:
                 run.exception = error
         except BaseException as error:
-            run.exception = error
+            if not run.killed:  # after crash(), whatever ends the run is the crash's doing
+                run.exception = error
         finally:
             run.started.set()
             try:
@@ -136,6 +137,12 @@ class ThreadOperator(OperatorHandle):
                 raise_in(thread)
         self._signal_stop(run)  # after the kill, so that the operator cannot take its graceful path
         self.leaked_threads = crash_threads(run.threads, thread, self.stop_timeout, self.log, self.name)
+        if thread is not None and thread.is_alive() and run.loop is not None:
+            # The cancelled task is still winding down (kopf waits for its own tasks): a killed
+            # pod would not, so its loop stops and is closed with whatever was left pending.
+            call_in_loop(run.loop, run.loop.stop)
+            thread.join(self.stop_timeout)
+            self.leaked_threads = [t for t in self.leaked_threads if t.is_alive()]
 
     def _running(self) -> bool:
         return is_running(self._run.thread)

@@ -96,12 +96,17 @@ def is_running(thread: threading.Thread | None) -> bool:
     return thread is not None and thread.is_alive()
 
 
-def close_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """Cancel what the operator left running, then close its loop."""
+def close_loop(loop: asyncio.AbstractEventLoop, *, wait: bool = True) -> None:
+    """Cancel what the operator left running, then close its loop; ``wait=False`` (a crashed
+    run) closes it without running the cancelled tasks to their end."""
     try:
         pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
         for task in pending:
             task.cancel()
+        if not wait:
+            # Abandoned, not failed: no "Task was destroyed but it is pending" when they are freed.
+            loop.set_exception_handler(lambda _loop, _context: None)
+            return
         if pending:
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         loop.run_until_complete(loop.shutdown_asyncgens())
