@@ -33,11 +33,12 @@ binaries: venv
 binaries-older: venv
 	$(KTEST) binaries install --k8s-version $(OLDER_K8S_VERSION)
 
-test: venv lint-workflows binaries binaries-older docker-engine kind-images
-	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest -n $(TEST_WORKERS) tests examples --ignore=tests/kind_backend --ignore=tests/kind $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
-	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest tests/kind $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
-	$(MAKE) test-floors
-	$(MAKE) test-kind
+# The stages are in scripts/test-stages: while the bare suite runs, the older version's binaries and
+# the kind node images build in the background at idle priority (a cold machine waits less).
+test: venv lint-workflows binaries docker-engine
+	BIN=$(BIN) MAKE="$(MAKE)" TEST_WORKERS=$(TEST_WORKERS) OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) \
+		VERSION_ARGS="$(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),)" PYTEST_ARGS="$(PYTEST_ARGS)" \
+		scripts/test-stages
 
 # The kind layer for real: the kind backend's own tests and the demo suite on one shared kind
 # cluster (both xdist workers use it), created from the node image for K8S_VERSION.
