@@ -1,7 +1,9 @@
-"""``go install module/package@version`` into a cache directory, atomically, with a kept log.
+"""Go builds into a cache directory, atomically, with a kept log.
 
-kind, CoreDNS and crictl are built this way: ``GOBIN`` points at a scratch
-directory next to the destination, and the binary is renamed into place only
+kind and crictl are built with ``go install module/package@version``; CoreDNS
+with ``go build`` of a generated main module (:mod:`ktest.kind.image.coredns`).
+Either way the build writes into a scratch directory next to the destination
+under the destination's file lock, and the binary is renamed into place only
 once the build succeeded, so the cache never holds a half-written binary.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import filelock
@@ -19,7 +21,11 @@ from ktest.assets.gobuild import GoTool, find_go, run_logged_go
 from ktest.assets.progress import Progress
 from ktest.errors import KindError
 
-_TIMEOUT_SECONDS = 3600.0
+GO_TIMEOUT_SECONDS = 3600.0
+PROXY_HINT = (
+    "Check that the Go module proxy (GOPROXY) serves this version and that Go is "
+    "recent enough, then run the command again."
+)
 
 
 def require_go(what: str, env: Mapping[str, str] | None = None) -> GoTool:
@@ -32,6 +38,41 @@ def require_go(what: str, env: Mapping[str, str] | None = None) -> GoTool:
             "then run the command again."
         )
     return go
+
+
+def go_env(extra_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a tool build: modules on, no workspace, go.mod updates allowed, static."""
+    return {
+        **os.environ,
+        "GO111MODULE": "on",
+        "GOWORK": "off",
+        "GOFLAGS": "-mod=mod",
+        "CGO_ENABLED": "0",
+        **(extra_env or {}),
+    }
+
+
+def build_atomically(destination: Path, build: Callable[[Path, Path], Path]) -> Path:
+    """``destination``, built by ``build(scratch, log)`` unless it is already there.
+
+    Under the lock ``<destination>.lock``: ``build`` gets a fresh scratch directory
+    next to ``destination`` (removed afterwards) and the log path ``<destination>.log``,
+    and returns the file it made, which is renamed to ``destination``. Companion files
+    ``build`` writes next to ``destination`` must come first: the binary marks the end.
+    """
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(destination.with_name(destination.name + ".lock")))
+    with lock:
+        if destination.is_file() and os.access(destination, os.X_OK):
+            return destination
+        log = destination.with_name(destination.name + ".log")
+        scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{destination.name}-", dir=destination.parent))
+        try:
+            built = build(scratch, log)
+            os.replace(built, destination)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return destination
 
 
 def go_install(
@@ -50,38 +91,27 @@ def go_install(
     stamps). The build log stays next to it
     (``<destination>.log``); a failure raises KindError with the log's tail and path.
     """
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(str(destination.with_name(destination.name + ".lock")))
-    with lock:
-        if destination.is_file() and os.access(destination, os.X_OK):
-            return destination
-        log = destination.with_name(destination.name + ".log")
-        scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{destination.name}-", dir=destination.parent))
-        try:
-            env = {
-                **os.environ,
-                "GOBIN": str(scratch),
-                "GO111MODULE": "on",
-                "GOWORK": "off",
-                "GOFLAGS": "-mod=mod",
-                "CGO_ENABLED": "0",
-                **(extra_env or {}),
-            }
-            command = [go.path, "install", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip(), target]
-            with progress.step(what):
-                run_logged_go(
-                    command, cwd=scratch, env=env, log=log, what=f"{what} ({target})",
-                    timeout=_TIMEOUT_SECONDS, error=KindError,
-                    hint="Check that the Go module proxy (GOPROXY) serves this version and that Go is "
-                    "recent enough, then run the command again.",
-                )
-            built = scratch / binary_name
-            if not built.is_file():
-                raise KindError(
-                    f"{what}: `go install {target}` succeeded but produced no {binary_name!r} "
-                    f"in {scratch} (log: {log})."
-                )
-            os.replace(built, destination)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return destination
+
+    def install(scratch: Path, log: Path) -> Path:
+        env = go_env({"GOBIN": str(scratch), **(extra_env or {})})
+        command = [go.path, "install", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip(), target]
+        with progress.step(what):
+            run_logged_go(
+                command,
+                cwd=scratch,
+                env=env,
+                log=log,
+                what=f"{what} ({target})",
+                timeout=GO_TIMEOUT_SECONDS,
+                error=KindError,
+                hint=PROXY_HINT,
+            )
+        built = scratch / binary_name
+        if not built.is_file():
+            raise KindError(
+                f"{what}: `go install {target}` succeeded but produced no {binary_name!r} "
+                f"in {scratch} (log: {log})."
+            )
+        return built
+
+    return build_atomically(destination, install)

@@ -18,7 +18,7 @@ from ktest.errors import KindError
 KIND_MODULE = "sigs.k8s.io/kind"
 KIND_VERSION = "v0.33.0"
 # Bump when the build steps change what ends up in an image: older images are then rebuilt.
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"  # 2: CoreDNS with a lean plugin set (ktest/kind/image/coredns.py)
 
 NODE_IMAGE_REPOSITORY = "ktest/kind-node"
 # Intermediate images (the Debian root filesystem, the node base) live under this repository.

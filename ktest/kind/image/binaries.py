@@ -5,7 +5,8 @@
   kubeadm expects another etcd release than the one the Kubernetes go.mod requires.
 * kubelet, kubeadm, kube-scheduler, kube-proxy: the same Go workspace and build
   cache as ``ktest binaries``, into ``<cache>/kind/k8s/<version>-linux-<arch>/``.
-* CoreDNS and crictl: ``go install`` at the recipe's versions; pause: our own C program.
+* crictl: ``go install`` at the recipe's version; CoreDNS: the recipe's version with a lean
+  plugin set (:mod:`ktest.kind.image.coredns`); pause: our own C program.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ktest.errors import AssetsError, KindError
 from ktest.kind import recipe
 from ktest.kind.cache import KindCache
 from ktest.kind.goinstall import go_install, require_go
+from ktest.kind.image.coredns import coredns_binary
 from ktest.kind.image.pause import build_pause
 
 NODE_METADATA_FILE = "ktest-node-binaries.json"
@@ -139,32 +141,23 @@ def etcd_binary(version: str, control_plane_etcd: Path, cache: KindCache, progre
 
 
 def tool_binaries(version: str, cache: KindCache, progress: Progress) -> dict[str, Path]:
-    """CoreDNS, crictl (go install) and pause (gcc) at the recipe's versions for ``version``."""
+    """CoreDNS (lean build), crictl (go install) and pause (gcc) at the recipe's versions for ``version``."""
     parts = recipe.minor_recipe(version)
     paths: dict[str, Path] = {}
-    wanted = {
-        "crictl": (
+    destination = cache.tool("crictl", parts.crictl)
+    if destination.is_file():
+        paths["crictl"] = destination
+    else:
+        paths["crictl"] = go_install(
+            require_go(f"building crictl {parts.crictl}"),
             f"{recipe.CRICTL_PACKAGE}@{parts.crictl}",
-            parts.crictl,
-            f"-X {recipe.CRICTL_VERSION_VARIABLE}={parts.crictl}",
-        ),
-        "coredns": (f"{recipe.COREDNS_MODULE}@{parts.coredns}", parts.coredns, ""),
-    }
-    for name, (target, tool_version, ldflags) in wanted.items():
-        destination = cache.tool(name, tool_version)
-        if destination.is_file():
-            paths[name] = destination
-            continue
-        go = require_go(f"building {name} {tool_version}")
-        paths[name] = go_install(
-            go,
-            target,
-            name,
+            "crictl",
             destination,
             progress,
-            f"building {name} {tool_version} from Go modules, first time only",
-            ldflags=ldflags,
+            f"building crictl {parts.crictl} from Go modules, first time only",
+            ldflags=f"-X {recipe.CRICTL_VERSION_VARIABLE}={parts.crictl}",
         )
+    paths["coredns"] = coredns_binary(parts.coredns, cache, progress)
     paths["pause"] = build_pause(cache.tool("pause", parts.pause), progress)
     return paths
 

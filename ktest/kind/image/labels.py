@@ -7,6 +7,10 @@ from typing import Any
 
 from ktest.assets.selectors import KubeVersion
 from ktest.kind import recipe
+from ktest.kind.image import coredns
+
+# Which CoreDNS the image holds: its version, lean build, which plugins it lacks.
+LABEL_COREDNS = recipe.LABEL_PREFIX + "coredns"
 
 
 def _bare(version: str) -> str:
@@ -20,11 +24,15 @@ def node_image_tag(k8s_version: str) -> str:
 
 def expected_labels(k8s_version: str) -> dict[str, str]:
     """The labels an image must carry to count as built by this ktest for ``k8s_version``."""
-    return {
+    labels = {
         recipe.LABEL_KUBERNETES_VERSION: f"v{_bare(k8s_version)}",
         recipe.LABEL_KIND_VERSION: recipe.KIND_VERSION,
         recipe.LABEL_RECIPE_VERSION: recipe.RECIPE_VERSION,
     }
+    minor = recipe.MINORS.get(recipe.minor_of(k8s_version))
+    if minor is not None:  # an unsupported minor has no image to find; asking is no error
+        labels[LABEL_COREDNS] = coredns.description(minor.coredns)
+    return labels
 
 
 @dataclass(frozen=True)
