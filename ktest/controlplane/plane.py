@@ -45,6 +45,7 @@ from ktest.controlplane.controller_manager import (
 )
 from ktest.controlplane.etcd import EtcdCredentials, etcd_healthy, etcd_process
 from ktest.controlplane.flags import flag_name, probe
+from ktest.controlplane.startup_gate import StartupGate
 from ktest.errors import AssetsError, ControlPlaneError
 
 ADMIN_USER = "ktest-admin"
@@ -54,6 +55,7 @@ _MIN_TMPFS_FREE = 1 << 30
 # etcd preallocates its write-ahead log in 64 MiB segments; with less, it fails at some later write.
 MIN_RUN_DIR_FREE = 96 << 20
 _STOP_TIMEOUT = 10.0
+_GATE_KUBECONFIG = "kube-controller-manager.kubeconfig"
 T = TypeVar("T")
 
 
@@ -117,9 +119,12 @@ class ControlPlane:
     :mod:`ktest.controlplane.etcd_template`; not with ``apiserver_flags``, which may
     change what is bootstrapped), so the API server has little left to create.
     ``wait_for_controllers=False``: :meth:`start` returns once the API server is ready and
-    kube-controller-manager is launched; it comes up meanwhile (about a second: it waits for
-    the API server's bootstrap hooks) and :meth:`wait_until_controllers_ready` waits for it
-    (the pytest plugin does before the first test body). Until that first wait, restarts do
+    kube-controller-manager is launched; it comes up meanwhile and
+    :meth:`wait_until_controllers_ready` waits for it (the pytest plugin does before the first
+    test body). On etcd-template data kube-controller-manager is launched with the API server,
+    behind a :class:`~ktest.controlplane.startup_gate.StartupGate` that answers its start-up
+    health check once the API server is ready; otherwise it is launched once the API server's
+    bootstrap hooks are done (a fixed second). Until that first wait, restarts do
     not wait for the controllers either; after it they do.
     """
 
@@ -191,6 +196,8 @@ class ControlPlane:
         self._launch_lock = threading.Lock()
         self._launch_cancelled = threading.Event()
         self._launch_error: BaseException | None = None
+        # On template data kube-controller-manager starts with the API server, behind this gate.
+        self._gate: StartupGate | None = None
         self._users: list[_User] = []
         self._version = ""
         self._started = False
@@ -203,7 +210,8 @@ class ControlPlane:
         ``certs/ca.key`` (ECDSA), ``certs/etcd/`` (etcd's own CA, no key on disk),
         ``certs/webhook-client/`` (the API server's client certificate for admission webhooks,
         its CA's key not on disk, and the admission configuration naming it),
-        ``<kubeconfig>.credentials/`` (the files each kubeconfig names),
+        ``kube-controller-manager.kubeconfig`` (on etcd-template data: the admin identity, the
+        start-up gate's address), ``<kubeconfig>.credentials/`` (the files each kubeconfig names),
         ``logs/<component>.log``, ``etcd/`` (data),
         ``audit.log``."""
         if self._directory is None:
@@ -360,8 +368,14 @@ class ControlPlane:
             self._running_controllers = frozenset()
             self._controller_manager.stop(_STOP_TIMEOUT)
             self._controller_manager = None
+            gated = self._gate is not None
+            self._close_gate()
             try:
-                self._start_controller_manager()
+                if gated:  # the bootstrap hooks may not be done yet: the same shortcut again
+                    self._launch_behind_gate()
+                    self._open_gate()
+                else:
+                    self._start_controller_manager()
             except BaseException:
                 self._teardown()
                 raise
@@ -611,9 +625,50 @@ class ControlPlane:
         self._client = ApiServerClient(
             api_port, self._ca.cert_path, self._admin.cert_path, self._admin.key_path
         )
+        if self._bootstrap is not None and self._controller_names:
+            self._launch_behind_gate()  # its start-up overlaps the API server's
         self._wait_for_apiserver()
+        if self._gate is not None:
+            self._open_gate()
         self._version = self._read_version()
-        self._start_controller_manager()
+        if self._gate is None:
+            self._start_controller_manager()
+
+    def _launch_behind_gate(self) -> None:
+        """Launch kube-controller-manager with its kubeconfig pointing at a :class:`StartupGate`,
+        which answers its start-up ``/healthz`` once :meth:`_open_gate` is called: on data restored
+        from an etcd template, as soon as the API server is ready (bootstrap objects proven
+        served) instead of after the bootstrap hooks' timer."""
+        assert self._files is not None and self._ca is not None and self._admin is not None
+        ca, admin = self._ca, self._admin
+        gate = self._gate = StartupGate(self._ports[2], self._files.serving_cert, self._files.serving_key)
+        kubeconfig = self._write_files(
+            lambda: write_kubeconfig(
+                self.directory / _GATE_KUBECONFIG,
+                server=gate.url,
+                ca_pem=ca.cert_pem,
+                user=ADMIN_USER,
+                client_cert_pem=admin.cert_pem,
+                client_key_pem=admin.key_pem,
+            )
+        )
+        self._controllers_confirmed = False
+        self._running_controllers = frozenset(self._controller_names)
+        self._launch_controller_manager(kubeconfig)
+
+    def _open_gate(self) -> None:
+        """The API server is ready: let kube-controller-manager start its controllers (and wait
+        for them unless the plane defers that)."""
+        assert self._gate is not None
+        self._gate.open()
+        if self.wait_for_controllers or self._controllers_waited_for:
+            self._wait_for_controller_markers(self.start_timeout)
+
+    def _close_gate(self) -> None:
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.close()
+            (self.directory / _GATE_KUBECONFIG).unlink(missing_ok=True)
 
     def _wait_for_apiserver(self) -> None:
         etcd, apiserver, client = self._etcd, self._apiserver, self._client
@@ -738,12 +793,12 @@ class ControlPlane:
         self._launch_controller_manager()
         self._wait_for_controller_markers(self.start_timeout)
 
-    def _launch_controller_manager(self) -> None:
+    def _launch_controller_manager(self, kubeconfig: Path | None = None) -> None:
         assert self._assets is not None
         binary = self._assets.binary("kube-controller-manager")
         process = self._controller_manager = controller_manager_process(
             binary,
-            kubeconfig=self.kubeconfig_path,
+            kubeconfig=kubeconfig or self.kubeconfig_path,
             controllers=self._controller_names.values(),
             known=probe(binary),
             log_path=self.log_path("kube-controller-manager"),
@@ -823,6 +878,7 @@ class ControlPlane:
             process.terminate()
         for process in front:
             process.stop(_STOP_TIMEOUT)
+        self._close_gate()
         if self._etcd is not None:
             self._etcd.stop(_STOP_TIMEOUT)
         self._controller_manager = self._apiserver = self._etcd = None

@@ -1,7 +1,8 @@
 """``wait_for_controllers=False``: ``start()`` returns once the API server is ready and
 kube-controller-manager is launched; :meth:`wait_until_controllers_ready` waits for it.
 The pytest plugin starts the bare backend that way and waits before each test body
-(tests/plugin/test_plugin_controllers_gate.py)."""
+(tests/plugin/test_plugin_controllers_gate.py). The start-up gate's own tests:
+test_startup_gate.py."""
 
 from __future__ import annotations
 
@@ -24,19 +25,16 @@ def _controllers_running(plane: ControlPlane) -> bool:
     return all(marker in log for marker in ready_markers(plane.controllers))
 
 
-@pytest.fixture
-def deferred(k8s_assets: Assets) -> Iterator[ControlPlane]:
-    with ControlPlane(assets=k8s_assets, wait_for_controllers=False) as plane:
+@pytest.fixture(params=[True, False], ids=["template-gated", "no-template-launched-after-hooks"])
+def deferred(k8s_assets: Assets, request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
+    """Both launch paths: on etcd-template data kube-controller-manager starts with the API
+    server behind the start-up gate; otherwise a thread launches it once the hooks are done."""
+    with ControlPlane(assets=k8s_assets, wait_for_controllers=False, etcd_template=request.param) as plane:
         yield plane
 
 
-def test_start_returns_before_the_controllers_run_and_the_wait_confirms_them(
-    deferred: ControlPlane,
-) -> None:
+def test_the_wait_confirms_the_controllers_and_they_work(deferred: ControlPlane) -> None:
     assert deferred.controllers == {"garbagecollector", "namespace"}
-    # kube-controller-manager is launched once the API server's bootstrap hooks are done (a 1 s
-    # timer): it cannot run its controllers by the time start() returned.
-    assert "kube-controller-manager" not in deferred.processes() or not _controllers_running(deferred)
     deferred.wait_until_controllers_ready()
     assert _controllers_running(deferred)
     with Cluster(deferred.kubeconfig) as cluster, cluster.namespace(prefix="deferred") as ns:
@@ -64,10 +62,11 @@ def test_once_waited_for_restarts_wait_for_the_controllers_too(deferred: Control
     assert _controllers_running(deferred)
 
 
-def test_a_stop_before_the_deferred_launch_leaves_no_controller_manager(k8s_assets: Assets) -> None:
-    plane = ControlPlane(assets=k8s_assets, wait_for_controllers=False).start()
+@pytest.mark.parametrize("template", [True, False], ids=["gated", "before-the-launch"])
+def test_a_stop_right_after_start_leaves_no_controller_manager(k8s_assets: Assets, template: bool) -> None:
+    plane = ControlPlane(assets=k8s_assets, wait_for_controllers=False, etcd_template=template).start()
     directory = plane.directory
-    plane.stop()  # within the hooks' 1 s: the launch has not happened yet
+    plane.stop()  # without the template: within the hooks' second, before the launch
     assert plane.processes() == {}
     consistently(
         lambda: not live_processes_using(directory),
@@ -77,7 +76,7 @@ def test_a_stop_before_the_deferred_launch_leaves_no_controller_manager(k8s_asse
 
 
 def test_a_restart_before_the_deferred_launch_does_not_wait_for_it(k8s_assets: Assets) -> None:
-    with ControlPlane(assets=k8s_assets, wait_for_controllers=False) as plane:
+    with ControlPlane(assets=k8s_assets, wait_for_controllers=False, etcd_template=False) as plane:
         plane.restart_controllers()  # CRDs installed meanwhile: the later launch will see them
         assert "kube-controller-manager" not in plane.processes()
         plane.wait_until_controllers_ready()

@@ -246,6 +246,8 @@ def test_a_plane_from_the_template_is_ready_only_with_every_bootstrap_object(ass
         client = _client(plane)
         assert client.ready(objects) and client.missing_bootstrap_objects(objects) == []
         # what every test may rely on from the first moment: the admin and RBAC for other users
+        # (deleted once the hooks are done: still in their second, they would put it back)
+        eventually(lambda: client.get("/readyz")[0] == 200, timeout=30, description="the hooks done")
         api = client_for(plane.kubeconfig)
         kubernetes.client.RbacAuthorizationV1Api(api).delete_cluster_role("view")
         api.close()

@@ -1,0 +1,195 @@
+"""kube-controller-manager's start-up ``/healthz``, answered the moment the API server is ready.
+
+kube-controller-manager starts no controller before ``GET /healthz`` returns 200, and it asks
+once a second. kube-apiserver's ``/healthz`` includes the two bootstrap hooks that wait a fixed
+second before their first try (:data:`ktest.controlplane.apiserver.BOOTSTRAP_HOOKS`), so the
+controllers cannot run before the API server has served for a second, however early they
+were launched. On data restored from an etcd template those hooks have nothing left to create,
+and ktest's readiness proves it: ``/readyz`` without them, and every object they create served
+(:meth:`ApiServerClient.ready`).
+
+The gate listens where kube-controller-manager's kubeconfig points. Until it has answered one
+``GET /healthz``, it ends TLS itself on each connection (with the API server's own serving
+certificate, so the client's checks are unchanged), holds that request until :meth:`open`
+(the control plane calls it once the API server is ready), answers ``200 ok`` and closes the
+connection; any other request gets ``503`` with ``Retry-After``. From then on, every
+connection is relayed to the API server byte for byte: TLS runs end to end, and the API server
+authenticates and serves kube-controller-manager as usual. The gate answers nothing but that
+one health check and needs no credentials of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import ssl
+import threading
+from pathlib import Path
+
+_HEAD_LIMIT = 64 * 1024
+_HANDSHAKE_TIMEOUT = 10.0
+_CHUNK = 64 * 1024
+_HEALTHY = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 2\r\n"
+    b"Connection: close\r\n\r\nok"
+)
+_UNAVAILABLE = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\n"
+    b"Content-Length: 40\r\nConnection: close\r\n\r\nktest: the API server is still starting\n"
+)
+
+
+class StartupGate:
+    """A loopback listener for kube-controller-manager: see the module docstring."""
+
+    def __init__(self, upstream_port: int, serving_cert: Path, serving_key: Path) -> None:
+        self._upstream_port = upstream_port
+        self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._context.load_cert_chain(str(serving_cert), str(serving_key))
+        self._context.set_alpn_protocols(["http/1.1"])  # one request per connection, readable here
+        self._ready = threading.Event()
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._answered = False
+        self._sockets: set[socket.socket] = set()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self._acceptor = threading.Thread(target=self._accept, name="ktest-startup-gate", daemon=True)
+        self._acceptor.start()
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def answered(self) -> bool:
+        """Whether the start-up ``/healthz`` was answered (every connection is relayed since)."""
+        return self._answered
+
+    def open(self) -> None:
+        """The API server is ready: answer the held ``/healthz``."""
+        self._ready.set()
+
+    def close(self) -> None:
+        """Stop listening and end every connection (the held request gets no answer)."""
+        self._closed.set()
+        self._ready.set()
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        with self._lock:
+            sockets, self._sockets = list(self._sockets), set()
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        self._acceptor.join(timeout=5)
+
+    def __enter__(self) -> StartupGate:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _track(self, sock: socket.socket) -> bool:
+        with self._lock:
+            if self._closed.is_set():
+                sock.close()
+                return False
+            self._sockets.add(sock)
+            return True
+
+    def _replace(self, old: socket.socket, new: socket.socket) -> bool:
+        with self._lock:
+            self._sockets.discard(old)
+        return self._track(new)
+
+    def _forget(self, *sockets: socket.socket) -> None:
+        with self._lock:
+            self._sockets.difference_update(sockets)
+        for sock in sockets:
+            sock.close()
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            if not self._track(connection):
+                return
+            target = self._relay if self._answered else self._answer
+            threading.Thread(
+                target=target, args=(connection,), name="ktest-startup-gate-conn", daemon=True
+            ).start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        tls: ssl.SSLSocket | None = None
+        try:
+            connection.settimeout(_HANDSHAKE_TIMEOUT)
+            tls = self._context.wrap_socket(connection, server_side=True)  # takes over the socket
+            if not self._replace(connection, tls):
+                return
+            head = _read_head(tls)
+            tls.settimeout(None)
+            if head is not None and _is_health_check(head):
+                self._ready.wait()
+                if self._closed.is_set():
+                    return
+                self._answered = True  # before the reply: the next connection is relayed
+                tls.sendall(_HEALTHY)
+            else:
+                tls.sendall(_UNAVAILABLE)
+        except OSError:  # ssl.SSLError included: a client that left or spoke no TLS
+            pass
+        finally:
+            self._forget(connection, *([tls] if tls is not None else []))
+
+    def _relay(self, connection: socket.socket) -> None:
+        try:
+            upstream = socket.create_connection(
+                ("127.0.0.1", self._upstream_port), timeout=_HANDSHAKE_TIMEOUT
+            )
+        except OSError:
+            self._forget(connection)
+            return
+        upstream.settimeout(None)
+        if not self._track(upstream):
+            self._forget(connection)
+            return
+        back = threading.Thread(
+            target=_pipe, args=(upstream, connection), name="ktest-startup-gate-relay", daemon=True
+        )
+        back.start()
+        _pipe(connection, upstream)
+        back.join()
+        self._forget(connection, upstream)
+
+
+def _read_head(tls: ssl.SSLSocket) -> bytes | None:
+    """The request line and headers, or None if the client went away first."""
+    head = b""
+    while b"\r\n\r\n" not in head:
+        data = tls.recv(_CHUNK)
+        if not data or len(head) > _HEAD_LIMIT:
+            return None
+        head += data
+    return head
+
+
+def _is_health_check(head: bytes) -> bool:
+    method, _, rest = head.partition(b" ")
+    target = rest.partition(b" ")[0]
+    return method == b"GET" and target.partition(b"?")[0] == b"/healthz"
+
+
+def _pipe(source: socket.socket, destination: socket.socket) -> None:
+    """Copy until ``source`` ends, then end ``destination``'s sending side."""
+    try:
+        while data := source.recv(_CHUNK):
+            destination.sendall(data)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            destination.shutdown(socket.SHUT_WR)
