@@ -54,3 +54,37 @@ def live_processes_using(directory: Path) -> list[tuple[int, str]]:
         if needle in cmdline and process_alive(pid):
             found.append((pid, cmdline.replace(b"\0", b" ").decode(errors="replace")))
     return found
+
+
+def socket_inodes(pid: int) -> set[str]:
+    """The inodes of the sockets process ``pid`` holds open (empty once it is gone)."""
+    inodes = set()
+    try:
+        entries = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return inodes
+    for entry in entries:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{entry}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def tcp_sockets(pid: int) -> list[tuple[str, str, str, str]]:
+    """(table, local, remote, state) of every TCP socket ``pid`` holds, as /proc/<pid>/net/tcp*
+    write them: table ``tcp`` or ``tcp6``, addresses ``HEXADDR:HEXPORT``, state ``0A`` = LISTEN."""
+    inodes = socket_inodes(pid)
+    found = []
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[9] in inodes:
+                found.append((table, fields[1], fields[2], fields[3]))
+    return found

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import socket
 import ssl
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from builders import configmap, configmap_ref
+from processes import tcp_sockets
 
 from ktest.assets import Assets
 from ktest.cluster import Cluster
@@ -170,19 +170,8 @@ def _collects_garbage(plane: ControlPlane, name: str) -> None:
 
 
 def _peer_ports(pid: int) -> set[int]:
-    """The remote ports of the TCP connections process ``pid`` holds (from /proc)."""
-    inodes = set()
-    for entry in Path(f"/proc/{pid}/fd").iterdir():
-        target = os.readlink(entry)
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:[") : -1])
-    ports = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[9] in inodes:
-                ports.add(int(fields[2].rsplit(":", 1)[1], 16))
-    return ports
+    """The remote ports of the TCP connections process ``pid`` holds."""
+    return {int(remote.rsplit(":", 1)[1], 16) for _table, _local, remote, _state in tcp_sockets(pid)}
 
 
 def test_on_template_data_the_controllers_start_behind_the_gate(k8s_assets: Assets) -> None:

@@ -9,23 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from processes import tcp_sockets
+
 KEY_MARKERS = (b"PRIVATE KEY", b"BEGIN CERTIFICATE")
-
-
-def _socket_inodes(pid: int) -> set[str]:
-    inodes = set()
-    try:
-        entries = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return inodes
-    for entry in entries:
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{entry}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:[") : -1])
-    return inodes
 
 
 def _address(hex_address: str, family: int) -> str:
@@ -38,19 +24,13 @@ def _address(hex_address: str, family: int) -> str:
 
 def listening_addresses(pid: int) -> list[tuple[str, int]]:
     """(address, port) of every TCP socket ``pid`` listens on (from /proc)."""
-    inodes = _socket_inodes(pid)
     found = []
-    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
-        try:
-            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state == "0A" and inode in inodes:  # 0A: LISTEN
-                address, port = local.split(":")
-                found.append((_address(address, family), int(port, 16)))
+    for table, local, _remote, state in tcp_sockets(pid):
+        if state == "0A":  # LISTEN
+            address, port = local.split(":")
+            found.append(
+                (_address(address, socket.AF_INET if table == "tcp" else socket.AF_INET6), int(port, 16))
+            )
     return found
 
 
@@ -96,7 +76,10 @@ def sandbox_env(tmp_path: Path, assets_directory: Path) -> dict[str, str]:
 def run_ktest(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """``python -m ktest ARGS`` in ``env``; its result, whatever the exit code."""
     return subprocess.run(
-        [sys.executable, "-m", "ktest", *args], env=env, capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", "ktest", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         check=False,
     )
-
