@@ -34,7 +34,12 @@ nomad      Nomad API client                                       0.7 MB, 12 pac
 All the others cost under 0.4 MB each (view: 0.36 MB; geoip, sign,
 secondary, file, auto, rewrite under 0.2 MB; dnstap, grpc, quic, https3
 almost nothing, as ``core/dnsserver`` already compiles gRPC and quic-go) and
-stay, so a Corefile a user writes for a test cluster keeps working.
+stay, so a Corefile a user writes for a test cluster keeps working. What remains is
+mostly the kubernetes plugin's k8s.io/api and client-go (25 of the 34 MB).
+
+Measured for v1.14.6 from empty Go caches on 2 cores (other builds running, load 5 to 13):
+the full ``go install`` 518 s (302 s of CPU, 1.6 GB of modules, a 75 MB binary), this build
+248 s (231 s of CPU, 0.6 GB of modules, 55 MB).
 """
 
 from __future__ import annotations
@@ -230,7 +235,7 @@ def build_lean_coredns(version: str, destination: Path, progress: Progress, go: 
             env = go_env()
             for command in (
                 [go.path, "mod", "tidy"],
-                [go.path, "build", "-trimpath", "-ldflags", "-s -w", "-o", "coredns", "."],
+                [go.path, "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", "coredns", "."],
             ):
                 run_logged_go(
                     command,
