@@ -154,6 +154,8 @@ class StartupGate:
             self._forget(connection)
             return
         upstream.settimeout(None)
+        for end in (connection, upstream):  # as Go does: Nagle's delays stall small HTTP/2 frames
+            end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if not self._track(upstream):
             self._forget(connection)
             return
