@@ -75,6 +75,21 @@ def build_atomically(destination: Path, build: Callable[[Path, Path], Path]) -> 
     return destination
 
 
+def run_go(command: list[str], scratch: Path, env: Mapping[str, str], log: Path, what: str) -> None:
+    """One ``go`` command of a build in ``scratch``, logged to ``log``; KindError (with the log's
+    tail and the module proxy hint) when it fails."""
+    run_logged_go(
+        command,
+        cwd=scratch,
+        env=env,
+        log=log,
+        what=what,
+        timeout=GO_TIMEOUT_SECONDS,
+        error=KindError,
+        hint=PROXY_HINT,
+    )
+
+
 def go_install(
     go: GoTool,
     target: str,
@@ -96,16 +111,7 @@ def go_install(
         env = go_env({"GOBIN": str(scratch), **(extra_env or {})})
         command = [go.path, "install", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip(), target]
         with progress.step(what):
-            run_logged_go(
-                command,
-                cwd=scratch,
-                env=env,
-                log=log,
-                what=f"{what} ({target})",
-                timeout=GO_TIMEOUT_SECONDS,
-                error=KindError,
-                hint=PROXY_HINT,
-            )
+            run_go(command, scratch, env, log, f"{what} ({target})")
         built = scratch / binary_name
         if not built.is_file():
             raise KindError(

@@ -52,12 +52,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from ktest.assets.gobuild import GoTool, log_tail, run_logged_go
+from ktest.assets.gobuild import GoTool, log_tail
 from ktest.assets.progress import Progress
 from ktest.errors import KindError
 from ktest.kind import recipe
 from ktest.kind.cache import KindCache
-from ktest.kind.goinstall import GO_TIMEOUT_SECONDS, PROXY_HINT, build_atomically, go_env, require_go
+from ktest.kind.goinstall import GO_TIMEOUT_SECONDS, PROXY_HINT, build_atomically, go_env, require_go, run_go
 
 MAIN_MODULE = "ktest.local/coredns"
 PLUGIN_PREFIX = f"{recipe.COREDNS_MODULE}/plugin/"
@@ -239,16 +239,7 @@ def build_lean_coredns(version: str, destination: Path, progress: Progress, go: 
                 [go.path, "mod", "tidy"],
                 [go.path, "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", "coredns", "."],
             ):
-                run_logged_go(
-                    command,
-                    cwd=scratch,
-                    env=env,
-                    log=log,
-                    what=f"building CoreDNS {version} (lean)",
-                    timeout=GO_TIMEOUT_SECONDS,
-                    error=KindError,
-                    hint=PROXY_HINT,
-                )
+                run_go(command, scratch, env, log, f"building CoreDNS {version} (lean)")
         built = scratch / "coredns"
         plugins = listed_plugins(built)
         unexpected = sorted(set(plugins) & set(LEFT_OUT))
