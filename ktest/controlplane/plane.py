@@ -22,7 +22,7 @@ from ktest.assets.selectors import KubeVersion
 from ktest.base import janitor
 from ktest.base.certs import CertificateAuthority, KeyPair, service_account_key_pair
 from ktest.base.janitor_client import JanitorHandle
-from ktest.base.kubeconfig import write_kubeconfig
+from ktest.base.kubeconfig import credentials_directory, write_kubeconfig
 from ktest.base.ports import free_ports, is_address_in_use
 from ktest.base.process import ManagedProcess
 from ktest.controlplane.admission import ADMISSION_CONFIG_FLAG, webhook_client_ca, write_webhook_client
@@ -668,7 +668,9 @@ class ControlPlane:
         gate, self._gate = self._gate, None
         if gate is not None:
             gate.close()
-            (self.directory / _GATE_KUBECONFIG).unlink(missing_ok=True)
+            kubeconfig = self.directory / _GATE_KUBECONFIG
+            kubeconfig.unlink(missing_ok=True)
+            shutil.rmtree(credentials_directory(kubeconfig), ignore_errors=True)
 
     def _wait_for_apiserver(self) -> None:
         etcd, apiserver, client = self._etcd, self._apiserver, self._client

@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from builders import configmap, configmap_ref
+from controlplane_helpers import assert_collects_garbage
 from processes import live_processes_using
 
 from ktest.assets import Assets
-from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 from ktest.controlplane.controller_manager import ready_markers
 from ktest.errors import ControlPlaneError
@@ -37,15 +36,7 @@ def test_the_wait_confirms_the_controllers_and_they_work(deferred: ControlPlane)
     assert deferred.controllers == {"garbagecollector", "namespace"}
     deferred.wait_until_controllers_ready()
     assert _controllers_running(deferred)
-    with Cluster(deferred.kubeconfig) as cluster, cluster.namespace(prefix="deferred") as ns:
-        owner = cluster.create(configmap("owner", ns))
-        cluster.create(configmap("child", ns, owner=owner))
-        cluster.delete(configmap_ref("owner", ns))
-        eventually(
-            lambda: cluster.get_or_none(configmap_ref("child", ns)) is None,
-            timeout=30,
-            description="the garbage collector to delete the child",
-        )
+    assert_collects_garbage(deferred.kubeconfig, "deferred")
 
 
 def test_the_wait_names_a_controller_manager_that_died(deferred: ControlPlane) -> None:
