@@ -15,7 +15,8 @@ PYTEST_ARGS ?=
 KTEST := $(BIN)/ktest
 VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
 
-.PHONY: all venv binaries binaries-older test test-kind test-floors demo lint bench clean-venv docker-engine kind-images lint-workflows
+.PHONY: all venv binaries binaries-older test test-kind test-floors demo lint bench clean-venv docker-engine kind-images \
+	kind-image kind-image-older lint-workflows
 
 all: venv binaries
 
@@ -33,9 +34,10 @@ binaries: venv
 binaries-older: venv
 	$(KTEST) binaries install --k8s-version $(OLDER_K8S_VERSION)
 
-# The stages are in scripts/test-stages: while the bare suite runs, the older version's binaries and
-# the kind node images build in the background at idle priority (a cold machine waits less).
-test: venv lint-workflows binaries docker-engine
+# The stages are in scripts/test-stages (it builds the binaries too): while the default version
+# builds and the suites run, the kind node images and the older version's binaries build in the
+# background at low priority (a cold machine waits less).
+test: venv lint-workflows docker-engine
 	BIN=$(BIN) MAKE="$(MAKE)" TEST_WORKERS=$(TEST_WORKERS) OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) \
 		VERSION_ARGS="$(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),)" PYTEST_ARGS="$(PYTEST_ARGS)" \
 		scripts/test-stages
@@ -84,9 +86,13 @@ docker-engine:
 	scripts/docker-engine
 
 # Offline kind node images for K8S_VERSION and OLDER_K8S_VERSION (cold: Go builds and debootstrap,
-# tens of minutes; warm: a label check of seconds).
-kind-images: venv docker-engine binaries binaries-older
+# tens of minutes; warm: a label check of seconds). Each one alone: kind-image, kind-image-older.
+kind-images: kind-image kind-image-older
+
+kind-image: venv docker-engine binaries
 	$(KTEST) kind build-image $(VERSION_FLAG)
+
+kind-image-older: venv docker-engine binaries-older
 	$(KTEST) kind build-image --k8s-version $(OLDER_K8S_VERSION)
 
 # ktest against Go envtest and issue 15's goals in one interleaved run (cold start, attach to a

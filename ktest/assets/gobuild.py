@@ -8,7 +8,13 @@ keeps the three commands in the module graph. Binaries are built with
 ``--version`` and ``/version`` report ``vX.Y.Z``.
 
 etcd: a second consumer module requires ``go.etcd.io/etcd/server/v3`` at the
-version that Kubernetes release requires in its go.mod.
+release the Kubernetes minor's kubeadm runs (:data:`ETCD_SERVER_RELEASES`, the
+one Kubernetes' own CI tests against), else the version its go.mod requires.
+A kind node image of the same version then reuses this etcd instead of building
+another one.
+
+All commands of one build are one ``go build`` invocation, so Go compiles their
+shared packages once and links them side by side.
 
 Workspaces live under ``<cache>/ktest/gobuild/`` and are reused, so a later
 build of the same version only re-links from the Go build cache.
@@ -39,6 +45,12 @@ KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kubectl")
 KUBERNETES_MODULE_COMMANDS = (
     *KUBERNETES_COMMANDS, "kubelet", "kubeadm", "kube-scheduler", "kube-proxy"
 )
+# The etcd server release each minor's kubeadm runs (its ``etcd`` image tag without ``-0``). The
+# go.mod only names the client library's version (e.g. 3.6.5 for 1.35, whose kubeadm runs 3.6.6).
+ETCD_SERVER_RELEASES = {"1.35": "3.6.6", "1.36": "3.6.8", "1.37": "3.7.0"}
+# Flags of every release build: reproducible paths, no VCS stamping, no DWARF (it is stripped by
+# ``-s -w`` at link time anyway; not generating it makes a cold build faster).
+GO_BUILD_FLAGS = ("-trimpath", "-buildvcs=false", "-gcflags=all=-dwarf=false")
 _ETCD_REQUIREMENTS = (ETCD_MODULE, "go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/api/v3")
 _VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 # The module proxy does not say which git commit a release was tagged from.
@@ -99,6 +111,12 @@ class KubernetesModule:
     godebug: tuple[tuple[str, str], ...]
     staging: tuple[str, ...]
     etcd_version: str
+
+    @property
+    def etcd_server_version(self) -> str:
+        """The etcd to run with this release: what its kubeadm runs when known, else the go.mod's."""
+        minor = ".".join(self.version.split(".")[:2])
+        return ETCD_SERVER_RELEASES.get(minor, self.etcd_version)
 
 
 def _go_env() -> dict[str, str]:
@@ -236,10 +254,12 @@ class GoBuilder:
         module = self.kubernetes_module(version)
         durations = self.build_kubernetes(module, KUBERNETES_COMMANDS, destination)
         durations.update(
-            self.build_etcd(module.etcd_version, destination / "etcd", f"for Kubernetes v{version}")
+            self.build_etcd(
+                module.etcd_server_version, destination / "etcd", f"for Kubernetes v{version}"
+            )
         )
         return {
-            "etcd_version": module.etcd_version,
+            "etcd_version": module.etcd_server_version,
             "go_version": self.go.version,
             "build_seconds": {k: round(v, 1) for k, v in durations.items()},
             "git_commit": PLACEHOLDER_COMMIT,
@@ -276,15 +296,13 @@ class GoBuilder:
                 [f"{KUBERNETES_MODULE}/cmd/{name}" for name in KUBERNETES_MODULE_COMMANDS],
                 f"preparing Go modules for Kubernetes v{version} (go mod tidy)",
             )
-            ldflags = self._kubernetes_ldflags(module)
-            for name in names:
-                durations[name] = self._go_build(
-                    workspace,
-                    f"{KUBERNETES_MODULE}/cmd/{name}",
-                    destination / name,
-                    ldflags,
-                    f"building {name} v{version} from Go modules, first time only",
-                )
+            durations["+".join(names)] = self._go_build(
+                workspace,
+                [f"{KUBERNETES_MODULE}/cmd/{name}" for name in names],
+                destination,
+                self._kubernetes_ldflags(module),
+                f"building {', '.join(names)} v{version} from Go modules, first time only",
+            )
         finally:
             lock.release()
         return durations
@@ -303,7 +321,7 @@ class GoBuilder:
             )
             durations["etcd"] = self._go_build(
                 etcd_workspace,
-                ETCD_MODULE,
+                [ETCD_MODULE],
                 output,
                 "-s -w",
                 f"building etcd v{etcd_version} ({purpose}) from Go modules, first time only",
@@ -358,13 +376,16 @@ class GoBuilder:
         return time.monotonic() - started
 
     def _go_build(
-        self, workspace: Path, package: str, output: Path, ldflags: str, message: str
+        self, workspace: Path, packages: Sequence[str], output: Path, ldflags: str, message: str
     ) -> float:
+        """One ``go build`` of ``packages``: into the file ``output`` for one package, else into
+        the directory ``output`` (one binary per command, named after it)."""
         started = time.monotonic()
-        args = ["build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", str(output)]
+        target = str(output) if len(packages) == 1 else f"{output}{os.sep}"
+        args = ["build", *GO_BUILD_FLAGS, "-ldflags", ldflags, "-o", target, *packages]
         log = workspace / f"build-{output.name}.log"
         with self.progress.step(message):
-            self._logged_go([*args, package], workspace, log, message, 7200)
+            self._logged_go(args, workspace, log, message, 7200)
         return time.monotonic() - started
 
     def _logged_go(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import filelock
 
-from ktest.assets.gobuild import GoTool, find_go, run_logged_go
+from ktest.assets.gobuild import GO_BUILD_FLAGS, GoTool, find_go, run_logged_go
 from ktest.assets.progress import Progress
 from ktest.errors import KindError
 
@@ -109,7 +109,7 @@ def go_install(
 
     def install(scratch: Path, log: Path) -> Path:
         env = go_env({"GOBIN": str(scratch), **(extra_env or {})})
-        command = [go.path, "install", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip(), target]
+        command = [go.path, "install", *GO_BUILD_FLAGS, "-ldflags", f"-s -w {ldflags}".strip(), target]
         with progress.step(what):
             run_go(command, scratch, env, log, f"{what} ({target})")
         built = scratch / binary_name

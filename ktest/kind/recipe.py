@@ -12,13 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ktest.assets.gobuild import ETCD_SERVER_RELEASES
 from ktest.assets.selectors import KubeVersion
 from ktest.errors import KindError
 
 KIND_MODULE = "sigs.k8s.io/kind"
 KIND_VERSION = "v0.33.0"
 # Bump when the build steps change what ends up in an image: older images are then rebuilt.
-RECIPE_VERSION = "2"  # 2: CoreDNS with a lean plugin set (ktest/kind/image/coredns.py)
+RECIPE_VERSION = "3"  # 2: lean CoreDNS (ktest/kind/image/coredns.py); 3: one crictl, etcd as ktest binaries
 
 NODE_IMAGE_REPOSITORY = "ktest/kind-node"
 # Intermediate images (the Debian root filesystem, the node base) live under this repository.
@@ -53,26 +54,30 @@ COMPONENT_IMAGES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler
 
 @dataclass(frozen=True)
 class MinorRecipe:
-    """Versions kubeadm of one minor expects (coredns, pause, etcd tag) and the crictl to ship."""
+    """Versions kubeadm of one minor expects: CoreDNS, pause and the etcd release (its image tag
+    is ``<etcd_version>-0``; the same table tells ``ktest binaries`` which etcd to build)."""
 
     coredns: str
     pause: str
-    etcd_tag: str
-    crictl: str
+    etcd_version: str
 
     @property
-    def etcd_version(self) -> str:
-        """``3.7.0`` for the tag ``3.7.0-0``."""
-        return self.etcd_tag.split("-", 1)[0]
+    def etcd_tag(self) -> str:
+        """``3.7.0-0`` for etcd 3.7.0 (kubeadm's image tag)."""
+        return f"{self.etcd_version}-0"
 
 
-# crictl: the cri-tools release of the same minor when the Go module proxy serves it
-# (1.35.0 is not served; 1.34 talks the same CRI v1).
 MINORS: dict[str, MinorRecipe] = {
-    "1.35": MinorRecipe(coredns="v1.13.1", pause="3.10.1", etcd_tag="3.6.6-0", crictl="v1.34.0"),
-    "1.36": MinorRecipe(coredns="v1.14.2", pause="3.10.2", etcd_tag="3.6.8-0", crictl="v1.36.0"),
-    "1.37": MinorRecipe(coredns="v1.14.6", pause="3.10.2", etcd_tag="3.7.0-0", crictl="v1.37.0"),
+    minor: MinorRecipe(coredns=coredns, pause=pause, etcd_version=ETCD_SERVER_RELEASES[minor])
+    for minor, coredns, pause in (
+        ("1.35", "v1.13.1", "3.10.1"),
+        ("1.36", "v1.14.2", "3.10.2"),
+        ("1.37", "v1.14.6", "3.10.2"),
+    )
 }
+# One crictl for every minor: it speaks CRI v1, which every supported kubelet and containerd serve,
+# so the node images share one build (the newest release the Go module proxy serves).
+CRICTL_VERSION = "v1.37.0"
 DEFAULT_MINOR = "1.37"
 
 DEBIAN_SUITE = "bookworm"

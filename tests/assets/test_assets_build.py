@@ -6,6 +6,7 @@ It uses the real ktest cache (~/.cache/ktest) on purpose: the first run builds
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -13,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from ktest.assets import resolve_assets, store
-from ktest.assets.gobuild import find_go, kubernetes_go_mod, read_kubernetes_module
+from ktest.assets.gobuild import (
+    ETCD_SERVER_RELEASES,
+    find_go,
+    kubernetes_go_mod,
+    read_kubernetes_module,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -41,10 +47,12 @@ def test_default_version_builds_from_go_modules_and_reports_its_version() -> Non
     etcd_version = metadata["reported_versions"]["etcd"]
     assert f"etcd Version: {etcd_version}" in _run(assets.binary("etcd"), "--version")
     if metadata["origin"] == "build":
-        # The etcd built is the one this Kubernetes release requires in its go.mod.
+        # The etcd built is the release this minor's kubeadm runs (a kind node image reuses it).
+        assert etcd_version == ETCD_SERVER_RELEASES[".".join(version.split(".")[:2])]
         assert metadata["etcd_version"] == etcd_version
+        # One `go build` for the three commands, one for etcd.
         assert set(metadata["build_seconds"]) >= {
-            "kube-apiserver", "kube-controller-manager", "kubectl", "etcd"
+            "kube-apiserver+kube-controller-manager+kubectl", "etcd"
         }
 
 
@@ -65,3 +73,15 @@ def test_consumer_module_replaces_every_staging_module(tmp_path: Path) -> None:
     assert "\tk8s.io/api => k8s.io/api v0.37.2" in go_mod
     assert "\tdefault=go1.26" in go_mod
     assert go_mod.count(" => ") == len(module.staging)
+
+
+def test_etcd_server_release_is_kubeadms_not_the_go_mod_client_version(tmp_path: Path) -> None:
+    go = find_go()
+    assert go is not None, "this test needs `go` on PATH (as the build path does)"
+    module = read_kubernetes_module(go, "1.35.4", tmp_path)
+
+    # 1.35's go.mod requires the etcd 3.6.5 client libraries; its kubeadm runs etcd 3.6.6.
+    assert module.etcd_version == "3.6.5"
+    assert module.etcd_server_version == "3.6.6"
+    unknown = dataclasses.replace(module, version="1.99.0")
+    assert unknown.etcd_server_version == "3.6.5"

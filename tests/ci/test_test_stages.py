@@ -1,5 +1,5 @@
-"""``scripts/test-stages`` (what ``make test`` runs): the order of its stages, the background
-build at idle priority, and that no failure is lost and no build is left running.
+"""``scripts/test-stages`` (what ``make test`` runs): the order of its stages, the two background
+builds at their priorities, and that no failure is lost and no build is left running.
 
 ``make`` and ``python`` are stand-ins here (shell scripts recording their calls): the script's
 own logic is what is under test, not the suites it calls.
@@ -20,16 +20,28 @@ SCRIPT = REPO / "scripts" / "test-stages"
 
 
 def _stand_ins(
-    tmp_path: Path, *, python_status: int = 0, background: str = "exit 0", python_first: str = ""
+    tmp_path: Path,
+    *,
+    python_status: int = 0,
+    image: str = "exit 0",
+    older: str = "exit 0",
+    python_first: str = "",
 ) -> dict[str, str]:
-    """A fake ``make`` (the background goals run ``background``) and ``python`` (runs
-    ``python_first``, then exits with ``python_status``); both log their calls."""
+    """A fake ``make`` (background job A, ``kind-image``, runs ``image``; job B, ending in
+    ``kind-image-older``, runs ``older``) and ``python`` (runs ``python_first``, then exits with
+    ``python_status``); both log their calls."""
     calls = tmp_path / "calls"
     make = tmp_path / "make"
     make.write_text(
         "#!/usr/bin/env bash\n"
         f'echo "make $* nice=$(nice)" >> {calls}\n'
-        f"if [[ $* == *kind-images* ]]; then cd {tmp_path}; {background}; fi\n"
+        f"cd {tmp_path}\n"
+        # The default version's binaries record whether job B had started (waiting briefly).
+        'if [[ $* == *" binaries" ]]; then\n'
+        "  for _ in $(seq 100); do [[ -e b-started ]] && break; sleep 0.05; done\n"
+        f'  echo "B started before binaries: $([[ -e b-started ]] && echo yes || echo no)" >> {calls}\n'
+        "fi\n"
+        f'case "$*" in *kind-image-older*) touch b-started; {older};; *kind-image*) {image};; esac\n'
     )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -44,7 +56,7 @@ def _stand_ins(
         "BIN": str(bin_dir),
         "MAKE": str(make),
         "OLDER_K8S_VERSION": "1.35",
-        "BACKGROUND_LOG": str(tmp_path / "background.log"),
+        "BACKGROUND_LOG_PREFIX": str(tmp_path / "background-"),
     }
 
 
@@ -61,41 +73,77 @@ def _run(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str
     )
 
 
-def test_the_stages_run_in_order_with_the_builds_at_idle_priority(tmp_path: Path) -> None:
+def _calls(tmp_path: Path) -> list[str]:
+    return (tmp_path / "calls").read_text().splitlines()
+
+
+def test_the_stages_run_in_order_with_the_builds_at_their_priorities(tmp_path: Path) -> None:
     result = _run(_stand_ins(tmp_path), tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    calls = (tmp_path / "calls").read_text().splitlines()
-    background = next(call for call in calls if "kind-images" in call)
-    assert "binaries-older kind-images" in background and background.endswith("nice=19")
-    foreground = [call for call in calls if call is not background]
-    assert foreground[0].startswith("python -m pytest -n 2 tests examples")
-    assert "--ignore=tests/controlplane/test_versions.py" in foreground[0]
-    assert foreground[1].startswith("make --no-print-directory test-floors")
-    assert foreground[2] == "python -m pytest tests/kind tests/controlplane/test_versions.py"
+    calls = _calls(tmp_path)
+    background = [call for call in calls if "kind-image" in call]
+    assert background == [
+        "make --no-print-directory binaries-older kind-image-older OLDER_K8S_VERSION=1.35 nice=19",
+        "make --no-print-directory kind-image OLDER_K8S_VERSION=1.35 nice=10",
+    ]
+    # B starts before the default version's binaries build, A only after it.
+    assert "B started before binaries: yes" in calls
+    assert calls.index("B started before binaries: yes") < calls.index(background[1])
+    foreground = [call for call in calls if call not in background and not call.startswith("B ")]
+    assert foreground[0] == "make --no-print-directory binaries nice=0"
+    assert foreground[1].startswith("python -m pytest -n 2 tests examples")
+    assert "--ignore=tests/controlplane/test_versions.py" in foreground[1]
+    assert foreground[2].startswith("make --no-print-directory test-floors")
     assert foreground[3].startswith("make --no-print-directory test-kind")
+    assert foreground[4] == "python -m pytest tests/kind tests/controlplane/test_versions.py"
+    assert len(foreground) == 5
 
 
-def test_a_failed_background_build_fails_the_run_with_its_log(tmp_path: Path) -> None:
-    env = _stand_ins(tmp_path, background="echo 'go: module not found'; exit 3")
+def test_a_failed_kind_image_build_fails_the_run_before_the_kind_layer(tmp_path: Path) -> None:
+    env = _stand_ins(tmp_path, image="echo 'go: module not found'; exit 3")
     result = _run(env, tmp_path)
     assert result.returncode == 3
     assert "go: module not found" in result.stdout
-    assert "the background build (make binaries-older kind-images) failed with status 3" in result.stderr
-    calls = (tmp_path / "calls").read_text()
-    assert "python -m pytest tests/kind" not in calls and "test-kind" not in calls  # never ran
+    assert "the background build (kind-image: make kind-image) failed with status 3" in result.stderr
+    calls = "\n".join(_calls(tmp_path))
+    assert "test-floors" in calls  # the suites before it ran
+    assert "test-kind" not in calls and "python -m pytest tests/kind" not in calls
 
 
-def test_a_failed_suite_stops_the_background_build(tmp_path: Path) -> None:
-    build = tmp_path / "building" / "build.sh"
-    build.parent.mkdir()
-    started = tmp_path / "started"
-    build.write_text(f"touch {started}; while :; do sleep 1; done\n")  # until killed; its path names it
-    # The suite fails once the build runs.
-    wait = f"until [[ -e {started} ]]; do sleep 0.05; done"
-    env = _stand_ins(tmp_path, python_status=1, background=f"bash {build}", python_first=wait)
+def test_a_failed_older_build_fails_the_run_after_the_kind_layer(tmp_path: Path) -> None:
+    env = _stand_ins(tmp_path, older="echo 'etcd: build failed'; exit 4")
+    result = _run(env, tmp_path)
+    assert result.returncode == 4
+    assert "etcd: build failed" in result.stdout
+    assert (
+        "the background build (older: make binaries-older kind-image-older) failed with status 4"
+        in result.stderr
+    )
+    calls = "\n".join(_calls(tmp_path))
+    assert "test-kind" in calls and "python -m pytest tests/kind" not in calls
+
+
+def test_a_failed_suite_stops_both_background_builds(tmp_path: Path) -> None:
+    builds = []
+    for name in ("image", "older"):
+        build = tmp_path / f"building-{name}" / "build.sh"
+        build.parent.mkdir()
+        # Runs until killed; its path names it. It marks that it started.
+        build.write_text(f"touch {tmp_path}/started-{name}; while :; do sleep 1; done\n")
+        builds.append(build)
+    # The suite fails once both builds run.
+    wait = f"until [[ -e {tmp_path}/started-image && -e {tmp_path}/started-older ]]; do sleep 0.05; done"
+    env = _stand_ins(
+        tmp_path, python_status=1, image=f"bash {builds[0]}", older=f"bash {builds[1]}",
+        python_first=wait,
+    )
     result = _run(env, tmp_path)
     assert result.returncode == 1
-    assert "stopping the background build" in result.stderr
-    eventually(
-        lambda: not live_processes_using(build.parent), timeout=10, description="the background build to end"
-    )
+    assert "stopping the background build kind-image" in result.stderr
+    assert "stopping the background build older" in result.stderr
+    for build in builds:
+        eventually(
+            lambda build=build: not live_processes_using(build.parent),
+            timeout=10,
+            description=f"the background build in {build.parent.name} to end",
+        )

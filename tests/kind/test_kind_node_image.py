@@ -50,7 +50,7 @@ def test_image_holds_the_version_file_and_binaries_kind_reads(node_image: str, n
     assert lines[0] == f"v{node_version}"
     assert lines[1] == f"Kubernetes v{node_version}"
     assert lines[2] == f"v{node_version}"
-    assert lines[3] == f"crictl version {recipe.minor_recipe(node_version).crictl}"
+    assert lines[3] == f"crictl version {recipe.CRICTL_VERSION}"
     assert f'"registry.k8s.io/pause:{recipe.minor_recipe(node_version).pause}"' in lines[4]
 
 

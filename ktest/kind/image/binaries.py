@@ -143,19 +143,20 @@ def etcd_binary(version: str, control_plane_etcd: Path, cache: KindCache, progre
 def tool_binaries(version: str, cache: KindCache, progress: Progress) -> dict[str, Path]:
     """CoreDNS (lean build), crictl (go install) and pause (gcc) at the recipe's versions for ``version``."""
     parts = recipe.minor_recipe(version)
+    crictl = recipe.CRICTL_VERSION
     paths: dict[str, Path] = {}
-    destination = cache.tool("crictl", parts.crictl)
+    destination = cache.tool("crictl", crictl)
     if destination.is_file():
         paths["crictl"] = destination
     else:
         paths["crictl"] = go_install(
-            require_go(f"building crictl {parts.crictl}"),
-            f"{recipe.CRICTL_PACKAGE}@{parts.crictl}",
+            require_go(f"building crictl {crictl}"),
+            f"{recipe.CRICTL_PACKAGE}@{crictl}",
             "crictl",
             destination,
             progress,
-            f"building crictl {parts.crictl} from Go modules, first time only",
-            ldflags=f"-X {recipe.CRICTL_VERSION_VARIABLE}={parts.crictl}",
+            f"building crictl {crictl} from Go modules, first time only",
+            ldflags=f"-X {recipe.CRICTL_VERSION_VARIABLE}={crictl}",
         )
     paths["coredns"] = coredns_binary(parts.coredns, cache, progress)
     paths["pause"] = build_pause(cache.tool("pause", parts.pause), progress)

@@ -52,7 +52,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ktest.assets.gobuild import GoTool, log_tail
+from ktest.assets.gobuild import GO_BUILD_FLAGS, GoTool, log_tail
 from ktest.assets.progress import Progress
 from ktest.errors import KindError
 from ktest.kind import recipe
@@ -237,7 +237,7 @@ def build_lean_coredns(version: str, destination: Path, progress: Progress, go: 
             env = go_env()
             for command in (
                 [go.path, "mod", "tidy"],
-                [go.path, "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", "coredns", "."],
+                [go.path, "build", *GO_BUILD_FLAGS, "-ldflags", "-s -w", "-o", "coredns", "."],
             ):
                 run_go(command, scratch, env, log, f"building CoreDNS {version} (lean)")
         built = scratch / "coredns"
