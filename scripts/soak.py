@@ -61,6 +61,7 @@ KEY_MARKERS = (b"PRIVATE KEY", b"BEGIN CERTIFICATE")
 SIGNALS = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sigkill": signal.SIGKILL}
 POINTS = ("start", "test", "teardown")
 EXIT_TIMEOUT = 90.0
+PYTEST_OUTPUT = "pytest-output.log"  # in the marks directory, which the leak count skips
 SETTLE_TIMEOUT = 30.0
 # A kind cluster takes 20-40 s to create on a quiet machine (minutes on a loaded one) and
 # a few seconds to delete, by ktest or by the janitor of a killed run.
@@ -182,6 +183,13 @@ def scenarios(backends: list[str], quick: bool, only: str = "") -> list[Scenario
 
 
 # ------------------------------------------------------------------ observing processes
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as error:
+        return f"(cannot read {path}: {error})"
 
 
 def _environ_has(pid: int, needle: bytes) -> bool:
@@ -457,20 +465,31 @@ class Run:
             return process.wait(self.exit_timeout)
         except subprocess.TimeoutExpired:
             self.hung = True
-            self.notes.append(f"pytest did not exit within {self.exit_timeout:.0f} s; killed it")
-            process.kill()
-            return process.wait()
+            # SIGABRT first: pytest's faulthandler prints every thread's stack, which says where
+            # it hung; the tail of its output goes into the notes.
+            process.send_signal(signal.SIGABRT)
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            self.notes.append(
+                f"pytest did not exit within {self.exit_timeout:.0f} s; aborted it. Its output ends:\n"
+                + _tail(self.sandbox.marks / PYTEST_OUTPUT, 60)
+            )
+            return process.returncode
 
     # -- the run
     def pytest(self, ending: str, hold: str, extra: list[str]) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *extra],
-            env=self.sandbox.env(ending, hold, self.scenario.backend),
-            cwd=self.sandbox.project,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group, as a terminal's foreground job
-        )
+        with (self.sandbox.marks / PYTEST_OUTPUT).open("ab") as output:
+            return subprocess.Popen(
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *extra],
+                env=self.sandbox.env(ending, hold, self.scenario.backend),
+                cwd=self.sandbox.project,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group, as a terminal's foreground job
+            )
 
     def signal(self, process: subprocess.Popen[bytes], ending: str) -> None:
         signum = SIGNALS[ending]

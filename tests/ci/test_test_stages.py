@@ -1,5 +1,5 @@
-"""``scripts/test-stages`` (what ``make test`` runs): the order of its stages, the two background
-builds at their priorities, and that no failure is lost and no build is left running.
+"""``scripts/test-stages`` (what ``make test`` runs): the order of its stages, the background
+jobs at their priorities, and that no failure is lost and no job is left running.
 
 ``make`` and ``python`` are stand-ins here (shell scripts recording their calls): the script's
 own logic is what is under test, not the suites it calls.
@@ -25,11 +25,12 @@ def _stand_ins(
     python_status: int = 0,
     image: str = "exit 0",
     older: str = "exit 0",
+    floors: str = "exit 0",
     python_first: str = "",
 ) -> dict[str, str]:
-    """A fake ``make`` (background job A, ``kind-image``, runs ``image``; job B, ending in
-    ``kind-image-older``, runs ``older``) and ``python`` (runs ``python_first``, then exits with
-    ``python_status``); both log their calls."""
+    """A fake ``make`` (background job A, ``kind-image``, runs ``image``; job B,
+    ``binaries-older``, runs ``older``; ``test-floors`` runs ``floors``) and ``python`` (runs
+    ``python_first``, then exits with ``python_status``); both log their calls."""
     calls = tmp_path / "calls"
     make = tmp_path / "make"
     make.write_text(
@@ -41,13 +42,20 @@ def _stand_ins(
         "  for _ in $(seq 100); do [[ -e b-started ]] && break; sleep 0.05; done\n"
         f'  echo "B started before binaries: $([[ -e b-started ]] && echo yes || echo no)" >> {calls}\n'
         "fi\n"
-        f'case "$*" in *kind-image-older*) touch b-started; {older};; *kind-image*) {image};; esac\n'
+        'case "$*" in\n'
+        f"  *binaries-older*) touch b-started; {older};;\n"
+        f"  *kind-image*) {image};;\n"
+        f"  *test-floors*) {floors};;\n"
+        "esac\n"
     )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     python = bin_dir / "python"
     python.write_text(
-        f'#!/usr/bin/env bash\n{python_first}\necho "python $*" >> {calls}\nexit {python_status}\n'
+        "#!/usr/bin/env bash\n"
+        f"{python_first}\n"
+        f'echo "python $* older=${{KTEST_OLDER_K8S_VERSION:-unset}}" >> {calls}\n'
+        f"exit {python_status}\n"
     )
     for path in (make, python):
         path.chmod(0o755)
@@ -61,6 +69,7 @@ def _stand_ins(
 
 
 def _run(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env.pop("KTEST_OLDER_K8S_VERSION", None)
     return subprocess.run(
         [str(SCRIPT)],
         cwd=tmp_path,
@@ -77,25 +86,36 @@ def _calls(tmp_path: Path) -> list[str]:
     return (tmp_path / "calls").read_text().splitlines()
 
 
-def test_the_stages_run_in_order_with_the_builds_at_their_priorities(tmp_path: Path) -> None:
+OLDER_TEST_CALL = "python -m pytest tests/controlplane/test_versions.py"
+BACKGROUND = {
+    "make --no-print-directory binaries-older OLDER_K8S_VERSION=1.35 nice=19",
+    "make --no-print-directory kind-image OLDER_K8S_VERSION=1.35 nice=10",
+    "make --no-print-directory test-floors OLDER_K8S_VERSION=1.35 nice=5",
+}
+
+
+def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tmp_path: Path) -> None:
     result = _run(_stand_ins(tmp_path), tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     calls = _calls(tmp_path)
-    background = [call for call in calls if "kind-image" in call]
-    assert background == [
-        "make --no-print-directory binaries-older kind-image-older OLDER_K8S_VERSION=1.35 nice=19",
-        "make --no-print-directory kind-image OLDER_K8S_VERSION=1.35 nice=10",
-    ]
+    assert set(calls) >= BACKGROUND
     # B starts before the default version's binaries build, A only after it.
     assert "B started before binaries: yes" in calls
-    assert calls.index("B started before binaries: yes") < calls.index(background[1])
-    foreground = [call for call in calls if call not in background and not call.startswith("B ")]
+    assert calls.index("B started before binaries: yes") < calls.index(
+        "make --no-print-directory kind-image OLDER_K8S_VERSION=1.35 nice=10"
+    )
+    foreground = [call for call in calls if call not in BACKGROUND and not call.startswith("B ")]
     assert foreground[0] == "make --no-print-directory binaries nice=0"
     assert foreground[1].startswith("python -m pytest -n 2 tests examples")
     assert "--ignore=tests/controlplane/test_versions.py" in foreground[1]
-    assert foreground[2].startswith("make --no-print-directory test-floors")
-    assert foreground[3].startswith("make --no-print-directory test-kind")
-    assert foreground[4] == "python -m pytest tests/kind tests/controlplane/test_versions.py"
+    assert "--ignore=tests/kind " in foreground[1] + " "
+    # The floors start once the bare suite is done, beside the kind layer.
+    floors = calls.index("make --no-print-directory test-floors OLDER_K8S_VERSION=1.35 nice=5")
+    assert calls.index(foreground[1]) < floors < calls.index(foreground[2])
+    assert foreground[2].startswith("make --no-print-directory test-kind")
+    # The kind layer's own tests: the default version only (no older node image is built).
+    assert foreground[3] == "python -m pytest tests/kind older=unset"
+    assert foreground[4] == "python -m pytest tests/controlplane/test_versions.py older=1.35"
     assert len(foreground) == 5
 
 
@@ -104,26 +124,32 @@ def test_a_failed_kind_image_build_fails_the_run_before_the_kind_layer(tmp_path:
     result = _run(env, tmp_path)
     assert result.returncode == 3
     assert "go: module not found" in result.stdout
-    assert "the background build (kind-image: make kind-image) failed with status 3" in result.stderr
+    assert "the background job (kind-image: make kind-image) failed with status 3" in result.stderr
     calls = "\n".join(_calls(tmp_path))
-    assert "test-floors" in calls  # the suites before it ran
+    assert "python -m pytest -n 2 tests examples" in calls  # the bare suite before it ran
     assert "test-kind" not in calls and "python -m pytest tests/kind" not in calls
 
 
-def test_a_failed_older_build_fails_the_run_after_the_kind_layer(tmp_path: Path) -> None:
+def test_failed_floors_fail_the_run_with_their_log(tmp_path: Path) -> None:
+    env = _stand_ins(tmp_path, floors="echo 'pip: no matching distribution'; exit 2")
+    result = _run(env, tmp_path)
+    assert result.returncode == 2
+    assert "pip: no matching distribution" in result.stdout
+    assert "the background job (floors: make test-floors) failed with status 2" in result.stderr
+    assert OLDER_TEST_CALL not in "\n".join(_calls(tmp_path))
+
+
+def test_a_failed_older_build_fails_the_run(tmp_path: Path) -> None:
     env = _stand_ins(tmp_path, older="echo 'etcd: build failed'; exit 4")
     result = _run(env, tmp_path)
     assert result.returncode == 4
     assert "etcd: build failed" in result.stdout
-    assert (
-        "the background build (older: make binaries-older kind-image-older) failed with status 4"
-        in result.stderr
-    )
+    assert "the background job (older: make binaries-older) failed with status 4" in result.stderr
     calls = "\n".join(_calls(tmp_path))
-    assert "test-kind" in calls and "python -m pytest tests/kind" not in calls
+    assert "test-kind" in calls and OLDER_TEST_CALL not in calls
 
 
-def test_a_failed_suite_stops_both_background_builds(tmp_path: Path) -> None:
+def test_a_failed_suite_stops_the_background_jobs(tmp_path: Path) -> None:
     builds = []
     for name in ("image", "older"):
         build = tmp_path / f"building-{name}" / "build.sh"
@@ -139,11 +165,11 @@ def test_a_failed_suite_stops_both_background_builds(tmp_path: Path) -> None:
     )
     result = _run(env, tmp_path)
     assert result.returncode == 1
-    assert "stopping the background build kind-image" in result.stderr
-    assert "stopping the background build older" in result.stderr
+    assert "stopping the background job kind-image" in result.stderr
+    assert "stopping the background job older" in result.stderr
     for build in builds:
         eventually(
             lambda build=build: not live_processes_using(build.parent),
             timeout=10,
-            description=f"the background build in {build.parent.name} to end",
+            description=f"the background job in {build.parent.name} to end",
         )

@@ -1,9 +1,9 @@
 """Fixtures for the kind layer's tests: the real Docker engine, real node images, one real cluster.
 
-The node images are built by ``make kind-images`` before the suite runs (the
+The node images are built before the suite runs (``make kind-image``; the
 fixtures then find them in seconds); run alone, the first test builds them.
-Default version: ``--ktest-k8s-version`` or 1.37; the older one:
-``KTEST_OLDER_K8S_VERSION`` (1.35 in ``make test``).
+Default version: ``--ktest-k8s-version`` or 1.37. With ``KTEST_OLDER_K8S_VERSION``
+set (``make test-kind-older``) the image tests also run for that version.
 """
 
 from __future__ import annotations
