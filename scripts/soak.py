@@ -185,6 +185,13 @@ def scenarios(backends: list[str], quick: bool, only: str = "") -> list[Scenario
 # ------------------------------------------------------------------ observing processes
 
 
+def _as_a_terminal_job() -> None:
+    """In the child before exec: Ctrl-C works in a terminal's job even when the soak itself was
+    started with SIGINT ignored (as ``cmd &`` in a non-interactive shell starts it); Python then
+    installs its KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _tail(path: Path, lines: int) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -489,6 +496,7 @@ class Run:
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, as a terminal's foreground job
+                preexec_fn=_as_a_terminal_job,
             )
 
     def signal(self, process: subprocess.Popen[bytes], ending: str) -> None:

@@ -373,7 +373,10 @@ def _is_daemon(pid: int, start_time: str) -> bool:
 
 
 def _apiserver_ready(share: ClusterShare) -> bool:
-    from ktest.controlplane.apiserver import ApiServerClient
+    """``/readyz`` without the bootstrap hooks: the daemon recorded the plane only once it was
+    ready, and on etcd-template data that readiness comes before the hooks' fixed-second timer
+    (a full ``/readyz`` right after ``ktest up`` could call a live plane stale)."""
+    from ktest.controlplane.apiserver import READYZ_WITHOUT_BOOTSTRAP_HOOKS, ApiServerClient
 
     if not share.directory:
         return False
@@ -385,7 +388,7 @@ def _apiserver_ready(share: ClusterShare) -> bool:
         client = ApiServerClient(port, certs / "ca.crt", certs / "admin.crt", certs / "admin.key")
     except (OSError, ValueError):
         return False  # the certificates are gone with the control plane's directory
-    status, _ = client.get("/readyz")
+    status, _ = client.get(READYZ_WITHOUT_BOOTSTRAP_HOOKS)
     return status == 200
 
 
