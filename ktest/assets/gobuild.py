@@ -383,7 +383,8 @@ class GoBuilder:
         started = time.monotonic()
         target = str(output) if len(packages) == 1 else f"{output}{os.sep}"
         args = ["build", *GO_BUILD_FLAGS, "-ldflags", ldflags, "-o", target, *packages]
-        log = workspace / f"build-{output.name}.log"
+        commands = "+".join(package.rsplit("/", 1)[-1] for package in packages)
+        log = workspace / f"build-{output.name if len(packages) == 1 else commands}.log"
         with self.progress.step(message):
             self._logged_go(args, workspace, log, message, 7200)
         return time.monotonic() - started
