@@ -5,6 +5,7 @@ ktest's own answer: :func:`ktest.base.procfs.process_alive`."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 from ktest.base.procfs import process_alive
@@ -88,3 +89,10 @@ def tcp_sockets(pid: int) -> list[tuple[str, str, str, str]]:
             if fields[9] in inodes:
                 found.append((table, fields[1], fields[2], fields[3]))
     return found
+
+
+def with_default_sigint() -> None:
+    """``preexec_fn`` for a child a test will Ctrl-C (SIGINT): a terminal's job has SIGINT at its
+    default, but a suite started with it ignored (``make test &`` from a script) passes that on,
+    and Python then installs no KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import with_default_sigint
 
 import ktest
 from ktest.assets.gobuild import find_go
@@ -52,6 +53,7 @@ def _interrupt_during_assembly(default_version: str, docker_client: Any) -> subp
         [str(Path(sys.executable).with_name("ktest")), "kind", "build-image", "--k8s-version",
          default_version],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        preexec_fn=with_default_sigint,
     )
     try:
         ktest.eventually(lambda: _build_containers(docker_client) or process.poll() is not None,
