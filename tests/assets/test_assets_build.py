@@ -50,10 +50,11 @@ def test_default_version_builds_from_go_modules_and_reports_its_version() -> Non
         # The etcd built is the release this minor's kubeadm runs (a kind node image reuses it).
         assert etcd_version == ETCD_SERVER_RELEASES[".".join(version.split(".")[:2])]
         assert metadata["etcd_version"] == etcd_version
-        # One `go build` for the three commands, one for etcd.
-        assert set(metadata["build_seconds"]) >= {
-            "kube-apiserver+kube-controller-manager+kubectl", "etcd"
-        }
+        # Every binary's build was timed. Today the three commands share one `go build`
+        # ("kube-apiserver+kube-controller-manager+kubectl"); a cache entry built by an
+        # older ktest timed them one by one, and its binaries are as good.
+        timed = {name for step in metadata["build_seconds"] for name in step.split("+")}
+        assert timed >= {"kube-apiserver", "kube-controller-manager", "kubectl", "etcd"}
 
 
 def test_consumer_module_replaces_every_staging_module(tmp_path: Path) -> None:
