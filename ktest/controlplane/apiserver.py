@@ -74,6 +74,15 @@ BOOTSTRAP_LISTS = {
     "rolebindings": "/apis/rbac.authorization.k8s.io/v1/rolebindings",
     "priorityclasses": "/apis/scheduling.k8s.io/v1/priorityclasses",
 }
+_SERVICES = "/api/v1/namespaces/default/services"
+_PROBE_NAME = "ktest-readiness-probe"
+_PROBE_SERVICE = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": _PROBE_NAME},
+    "spec": {"type": "ClusterIP", "ports": [{"port": 80}]},
+}
+_JSON = {"Content-Type": "application/json"}
 _METADATA_ONLY = {"Accept": "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"}
 
 
@@ -165,14 +174,19 @@ class ApiServerClient:
         return self.request("GET", path, timeout, headers)
 
     def request(
-        self, method: str, path: str, timeout: float = 2.0, headers: Mapping[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        timeout: float = 2.0,
+        headers: Mapping[str, str] | None = None,
+        body: bytes | None = None,
     ) -> tuple[int, bytes]:
-        """(status, body) of a request without a body; status 0 when the server cannot be reached."""
+        """(status, body); status 0 when the server cannot be reached."""
         connection = http.client.HTTPSConnection(
             "127.0.0.1", self.port, context=self._context, timeout=timeout
         )
         try:
-            connection.request(method, path, headers=dict(headers or {}))
+            connection.request(method, path, body=body, headers=dict(headers or {}))
             response = connection.getresponse()
             return response.status, response.read()
         except (OSError, http.client.HTTPException):
@@ -181,20 +195,42 @@ class ApiServerClient:
             connection.close()
 
     def ready(self, bootstrap: Mapping[str, Collection[str]] | None = None) -> bool:
-        """``/readyz`` is 200 and the ``default`` namespace exists.
+        """``/readyz`` is 200, the ``default`` namespace exists and a Service gets a cluster IP.
 
         With ``bootstrap`` (the objects an etcd template holds, see :func:`bootstrap_objects`):
         ``/readyz`` without the :data:`BOOTSTRAP_HOOKS` checks is 200 and every one of those
         objects is served. The hooks wait a fixed second before their first attempt, and on
-        data that already holds their objects they have nothing left to do."""
+        data that already holds their objects they have nothing left to do.
+
+        No ``/readyz`` check covers the cluster IP allocator: it learns the ServiceCIDRs from
+        an informer, and until then every Service create fails with 500 "range is full"."""
         if bootstrap is None:
             status, _ = self.get("/readyz")
             if status != 200:
                 return False
             status, _ = self.get("/api/v1/namespaces/default")
-            return status == 200
-        status, _ = self.get(READYZ_WITHOUT_BOOTSTRAP_HOOKS)
-        return status == 200 and not self.missing_bootstrap_objects(bootstrap)
+            if status != 200:
+                return False
+        else:
+            status, _ = self.get(READYZ_WITHOUT_BOOTSTRAP_HOOKS)
+            if status != 200 or self.missing_bootstrap_objects(bootstrap):
+                return False
+        return self.service_ip_problem() is None
+
+    def service_ip_problem(self) -> str | None:
+        """Why a Service cannot get a cluster IP now (None: it can), shown by creating one.
+
+        A dry run proves nothing here: it does not allocate. The probe has a fixed name so
+        that one left behind (its delete failed) is found and deleted by the next call."""
+        status, body = self.request(
+            "POST", _SERVICES, timeout=5.0, headers=_JSON, body=json.dumps(_PROBE_SERVICE).encode()
+        )
+        deleted, _ = self.request("DELETE", f"{_SERVICES}/{_PROBE_NAME}", timeout=5.0)
+        if status != 201:
+            return f"creating a Service was refused ({_status_text(status, body)})"
+        if deleted not in (200, 404):
+            return f"the readiness probe Service {_PROBE_NAME} could not be deleted (status {deleted})"
+        return None
 
     def bootstrap_objects(self) -> dict[str, list[str]] | None:
         """The names (``namespace/name``) of the objects of each :data:`BOOTSTRAP_LISTS` kind
@@ -240,3 +276,14 @@ class ApiServerClient:
         except ValueError:
             return {}
         return data if isinstance(data, dict) else {}
+
+
+def _status_text(status: int, body: bytes) -> str:
+    """``status 500: <the Status message>``, or the start of the body."""
+    if status == 0:
+        return "no answer"
+    try:
+        message = json.loads(body).get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return f"status {status}: {message or body[:300]!r}"

@@ -690,6 +690,9 @@ class ControlPlane:
                     if missing:
                         listed = ", ".join(missing[:10])
                         etcd_state += f"; bootstrap objects of the etcd template not served: {listed}"
+                problem = client.service_ip_problem()
+                if problem is not None:
+                    etcd_state += f"; a Service cannot get a cluster IP: {problem}"
                 raise apiserver.failure(
                     f"was not ready after {self.start_timeout:.0f} s (etcd is {etcd_state})",
                     "Raise start_timeout= if this machine is very busy, or look at the log above.",

@@ -274,3 +274,38 @@ def test_start_from_a_template_lacking_a_bootstrap_object_is_never_ready(
     with pytest.raises(ControlPlaneError, match="not served: clusterroles /ktest-never-created"):
         plane.start()
     assert plane._template == copy
+
+
+def test_ready_only_when_a_service_gets_a_cluster_ip(assets: Assets) -> None:
+    """The cluster IP allocator learns its ranges from an informer, which no /readyz check
+    covers: readiness (from the template or not) proves a Service gets an IP."""
+    small_range = "10.0.0.0/28"  # the `kubernetes` Service and 13 more
+    with ControlPlane(
+        assets=assets, controllers="none", apiserver_flags={"service-cluster-ip-range": small_range}
+    ) as plane:
+        client = _client(plane)
+        objects = client.bootstrap_objects()
+        assert objects is not None
+        assert client.ready() and client.ready(objects)
+        core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
+        created = 0
+        while True:  # fill the range
+            try:
+                core.create_namespaced_service("default", {
+                    "metadata": {"name": f"fill-{created}"}, "spec": {"ports": [{"port": 80}]}})
+            except kubernetes.client.ApiException as error:
+                assert error.status == 500 and "range is full" in str(error.body), error
+                break
+            created += 1
+            assert created < 16, f"a /28 took {created} Services"
+        assert created == 13
+        problem = client.service_ip_problem()
+        assert problem is not None and "status 500" in problem and "range is full" in problem, problem
+        assert not client.ready() and not client.ready(objects)
+        core.delete_namespaced_service("fill-0", "default")
+        assert client.ready() and client.ready(objects)
+        # the probe leaves nothing behind: the freed address is still free
+        core.create_namespaced_service("default", {
+            "metadata": {"name": "after"}, "spec": {"ports": [{"port": 80}]}})
+        names = {service.metadata.name for service in core.list_namespaced_service("default").items}
+        assert "ktest-readiness-probe" not in names
