@@ -119,33 +119,31 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
     assert len(foreground) == 5
 
 
-def test_a_failed_kind_image_build_fails_the_run_before_the_kind_layer(tmp_path: Path) -> None:
-    env = _stand_ins(tmp_path, image="echo 'go: module not found'; exit 3")
+def _failed_job_run(tmp_path: Path, job: str, goal: str, status: int, message: str) -> str:
+    """Run the stages with the background ``job`` failing (``status``, printing ``message``);
+    check that the run fails with the job's status and log; the calls made."""
+    env = _stand_ins(tmp_path, **{job: f"echo '{message}'; exit {status}"})
     result = _run(env, tmp_path)
-    assert result.returncode == 3
-    assert "go: module not found" in result.stdout
-    assert "the background job (kind-image: make kind-image) failed with status 3" in result.stderr
-    calls = "\n".join(_calls(tmp_path))
+    assert result.returncode == status
+    assert message in result.stdout
+    name = "kind-image" if job == "image" else job
+    assert f"the background job ({name}: make {goal}) failed with status {status}" in result.stderr
+    return "\n".join(_calls(tmp_path))
+
+
+def test_a_failed_kind_image_build_fails_the_run_before_the_kind_layer(tmp_path: Path) -> None:
+    calls = _failed_job_run(tmp_path, "image", "kind-image", 3, "go: module not found")
     assert "python -m pytest -n 2 tests examples" in calls  # the bare suite before it ran
     assert "test-kind" not in calls and "python -m pytest tests/kind" not in calls
 
 
 def test_failed_floors_fail_the_run_with_their_log(tmp_path: Path) -> None:
-    env = _stand_ins(tmp_path, floors="echo 'pip: no matching distribution'; exit 2")
-    result = _run(env, tmp_path)
-    assert result.returncode == 2
-    assert "pip: no matching distribution" in result.stdout
-    assert "the background job (floors: make test-floors) failed with status 2" in result.stderr
-    assert OLDER_TEST_CALL not in "\n".join(_calls(tmp_path))
+    calls = _failed_job_run(tmp_path, "floors", "test-floors", 2, "pip: no matching distribution")
+    assert OLDER_TEST_CALL not in calls
 
 
 def test_a_failed_older_build_fails_the_run(tmp_path: Path) -> None:
-    env = _stand_ins(tmp_path, older="echo 'etcd: build failed'; exit 4")
-    result = _run(env, tmp_path)
-    assert result.returncode == 4
-    assert "etcd: build failed" in result.stdout
-    assert "the background job (older: make binaries-older) failed with status 4" in result.stderr
-    calls = "\n".join(_calls(tmp_path))
+    calls = _failed_job_run(tmp_path, "older", "binaries-older", 4, "etcd: build failed")
     assert "test-kind" in calls and OLDER_TEST_CALL not in calls
 
 
