@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ktest.assets.progress import Progress
+from ktest.base.interrupts import interrupts_held
 from ktest.errors import KindError
 from ktest.kind import recipe
 from ktest.kind.image.archive import ImageSpec, write_binary_layer, write_image_archive
@@ -105,16 +106,18 @@ def assemble(
     """Build and commit the node image (untagged); returns the docker SDK Image."""
     payload = _payload(version, binaries, archives, scratch / "payload.tar")
     pause_image = next(ref for ref in archives if "/pause:" in ref)
-    container = client.containers.create(
-        base_image,
-        entrypoint=["sleep", "infinity"],
-        command=[],
-        detach=True,
-        labels={recipe.LABEL_BUILD_CONTAINER: recipe.BUILD_RUNNING},
-        security_opt=["seccomp=unconfined"],
-        name=f"{recipe.BUILD_CONTAINER_PREFIX}v{version}-{os.getpid()}",
-    )
+    container: Any = None
     try:
+        with interrupts_held():  # Ctrl-C mid-request would leave it made, unknown to the clean-up
+            container = client.containers.create(
+                base_image,
+                entrypoint=["sleep", "infinity"],
+                command=[],
+                detach=True,
+                labels={recipe.LABEL_BUILD_CONTAINER: recipe.BUILD_RUNNING},
+                security_opt=["seccomp=unconfined"],
+                name=f"{recipe.BUILD_CONTAINER_PREFIX}v{version}-{os.getpid()}",
+            )
         container.start()
         copying = progress.step(f"copying binaries and {len(archives)} images into the node")
         with copying, payload.open("rb") as data:
@@ -143,7 +146,8 @@ def assemble(
             image = container.commit(changes=changes)
     finally:
         try:
-            container.remove(force=True)
+            if container is not None:
+                container.remove(force=True)
         except Exception:  # the next build's sweep removes it; the build's own error matters more
             progress.note(f"could not remove build container {container.name}; the next build removes it")
         payload.unlink(missing_ok=True)

@@ -1,0 +1,70 @@
+"""Ctrl-C during the creation of something outside the process lands after the creation, so the
+clean-up knows what to remove (``ktest.base.interrupts``). Each case runs in its own interpreter,
+whose main thread receives the signal, as a user's ``ktest`` command would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent(
+    """
+    import contextlib, os, signal, sys
+    from ktest.base.interrupts import interrupts_held
+
+    mode = sys.argv[1]
+    if mode == "own-handler":
+        signal.signal(signal.SIGINT, lambda signum, frame: print("own handler ran"))
+    made = None
+    try:
+        with interrupts_held() if mode != "unheld" else contextlib.nullcontext():
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the request is in flight
+            for _ in range(10_000):  # Python runs signal handlers between bytecodes
+                pass
+            made = "container"
+            print("created")
+        print("after the block")
+    except KeyboardInterrupt:
+        print(f"interrupted; clean-up knows {made}")
+    """
+)
+
+
+def _run(mode: str) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_without_the_hold_ctrl_c_lands_before_the_handle_is_known() -> None:
+    assert _run("unheld") == ["interrupted; clean-up knows None"]
+
+
+def test_ctrl_c_inside_the_hold_is_raised_once_the_handle_is_known() -> None:
+    assert _run("held") == ["created", "interrupted; clean-up knows container"]
+
+
+def test_a_handler_of_the_programs_own_runs_after_the_block() -> None:
+    assert _run("own-handler") == ["created", "own handler ran", "after the block"]
+
+
+@pytest.mark.parametrize("handler", ["SIG_IGN", "SIG_DFL"])
+def test_an_ignored_or_default_sigint_is_left_alone(handler: str) -> None:
+    script = (
+        "import signal\nfrom ktest.base.interrupts import interrupts_held\n"
+        f"signal.signal(signal.SIGINT, signal.{handler})\n"
+        "with interrupts_held():\n"
+        f"    assert signal.getsignal(signal.SIGINT) is signal.{handler}\n"
+        "print('left alone')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL, check=False,
+    )
+    assert result.stdout.strip() == "left alone", result.stderr
