@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,14 +69,24 @@ def _interrupt_during_assembly(default_version: str, docker_client: Any) -> subp
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
+@pytest.fixture
+def image_restored_afterwards(default_image: str, default_version: str) -> Iterator[str]:
+    """The default image, usable again after the test whatever happened in it (the test puts a
+    hand-made image under its tag), so that one failure does not fail the tests after it."""
+    yield default_image
+    if find_node_image(default_version) is None:
+        build_node_image(default_version, progress=False)
+
+
 def test_an_image_with_the_right_tag_but_wrong_labels_is_rebuilt_even_after_an_interruption(
-    default_image: str, default_version: str, docker_client: Any
+    image_restored_afterwards: str, default_version: str, docker_client: Any
 ) -> None:
     """A hand-made image under the tag is not trusted: found as unusable, then replaced by a build.
 
     The first rebuild is interrupted (Ctrl-C) while it assembles the node: it exits 130, leaves
     no build container, and the tag still names the old image; the next build completes.
     """
+    default_image = image_restored_afterwards
     dockerfile = f"FROM {default_image}\nLABEL {recipe.LABEL_RECIPE_VERSION}=0-handmade\n"
     handmade, _ = docker_client.images.build(
         fileobj=io.BytesIO(dockerfile.encode()), tag=default_image, rm=True
@@ -88,7 +99,7 @@ def test_an_image_with_the_right_tag_but_wrong_labels_is_rebuilt_even_after_an_i
     interrupted = _interrupt_during_assembly(default_version, docker_client)
     assert interrupted.returncode == 130, interrupted.stderr
     assert "ktest: interrupted" in interrupted.stderr
-    assert _build_containers(docker_client) == []
+    assert _build_containers(docker_client) == [], interrupted.stderr
     assert docker_client.images.get(default_image).id == handmade.id
 
     progress = _quiet()
