@@ -47,7 +47,8 @@ def _stand_ins(
         'if [[ $* == *test-floors* ]]; then\n'
         f'  echo "floors after the bare suite: $([[ -e suite-done ]] && echo yes || echo no)" >> {calls}\n'
         "  for _ in $(seq 100); do [[ -e kind-tests-done ]] && break; sleep 0.05; done\n"
-        f'  echo "floors beside the kind layer: $([[ -e kind-tests-done ]] && echo yes || echo no)" >> {calls}\n'
+        f'  echo "floors beside the kind layer: $([[ -e kind-tests-done ]] && echo yes || echo no)"'
+        f" >> {calls}\n"
         "fi\n"
         'case "$*" in\n'
         f"  *binaries-older*) touch b-started; {older};;\n"

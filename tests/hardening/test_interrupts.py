@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from processes import with_default_sigint
 
 SCRIPT = textwrap.dedent(
     """
@@ -36,7 +37,7 @@ SCRIPT = textwrap.dedent(
 def _run(mode: str, script: str = SCRIPT) -> list[str]:
     result = subprocess.run(
         [sys.executable, "-c", script, mode], capture_output=True, text=True, timeout=60,
-        stdin=subprocess.DEVNULL, check=False,
+        stdin=subprocess.DEVNULL, check=False, preexec_fn=with_default_sigint,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
