@@ -1,12 +1,14 @@
 """Benchmark the embedded control plane: time to ready, time to stop, memory.
 
-    python bench/controlplane_start.py [--runs 5]
+    python bench/controlplane_start.py [--runs 5] [--no-template]
 
 Binaries come from KTEST_ASSETS (a directory) when set, else resolve_assets().
 Reports the median of ``--runs`` starts with the default controllers
 (garbage collector + namespace, waiting until the garbage collector has synced)
 and without kube-controller-manager, the time stop() takes, and each
-component's resident memory (VmRSS) right after start.
+component's resident memory (VmRSS) right after start. ``--no-template``: every start
+bootstraps from empty etcd data (``etcd_template=False``), as a start with ``apiserver_flags``
+does.
 
 Baseline, measured in the same run on the same binaries: controller-runtime's
 Go envtest (etcd + kube-apiserver, no controllers), built from
@@ -46,11 +48,11 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def _measure(assets: Assets, controllers: str, runs: int) -> dict[str, list[float]]:
+def _measure(assets: Assets, controllers: str, runs: int, template: bool) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {"ready": [], "stop": []}
     for _ in range(runs):
         began = time.perf_counter()
-        plane = ControlPlane(assets=assets, controllers=controllers)
+        plane = ControlPlane(assets=assets, controllers=controllers, etcd_template=template)
         plane.start()
         results["ready"].append(time.perf_counter() - began)
         for name, process in plane.processes().items():
@@ -85,18 +87,20 @@ def _envtest_baseline(assets: Assets, runs: int) -> dict[str, list[float]] | Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-template", dest="template", action="store_false")
     options = parser.parse_args()
     assets = bench_assets()
     # One unmeasured start warms the page cache and the --help probe cache.
     ControlPlane(assets=assets).start().stop()
     scenarios = {
-        "with controllers": _measure(assets, "garbagecollector,namespace", options.runs),
-        "without controllers": _measure(assets, "none", options.runs),
+        "with controllers": _measure(assets, "garbagecollector,namespace", options.runs, options.template),
+        "without controllers": _measure(assets, "none", options.runs, options.template),
     }
     baseline = _envtest_baseline(assets, options.runs)
     if baseline is not None:
         scenarios["Go envtest (baseline)"] = baseline
-    print(f"median of {options.runs} runs (min-max)")
+    data = "etcd template" if options.template else "no etcd template"
+    print(f"median of {options.runs} runs (min-max), {data}, load {os.getloadavg()[0]:.2f}")
     print(f"{'scenario':<22}{'metric':<32}{'median':>10}  range")
     for scenario, results in scenarios.items():
         for metric, values in results.items():

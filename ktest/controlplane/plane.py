@@ -121,11 +121,11 @@ class ControlPlane:
     ``wait_for_controllers=False``: :meth:`start` returns once the API server is ready and
     kube-controller-manager is launched; it comes up meanwhile and
     :meth:`wait_until_controllers_ready` waits for it (the pytest plugin does before the first
-    test body). On etcd-template data kube-controller-manager is launched with the API server,
-    behind a :class:`~ktest.controlplane.startup_gate.StartupGate` that answers its start-up
-    health check once the API server is ready; otherwise it is launched once the API server's
-    bootstrap hooks are done (a fixed second). Until that first wait, restarts do
-    not wait for the controllers either; after it they do.
+    test body). Either way kube-controller-manager is launched with the API server, behind a
+    :class:`~ktest.controlplane.startup_gate.StartupGate` that answers its start-up health
+    check once the API server is ready (on etcd-template data without waiting for the
+    bootstrap hooks' fixed second). Until that first wait, restarts do not wait for the
+    controllers either; after it they do.
     """
 
     def __init__(
@@ -190,13 +190,7 @@ class ControlPlane:
         self._running_controllers: frozenset[str] = frozenset()
         self._controllers_waited_for = False
         self._controllers_confirmed = False
-        # Deferred starts: the thread that launches kube-controller-manager once the bootstrap
-        # hooks are done; it takes only _launch_lock, never _lock.
-        self._launcher: threading.Thread | None = None
-        self._launch_lock = threading.Lock()
-        self._launch_cancelled = threading.Event()
-        self._launch_error: BaseException | None = None
-        # On template data kube-controller-manager starts with the API server, behind this gate.
+        # kube-controller-manager starts with the API server, behind this gate.
         self._gate: StartupGate | None = None
         self._users: list[_User] = []
         self._version = ""
@@ -344,7 +338,6 @@ class ControlPlane:
         with self._lock:
             self._require_started()
             self._controllers_waited_for = True
-            self._join_launcher()
             if self._controller_manager is not None and not self._controllers_confirmed:
                 self._wait_for_controller_markers(self.start_timeout if timeout is None else timeout)
 
@@ -358,24 +351,15 @@ class ControlPlane:
         """
         with self._lock:
             self._require_started()
-            with self._launch_lock:
-                pending = self._launcher is not None and self._controller_manager is None
-            if pending and self._launch_error is None:
-                return  # launched later, it discovers the resource types there are by then
-            self._join_launcher()
             if self._controller_manager is None:
                 return
             self._running_controllers = frozenset()
             self._controller_manager.stop(_STOP_TIMEOUT)
             self._controller_manager = None
-            gated = self._gate is not None
             self._close_gate()
             try:
-                if gated:  # the bootstrap hooks may not be done yet: the same shortcut again
-                    self._launch_behind_gate()
-                    self._open_gate()
-                else:
-                    self._start_controller_manager()
+                self._launch_behind_gate()
+                self._release_controllers()
             except BaseException:
                 self._teardown()
                 raise
@@ -625,20 +609,17 @@ class ControlPlane:
         self._client = ApiServerClient(
             api_port, self._ca.cert_path, self._admin.cert_path, self._admin.key_path
         )
-        if self._bootstrap is not None and self._controller_names:
+        if self._controller_names:
             self._launch_behind_gate()  # its start-up overlaps the API server's
         self._wait_for_apiserver()
-        if self._gate is not None:
-            self._open_gate()
+        self._release_controllers()
         self._version = self._read_version()
-        if self._gate is None:
-            self._start_controller_manager()
 
     def _launch_behind_gate(self) -> None:
         """Launch kube-controller-manager with its kubeconfig pointing at a :class:`StartupGate`,
-        which answers its start-up ``/healthz`` once :meth:`_open_gate` is called: on data restored
-        from an etcd template, as soon as the API server is ready (bootstrap objects proven
-        served) instead of after the bootstrap hooks' timer."""
+        which answers its start-up ``/healthz`` once :meth:`_release_controllers` finds the API
+        server ready (where kube-controller-manager would ask once a second; on data restored
+        from an etcd template without waiting for the bootstrap hooks' timer)."""
         assert self._files is not None and self._ca is not None and self._admin is not None
         ca, admin = self._ca, self._admin
         gate = self._gate = StartupGate(self._ports[2], self._files.serving_cert, self._files.serving_key)
@@ -656,10 +637,11 @@ class ControlPlane:
         self._running_controllers = frozenset(self._controller_names)
         self._launch_controller_manager(kubeconfig)
 
-    def _open_gate(self) -> None:
+    def _release_controllers(self) -> None:
         """The API server is ready: let kube-controller-manager start its controllers (and wait
         for them unless the plane defers that)."""
-        assert self._gate is not None
+        if self._gate is None:
+            return
         self._gate.open()
         if self.wait_for_controllers or self._controllers_waited_for:
             self._wait_for_controller_markers(self.start_timeout)
@@ -698,19 +680,6 @@ class ControlPlane:
                     "Raise start_timeout= if this machine is very busy, or look at the log above.",
                 )
             time.sleep(0.02)
-
-    def _wait_for_bootstrap_hooks(self) -> None:
-        """Wait for the full ``/readyz`` (the bootstrap hooks done) before kube-controller-manager
-        starts: it polls ``/healthz``, which includes the hooks, once a second, so starting it
-        earlier makes it start later (a poll just before the hooks finish costs a second)."""
-        client, apiserver = self._client, self._apiserver
-        assert client is not None and apiserver is not None
-        apiserver.wait_until(
-            lambda: client.get("/readyz")[0] == 200,
-            timeout=self.start_timeout,
-            what="done with its bootstrap hooks",
-            interval=0.02,
-        )
 
     def _forget_kubernetes_service(self) -> None:
         """Wait for the API server to create the ``kubernetes`` Service, then delete it.
@@ -777,62 +746,17 @@ class ControlPlane:
         # A binary built without version stamping reports v0.0.0-master+$Format$.
         return self._assets.version or str(reported).removeprefix("v")
 
-    def _start_controller_manager(self) -> None:
-        self._running_controllers = frozenset()
-        if not self._controller_names:
-            return
-        self._controllers_confirmed = False
-        self._running_controllers = frozenset(self._controller_names)
-        if not (self.wait_for_controllers or self._controllers_waited_for):
-            # Launched by a thread once the bootstrap hooks are done: launched before them, its
-            # once-a-second /healthz poll can fall just short of them and cost a second.
-            self._launch_cancelled.clear()
-            self._launch_error = None
-            self._launcher = threading.Thread(
-                target=self._launch_after_hooks, name="ktest-controller-manager-launch", daemon=True
-            )
-            self._launcher.start()
-            return
-        if self._bootstrap is not None:
-            self._wait_for_bootstrap_hooks()
-        self._launch_controller_manager()
-        self._wait_for_controller_markers(self.start_timeout)
-
-    def _launch_controller_manager(self, kubeconfig: Path | None = None) -> None:
+    def _launch_controller_manager(self, kubeconfig: Path) -> None:
         assert self._assets is not None
         binary = self._assets.binary("kube-controller-manager")
         process = self._controller_manager = controller_manager_process(
             binary,
-            kubeconfig=kubeconfig or self.kubeconfig_path,
+            kubeconfig=kubeconfig,
             controllers=self._controller_names.values(),
             known=probe(binary),
             log_path=self.log_path("kube-controller-manager"),
         )
         self._launch(process)
-
-    def _launch_after_hooks(self) -> None:
-        try:
-            self._wait_for_bootstrap_hooks()  # raises once the API server is stopped
-            with self._launch_lock:
-                if not self._launch_cancelled.is_set():
-                    self._launch_controller_manager()
-        except BaseException as error:  # handed to whoever waits for the controllers
-            self._launch_error = error
-
-    def _join_launcher(self) -> None:
-        """Wait for a deferred launch; raise what made it fail."""
-        launcher, self._launcher = self._launcher, None
-        if launcher is not None:
-            launcher.join()
-        error, self._launch_error = self._launch_error, None
-        if error is not None:
-            raise error
-
-    def _cancel_launcher(self) -> None:
-        """No deferred launch after this; one in progress has finished (so it is stopped too)."""
-        self._launch_cancelled.set()
-        with self._launch_lock:
-            pass
 
     def _wait_for_controller_markers(self, timeout: float) -> None:
         process = self._controller_manager
@@ -876,7 +800,6 @@ class ControlPlane:
 
     def _stop_components(self) -> None:
         """Stop controllers and API server together, then etcd (the API server needs it)."""
-        self._cancel_launcher()
         self._running_controllers = frozenset()
         front = [p for p in (self._controller_manager, self._apiserver) if p is not None]
         for process in front:
@@ -887,10 +810,6 @@ class ControlPlane:
         if self._etcd is not None:
             self._etcd.stop(_STOP_TIMEOUT)
         self._controller_manager = self._apiserver = self._etcd = None
-        launcher, self._launcher = self._launcher, None
-        if launcher is not None:
-            launcher.join()  # it ends as the API server is gone
-        self._launch_error = None
 
     def _teardown(self) -> None:
         """Stop everything this control plane started and remove its directory."""

@@ -24,10 +24,10 @@ def _controllers_running(plane: ControlPlane) -> bool:
     return all(marker in log for marker in ready_markers(plane.controllers))
 
 
-@pytest.fixture(params=[True, False], ids=["template-gated", "no-template-launched-after-hooks"])
+@pytest.fixture(params=[True, False], ids=["template", "no-template"])
 def deferred(k8s_assets: Assets, request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
-    """Both launch paths: on etcd-template data kube-controller-manager starts with the API
-    server behind the start-up gate; otherwise a thread launches it once the hooks are done."""
+    """On etcd-template data and without: the start-up gate opens when the plane is ready,
+    with or without the bootstrap hooks' second."""
     with ControlPlane(assets=k8s_assets, wait_for_controllers=False, etcd_template=request.param) as plane:
         yield plane
 
@@ -53,22 +53,14 @@ def test_once_waited_for_restarts_wait_for_the_controllers_too(deferred: Control
     assert _controllers_running(deferred)
 
 
-@pytest.mark.parametrize("template", [True, False], ids=["gated", "before-the-launch"])
+@pytest.mark.parametrize("template", [True, False], ids=["template", "no-template"])
 def test_a_stop_right_after_start_leaves_no_controller_manager(k8s_assets: Assets, template: bool) -> None:
     plane = ControlPlane(assets=k8s_assets, wait_for_controllers=False, etcd_template=template).start()
     directory = plane.directory
-    plane.stop()  # without the template: within the hooks' second, before the launch
+    plane.stop()  # kube-controller-manager may still be starting
     assert plane.processes() == {}
     consistently(
         lambda: not live_processes_using(directory),
         duration=2,
         description="no kube-controller-manager launched after stop()",
     )
-
-
-def test_a_restart_before_the_deferred_launch_does_not_wait_for_it(k8s_assets: Assets) -> None:
-    with ControlPlane(assets=k8s_assets, wait_for_controllers=False, etcd_template=False) as plane:
-        plane.restart_controllers()  # CRDs installed meanwhile: the later launch will see them
-        assert "kube-controller-manager" not in plane.processes()
-        plane.wait_until_controllers_ready()
-        assert _controllers_running(plane)

@@ -2,9 +2,9 @@
 
 Against a real API server: the gate holds the start-up ``/healthz`` until it is opened, refuses
 anything else while it holds, then relays every connection to the API server byte for byte
-(TLS end to end, the API server authenticating the client). In a control plane: on template
-data kube-controller-manager is behind it from its launch, never sees the API server unhealthy,
-and the gate is gone once kube-controller-manager restarts or the plane stops.
+(TLS end to end, the API server authenticating the client). In a control plane, on template
+data or not, kube-controller-manager is behind it from its launch, never sees the API server
+unhealthy, and the gate is gone once kube-controller-manager restarts or the plane stops.
 """
 
 from __future__ import annotations
@@ -87,10 +87,7 @@ def _get(gate: StartupGate, plane: ControlPlane, path: str) -> tuple[int, bytes]
         connection.close()
 
 
-def test_holds_the_health_check_until_opened_then_answers_ok(
-    gate: StartupGate, upstream: ControlPlane
-) -> None:
-    held = _send(gate, upstream, HEALTHZ)
+def _assert_held(held: ssl.SSLSocket, gate: StartupGate, until: str) -> None:
     held.settimeout(0.2)
 
     def still_held() -> bool:
@@ -100,14 +97,25 @@ def test_holds_the_health_check_until_opened_then_answers_ok(
             return True
         return False  # an answer, or the end of the connection
 
-    consistently(still_held, duration=1.0, description="no answer before open()")
+    consistently(still_held, duration=1.0, description=f"no answer before {until}")
     assert not gate.answered
-    gate.open()
+
+
+def _assert_answered_ok(held: ssl.SSLSocket, gate: StartupGate) -> None:
     held.settimeout(30)
     reply = _read_all(held)
     assert reply.startswith(b"HTTP/1.1 200 OK\r\n")
     assert reply.endswith(b"\r\n\r\nok")
     assert gate.answered
+
+
+def test_holds_the_health_check_until_opened_then_answers_ok(
+    gate: StartupGate, upstream: ControlPlane
+) -> None:
+    held = _send(gate, upstream, HEALTHZ)
+    _assert_held(held, gate, "open()")
+    gate.open()
+    _assert_answered_ok(held, gate)
 
 
 def test_refuses_anything_but_the_health_check_while_it_holds(
@@ -185,7 +193,17 @@ def test_a_restart_of_the_controllers_uses_a_new_gate_and_a_stop_closes_it(k8s_a
         socket.create_connection(("127.0.0.1", second), timeout=5).close()
 
 
-def test_without_the_template_no_gate(k8s_assets: Assets) -> None:
+def test_without_the_template_the_controllers_start_behind_the_gate_too(
+    k8s_assets: Assets,
+) -> None:
     with ControlPlane(assets=k8s_assets, etcd_template=False) as plane:
-        assert not (plane.directory / GATE_KUBECONFIG).exists()
-        assert_collects_garbage(plane.kubeconfig, "direct")
+        assert_collects_garbage(plane.kubeconfig, "hooks")
+        pid = plane.processes()["kube-controller-manager"].pid
+        assert pid is not None
+        peers = _peer_ports(pid)
+        assert _gate_port(plane) in peers
+        assert int(plane.server.rsplit(":", 1)[1]) not in peers
+        # It never saw the API server unhealthy: the gate held its first /healthz until the
+        # plane was ready, bootstrap hooks included.
+        log = plane.log_path("kube-controller-manager").read_text()
+        assert "isn't healthy yet" not in log
