@@ -9,7 +9,7 @@ import shutil
 import threading
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 import kubernetes
 import pytest
@@ -100,18 +100,28 @@ def _differences(slow: dict[str, Any], fast: dict[str, Any]) -> list[str]:
     return found
 
 
+def _wait_for_what_each_api_server_creates(plane: ControlPlane, which: str) -> None:
+    """Each API server creates, after it is ready, the `kubernetes` Service (it names its own
+    port; polled every 100 ms once /readyz is green) and its identity lease in kube-system
+    (by a controller a post-start hook starts): the template leaves both out."""
+    client = _client(plane)
+    eventually(lambda: client.get("/api/v1/namespaces/default/services/kubernetes")[0] == 200,
+               timeout=30, description=f"the kubernetes Service of {which}")
+    identity = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?labelSelector=" + quote(
+        "apiserver.kubernetes.io/identity=kube-apiserver"
+    )
+    eventually(lambda: bool(_get(client, identity)["items"]), timeout=30,
+               description=f"the API server's identity lease in {which}")
+
+
 def test_a_plane_started_from_the_template_is_the_same_cluster(assets: Assets) -> None:
     with ControlPlane(assets=assets, controllers="none", etcd_template=False) as slow:
         assert slow._template is None
-        # Each API server creates the `kubernetes` Service (it names its own port) once /readyz
-        # is green (polled every 100 ms): the template leaves it out.
-        eventually(lambda: _client(slow).get("/api/v1/namespaces/default/services/kubernetes")[0] == 200,
-                   timeout=30, description="the kubernetes Service of the bootstrapped cluster")
+        _wait_for_what_each_api_server_creates(slow, "the bootstrapped cluster")
         bootstrapped = cluster_snapshot(slow)
     with ControlPlane(assets=assets, controllers="none") as fast:
         assert fast._template is not None and etcd_template.is_complete(fast._template)
-        eventually(lambda: _client(fast).get("/api/v1/namespaces/default/services/kubernetes")[0] == 200,
-                   timeout=30, description="the kubernetes Service of the cluster started from the template")
+        _wait_for_what_each_api_server_creates(fast, "the cluster started from the template")
         from_template = cluster_snapshot(fast)
         # and it is a working cluster of its own: a write lands and reads back
         api = client_for(fast.kubeconfig)
