@@ -87,7 +87,10 @@ def _get(gate: StartupGate, plane: ControlPlane, path: str) -> tuple[int, bytes]
         connection.close()
 
 
-def _assert_held(held: ssl.SSLSocket, gate: StartupGate, until: str) -> None:
+def test_holds_the_health_check_until_opened_then_answers_ok(
+    gate: StartupGate, upstream: ControlPlane
+) -> None:
+    held = _send(gate, upstream, HEALTHZ)
     held.settimeout(0.2)
 
     def still_held() -> bool:
@@ -97,25 +100,14 @@ def _assert_held(held: ssl.SSLSocket, gate: StartupGate, until: str) -> None:
             return True
         return False  # an answer, or the end of the connection
 
-    consistently(still_held, duration=1.0, description=f"no answer before {until}")
+    consistently(still_held, duration=1.0, description="no answer before open()")
     assert not gate.answered
-
-
-def _assert_answered_ok(held: ssl.SSLSocket, gate: StartupGate) -> None:
+    gate.open()
     held.settimeout(30)
     reply = _read_all(held)
     assert reply.startswith(b"HTTP/1.1 200 OK\r\n")
     assert reply.endswith(b"\r\n\r\nok")
     assert gate.answered
-
-
-def test_holds_the_health_check_until_opened_then_answers_ok(
-    gate: StartupGate, upstream: ControlPlane
-) -> None:
-    held = _send(gate, upstream, HEALTHZ)
-    _assert_held(held, gate, "open()")
-    gate.open()
-    _assert_answered_ok(held, gate)
 
 
 def test_refuses_anything_but_the_health_check_while_it_holds(
@@ -170,14 +162,18 @@ def _peer_ports(pid: int) -> set[int]:
     return {int(remote.rsplit(":", 1)[1], 16) for _table, _local, remote, _state in tcp_sockets(pid)}
 
 
-def test_on_template_data_the_controllers_start_behind_the_gate(k8s_assets: Assets) -> None:
-    with ControlPlane(assets=k8s_assets) as plane:
+@pytest.mark.parametrize("template", [True, False], ids=["template", "no-template"])
+def test_the_controllers_start_behind_the_gate(k8s_assets: Assets, template: bool) -> None:
+    with ControlPlane(assets=k8s_assets, etcd_template=template) as plane:
         assert_collects_garbage(plane.kubeconfig, "gated")
         pid = plane.processes()["kube-controller-manager"].pid
         assert pid is not None
         peers = _peer_ports(pid)
         assert _gate_port(plane) in peers
         assert int(plane.server.rsplit(":", 1)[1]) not in peers  # all its traffic is relayed
+        # It never saw the API server unhealthy: the gate held its first /healthz until the
+        # plane was ready (without the template, bootstrap hooks included).
+        assert "isn't healthy yet" not in plane.log_path("kube-controller-manager").read_text()
 
 
 def test_a_restart_of_the_controllers_uses_a_new_gate_and_a_stop_closes_it(k8s_assets: Assets) -> None:
@@ -191,19 +187,3 @@ def test_a_restart_of_the_controllers_uses_a_new_gate_and_a_stop_closes_it(k8s_a
         assert_collects_garbage(plane.kubeconfig, "restarted")
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", second), timeout=5).close()
-
-
-def test_without_the_template_the_controllers_start_behind_the_gate_too(
-    k8s_assets: Assets,
-) -> None:
-    with ControlPlane(assets=k8s_assets, etcd_template=False) as plane:
-        assert_collects_garbage(plane.kubeconfig, "hooks")
-        pid = plane.processes()["kube-controller-manager"].pid
-        assert pid is not None
-        peers = _peer_ports(pid)
-        assert _gate_port(plane) in peers
-        assert int(plane.server.rsplit(":", 1)[1]) not in peers
-        # It never saw the API server unhealthy: the gate held its first /healthz until the
-        # plane was ready, bootstrap hooks included.
-        log = plane.log_path("kube-controller-manager").read_text()
-        assert "isn't healthy yet" not in log
