@@ -25,6 +25,7 @@ import builtins
 import functools
 import inspect
 import linecache
+import threading
 import traceback
 import types
 from collections.abc import Callable
@@ -96,12 +97,25 @@ def _tree(filename: str) -> ast.Module | None:
     return _parse("".join(lines))
 
 
+# Python 3.11 can raise a spurious SystemError ("AST constructor recursion depth mismatch")
+# when ASTs are built in two threads at once (CPython gh-106905): ktest's own parses take
+# turns, and one that still meets it (another library parsing meanwhile) is tried again.
+_PARSE_LOCK = threading.Lock()
+_PARSE_ATTEMPTS = 3
+
+
 @functools.lru_cache(maxsize=64)
 def _parse(source: str) -> ast.Module | None:
-    try:
-        return ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
+    for attempt in range(1, _PARSE_ATTEMPTS + 1):
+        try:
+            with _PARSE_LOCK:
+                return ast.parse(source)
+        except (SyntaxError, ValueError):
+            return None
+        except SystemError:
+            if attempt == _PARSE_ATTEMPTS:
+                raise
+    return None
 
 
 def _function_node(code: types.CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:

@@ -7,6 +7,7 @@ an operator writes status after a test created the object.
 
 from __future__ import annotations
 
+import ast
 import functools
 import threading
 import time
@@ -17,6 +18,7 @@ import pytest
 from wait_helpers import Counter
 
 from ktest.wait import assert_matches, consistently, eventually
+from ktest.wait import checks as check_rule
 from ktest.wait.checks import is_assertion_style
 
 FAST = {"timeout": 0.3, "interval": 0.01}
@@ -298,3 +300,38 @@ def test_print_stays_a_builtin_while_operators_route_it() -> None:
 
     with routing():
         assert is_assertion_style(lambda: print("x")) is False
+
+
+@pytest.mark.parametrize("spurious", [1, 2])
+def test_a_spurious_systemerror_from_the_parser_is_tried_again(
+    monkeypatch: pytest.MonkeyPatch, spurious: int
+) -> None:
+    """Python 3.11's AST construction can raise "AST constructor recursion depth mismatch" when
+    another thread builds an AST meanwhile (CPython gh-106905); judged on that, an assertion-style
+    lambda would look like one returning None and never pass."""
+    real_parse, failures = ast.parse, []
+
+    def parse_meeting_the_bug(source: str, *args: Any, **kwargs: Any) -> ast.Module:
+        if len(failures) < spurious:
+            failures.append(source)
+            raise SystemError("AST constructor recursion depth mismatch (before=162, after=184)")
+        return real_parse(source, *args, **kwargs)
+
+    check_rule._parse.cache_clear()
+    obj = {"a": 1}
+    with monkeypatch.context() as patch:
+        patch.setattr(ast, "parse", parse_meeting_the_bug)
+        judged = is_assertion_style(lambda: _lookup_assertion(obj))
+    assert judged
+    assert len(failures) == spurious
+
+
+def test_a_parser_that_keeps_failing_is_reported_not_misjudged(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(source: str, *args: Any, **kwargs: Any) -> ast.Module:
+        raise SystemError("AST constructor recursion depth mismatch (before=1, after=2)")
+
+    check_rule._parse.cache_clear()
+    obj = {"a": 1}
+    with pytest.raises(SystemError, match="recursion depth mismatch"), monkeypatch.context() as patch:
+        patch.setattr(ast, "parse", broken)
+        is_assertion_style(lambda: _lookup_assertion(obj))
