@@ -26,6 +26,7 @@ class ApiError(ClusterError, ApiException):
         method: str,
         path: str,
         context: str = "",
+        note: str = "",
     ) -> None:
         # Only the arguments every supported client version takes (31 has no body=).
         ApiException.__init__(self, status=status, reason=reason)
@@ -34,6 +35,7 @@ class ApiError(ClusterError, ApiException):
         self.method = method
         self.path = path
         self.context = context
+        self.note = note
         self.message = server_message(body) or reason
 
     def with_context(self, context: str) -> ApiError:
@@ -45,11 +47,13 @@ class ApiError(ClusterError, ApiException):
             method=self.method,
             path=self.path,
             context=context,
+            note=self.note,
         )
 
     def __str__(self) -> str:
         prefix = f"{self.context}: " if self.context else ""
-        return f"{prefix}{self.method} {self.path}: {self.status} {self.reason}: {self.message}"
+        suffix = f" ({self.note})" if self.note else ""
+        return f"{prefix}{self.method} {self.path}: {self.status} {self.reason}: {self.message}{suffix}"
 
 
 def server_message(body: str | bytes) -> str:

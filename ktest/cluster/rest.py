@@ -5,11 +5,20 @@ re-runs discovery; tests work with dicts of any kind, so ktest talks REST
 directly, reusing the ApiClient's TLS and credentials. Errors are raised as
 :class:`ktest.api_error.ApiError`, which is also a ``kubernetes.client.ApiException``,
 so callers and ``eventually``'s retry rules see the official client's type.
+
+Like client-go, a request the API server refuses with ``Retry-After`` (429, or a 5xx such as
+the ``503 apiserver is shutting down`` of a custom resource whose storage is being replaced
+after its CRD changed) is sent again, writes included: such a refusal means the request was
+not served. Retry-After is taken as the longest wait: the API server always asks for whole
+seconds, while what a test cluster refuses for (storage initialising, a CRD's storage being
+replaced) usually passes within milliseconds, so the waits start short and double.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -27,6 +36,14 @@ PATCH_CONTENT_TYPES = {
 }
 
 DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds
+DEFAULT_RETRIES = 10  # client-go's limit for answers with Retry-After
+FIRST_RETRY_WAIT = 0.05  # seconds; doubled on each retry, never beyond Retry-After
+
+# urllib3's default, less its own Retry-After handling: it would sleep the full seconds asked,
+# and only for the methods it deems idempotent (this module decides, for every method)
+_CONNECTION_RETRIES = urllib3.Retry(3, respect_retry_after_header=False)
+
+log = logging.getLogger(__name__)
 
 
 class Rest:
@@ -39,8 +56,9 @@ class Rest:
     merges, and ``update_params_for_auth`` changed its arity).
     """
 
-    def __init__(self, api_client: ApiClient) -> None:
+    def __init__(self, api_client: ApiClient, *, retries: int = DEFAULT_RETRIES) -> None:
         self.api_client = api_client
+        self.retries = retries
 
     def request(
         self,
@@ -62,17 +80,54 @@ class Rest:
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
             payload = _encoded(body)
-        try:
-            response = self.api_client.rest_client.pool_manager.request(
-                method, url, body=payload, headers=headers, timeout=_timeout(timeout or DEFAULT_TIMEOUT)
+        started = time.monotonic()
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.api_client.rest_client.pool_manager.request(
+                    method,
+                    url,
+                    body=payload,
+                    headers=headers,
+                    timeout=_timeout(timeout or DEFAULT_TIMEOUT),
+                    retries=_CONNECTION_RETRIES,
+                )
+            except urllib3.exceptions.SSLError as error:
+                raise ApiError(0, f"TLS error: {error}", "", method=method, path=path) from None
+            asked = retry_after(response.status, response.headers)
+            if asked is None or attempt == self.retries:
+                break
+            wait = min(asked, FIRST_RETRY_WAIT * 2**attempt)
+            log.debug(
+                "%s %s: %s %s with Retry-After; sending it again in %.1f s (retry %d of %d)",
+                method,
+                path,
+                response.status,
+                response.reason,
+                wait,
+                attempt + 1,
+                self.retries,
             )
-        except urllib3.exceptions.SSLError as error:
-            raise ApiError(0, f"TLS error: {error}", "", method=method, path=path) from None
+            time.sleep(wait)
         data = response.data
         if not 200 <= response.status < 300:
             text = data.decode("utf-8", "replace") if data else ""
-            raise ApiError(response.status, response.reason or "", text, method=method, path=path)
+            note = ""
+            if attempt:
+                note = (
+                    f"the API server asked to retry; {attempt + 1} attempts over "
+                    f"{time.monotonic() - started:.1f} s were all refused"
+                )
+            raise ApiError(response.status, response.reason or "", text, method=method, path=path, note=note)
         return json.loads(data) if data else None
+
+
+def retry_after(status: int, headers: Mapping[str, str]) -> float | None:
+    """The ``Retry-After`` seconds of a refusal to send again, or None when it is not one: only a
+    429 or 5xx answer with a Retry-After of whole seconds (what the API server sends)."""
+    if status != 429 and status < 500:
+        return None
+    value = headers.get("Retry-After", "").strip()
+    return float(value) if value.isdigit() else None
 
 
 def auth_headers(configuration: Any) -> dict[str, str]:

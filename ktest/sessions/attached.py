@@ -7,10 +7,12 @@ owns it. Users are issued from the control plane's CA files, so
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
+from ktest import errors
 from ktest.cluster import Cluster
 from ktest.controlplane.admission import webhook_client_ca
 from ktest.sessions.backend import Backend, ClusterShare
@@ -50,6 +52,13 @@ class AttachedBackend(Backend):
         return self._share
 
     def dead_components(self) -> list[tuple[str, str]]:
+        """The owner's answer when it serves one (it knows a restarted kube-controller-manager's
+        new pid); the share's recorded pids when it is gone or serves none."""
+        if self._share.control_address is not None:
+            from ktest.sessions.shared import request_dead_components
+
+            with contextlib.suppress(errors.KtestError):
+                return request_dead_components(self._share.control_address)
         return self._share.dead_components()
 
 

@@ -86,9 +86,12 @@ class ClusterServer:
                 if self._closing:
                     return
                 request = _read_line(connection)
-                answer = (
-                    self._restart_controllers() if request == "restart-controllers" else self._get_answer()
-                )
+                if request == "restart-controllers":
+                    answer = self._restart_controllers()
+                elif request == "dead-components":
+                    answer = self._dead_components()
+                else:
+                    answer = self._get_answer()
                 with contextlib.suppress(OSError):  # the worker died meanwhile
                     connection.sendall(json.dumps(answer).encode() + b"\n")
 
@@ -119,6 +122,11 @@ class ClusterServer:
         except Exception as error:
             return {"error": str(error), "type": type(error).__name__}
         return {"restarted": True}
+
+    def _dead_components(self) -> dict[str, Any]:
+        """The backend's own view: after a controller restart, the pids a share holds are stale."""
+        backend = self._backend
+        return {"dead": backend.dead_components() if backend is not None else []}
 
     def close(self) -> None:
         """Stop serving (waiting for a start in progress), then close the backend."""
@@ -167,6 +175,11 @@ def request_share(address: str) -> ClusterShare:
 def request_restart_controllers(address: str) -> None:
     """Ask the owner at ``address`` to restart its controllers (after new CRDs)."""
     _request(address, "restart-controllers")
+
+
+def request_dead_components(address: str) -> list[tuple[str, str]]:
+    """Ask the owner at ``address`` which components died: (name, log tail) of each."""
+    return [(name, tail) for name, tail in _request(address, "dead-components")["dead"]]
 
 
 def _read_line(connection: socket.socket) -> str:

@@ -217,3 +217,26 @@ def test_stop_is_quick_enough_to_not_need_sigkill(assets: Assets) -> None:
     for process in processes:
         assert process.returncode is not None
         assert process.returncode != -signal.SIGKILL, f"{process.name} needed SIGKILL"
+
+
+def test_an_attached_session_sees_the_owners_restarted_controller_manager(assets: Assets) -> None:
+    """pytest-xdist workers ask the process that owns the plane which components died: the pid
+    in their share goes stale when kube-controller-manager restarts (after new CRDs), and a
+    failing test's report must not say it died when it runs."""
+    from ktest.backends.bare import BareBackend
+    from ktest.sessions.attached import AttachedBackend
+    from ktest.sessions.shared import ClusterServer, request_restart_controllers
+
+    with ControlPlane(assets=assets, controllers="garbagecollector") as plane:
+        server = ClusterServer(lambda: BareBackend(plane))
+        try:
+            share = server.open()
+            assert share.control_address is not None
+            attached = AttachedBackend(share)
+            assert attached.dead_components() == []
+            request_restart_controllers(share.control_address)
+            assert attached.dead_components() == [], "a restarted kube-controller-manager is no death"
+            plane.processes()["kube-controller-manager"].kill()
+            assert [name for name, _ in attached.dead_components()] == ["kube-controller-manager"]
+        finally:
+            server.close()
