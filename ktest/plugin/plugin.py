@@ -290,9 +290,10 @@ def pytest_configure(config: pytest.Config) -> None:
     chosen = registry.spec(settings.backend)
     for backend, register_fixtures in registry.parts("fixtures"):  # every backend's, so they skip elsewhere
         register_fixtures(config, selected=backend is chosen)
-    from ktest.plugin import webhook_fixtures
+    from ktest.plugin import webhook_fixtures, xdist_groups
 
     config.pluginmanager.register(webhook_fixtures, "ktest-webhook-fixtures")
+    config.pluginmanager.register(xdist_groups, "ktest-xdist-groups")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,6 +1,12 @@
 """Webhook tests on the session's cluster (the plugin's ``cluster``, ``namespace`` and
 ``webhooks`` fixtures): Python handlers, the Go manager of fixtures/go-webhook-manager run
-as a subprocess, and a kopf operator's admission webhook server."""
+as a subprocess, and a kopf operator's admission webhook server.
+
+The Gadget and Widget CRDs are shared by the session, and some tests set their conversion
+webhook: the API server then replaces the kind's storage, and while another test's webhook
+set converts, it converts every test's objects of that kind. The tests of these kinds keep
+to one pytest-xdist worker (``--dist loadgroup``, as ``make test`` runs them).
+"""
 
 from __future__ import annotations
 
@@ -20,6 +26,15 @@ from webhook_helpers import (
 from ktest.cluster import Cluster
 from ktest.operators import build_go_binary
 from ktest.webhooks import Webhooks
+
+_SHARED_KIND_FIXTURES = frozenset({"gadgets", "widgets", "go_webhooks"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _SHARED_KIND_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("webhook-kinds"))
 
 
 @pytest.fixture(scope="session")
