@@ -118,7 +118,7 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
         call for call in calls if call not in BACKGROUND and not call.startswith(("B ", "floors "))
     ]
     assert foreground[0] == "make --no-print-directory binaries nice=0"
-    assert foreground[1].startswith("python -m pytest -n 2 tests examples")
+    assert foreground[1].startswith("python -m pytest -n 2 --dist loadgroup tests examples")
     assert "--ignore=tests/controlplane/test_versions.py" in foreground[1]
     assert "--ignore=tests/kind " in foreground[1] + " "
     # The floors start once the bare suite is done and run beside the kind layer. (Their log
@@ -146,7 +146,7 @@ def _failed_job_run(tmp_path: Path, job: str, goal: str, status: int, message: s
 
 def test_a_failed_kind_image_build_fails_the_run_before_the_kind_layer(tmp_path: Path) -> None:
     calls = _failed_job_run(tmp_path, "image", "kind-image", 3, "go: module not found")
-    assert "python -m pytest -n 2 tests examples" in calls  # the bare suite before it ran
+    assert "python -m pytest -n 2 --dist loadgroup tests examples" in calls  # the bare suite before it ran
     assert "test-kind" not in calls and "python -m pytest tests/kind" not in calls
 
 
