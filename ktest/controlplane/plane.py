@@ -342,26 +342,34 @@ class ControlPlane:
                 self._wait_for_controller_markers(self.start_timeout if timeout is None else timeout)
 
     def restart_controllers(self) -> None:
-        """Restart kube-controller-manager alone (a no-op when none runs).
+        """Restart kube-controller-manager alone (a no-op when the plane runs no controllers).
 
         The garbage collector discovers resource types at start and then only every
         30 s, so for custom resources whose CRD was installed after start, deleting an
         owner may take that long to reach its dependents. Call this after installing
         CRDs: the restarted garbage collector watches them at once.
+
+        If kube-controller-manager does not come back, the error says why and etcd and the
+        API server keep serving (other tests, xdist workers, may be using them); the failed
+        process stays listed in :meth:`processes`, and calling this again tries again.
         """
         with self._lock:
             self._require_started()
-            if self._controller_manager is None:
+            if not self._controller_names:
                 return
             self._running_controllers = frozenset()
-            self._controller_manager.stop(_STOP_TIMEOUT)
-            self._controller_manager = None
+            if self._controller_manager is not None:
+                self._controller_manager.stop(_STOP_TIMEOUT)
+                self._controller_manager = None
             self._close_gate()
             try:
                 self._launch_behind_gate()
                 self._release_controllers()
             except BaseException:
-                self._teardown()
+                self._running_controllers = frozenset()
+                if self._controller_manager is not None:
+                    self._controller_manager.stop(_STOP_TIMEOUT)
+                self._close_gate()
                 raise
 
     def add_user(self, name: str, groups: Iterable[str] = ()) -> Path:

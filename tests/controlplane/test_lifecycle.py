@@ -3,6 +3,7 @@ data; several control planes run side by side."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -240,3 +241,40 @@ def test_an_attached_session_sees_the_owners_restarted_controller_manager(assets
             assert [name for name, _ in attached.dead_components()] == ["kube-controller-manager"]
         finally:
             server.close()
+
+
+def test_a_controller_manager_that_does_not_come_back_leaves_the_api_server_serving(
+    assets: Assets, tmp_path: Path
+) -> None:
+    """restart_controllers() on a plane other tests share: when kube-controller-manager fails to
+    start again, the error says why, etcd and the API server keep serving, the dead process is
+    reported, and a later restart brings the controllers back."""
+    binaries = tmp_path / "bin"
+    binaries.mkdir()
+    for binary in assets.directory.iterdir():
+        (binaries / binary.name).symlink_to(binary)
+    controller_manager = binaries / "kube-controller-manager"
+    with ControlPlane(
+        assets=dataclasses.replace(assets, directory=binaries), controllers="garbagecollector"
+    ) as plane:
+        controller_manager.unlink()
+        real = assets.binary("kube-controller-manager")
+        controller_manager.write_text(  # answers ktest's flag probe, then fails as it starts
+            f'#!/bin/sh\n[ "$1" = --help ] && exec {real} --help\n'
+            'echo "cannot start: broken on purpose"\nexit 3\n'
+        )
+        controller_manager.chmod(0o755)
+        with pytest.raises(ControlPlaneError, match=r"kube-controller-manager(.|\n)*broken on purpose"):
+            plane.restart_controllers()
+        core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
+        assert core.read_namespace("default").metadata.name == "default"
+        assert not plane.processes()["kube-controller-manager"].running
+        assert plane.controllers == frozenset()
+        with pytest.raises(ControlPlaneError, match="broken on purpose"):
+            plane.check()
+        controller_manager.unlink()
+        controller_manager.symlink_to(assets.binary("kube-controller-manager"))
+        plane.restart_controllers()
+        plane.wait_until_controllers_ready()
+        assert plane.controllers == frozenset({"garbagecollector"})
+        plane.check()
