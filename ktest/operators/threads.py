@@ -96,6 +96,18 @@ def is_running(thread: threading.Thread | None) -> bool:
     return thread is not None and thread.is_alive()
 
 
+def finish_off(task: asyncio.Task[Any]) -> None:
+    """Close a cut-off task's coroutine now, in the run's own thread, its clean-up code cut short.
+
+    Left to the garbage collector, the coroutine would run that code (an operator's ``finally``
+    and ``except`` blocks, kopf's error logging with tracebacks) at any later collection, in
+    whatever thread and test, even inside an ``ast.parse`` in progress, which Python 3.11 then
+    fails ("SystemError: AST constructor recursion depth mismatch").
+    """
+    with contextlib.suppress(BaseException):  # whatever it raises has nowhere better to go
+        task.get_coro().close()
+
+
 def close_loop(loop: asyncio.AbstractEventLoop, *, wait: bool = True) -> None:
     """Cancel what the operator left running, then close its loop; ``wait=False`` (a crashed
     run) closes it without running the cancelled tasks to their end."""
@@ -106,6 +118,8 @@ def close_loop(loop: asyncio.AbstractEventLoop, *, wait: bool = True) -> None:
         if not wait:
             # Abandoned, not failed: no "Task was destroyed but it is pending" when they are freed.
             loop.set_exception_handler(lambda _loop, _context: None)
+            for task in pending:
+                finish_off(task)
             return
         if pending:
             loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))

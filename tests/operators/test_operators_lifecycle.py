@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
@@ -286,3 +287,27 @@ def test_a_crashed_runs_thread_logging_after_the_restart_does_not_fail_the_new_r
         check_health()
     assert "ended by crash()" in op.logs
     assert "the old run's thread still talks after the restart" in op.logs
+
+
+def test_a_crashed_runs_cut_off_coroutines_are_closed_with_its_loop() -> None:
+    """A crashed run's loop is closed without running its cancelled tasks (they may hang); their
+    coroutines are closed there and then, in the run's thread, not by some later garbage
+    collection in another test (where kopf's clean-up logged tracebacks in the middle of
+    pytest's own ``ast.parse`` and broke its report)."""
+    from ktest.operators.threads import close_loop
+
+    loop = asyncio.new_event_loop()
+    cleaned_up_in: list[str] = []
+
+    async def handler() -> None:
+        try:
+            await asyncio.sleep(120)
+        finally:
+            cleaned_up_in.append(threading.current_thread().name)
+
+    task = loop.create_task(handler())
+    loop.run_until_complete(asyncio.sleep(0))  # the handler now awaits
+    close_loop(loop, wait=False)
+    assert cleaned_up_in == [threading.current_thread().name]
+    assert task.get_coro().cr_frame is None  # type: ignore[union-attr]
+    assert loop.is_closed()
