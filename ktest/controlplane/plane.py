@@ -357,19 +357,13 @@ class ControlPlane:
             self._require_started()
             if not self._controller_names:
                 return
-            self._running_controllers = frozenset()
-            if self._controller_manager is not None:
-                self._controller_manager.stop(_STOP_TIMEOUT)
-                self._controller_manager = None
-            self._close_gate()
+            self._halt_controller_manager()
+            self._controller_manager = None
             try:
                 self._launch_behind_gate()
                 self._release_controllers()
             except BaseException:
-                self._running_controllers = frozenset()
-                if self._controller_manager is not None:
-                    self._controller_manager.stop(_STOP_TIMEOUT)
-                self._close_gate()
+                self._halt_controller_manager()  # still listed, dead, with its log
                 raise
 
     def add_user(self, name: str, groups: Iterable[str] = ()) -> Path:
@@ -805,6 +799,13 @@ class ControlPlane:
             client_cert_pem=user.pair.cert_pem,
             client_key_pem=user.pair.key_pem,
         )
+
+    def _halt_controller_manager(self) -> None:
+        """Stop kube-controller-manager, if one was launched, and close its start-up gate."""
+        self._running_controllers = frozenset()
+        if self._controller_manager is not None:
+            self._controller_manager.stop(_STOP_TIMEOUT)
+        self._close_gate()
 
     def _stop_components(self) -> None:
         """Stop controllers and API server together, then etcd (the API server needs it)."""
