@@ -9,37 +9,15 @@ from __future__ import annotations
 
 import email
 import email.policy
-import shutil
 import subprocess
 import sys
 import tarfile
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+from packaging_helpers import ROOT
 
 import ktest
-
-ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "README.md", "LICENSE", "docs/pypi.md", "ktest")
-
-
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    tree = tmp_path_factory.mktemp("tree")
-    for name in SOURCES:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, tree / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            (tree / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, tree / name)
-    out = tree / "dist"
-    result = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(tree)],
-                            capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, f"build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    yield out
 
 
 def _wheel(dist: Path) -> Path:
