@@ -1,7 +1,11 @@
 """Package attributes imported on first use (PEP 562), so ``import ktest`` stays cheap.
 
 A package lists what it exports and where each name lives; the module holding it
-is imported only when the name is first read.
+is imported only when the name is first read. Type checkers do not run ``__getattr__``:
+the package also imports each name under ``if TYPE_CHECKING:`` (``from module import
+name as name``) and defines ``__getattr__`` under ``if not TYPE_CHECKING:``, so that
+mypy, pyright and IDEs see every name's real type and a misspelt one is an error, not
+``Any`` (``tests/test_public_api.py`` keeps the two lists equal).
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ A name listed here stays importable from that place. A name that moves is listed
 in ``MOVED`` under its old place: importing it from there still works and warns
 (``DeprecationWarning``) for at least one minor release, and CHANGELOG.md says
 so. ``tests/test_public_api.py`` imports every name listed here, checks that
-each package's ``__all__`` is listed, and that every moved name still resolves.
-The ``ktest`` package's own lazy exports are ``TOP_LEVEL``.
+each package's ``__all__`` is listed, that every moved name still resolves, and
+that each lazily exporting package imports every name it lists here under
+``if TYPE_CHECKING:`` (the types mypy and pyright see; tests/test_typing.py runs
+them on a user's code). The ``ktest`` package's own lazy exports are ``TOP_LEVEL``.
 """
 
 from __future__ import annotations

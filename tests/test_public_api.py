@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +69,91 @@ def test_unknown_names_still_raise_attribute_error() -> None:
 
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchError'"):
         ktest.errors.NoSuchError  # noqa: B018
+
+
+# Type checkers do not run ``__getattr__``: each lazily exporting package imports its public names
+# under ``if TYPE_CHECKING:`` (``name as name``, the explicit re-export PEP 484 defines), from the
+# module its lazy map names, and keeps ``__getattr__`` out of their sight, so that a misspelt name
+# is an error rather than ``Any``. tests/test_typing.py shows what a user's type checker makes of it.
+LAZY_PACKAGES = sorted(
+    module for module in PUBLIC
+    if "lazy_attributes(" in Path(importlib.util.find_spec(module).origin).read_text()
+)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+
+
+def _is_not_type_checking(test: ast.expr) -> bool:
+    return isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and _is_type_checking(test.operand)
+
+
+def _type_checking_imports(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
+    """name -> (module, alias) of every ``from module import name [as alias]`` under a top-level
+    ``if TYPE_CHECKING:``."""
+    found: dict[str, tuple[str, str | None]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.module:
+                    found.update({a.name: (statement.module, a.asname) for a in statement.names})
+    return found
+
+
+def _type_checking_block(expected: dict[str, str]) -> str:
+    lines = [f"    from {module} import {name} as {name}" for name, module in expected.items()]
+    return "if TYPE_CHECKING:\n" + "\n".join(sorted(lines))
+
+
+def test_every_lazily_exporting_package_is_covered() -> None:
+    assert {"ktest", "ktest.operators", "ktest.assertions", "ktest.proxy", "ktest.wait"} <= set(LAZY_PACKAGES)
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_every_public_name_has_a_type_checking_import_from_where_it_lives(package: str) -> None:
+    module = importlib.import_module(package)
+    lazy: dict[str, str] = module._EXPORTS
+    submodules = {name: package for name in module.__all__ if name not in lazy}  # e.g. "aio"
+    expected = {**lazy, **submodules}
+    assert set(expected) == set(PUBLIC[package]) - {"__version__"}, "ktest.public_api.PUBLIC disagrees"
+    source = Path(module.__file__)
+    imports = _type_checking_imports(ast.parse(source.read_text()))
+    wrong = {
+        name: imports.get(name) for name, home in expected.items() if imports.get(name) != (home, name)
+    }
+    extra = sorted(set(imports) - set(expected))
+    assert not wrong and not extra, (
+        f"{source}: the TYPE_CHECKING imports differ from the lazy exports (name: (module, alias) found) "
+        f"{wrong}, not exported: {extra}; the block should read (then `ruff check --fix` it):\n"
+        + _type_checking_block(expected)
+    )
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_lazy_getattr_is_hidden_from_type_checkers(package: str) -> None:
+    source = Path(importlib.import_module(package).__file__)
+    tree = ast.parse(source.read_text())
+    seen = [
+        node.lineno
+        for node in tree.body
+        if "__getattr__" in {t.id for t in ast.walk(node) if isinstance(t, ast.Name)}
+        and not (isinstance(node, ast.If) and _is_not_type_checking(node.test))
+    ]
+    assert not seen, (
+        f"{source}:{seen[0]}: __getattr__ is visible to type checkers, which then type every unknown "
+        "name as Any; define it under `if not TYPE_CHECKING:`"
+    )
+
+
+def test_importing_the_public_packages_stays_cheap() -> None:
+    code = (
+        "import sys, ktest, ktest.operators, ktest.assertions, ktest.proxy, ktest.wait, ktest.assets, "
+        "ktest.controlplane\n"
+        "heavy = ('kubernetes', 'urllib3', 'yaml', 'kopf', 'cryptography', 'ktest.cluster',"
+        " 'ktest.wait.sync', 'ktest.operators.kopf_runner', 'ktest.assertions.finalizers',"
+        " 'ktest.proxy.server')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", f"importing the packages loaded {result.stdout.strip()}"

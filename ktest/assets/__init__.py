@@ -15,10 +15,16 @@ from typing import TYPE_CHECKING
 from ktest.lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from ktest.assets.bundle import ALL_BINARIES, OPTIONAL_BINARIES, REQUIRED_BINARIES, Assets
-    from ktest.assets.progress import Progress
-    from ktest.assets.resolve import SOURCES, resolve_assets
-    from ktest.assets.selectors import Selector, parse_selector
+    from ktest.assets.bundle import ALL_BINARIES as ALL_BINARIES
+    from ktest.assets.bundle import OPTIONAL_BINARIES as OPTIONAL_BINARIES
+    from ktest.assets.bundle import REQUIRED_BINARIES as REQUIRED_BINARIES
+    from ktest.assets.bundle import Assets as Assets
+    from ktest.assets.progress import Progress as Progress
+    from ktest.assets.resolve import SOURCES as SOURCES
+    from ktest.assets.resolve import resolve_assets as resolve_assets
+    from ktest.assets.selectors import KubeVersion as KubeVersion
+    from ktest.assets.selectors import Selector as Selector
+    from ktest.assets.selectors import parse_selector as parse_selector
 
 _EXPORTS = {
     "ALL_BINARIES": "ktest.assets.bundle",
@@ -47,4 +53,5 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error, not Any
+    __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

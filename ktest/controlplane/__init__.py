@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 from ktest.lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from ktest.base.process import ManagedProcess
-    from ktest.controlplane.plane import ControlPlane
+    from ktest.base.process import ManagedProcess as ManagedProcess
+    from ktest.controlplane.plane import ControlPlane as ControlPlane
 
 # Imported on first use: attaching to a running control plane needs only its small
 # readiness client (ktest.controlplane.apiserver), not certificates and processes.
@@ -33,4 +33,5 @@ _EXPORTS = {"ControlPlane": "ktest.controlplane.plane", "ManagedProcess": "ktest
 __all__ = ["ControlPlane", "ManagedProcess"]
 
 
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error, not Any
+    __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

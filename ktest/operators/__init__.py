@@ -17,7 +17,32 @@ per test, ``namespace_for`` for a namespace per test): ``ktest.operators.pytest_
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ktest.lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from ktest.operators.denials import Denial as Denial
+    from ktest.operators.denials import find_denials as find_denials
+    from ktest.operators.gobuild import build_go_binary as build_go_binary
+    from ktest.operators.gobuild import plan_go_build as plan_go_build
+    from ktest.operators.handle import ExpectedCrash as ExpectedCrash
+    from ktest.operators.handle import OperatorHandle as OperatorHandle
+    from ktest.operators.inprocess import CallableOperator as CallableOperator
+    from ktest.operators.inprocess import OperatorContext as OperatorContext
+    from ktest.operators.inprocess import run_callable as run_callable
+    from ktest.operators.kopf_runner import KopfOperator as KopfOperator
+    from ktest.operators.kopf_runner import run_kopf as run_kopf
+    from ktest.operators.process_runner import ProcessOperator as ProcessOperator
+    from ktest.operators.process_runner import run_subprocess as run_subprocess
+    from ktest.operators.pytest_fixtures import finalize_cluster_objects as finalize_cluster_objects
+    from ktest.operators.pytest_fixtures import finalize_namespace as finalize_namespace
+    from ktest.operators.pytest_fixtures import namespace_for as namespace_for
+    from ktest.operators.pytest_fixtures import operator_for_test as operator_for_test
+    from ktest.operators.rbac import OperatorIdentity as OperatorIdentity
+    from ktest.operators.rbac import load_roles as load_roles
+    from ktest.operators.rbac import operator_identity as operator_identity
+    from ktest.operators.run_threads import OperatorCrash as OperatorCrash
 
 _NAMES_BY_MODULE = {
     "handle": ("OperatorHandle", "ExpectedCrash"),
@@ -40,4 +65,5 @@ _EXPORTS = {name: f"ktest.operators.{module}" for module, names in _NAMES_BY_MOD
 __all__ = sorted(_EXPORTS)
 
 
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error, not Any
+    __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

@@ -14,7 +14,19 @@ imported on first use, so the pytest plugin can read the default cheaply.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ktest.lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from ktest.proxy.faults import Faults as Faults
+    from ktest.proxy.faults import Injection as Injection
+    from ktest.proxy.faults import UnusedFaultRuleWarning as UnusedFaultRuleWarning
+    from ktest.proxy.operator_proxy import OperatorProxy as OperatorProxy
+    from ktest.proxy.rules import FaultRuleError as FaultRuleError
+    from ktest.proxy.rules import Rule as Rule
+    from ktest.proxy.traffic import Call as Call
+    from ktest.proxy.traffic import Traffic as Traffic
 
 _NAMES_BY_MODULE = {
     "traffic": ("Call", "Traffic"),
@@ -27,4 +39,5 @@ _EXPORTS = {name: f"ktest.proxy.{module}" for module, names in _NAMES_BY_MODULE.
 __all__ = sorted(_EXPORTS)
 
 
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error, not Any
+    __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

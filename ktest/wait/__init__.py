@@ -16,12 +16,19 @@ from typing import TYPE_CHECKING
 from ktest.lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from ktest.cluster.reads import ReadTarget, record_read, recording_reads
-    from ktest.wait import aio
-    from ktest.wait.defaults import WaitDefaults, current_defaults, use_defaults
-    from ktest.wait.match import ListKeys, assert_matches, diff
-    from ktest.wait.sync import consistently, eventually
-    from ktest.wait.wakeup import close_hub
+    from ktest.cluster.reads import ReadTarget as ReadTarget
+    from ktest.cluster.reads import record_read as record_read
+    from ktest.cluster.reads import recording_reads as recording_reads
+    from ktest.wait import aio as aio
+    from ktest.wait.defaults import WaitDefaults as WaitDefaults
+    from ktest.wait.defaults import current_defaults as current_defaults
+    from ktest.wait.defaults import use_defaults as use_defaults
+    from ktest.wait.match import ListKeys as ListKeys
+    from ktest.wait.match import assert_matches as assert_matches
+    from ktest.wait.match import diff as diff
+    from ktest.wait.sync import consistently as consistently
+    from ktest.wait.sync import eventually as eventually
+    from ktest.wait.wakeup import close_hub as close_hub
 
 _EXPORTS = {
     "ListKeys": "ktest.wait.match",
@@ -55,4 +62,5 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals(), submodules=("aio",))
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error, not Any
+    __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals(), submodules=("aio",))
