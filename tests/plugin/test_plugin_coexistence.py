@@ -1,6 +1,6 @@
 """ktest loads beside the other Kubernetes pytest plugins: every ktest option is
 ``--ktest-...``, so pytest-kubernetes (``--k8s-version``, ``k8s`` fixture) and
-pytest-kind (``kind_cluster`` fixture) start in the same run.  No cluster is
+pytest-kind's maintained fork pytest-kind-ng (``kind_cluster`` fixture) start in the same run.  No cluster is
 created: the inner test only reads the options and settings."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def test_all_three_plugins_are_loaded(request, ktest_settings):
     manager = request.config.pluginmanager
     assert manager.hasplugin("ktest")
     assert manager.hasplugin("pytest-kubernetes")
-    assert manager.hasplugin("pytest-kind")
+    assert manager.hasplugin("pytest-kind-ng")
     print("K8S_VERSION", request.config.getoption("--k8s-version"), ktest_settings.k8s_version)
 """
 

@@ -18,8 +18,9 @@ import time
 
 import pytest
 
-# pytest-kind and pytest-kubernetes import HTTP/YAML libraries themselves: leave them out
-OTHERS_OFF = ("-p", "no:pytest-kind", "-p", "no:pytest-kubernetes")
+# pytest-kind-ng (pytest-kind's fork, in the dev extra) and pytest-kubernetes import HTTP/YAML
+# libraries themselves: leave them out
+OTHERS_OFF = ("-p", "no:pytest-kind-ng", "-p", "no:pytest-kubernetes")
 
 NO_KTEST = """
 import sys
