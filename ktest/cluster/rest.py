@@ -12,6 +12,11 @@ after its CRD changed) is sent again, writes included: such a refusal means the 
 not served. Retry-After is taken as the longest wait: the API server always asks for whole
 seconds, while what a test cluster refuses for (storage initialising, a CRD's storage being
 replaced) usually passes within milliseconds, so the waits start short and double.
+
+A body larger than kube-apiserver accepts (:data:`MAX_REQUEST_BODY_BYTES`) is refused here,
+unsent, with its size and the limit: sent, it ended after seconds of connection retries in a
+178-line ``MaxRetryError``. A request an environment proxy (``HTTPS_PROXY``) failed says so and
+how to bypass it (:mod:`ktest.base.proxies`; ktest's own loopback servers never go through one).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import urllib3
 from kubernetes.client import ApiClient
 
 from ktest.api_error import ApiError
+from ktest.base.proxies import proxy_advice
 
 PATCH_CONTENT_TYPES = {
     "merge": "application/merge-patch+json",
@@ -34,6 +40,12 @@ PATCH_CONTENT_TYPES = {
     "json": "application/json-patch+json",
     "apply": "application/apply-patch+yaml",
 }
+
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
+"""The largest request body kube-apiserver decodes for a write (its ``MaxRequestBodyBytes``, 3 MiB,
+not a flag; larger ones get 413 "Request entity too large: limit is 3145728", or a reset
+connection while the body is still being sent). etcd then stores objects of at most 1.5 MiB
+(its ``--max-request-bytes``); the API server allows twice that because JSON shrinks on the way."""
 
 DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds
 DEFAULT_RETRIES = 10  # client-go's limit for answers with Retry-After
@@ -80,6 +92,16 @@ class Rest:
         if body is not None:
             headers["Content-Type"] = content_type or "application/json"
             payload = _encoded(body)
+            if len(payload) > MAX_REQUEST_BODY_BYTES:
+                raise ApiError(
+                    413,
+                    "Request Entity Too Large",
+                    "",
+                    method=method,
+                    path=path,
+                    note=f"not sent: the body is {size_text(len(payload))}, over the API server's limit of "
+                    f"{size_text(MAX_REQUEST_BODY_BYTES)} for a request body; make the object smaller",
+                )
         started = time.monotonic()
         for attempt in range(self.retries + 1):
             try:
@@ -93,6 +115,17 @@ class Rest:
                 )
             except urllib3.exceptions.SSLError as error:
                 raise ApiError(0, f"TLS error: {error}", "", method=method, path=path) from None
+            except urllib3.exceptions.MaxRetryError as error:
+                if not isinstance(error.reason, urllib3.exceptions.ProxyError) or not config.proxy:
+                    raise
+                raise ApiError(
+                    0,
+                    f"proxy error: {error.reason}",
+                    "",
+                    method=method,
+                    path=path,
+                    note=proxy_advice(config.host, str(config.proxy)),
+                ) from None
             asked = retry_after(response.status, response.headers)
             if asked is None or attempt == self.retries:
                 break
@@ -138,6 +171,11 @@ def auth_headers(configuration: Any) -> dict[str, str]:
         if setting.get("in") == "header" and setting.get("value"):
             headers[setting["key"]] = setting["value"]
     return headers
+
+
+def size_text(size: int) -> str:
+    """``size`` bytes for a message: ``"20.0 MiB (20971540 bytes)"``."""
+    return f"{size / 1024 / 1024:.1f} MiB ({size} bytes)"
 
 
 def _encoded(body: Any) -> bytes:

@@ -107,9 +107,14 @@ def test_crd_errors_name_file_and_crd(admin: Cluster, tmp_path: Path) -> None:
         CRDError, match=r"cm\.yaml, document 1 \(line 1\): ConfigMap x .* is not a CustomResourceDefinition"
     ):
         admin.install_crds(not_crd)
-    broken = {**WIDGET_CRD, "metadata": {"name": "wrong.test.ktest.dev"}}
+    misnamed = {**WIDGET_CRD, "metadata": {"name": "wrong.test.ktest.dev"}}
+    with pytest.raises(  # refused by ktest before sending (issue 37.3)
+        CRDError, match=r"wrong.test.ktest.dev: metadata.name is .* name it widgets.test.ktest.dev"
+    ):
+        admin.install_crds(misnamed)
+    broken = crd("test.ktest.dev", "Brokenwidget", schema={"type": "objekt"})
     with pytest.raises(
-        CRDError, match=r"rejected CustomResourceDefinition wrong.test.ktest.dev: .*must be spec.names.plural"
+        CRDError, match=r"rejected CustomResourceDefinition brokenwidgets.test.ktest.dev: .*objekt"
     ):
         admin.install_crds(broken)
 

@@ -194,6 +194,34 @@ def manifest(text: str, *, crds: bool = False) -> Callable[[Sandbox], Any]:
     return trigger
 
 
+CRD_TEXT = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, kind: Widget}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object}}
+"""
+
+
+def crd_with(old: str, new: str) -> Callable[[Sandbox], Any]:
+    """A CRD file (issue 37.3) with one mistake: ``old`` (which must be in CRD_TEXT) replaced by ``new``."""
+    assert old in CRD_TEXT
+    return manifest(CRD_TEXT.replace(old, new, 1), crds=True)
+
+
+# A few hundred bytes that expand to 10^8 nodes if written out ("billion laughs", issue 37.4).
+ALIAS_BOMB = (
+    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\nx0: &x0 [a, a, a, a, a, a, a, a, a, a]\n"
+    + "".join(f"x{n}: &x{n} [{', '.join([f'*x{n - 1}'] * 10)}]\n" for n in range(1, 8))
+)
+
+
 def existing(server: str) -> Callable[[Sandbox], Any]:
     def trigger(box: Sandbox) -> Any:
         from ktest.backends.existing import ExistingBackend
@@ -423,11 +451,71 @@ CASES_BY_ERROR: dict[str, dict[str, tuple[Callable[[Sandbox], Any], tuple[str, .
             manifest("- a\n- b\n"),
             ("manifest.yaml, document 1", "expected a Kubernetes object"),
         ),
+        "manifest-list-item-not-an-object": (
+            manifest("apiVersion: v1\nkind: List\nitems:\n  - just a string\n"),
+            ("manifest.yaml, document 1", "item 0 (line 4)", "expected a Kubernetes object"),
+        ),
+        "yaml-alias-bomb": (
+            manifest(ALIAS_BOMB),
+            ("manifest.yaml, document 1", "alias bomb", "1,000,000", "refused while parsing"),
+        ),
+        "yaml-alias-loop": (
+            manifest("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: &d {k: *d}\n"),
+            ("manifest.yaml, document 1", "line 4", "contains itself"),
+        ),
     },
     "CRDError": {  # CRD files
         "crd-path-holds-a-configmap": (
             manifest("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n", crds=True),
             ("manifest.yaml", "ConfigMap", "is not a CustomResourceDefinition", "cluster.apply"),
+        ),
+        "crd-version-without-name": (  # was KeyError: 'name'
+            crd_with("    - name: v1\n      served", "    - served"),
+            ("manifest.yaml, document 1", "widgets.example.com", "spec.versions[0].name (line 9)", "missing"),
+        ),
+        "crd-spec-a-list": (  # was AttributeError
+            crd_with("spec:\n  group", "spec: [group]\nx:\n  group"),
+            ("manifest.yaml, document 1", "spec (line 4)", "is a list", "not a mapping"),
+        ),
+        "crd-versions-a-mapping": (  # was AttributeError
+            crd_with("  versions:\n    - name: v1", "  versions:\n      name: v1"),
+            ("manifest.yaml, document 1", "spec.versions (line 8)", "is a mapping", "non-empty list"),
+        ),
+        "crd-version-a-string": (
+            manifest(CRD_TEXT.split("    - name")[0] + "    - v1\n", crds=True),
+            ("spec.versions[0] (line 9)", "is a string ('v1')", "not a mapping"),
+        ),
+        "crd-served-a-string": (
+            crd_with("served: true", 'served: "true"'),
+            ("manifest.yaml, document 1", "spec.versions[0].served (line 10)", "not a boolean", "unquoted"),
+        ),
+        "crd-no-storage-version": (
+            crd_with("storage: true", "storage: false"),
+            ("spec.versions (line 8)", "exactly one version storage: true", "none is"),
+        ),
+        "crd-names-without-kind": (
+            crd_with("names: {plural: widgets, kind: Widget}", "names: {plural: widgets}"),
+            ("spec.names.kind (line 7)", "missing", "e.g. Widget"),
+        ),
+        "crd-scope-unknown": (
+            crd_with("scope: Namespaced", "scope: namespaced"),
+            ("spec.scope (line 6)", "'namespaced'", "Namespaced, Cluster"),
+        ),
+        "crd-schema-missing": (
+            crd_with("      schema: {openAPIV3Schema: {type: object}}\n", ""),
+            ("spec.versions[0].schema (line 9)", "missing", "openAPIV3Schema"),
+        ),
+        "crd-subresources-a-list": (
+            crd_with("      schema:", "      subresources: [status]\n      schema:"),
+            ("spec.versions[0].subresources (line 12)", "is a list", "not a mapping"),
+        ),
+        "crd-name-not-plural-dot-group": (
+            crd_with("{name: widgets.example.com}", "{name: widget.example.com}"),
+            ("metadata.name (line 3)", "<spec.names.plural>.<spec.group>", "name it widgets.example.com"),
+        ),
+        "crd-over-the-request-limit": (  # was 4-18 s of retries, then a 178-line MaxRetryError
+            crd_with("{type: object}", "{type: object, description: '" + "x" * (20 << 20) + "'}"),
+            ("manifest.yaml, document 1", "20.0 MiB", "3.0 MiB (3145728 bytes)", "nothing was installed"),
         ),
     },
     "ClusterError": {  # clusters ktest cannot use

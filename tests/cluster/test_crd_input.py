@@ -1,0 +1,91 @@
+"""Issue 37.3 and 37.4 against a real API server: a malformed or oversized CRD is named (file,
+document, field and line; size and limit) before anything is sent, so nothing is installed, and
+a request body over the API server's limit is refused unsent instead of ending, seconds later,
+in a MaxRetryError. The shapes themselves are catalogued in
+tests/hardening/test_bad_input_catalogue.py."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from builders import configmap, crd
+
+from ktest.api_error import ApiError
+from ktest.cluster import Cluster
+from ktest.errors import CRDError
+
+GROUP = "crdinput.ktest.dev"
+
+
+def _installed(admin: Cluster, name: str) -> bool:
+    return admin.exists(("apiextensions.k8s.io/v1", "CustomResourceDefinition", name))
+
+
+def test_a_malformed_crd_in_the_last_file_installs_none(admin: Cluster, tmp_path: Path) -> None:
+    good = crd(GROUP, "Alpha")
+    broken = crd(GROUP, "Beta")
+    del broken["spec"]["versions"][0]["name"]
+    (tmp_path / "a-alpha.yaml").write_text(yaml.safe_dump(good, sort_keys=False))
+    (tmp_path / "b-beta.yaml").write_text(yaml.safe_dump(broken, sort_keys=False))
+    line = next(
+        number
+        for number, text in enumerate((tmp_path / "b-beta.yaml").read_text().splitlines(), 1)
+        if text.lstrip().startswith("- served:")
+    )
+    with pytest.raises(CRDError) as caught:
+        admin.install_crds(tmp_path)
+    message = str(caught.value)
+    assert f"{tmp_path / 'b-beta.yaml'}, document 1 (line 1)" in message
+    assert (
+        f"CustomResourceDefinition betas.{GROUP}: spec.versions[0].name (line {line}) is missing" in message
+    )
+    assert caught.value.__context__ is None or caught.value.__suppress_context__, (
+        "a KeyError would be chained"
+    )
+    assert not _installed(admin, f"alphas.{GROUP}"), "the good CRD before it was installed"
+    assert not _installed(admin, f"betas.{GROUP}")
+    admin.install_crds(tmp_path / "a-alpha.yaml")  # positive control: the same helper, a good file
+    assert _installed(admin, f"alphas.{GROUP}")
+    admin.delete(("apiextensions.k8s.io/v1", "CustomResourceDefinition", f"alphas.{GROUP}"))
+
+
+def test_an_oversized_crd_is_named_with_its_size_and_the_limit_at_once(
+    admin: Cluster, tmp_path: Path
+) -> None:
+    big = crd(GROUP, "Huge", schema={"type": "object", "description": "x" * (20 << 20)})
+    path = tmp_path / "huge.yaml"
+    path.write_text(yaml.safe_dump(big, sort_keys=False, width=1 << 30))
+    started = time.monotonic()
+    with pytest.raises(CRDError) as caught:
+        admin.install_crds(path)
+    took = time.monotonic() - started
+    message = str(caught.value)
+    for fragment in (str(path), "document 1", f"huges.{GROUP}", "20.0 MiB", "3.0 MiB (3145728 bytes)"):
+        assert fragment in message, message
+    assert took < 4, f"took {took:.1f} s (on main: 4-18 s of retries, then a MaxRetryError)"
+    assert not _installed(admin, f"huges.{GROUP}")
+
+
+def test_a_crd_over_the_storage_limit_says_so(admin: Cluster) -> None:
+    """Under the request limit but over what etcd stores: the API server's refusal, with the size."""
+    big = crd(GROUP, "Large", schema={"type": "object", "description": "x" * (2 << 20)})
+    with pytest.raises(CRDError) as caught:
+        admin.install_crds(big)
+    message = str(caught.value)
+    for fragment in (f"rejected CustomResourceDefinition larges.{GROUP}", "2.0 MiB", "1.5 MiB", "maxDescLen"):
+        assert fragment in message, message
+
+
+def test_a_body_over_the_request_limit_is_refused_unsent(admin: Cluster, ns: str) -> None:
+    big = configmap("big", ns, data={"k": "x" * (20 << 20)})
+    started = time.monotonic()
+    with pytest.raises(ApiError) as caught:
+        admin.apply(big)
+    assert time.monotonic() - started < 2
+    assert caught.value.status == 413
+    assert "not sent" in str(caught.value) and "3.0 MiB (3145728 bytes)" in str(caught.value)
+    assert not admin.exists(("v1", "ConfigMap", "big", ns))
+    admin.apply(configmap("big", ns, data={"k": "x" * (512 << 10)}))  # positive control: a body that fits
