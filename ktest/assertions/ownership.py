@@ -11,8 +11,9 @@ the assertions say so instead of timing out.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ktest.assertions.objects import (
     Clock,
@@ -157,7 +158,7 @@ def owner_reference_problems(
 
 def assert_garbage_collected(
     cluster: Cluster,
-    child: RefLike,
+    child: RefLike | Sequence[RefLike],
     owner: RefLike | None = None,
     *,
     propagation: str = "Background",
@@ -166,6 +167,10 @@ def assert_garbage_collected(
 ) -> None:
     """Delete ``owner`` (with ``propagation``: Background or Foreground), then eventually
     ``child`` is gone (404 or recreated under a new uid); with Foreground, the owner too.
+
+    ``child`` may be a list of children of the one owner (a Deployment *and* a Service):
+    each is read before the owner is deleted, so a quick garbage collector cannot have
+    taken one before it was seen, and the failure names the ones that stayed.
 
     With ``delete_owner=False`` (or no owner) the owner is assumed deleted already.
     While the owner's CRD is younger than the minute the garbage collector may take to
@@ -180,14 +185,19 @@ def assert_garbage_collected(
             f"propagation must be Background or Foreground for garbage collection, not {propagation!r} "
             "(use assert_orphaned for Orphan)"
         )
-    _require_gc(cluster, f"garbage collection of {describe(child)}")
-    child_ref = ref_of(child)
+    child_refs = [ref_of(one) for one in _several(child)]
+    if not child_refs:
+        raise ValueError("no child given: pass the child (or a list of the children) to check")
+    names = ", ".join(describe(ref) for ref in child_refs)
+    _require_gc(cluster, f"garbage collection of {names}")
     wait = timeout_or_default(timeout)
-    before = read(cluster, child_ref)
-    if before is None:
-        raise AssertionError(f"{describe(child_ref)} does not exist, so its garbage collection cannot be "
-                             "checked: create the child (and its owner) first")
-    child_uid = uid_of(before)
+    before: dict[ObjectRef, dict[str, Any]] = {}
+    for child_ref in child_refs:
+        seen = read(cluster, child_ref)
+        if seen is None:
+            raise AssertionError(f"{describe(child_ref)} does not exist, so its garbage collection cannot be "
+                                 "checked: create the child (and its owner) first")
+        before[child_ref] = seen
     owner_ref = ref_of(owner) if owner is not None else None
     extra, why_extra = _gc_discovery_allowance(cluster, owner_ref)
     wait += extra
@@ -197,31 +207,48 @@ def assert_garbage_collected(
         owner_uid = uid_of(owner_obj)
         if delete_owner and owner_obj is not None:
             cluster.delete(owner_ref, propagation=propagation)
-    last: dict[str, Any] = {}
+    remaining: dict[ObjectRef, dict[str, Any]] = dict(before)  # the children not collected yet
 
     def collected() -> None:
-        _child = read(cluster, child_ref)
-        if _child is not None and uid_of(_child) == child_uid:
-            last["child"] = _child
-            raise AssertionError(f"the child still exists (finalizers {finalizers_of(_child)})")
+        for child_ref in list(remaining):
+            _child = read(cluster, child_ref)
+            if _child is None or uid_of(_child) != uid_of(before[child_ref]):
+                del remaining[child_ref]
+            else:
+                remaining[child_ref] = _child
+        if remaining:
+            raise AssertionError("; ".join(
+                f"{'the child' if len(before) == 1 else ref.kind + ' ' + ref.name} still exists "
+                f"(finalizers {finalizers_of(obj)})" for ref, obj in remaining.items()
+            ))
         if propagation == "Foreground" and owner_ref is not None:
             _owner = read(cluster, owner_ref)
             if _owner is not None and uid_of(_owner) == owner_uid:
-                last["owner"] = _owner
                 raise AssertionError(
-                    f"the child is gone but the owner is still there (finalizers {finalizers_of(_owner)})"
+                    f"the {'child is' if len(before) == 1 else 'children are'} gone but the owner is still "
+                    f"there (finalizers {finalizers_of(_owner)})"
                 )
 
     def explain(report: str) -> str:
-        seen = last.get("child") or before
         observed = [f"{'the owner was deleted' if delete_owner and owner_ref else 'owner deletion assumed'}"
                     f" with propagationPolicy={propagation}; waited {wait:g}s{why_extra}"]
-        observed += _why_not_collected(cluster, seen, owner_ref, owner_uid)
+        stayed = [ref for ref in child_refs if ref in remaining] or child_refs  # all gone: the owner stayed
+        for child_ref in stayed:
+            seen = remaining.get(child_ref) or before[child_ref]
+            notes = _why_not_collected(cluster, seen, owner_ref, owner_uid)
+            prefix = "" if len(before) == 1 else f"{child_ref.kind} {child_ref.name}: "
+            observed += [prefix + note for note in notes]
         observed.append(report)
-        return failure(f"{describe(child_ref, child_uid)} was not garbage-collected", RULE_COLLECTED,
-                       observed)
+        headline = " and ".join(describe(ref, uid_of(before[ref])) for ref in stayed)
+        if len(before) == 1:
+            headline += " was not garbage-collected"
+        else:
+            gone = [f"{ref.kind} {ref.name}" for ref in child_refs if ref not in remaining]
+            headline += (f" {'was' if len(stayed) == 1 else 'were'} not garbage-collected ({len(stayed)} of "
+                         f"{len(before)} children{'; collected: ' + ', '.join(gone) if gone else ''})")
+        return failure(headline, RULE_COLLECTED, observed)
 
-    until(collected, timeout=wait, description=f"{child_ref} garbage-collected", explain=explain)
+    until(collected, timeout=wait, description=f"{names} garbage-collected", explain=explain)
 
 
 def assert_orphaned(
@@ -296,6 +323,16 @@ def assert_orphaned(
 
 class _ChildDeleted(Exception):
     """The child vanished: a definite failure, not retried."""
+
+
+def _several(child: RefLike | Sequence[RefLike]) -> list[RefLike]:
+    """The children of ``child``: a list (or tuple) of references, or one reference (an object,
+    an ObjectRef or an ``(apiVersion, kind, name[, namespace])`` tuple of strings)."""
+    if isinstance(child, list) or (
+        isinstance(child, tuple) and not all(part is None or isinstance(part, str) for part in child)
+    ):
+        return list(child)
+    return [cast("RefLike", child)]  # a Mapping or a tuple of strings: one reference
 
 
 def _require_gc(cluster: Cluster, what: str) -> None:

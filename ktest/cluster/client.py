@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from ktest.api_error import ApiError
 from ktest.cluster.discovery import Discovery, ResourceInfo, is_custom_api_version
 from ktest.cluster.manifests import ManifestSource, load_located
-from ktest.cluster.refs import ObjectRef, RefLike, as_ref
+from ktest.cluster.refs import KindRef, ObjectRef, RefLike, as_kind, as_ref
 from ktest.cluster.rest import PATCH_CONTENT_TYPES, Rest
 from ktest.errors import ClusterError
 
@@ -45,9 +45,10 @@ class ClusterClient:
         """Whether deleted namespaces are emptied and removed."""
         return self.controllers is None or "namespace" in self.controllers
 
-    def info(self, api_version: str, kind: str) -> ResourceInfo:
-        """Plural name, scope and subresources of a kind, from discovery."""
-        return self.discovery.info(api_version, kind)
+    def info(self, api_version: str | KindRef, kind: str | None = None) -> ResourceInfo:
+        """Plural name, scope and subresources of a kind, from discovery: ``info(("apps/v1",
+        "Deployment"))`` or ``info("apps/v1", "Deployment")``."""
+        return self.discovery.info(*as_kind(api_version, kind))
 
     # ------------------------------------------------------------ reading
 
@@ -72,14 +73,29 @@ class ClusterClient:
 
     def list(
         self,
-        api_version: str,
-        kind: str,
+        api_version: str | KindRef,
+        kind: str | None = None,
         namespace: str | None = None,
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
-    ) -> list[dict[str, Any]]:
-        """Objects of a kind, in one namespace or (``namespace=None``) everywhere."""
+    ) -> builtins.list[dict[str, Any]]:
+        """Objects of a kind, in one namespace or (``namespace=None``) everywhere.
+
+        The kind reads as in :meth:`get`: ``list(("v1", "ConfigMap"), namespace)`` (then the
+        second argument is the namespace), or apart, ``list("v1", "ConfigMap", namespace)``;
+        ``namespace=`` works with both. Items carry apiVersion and kind
+        (a list answer leaves them out), so each is a usable object.
+        """
+        if isinstance(api_version, tuple):
+            if kind is not None and namespace is not None:
+                raise TypeError(
+                    f"list({api_version!r}, {kind!r}, {namespace!r}): with the kind as (apiVersion, kind) "
+                    "the next argument is the namespace; give it once"
+                )
+            namespace = kind if kind is not None else namespace
+            kind = None
+        api_version, kind = as_kind(api_version, kind)
         info = self.info(api_version, kind)
         self._record(api_version, kind, namespace, None)
         result = self.rest.request(
@@ -91,7 +107,7 @@ class ClusterClient:
         for item in items:  # list items lack these; put them back so items are usable objects
             item.setdefault("apiVersion", api_version)
             item.setdefault("kind", kind)
-        return list(items)
+        return builtins.list(items)
 
     # ------------------------------------------------------------ writing
 

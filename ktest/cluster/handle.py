@@ -26,6 +26,7 @@ from ktest.cluster import crds, namespaces
 from ktest.cluster.client import FIELD_MANAGER, ClusterClient
 from ktest.cluster.discovery import Discovery
 from ktest.cluster.manifests import ManifestSource
+from ktest.cluster.refs import KindRef, as_kind
 from ktest.cluster.rest import Rest
 from ktest.errors import ClusterError
 
@@ -166,8 +167,10 @@ class Cluster(ClusterClient):
 
         return DynamicClient(self.api_client, cache_file=str(self._scratch_dir() / "discovery.json"))
 
-    def resource(self, api_version: str, kind: str) -> Resource:
-        """The dynamic-client resource for a kind (for watches and dynamic-client code)."""
+    def resource(self, api_version: str | KindRef, kind: str | None = None) -> Resource:
+        """The dynamic-client resource for a kind (for watches and dynamic-client code):
+        ``resource(("apps/v1", "Deployment"))`` or ``resource("apps/v1", "Deployment")``."""
+        api_version, kind = as_kind(api_version, kind)
         return self.dynamic.resources.get(api_version=api_version, kind=kind)
 
     def close(self) -> None:

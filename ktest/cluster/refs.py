@@ -1,7 +1,8 @@
 """References to Kubernetes objects: (apiVersion, kind, name, namespace).
 
 Every ktest helper accepts an object as returned by the API (a dict), an
-:class:`ObjectRef`, or a plain tuple, so tests never have to convert.
+:class:`ObjectRef`, or a plain tuple, so tests never have to convert. A kind
+(for lists, discovery, watches) is the tuple's first half: ``(apiVersion, kind)``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,29 @@ class ObjectRef:
 
 
 RefLike = ObjectRef | Mapping[str, Any] | tuple
+KindRef = tuple[str, str]
+"""A kind, as ``(apiVersion, kind)``: ``("v1", "ConfigMap")``, ``("apps/v1", "Deployment")``."""
+
+
+def as_kind(api_version: str | KindRef, kind: str | None = None) -> KindRef:
+    """``(apiVersion, kind)`` from that tuple, or from the two strings given apart.
+
+    Methods that name a kind (``Cluster.list``, ``info``, ``resource``) take either form,
+    as ``Cluster.get`` takes ``(apiVersion, kind, name[, namespace])``.
+    """
+    if isinstance(api_version, tuple):
+        if kind is not None or len(api_version) != 2 or not all(isinstance(x, str) for x in api_version):
+            raise TypeError(
+                f"expected a kind as (apiVersion, kind), e.g. ('apps/v1', 'Deployment'), got "
+                f"{_abbreviate(api_version)}{f' and {kind!r}' if kind is not None else ''}"
+            )
+        return api_version[0], api_version[1]
+    if isinstance(api_version, str) and isinstance(kind, str):
+        return api_version, kind
+    raise TypeError(
+        f"expected a kind as (apiVersion, kind) or as two strings, got {_abbreviate(api_version)}"
+        f"{f' and {kind!r}' if kind is not None else ' without a kind'}"
+    )
 
 
 def as_ref(target: RefLike, namespace: str | None = None) -> ObjectRef:

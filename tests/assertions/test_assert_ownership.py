@@ -153,6 +153,70 @@ def test_garbage_collected_passes_with_owner_reference(cluster: Cluster, ns: str
     assert cluster.get_or_none(owner) is None
 
 
+def deployment_and_service(name: str, ns: str, owner: dict[str, Any],
+                           service_owner: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """An operator's usual pair: a Deployment and a Service, each with an ownerReference to
+    ``owner`` (the Service's to ``service_owner`` when given: the bug of a wrong owner)."""
+    labels = {"app": name}
+    container = {"name": "app", "image": "example/app:1"}
+    pod = {"metadata": {"labels": labels}, "spec": {"containers": [container]}}
+    return [
+        {"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": {"name": name, "namespace": ns, "ownerReferences": [owner_reference(owner)]},
+         "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": pod}},
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": {"name": name, "namespace": ns,
+                      "ownerReferences": [owner_reference(service_owner or owner)]},
+         "spec": {"selector": labels, "ports": [{"port": 80}]}},
+    ]
+
+
+@pytest.mark.parametrize("propagation", ["Background", "Foreground"])
+def test_garbage_collected_checks_several_children_of_one_owner(
+    cluster: Cluster, ns: str, propagation: str
+) -> None:
+    """Both children are read before the owner goes, so a collector quicker than a second
+    call cannot make the check of the second child fail for want of a child."""
+    owner = cluster.create(widget("w1", ns))
+    children = [cluster.create(manifest) for manifest in deployment_and_service("w1", ns, owner)]
+    assert_garbage_collected(cluster, children, owner, propagation=propagation)
+    assert not any(cluster.exists(child) for child in children)
+    assert not cluster.exists(owner)
+
+
+def test_garbage_collected_names_the_child_that_stayed(cluster: Cluster, ns: str) -> None:
+    """The Service's ownerReference points at another Widget, still there: the collector
+    rightly keeps it, and the failure names it, not the Deployment that went."""
+    owner = cluster.create(widget("w1", ns))
+    other = cluster.create(widget("w2", ns))
+    deployment, service = (cluster.create(m) for m in deployment_and_service("w1", ns, owner, other))
+    with pytest.raises(AssertionError) as failure:
+        assert_garbage_collected(cluster, [deployment, service], owner, timeout=2)
+    assert_says(
+        failure.value,
+        f"Object: Service {ns}/w1 (v1, uid {service['metadata']['uid']})",
+        "the owner was deleted with propagationPolicy=Background",
+        f"Service w1: none of them has the owner's uid {owner['metadata']['uid']}",
+        "Service w1: ownerReferences of the child: Widget w2",
+        "Service w1 still exists",
+        starts_with="Service w1 was not garbage-collected (1 of 2 children; collected: Deployment w1)",
+    )
+    assert "Deployment w1:" not in str(failure.value)
+    assert cluster.exists(service) and not cluster.exists(deployment)
+
+
+def test_garbage_collected_refuses_a_missing_child_before_deleting_the_owner(
+    cluster: Cluster, ns: str
+) -> None:
+    owner = cluster.create(widget("w1", ns))
+    present = cluster.create(configmap("w1-config", ns, owner=owner))
+    with pytest.raises(AssertionError) as failure:
+        assert_garbage_collected(cluster, [present, ("v1", "Secret", "w1-never-made", ns)], owner)
+    assert_says(failure.value, f"Secret {ns}/w1-never-made (v1) does not exist, so its garbage collection "
+                               "cannot be checked")
+    assert cluster.exists(owner) and cluster.exists(present)  # nothing was deleted
+
+
 def test_gc_assertions_say_plainly_when_no_garbage_collector_runs(plane: ControlPlane, ns: str) -> None:
     with Cluster(plane.kubeconfig, controllers=frozenset({"namespace"})) as without_gc:
         owner = without_gc.create(widget("w1", ns))
