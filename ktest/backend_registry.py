@@ -136,6 +136,8 @@ BUILT_IN: tuple[BackendSpec, ...] = (
         open="ktest.backends.existing:open_existing",
         check="ktest.backends.existing:check_settings",
         preflight="ktest.backends.existing:preflight",
+        cli="ktest.backends.existing_cli:register",
+        down="ktest.backends.existing_cli:down_from_args",
         creates_cluster=False,
     ),
 )

@@ -2,7 +2,11 @@
 
 Before any test runs, the server is asked for ``/version``: when that fails,
 the error says which context and server, what failed (DNS, refused, timeout,
-TLS, credentials) and how to check it by hand.
+TLS, credentials) and how to check it by hand. Then a SelfSubjectReview asks
+who the server takes the client for: credentials that never loaded (an exec
+plugin whose command is missing or fails, a token file that is gone) leave
+the client anonymous, which ``/version`` accepts; the error names the cause
+and the fix before any test runs, not a ``system:anonymous`` failure later.
 
 Safety first: the context must be named explicitly and be the kubeconfig's
 current context, so a test run cannot land on a production cluster because
@@ -14,7 +18,11 @@ those are deleted).
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import re
 import shlex
+import shutil
 import socket
 import ssl
 from collections.abc import Mapping
@@ -26,6 +34,7 @@ import urllib3
 import yaml
 
 from ktest.cluster import Cluster
+from ktest.cluster.namespaces import sweep_dead_namespaces
 from ktest.cluster.rest import auth_headers
 from ktest.config import Settings
 from ktest.controlplane.plane import default_base_directory
@@ -61,6 +70,9 @@ class ExistingBackend(Backend):
             raise
         try:
             check_reachable(self.cluster, kubeconfig, context, timeout)
+            self.user = check_identity(self.cluster, kubeconfig, context, timeout)
+            # What killed sessions of this machine left (their kill -9 deleted nothing).
+            self.namespace_sweep = sweep_dead_namespaces(self.cluster)
         except BaseException:
             self.close()
             raise
@@ -124,6 +136,9 @@ def check_reachable(cluster: Cluster, kubeconfig: Path, context: str, timeout: f
     except urllib3.exceptions.HTTPError as error:
         what = _what_failed(error, server, timeout)
         raise ClusterError(_unreachable(server, kubeconfig, context, what)) from None
+    if response.status == 401 and (cause := credentials_problem(kubeconfig, context)) is not None:
+        what = f"the server rejected the requests as not authenticated (HTTP 401): {cause}"
+        raise ClusterError(_unreachable(server, kubeconfig, context, what))
     if response.status in (401, 403):
         what = (
             f"the server rejected the credentials of context {context!r} (HTTP {response.status}: "
@@ -134,6 +149,154 @@ def check_reachable(cluster: Cluster, kubeconfig: Path, context: str, timeout: f
     if response.status >= 400:
         what = f"GET /version answered HTTP {response.status}: {response.data[:200]!r}"
         raise ClusterError(_unreachable(server, kubeconfig, context, what))
+
+
+ANONYMOUS_USER = "system:anonymous"
+SELF_SUBJECT_REVIEW_VERSIONS = ("v1", "v1beta1")  # GA in Kubernetes 1.28, beta in 1.27
+_FORBIDDEN_USER = re.compile(r'User "([^"]*)" cannot')
+
+
+def check_identity(cluster: Cluster, kubeconfig: Path, context: str, timeout: float) -> str | None:
+    """Ask the server who the client is (a SelfSubjectReview); return that user name.
+
+    Raise ClusterError when the server takes the client for ``system:anonymous``: the
+    context's credentials never loaded, or it has none. None when the server cannot say
+    (no SelfSubjectReview API: Kubernetes before 1.27).
+    """
+    server = cluster.server
+    client = cluster.api_client
+    headers = {
+        "Accept": "application/json",
+        "Content-Type": "application/json",
+        **client.default_headers,
+        **auth_headers(client.configuration),
+    }
+    for version in SELF_SUBJECT_REVIEW_VERSIONS:
+        body = {"apiVersion": f"authentication.k8s.io/{version}", "kind": "SelfSubjectReview"}
+        try:
+            response = client.rest_client.pool_manager.request(
+                "POST",
+                f"{server.rstrip('/')}/apis/authentication.k8s.io/{version}/selfsubjectreviews",
+                body=json.dumps(body).encode(),
+                headers=headers,
+                timeout=urllib3.Timeout(connect=timeout, read=timeout),
+                retries=False,
+            )
+        except urllib3.exceptions.HTTPError as error:
+            what = _what_failed(error, server, timeout)
+            raise ClusterError(_unreachable(server, kubeconfig, context, what)) from None
+        if response.status == 404:
+            continue
+        user = _reviewed_user(response.status, response.data)
+        if user == ANONYMOUS_USER:
+            raise ClusterError(_anonymous(server, kubeconfig, context))
+        return user
+    return None
+
+
+def _reviewed_user(status: int, data: bytes) -> str | None:
+    """The user name a SelfSubjectReview answer names: its userInfo, or, when the user may not
+    create one, the name in the Forbidden message."""
+    try:
+        answer: Any = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict):
+        return None
+    if status < 300:
+        user_info = (answer.get("status") or {}).get("userInfo") or {}
+        return str(user_info.get("username") or "") or None
+    found = _FORBIDDEN_USER.search(str(answer.get("message") or "")) if status == 403 else None
+    return found.group(1) if found else None
+
+
+def _anonymous(server: str, kubeconfig: Path, context: str) -> str:
+    user = _context_user(kubeconfig, context)[0]
+    cause = credentials_problem(kubeconfig, context) or (
+        f"the credentials of user {user!r} did not authenticate (the server fell back to anonymous)"
+    )
+    return (
+        f"backend existing: the API server {server} takes the client of context {context!r} "
+        f"(user {user!r}) in {kubeconfig} for {ANONYMOUS_USER}: its credentials never reached "
+        f"the server. Cause: {cause}.\nCheck by hand with: "
+        f"kubectl --kubeconfig {shlex.quote(str(kubeconfig))} --context {shlex.quote(context)} auth whoami"
+    )
+
+
+def _context_user(kubeconfig: Path, context: str) -> tuple[str, dict[str, Any] | None]:
+    """The name of the context's user and that user's entry (None when the kubeconfig has none)."""
+    try:
+        config: Any = yaml.safe_load(kubeconfig.read_text())
+    except (OSError, yaml.YAMLError):
+        return "", None
+    if not isinstance(config, dict):
+        return "", None
+
+    def named(key: str, name: object) -> dict[str, Any]:
+        for entry in config.get(key) or ():
+            if isinstance(entry, dict) and entry.get("name") == name:
+                return entry
+        return {}
+
+    user_name = (named("contexts", context).get("context") or {}).get("user") or ""
+    entry = named("users", user_name) if user_name else {}
+    body = entry.get("user")
+    return str(user_name), body if isinstance(body, dict) else (None if not entry else {})
+
+
+def credentials_problem(kubeconfig: Path, context: str) -> str | None:
+    """Why the context's user sends no credentials, with the fix; None when nothing looks wrong."""
+    user_name, user = _context_user(kubeconfig, context)
+    where = f"users[{user_name}].user in {kubeconfig}"
+    if not user_name:
+        return f"context {context!r} names no user; add one with credentials to the context in {kubeconfig}"
+    if user is None:
+        return f"context {context!r} names user {user_name!r}, which is not in {kubeconfig}; add it"
+    exec_config = user.get("exec")
+    if isinstance(exec_config, dict):
+        return _exec_problem(exec_config, user_name, kubeconfig, where)
+    token_file = user.get("tokenFile")
+    if isinstance(token_file, str) and token_file and not user.get("token"):
+        path = Path(token_file) if os.path.isabs(token_file) else kubeconfig.parent / token_file
+        if not path.is_file():
+            return f"the token file {path} of user {user_name!r} does not exist; fix tokenFile in {where}"
+    credentials = (
+        "token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
+        "client-key-data", "auth-provider", "username",
+    )
+    if not any(user.get(field) for field in credentials):
+        return (
+            f"user {user_name!r} has no credentials (no client certificate, token, exec plugin or "
+            f"auth provider); add them to {where}"
+        )
+    return None
+
+
+def _exec_problem(exec_config: dict[str, Any], user_name: str, kubeconfig: Path, where: str) -> str:
+    command = str(exec_config.get("command") or "")
+    if not command:
+        return f"the exec plugin of user {user_name!r} has no command; set exec.command in {where}"
+    if os.sep in command:  # as kubectl does: a relative path is relative to the kubeconfig's directory
+        path = Path(command) if os.path.isabs(command) else kubeconfig.parent / command
+        found = str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    else:
+        found = shutil.which(command)
+    if found is None:
+        hint = exec_config.get("installHint")
+        return (
+            f"the exec plugin command {command!r} of user {user_name!r} is not found "
+            f"({'no executable file there' if os.sep in command else 'not on PATH'}); install it"
+            + (f" ({str(hint).strip()})" if hint else "")
+            + f" or fix exec.command in {where}"
+        )
+    from kubernetes.config.exec_provider import ExecProvider
+    from kubernetes.config.kube_config import ConfigNode
+
+    try:
+        ExecProvider(ConfigNode("exec", exec_config), str(kubeconfig.parent)).run()
+    except Exception as error:
+        return f"the exec plugin {found} of user {user_name!r} failed: {error}; fix it or exec in {where}"
+    return f"the exec plugin {found} of user {user_name!r} gave credentials the server did not take"
 
 
 def _what_failed(error: urllib3.exceptions.HTTPError, server: str, timeout: float) -> str:
@@ -198,7 +361,11 @@ def _unreachable(server: str, kubeconfig: Path, context: str, what: str) -> str:
 def open_existing(settings: Settings, notes: list[str]) -> Backend:
     """The existing backend: the cluster of the named context (checked by :func:`check_settings`)."""
     assert settings.kubeconfig is not None and settings.context is not None
-    return ExistingBackend(settings.kubeconfig, settings.context, run_dir=settings.run_dir)
+    backend = ExistingBackend(settings.kubeconfig, settings.context, run_dir=settings.run_dir)
+    swept = backend.namespace_sweep.summary()
+    if swept:
+        notes.append(swept.replace("\n", "; "))
+    return backend
 
 
 def check_settings(settings: Settings, env: Mapping[str, str]) -> Settings:

@@ -65,6 +65,24 @@ class Holder:
             return None
 
 
+def process_namespace() -> str:
+    """Where a :class:`Holder` means something: this boot and this pid namespace
+    (``<boot id>/pid:[<inode>]``), "" when unknown.
+
+    A pid and its start time name one process only within one boot of one pid namespace:
+    another machine, a container of its own, or this machine before a reboot may have run
+    a different process under the same pid and start time. Records kept outside this
+    machine (a namespace's annotation in a shared cluster) carry this next to the holder,
+    and only records made here are judged.
+    """
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        pid_namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+    return f"{boot}/{pid_namespace}" if boot and pid_namespace else ""
+
+
 def write_holder(directory: Path, owner: Holder | None = None) -> None:
     """Record ``owner`` (default: this process) as the owner of ``directory``."""
     from ktest.base.janitor import write_private_text

@@ -287,6 +287,7 @@ class Cluster(ClusterClient):
             yield ns
         finally:
             if keep:
+                namespaces.release_namespace(self, ns)  # kept on purpose: no later sweep deletes it
                 log.info("keeping namespace %s", ns)
             elif background:
                 self.namespace_reaper().submit(ns, owner=prefix)

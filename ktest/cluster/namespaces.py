@@ -7,13 +7,21 @@ broken) holds it in ``Terminating`` forever. Teardown must not hang the
 session, and must not hide the cause: :func:`delete_namespace` reports which
 objects and which finalizers hold the namespace, then removes those
 finalizers and says so.
+
+A process killed with ``kill -9`` deletes nothing: on a cluster that outlives it (backend
+``existing``) its namespaces would stay for good. Every namespace ktest creates names its
+holder in the annotation :data:`HOLDER_ANNOTATION` (pid, start time, and the boot and pid
+namespace they belong to); :func:`sweep_dead_namespaces` deletes the namespaces whose
+holder ran on this machine and is certainly dead, and leaves every other alone.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -35,6 +43,9 @@ WORKER_LABEL = "ktest.dev/worker"
 """Set on every test namespace to the pytest-xdist worker that made it (``gw0``...; ``main``
 without xdist): a session-scoped operator runs once per worker on the one shared cluster,
 so it must serve only its own worker's namespaces (``worker_namespace_selector``)."""
+HOLDER_ANNOTATION = "ktest.dev/holder"
+"""On every namespace ktest creates: the process that will delete it (JSON: pid, start time,
+``where`` they mean something, host name); removed when a namespace is kept on purpose."""
 DNS_LABEL_MAX = 63
 _POLL = 0.05
 
@@ -98,12 +109,128 @@ class NamespaceCleanup:
 
 
 def create_namespace(cluster: ClusterClient, name: str, *, labels: Mapping[str, str] | None = None) -> str:
-    """Create namespace ``name``, labelled as ktest's own so that ktest may delete it later."""
+    """Create namespace ``name``, labelled as ktest's own so that ktest may delete it later, and
+    held by this process: once it is dead, :func:`sweep_dead_namespaces` deletes what it left."""
     all_labels = {MANAGED_BY_LABEL: MANAGED_BY_VALUE, **(labels or {})}
-    cluster.create(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": all_labels}}
-    )
+    metadata = {"name": name, "labels": all_labels, "annotations": {HOLDER_ANNOTATION: holder_annotation()}}
+    cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})
     return name
+
+
+def holder_annotation() -> str:
+    """The value of :data:`HOLDER_ANNOTATION` for a namespace this process creates."""
+    from ktest.base.holders import Holder, process_namespace
+
+    holder = Holder.current()
+    return json.dumps(
+        {
+            "pid": holder.pid,
+            "start": holder.start_time,
+            "where": process_namespace(),
+            "host": socket.gethostname(),
+        },
+        separators=(",", ":"),
+    )
+
+
+@dataclass(frozen=True)
+class NamespaceHolder:
+    """Who holds a namespace, read from its :data:`HOLDER_ANNOTATION`."""
+
+    pid: int
+    start: str
+    where: str
+    host: str
+
+    @classmethod
+    def of(cls, namespace: Mapping[str, object]) -> NamespaceHolder | None:
+        metadata = namespace.get("metadata")
+        annotations = (metadata.get("annotations") if isinstance(metadata, dict) else None) or {}
+        try:
+            record = json.loads(str(annotations.get(HOLDER_ANNOTATION) or ""))
+            pid, start, where = int(record["pid"]), str(record["start"]), str(record["where"])
+            return cls(pid, start, where, str(record.get("host") or ""))
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    def on_this_machine(self) -> bool:
+        """Recorded in this boot and pid namespace, where pid and start time can be checked."""
+        from ktest.base.holders import process_namespace
+
+        here = process_namespace()
+        return bool(here) and self.where == here
+
+    def certainly_dead(self) -> bool:
+        """Recorded here, and no process runs with that pid and start time any more."""
+        from ktest.base.procfs import process_alive
+
+        return self.on_this_machine() and bool(self.start) and not process_alive(self.pid, self.start)
+
+
+def release_namespace(cluster: ClusterClient, name: str) -> None:
+    """Drop the holder of a namespace kept on purpose, so no sweep deletes it."""
+    unheld = {"metadata": {"annotations": {HOLDER_ANNOTATION: None}}}
+    cluster.patch(ObjectRef("v1", "Namespace", name), unheld)
+
+
+@dataclass
+class NamespaceSweep:
+    """What :func:`sweep_dead_namespaces` did: namespaces deleted, and those of other machines left."""
+
+    deleted: list[str] = field(default_factory=list)
+    elsewhere: list[str] = field(default_factory=list)  # "name (host)": holders this machine cannot judge
+    error: str = ""
+
+    def summary(self) -> str:
+        lines = []
+        if self.deleted:
+            lines.append(
+                "deleted namespaces left by killed ktest sessions of this machine: " + ", ".join(self.deleted)
+            )
+        if self.elsewhere:
+            lines.append(
+                "left alone, held by ktest sessions of other machines (or of this one before a reboot, or "
+                "of another container); delete them by hand once those are over: " + ", ".join(self.elsewhere)
+            )
+        if self.error:
+            lines.append(f"could not look for namespaces left by killed ktest sessions: {self.error}")
+        return "\n".join(lines)
+
+
+def sweep_dead_namespaces(cluster: ClusterClient) -> NamespaceSweep:
+    """Delete the namespaces labelled ``managed-by=ktest`` whose holder process ran on this machine
+    and is dead (``kill -9``: it deleted nothing); never raises.
+
+    Left alone: namespaces of live holders, of holders recorded elsewhere (another machine,
+    container, or boot: their pid says nothing here), without a holder (kept on purpose, or
+    made by an older ktest), and those already being deleted. The deletion is requested, not
+    waited for: the cluster's namespace controller empties them.
+    """
+    report = NamespaceSweep()
+    try:
+        found = cluster.list("v1", "Namespace", label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
+    except Exception as error:  # housekeeping: e.g. a user who may not list namespaces
+        report.error = str(getattr(error, "message", "") or error).splitlines()[0]
+        return report
+    for namespace in found:
+        metadata = namespace.get("metadata") or {}
+        holder = NamespaceHolder.of(namespace)
+        if holder is None or metadata.get("deletionTimestamp"):
+            continue
+        if not holder.on_this_machine():
+            report.elsewhere.append(f"{metadata.get('name')} ({holder.host or 'unknown host'})")
+            continue
+        if not holder.certainly_dead():
+            continue
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": metadata.get("uid")}}
+        try:
+            cluster.rest.request("DELETE", f"/api/v1/namespaces/{metadata.get('name')}", body=body)
+        except ApiError as error:
+            if error.status not in (404, 409):  # gone meanwhile, or another namespace of that name now
+                report.error = error.message
+            continue
+        report.deleted.append(str(metadata.get("name")))
+    return report
 
 
 def delete_namespace(

@@ -592,13 +592,14 @@ def namespace(
     """A fresh namespace named after the test, labelled with its xdist worker, deleted afterwards:
     the deletion is waited for in the background while later tests run
     (``ktest_namespace_deletion = wait``: in the teardown)."""
-    from ktest.cluster.namespaces import WORKER_LABEL, delete_namespace, unique_name
+    from ktest.cluster.namespaces import WORKER_LABEL, delete_namespace, release_namespace, unique_name
 
     name = unique_name(request.node.nodeid)
     cluster.create_namespace(name, labels={WORKER_LABEL: ktest_worker})
     request.node.stash[_NAMESPACE] = (cluster, name)
     yield name
     if _keep_namespace(request.node, ktest_settings.keep_namespaces):
+        release_namespace(cluster, name)  # kept on purpose: no later sweep deletes it
         warnings.warn(
             KeptNamespaceWarning(
                 f"kept namespace {name} (ktest_keep_namespaces={ktest_settings.keep_namespaces}); "

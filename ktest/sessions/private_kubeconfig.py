@@ -92,6 +92,11 @@ class PrivateKubeconfig:
             value = body.get(field)
             if isinstance(value, str) and value and not os.path.isabs(value):
                 body[field] = str((source.parent / value).resolve())
+        exec_config = body.get("exec")
+        command = exec_config.get("command") if isinstance(exec_config, dict) else None
+        # kubectl runs an exec plugin given by a relative path from the kubeconfig's directory.
+        if isinstance(exec_config, dict) and isinstance(command, str) and os.sep in command:
+            exec_config["command"] = str((source.parent / command).resolve())
 
     def close(self) -> None:
         """Remove the copy (idempotent)."""

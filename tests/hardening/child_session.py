@@ -3,6 +3,7 @@
     python child_session.py session exit|hold   # open_session() (KTEST_BACKEND), use the cluster
     python child_session.py share-owner         # a ClusterServer (xdist-style socket directory)
     python child_session.py webhooks            # + a webhook set and an in-process operator (its log)
+    python child_session.py namespace           # open_session() and a test namespace in it (its name)
 
 Prints ``ready`` once everything is in use; with ``hold`` it then waits to be killed.
 """
@@ -69,6 +70,16 @@ def webhooks_and_operator() -> None:
         _hold()
 
 
+def namespace_holder() -> None:
+    """A session holding a test namespace, as a test using the ``namespace`` fixture does."""
+    from ktest.backends import open_session
+    from ktest.config import settings_from_env
+
+    with open_session(settings_from_env()) as backend, backend.cluster.namespace(prefix="held") as name:
+        print(f"ready {name}", flush=True)
+        _hold()
+
+
 def share_owner() -> None:
     from ktest.sessions.shared import ClusterServer
 
@@ -82,5 +93,7 @@ if __name__ == "__main__":
         session(sys.argv[2])
     elif sys.argv[1] == "webhooks":
         webhooks_and_operator()
+    elif sys.argv[1] == "namespace":
+        namespace_holder()
     else:
         share_owner()
