@@ -3,9 +3,11 @@
 The registry's ``fixtures`` part (:func:`register`) runs for every session: ``kind``
 exists on every backend (and skips off kind); :mod:`.pytest_kind_compat`
 (pytest-kind's ``kind_cluster``) is added when the backend is ``kind`` (it then
-overrides pytest-kind's fixture of the same name, so a pytest-kind suite runs on
-ktest's cluster unchanged) or when pytest-kind is not installed; otherwise
-pytest-kind's own fixture is left alone. ``health`` is :func:`watch_nodes`.
+overrides any other plugin's fixture of the same name, so a pytest-kind suite runs on
+ktest's cluster unchanged); on other backends only when no other plugin provides
+``kind_cluster`` (pytest-kind, its fork pytest-kind-ng, or any other, whatever its
+name: pytest's fixture manager is asked at session start), so such a plugin's own
+fixture is left alone. ``health`` is :func:`watch_nodes`.
 """
 
 from __future__ import annotations
@@ -62,13 +64,44 @@ def kind(ktest_backend: Backend) -> KindHandle:
     return handle
 
 
+COMPAT_PLUGIN = "ktest-kind-compat"
+KIND_CLUSTER = "kind_cluster"
+
+
+def _register_compat(config: pytest.Config) -> None:
+    from ktest.backends.kind import pytest_kind_compat
+
+    config.pluginmanager.register(pytest_kind_compat, COMPAT_PLUGIN)
+
+
 def register(config: pytest.Config, selected: bool) -> None:
-    """The registry's ``fixtures``: ``kind`` always; ``kind_cluster`` when the session's backend
-    is kind (``selected``) or where it cannot take pytest-kind's place by surprise."""
+    """The registry's ``fixtures``: ``kind`` always; ``kind_cluster`` now when the session's backend
+    is kind (``selected``), else at session start unless another plugin provides it
+    (:func:`pytest_sessionstart`)."""
     import sys
 
     config.pluginmanager.register(sys.modules[__name__], "ktest-kind-fixtures")
-    if selected or not config.pluginmanager.hasplugin("pytest-kind"):
-        from ktest.backends.kind import pytest_kind_compat
+    if selected:
+        _register_compat(config)
 
-        config.pluginmanager.register(pytest_kind_compat, "ktest-kind-compat")
+
+def other_kind_cluster_providers(session: pytest.Session) -> list[str]:
+    """The modules of the plugins other than ktest that provide ``kind_cluster`` (pytest-kind,
+    pytest-kind-ng, ...), as pytest's fixture manager knows them once every plugin is loaded."""
+    import inspect
+
+    manager = session._fixturemanager
+    # pytest 8.0 looks fixtures up by node id, later versions by node
+    by_node = "node" in inspect.signature(manager.getfixturedefs).parameters
+    definitions = manager.getfixturedefs(KIND_CLUSTER, session if by_node else "") or ()  # type: ignore[arg-type]
+    modules = [getattr(definition.func, "__module__", "") or "" for definition in definitions]
+    return [module for module in modules if module.split(".")[0] != "ktest"]
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own, which makes the fixture manager
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Off backend kind, ktest's ``kind_cluster`` (which skips there) is offered only when no
+    other plugin provides one: a pytest-kind user's tests keep that plugin's fixture."""
+    config = session.config
+    if config.pluginmanager.get_plugin(COMPAT_PLUGIN) is None and not other_kind_cluster_providers(session):
+        _register_compat(config)

@@ -1,13 +1,14 @@
 """pytest-kind's ``kind_cluster`` fixture and ``KindCluster`` API on ktest's kind cluster.
 
-Registered only when the backend is ``kind`` or pytest-kind is not installed
-(see :func:`ktest.backends.kind.fixtures.register`).
+Registered when the backend is ``kind``, and on other backends only when no other
+plugin provides ``kind_cluster`` (see :mod:`ktest.backends.kind.fixtures`).
 
-pytest-kind is GPL-3.0-or-later and ktest is Apache-2.0, so nothing here
-imports, subclasses or copies pytest-kind: :class:`KindClusterCompat` offers
-the same attributes and methods (duck typing), with pytest-kind's documented
-behaviour: ``api`` is a pykube ``HTTPClient`` (pykube-ng comes with
-pytest-kind), ``kubectl()`` returns stdout as text and raises
+pytest-kind (and its fork pytest-kind-ng) is GPL-3.0-or-later and ktest is
+Apache-2.0, so nothing here imports, subclasses or copies pytest-kind, and ktest's
+``kind`` extra does not depend on it: :class:`KindClusterCompat` offers the same
+attributes and methods (duck typing), with pytest-kind's documented behaviour:
+``api`` is a pykube ``HTTPClient`` (pykube-ng, Apache-2.0, comes with ktest's
+``kind`` extra), ``kubectl()`` returns stdout as text and raises
 :class:`subprocess.CalledProcessError`, ``port_forward`` honours
 ``local_port=``, ``retries=`` and any extra kubectl arguments.
 """
@@ -61,7 +62,7 @@ class KindClusterCompat:
         except ImportError:
             raise ImportError(
                 "kind_cluster.api is a pykube client (as in pytest-kind), and pykube is not installed; "
-                "pip install pykube-ng (pytest-kind depends on it), or use ktest's `cluster` fixture instead"
+                "pip install 'ktest[kind]' (it brings pykube-ng), or use ktest's `cluster` fixture instead"
             ) from None
         return pykube.HTTPClient(pykube.KubeConfig.from_file(str(self.kubeconfig_path)))
 
