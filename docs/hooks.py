@@ -1,0 +1,264 @@
+"""MkDocs hooks: the reference pages are written from ktest's own code at build time.
+
+A reference page holds a placeholder comment, ``<!-- ktest-reference: NAME -->``; the hook
+replaces it with what the code declares, so the pages cannot drift from it:
+
+* ``api``: every public name of ``ktest/public_api.py`` (``PUBLIC``), rendered by mkdocstrings
+  from its docstring and signature at the module that defines it;
+* ``settings``: ``ktest.config.SETTINGS`` (option, ini key, environment variable, default);
+* ``markers``: the markers the pytest plugin registers (``ktest.plugin.plugin.MARKERS``);
+* ``fixtures``: every fixture the plugin offers, read from a real pytest session's fixture
+  manager (so the kind backend's and the webhook fixtures are there too);
+* ``cli``: every ``ktest`` command and subcommand with its ``--help``, from the argparse parsers;
+* ``assertions``: the ready assertions of ``public_api.ASSERTIONS``, a line each.
+
+``tests/docs/test_docs_reference.py`` builds the site and checks each name has its entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+PLACEHOLDER = re.compile(r"<!-- ktest-reference: ([a-z-]+) -->")
+
+
+def anchor(name: str) -> str:
+    """The HTML id of a reference entry (``ktest.operators.run_kopf`` -> ``ktest-operators-run_kopf``)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")
+
+
+# ------------------------------------------------------------------------------------------ API
+
+
+def public_names() -> list[tuple[str, str]]:
+    """(module, name) for every public name, in ``public_api.PUBLIC``'s order."""
+    from ktest import public_api
+
+    return [(module, name) for module, names in public_api.PUBLIC.items() for name in names]
+
+
+def _defined_at(module: str, name: str) -> tuple[str, Any]:
+    """Where mkdocstrings finds ``module.name``: the dotted path of its definition, and the object."""
+    value = getattr(importlib.import_module(module), name)
+    if inspect.ismodule(value):
+        return value.__name__, value
+    if (inspect.isclass(value) or inspect.isfunction(value)) and getattr(value, "__module__", None):
+        return f"{value.__module__}.{value.__qualname__}", value
+    return "", value
+
+
+def api_markdown() -> str:
+    lines: list[str] = []
+    current = None
+    for module, name in public_names():
+        if module != current:
+            current = module
+            lines += [f"## `{module}`", ""]
+        public = f"{module}.{name}"
+        path, value = _defined_at(module, name)
+        lines += [f'### `{public}` {{ #{anchor(public)} }}', ""]
+        if path and path != public:
+            lines += [f"Defined in `{path.rsplit('.', 1)[0] if not inspect.ismodule(value) else path}`.", ""]
+        if inspect.ismodule(value):
+            lines += [f"::: {path}", "    options:", "      show_root_heading: false",
+                      "      show_submodules: false", "      members: false", ""]
+        elif path:
+            lines += [f"::: {path}", "    options:", "      show_root_heading: false", ""]
+        else:
+            shown = repr(value)
+            if len(shown) > 300:
+                shown = shown[:300] + " ..."
+            lines += ["```text", f"{name} = {shown}", "```", ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------- settings
+
+
+def settings_markdown() -> str:
+    from ktest.config import SETTINGS
+
+    lines = [
+        "| setting | option | ini key | environment | default | meaning |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for spec in SETTINGS:
+        option = f"`{spec.option}`"
+        if spec.flag:
+            option += f" / `--ktest-no-{spec.option.removeprefix('--ktest-')}`"
+        if spec.multiple:
+            option += " (repeatable)"
+        ini = f"`{spec.ini}`" + (" (lines)" if spec.multiple else "")
+        lines.append(
+            f'| <span id="{anchor("setting-" + spec.name)}"></span>`{spec.name}` | {option} | {ini} | '
+            f"`{spec.env}` | {_cell(spec.default_text)} | {_cell(spec.help)} |"
+        )
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+# -------------------------------------------------------------------------------------- markers
+
+
+def markers() -> list[tuple[str, str]]:
+    """(name with its arguments, description) of every marker the plugin registers."""
+    from ktest.plugin.plugin import MARKERS
+
+    return [tuple(marker.split(": ", 1)) for marker in MARKERS]  # type: ignore[misc]
+
+
+def markers_markdown() -> str:
+    lines: list[str] = []
+    for signature, description in markers():
+        name = signature.split("(", 1)[0]
+        lines += [f"## `@pytest.mark.{signature}` {{ #{anchor('marker-' + name)} }}", "", description, ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------- fixtures
+
+_COLLECT = r"""
+import json, sys, pytest
+
+class Collect:
+    def pytest_collection_finish(self, session):
+        found = {}
+        manager = session._fixturemanager
+        if hasattr(manager, "_get_all_fixture_defs_for_node"):  # pytest >= 9.1
+            definitions = list(manager._get_all_fixture_defs_for_node(session))
+        else:
+            definitions = [d for defs in manager._arg2fixturedefs.values() for d in defs]
+        for definition in definitions:
+                name = definition.argname
+                function = definition.func
+                module = getattr(function, "__module__", "") or ""
+                if module.split(".")[0] == "ktest" and not name.startswith("_"):
+                    scope = definition.scope if isinstance(definition.scope, str) else definition.scope.value
+                    found[name] = {"scope": scope, "module": module, "doc": function.__doc__ or ""}
+        print("KTEST-FIXTURES " + json.dumps(found))
+
+pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[1:]], plugins=[Collect()])
+"""
+
+
+@cache
+def fixtures() -> dict[str, dict[str, str]]:
+    """Every fixture ktest's plugin defines: name -> scope, module, docstring (from a real
+    pytest session per backend: some backends add fixtures only when chosen)."""
+    found: dict[str, dict[str, str]] = {}
+    with tempfile.TemporaryDirectory(prefix="ktest-docs-") as scratch:
+        Path(scratch, "pytest.ini").write_text("[pytest]\n")
+        for backend in ("bare", "kind"):
+            result = subprocess.run(
+                [sys.executable, "-c", _COLLECT, scratch, "--ktest-backend", backend],
+                capture_output=True, text=True, cwd=scratch, timeout=120, check=False,
+            )
+            lines = [line for line in result.stdout.splitlines() if line.startswith("KTEST-FIXTURES ")]
+            if not lines:
+                raise RuntimeError(f"could not list ktest's fixtures:\n{result.stdout}\n{result.stderr}")
+            found.update(json.loads(lines[-1].split(" ", 1)[1]))
+    return dict(sorted(found.items()))
+
+
+def fixtures_markdown() -> str:
+    lines: list[str] = []
+    for name, details in fixtures().items():
+        doc = inspect.cleandoc(details["doc"]) or "(no description)"
+        lines += [
+            f"## `{name}` {{ #{anchor('fixture-' + name)} }}",
+            "",
+            f"Scope: `{details['scope']}`. Defined in `{details['module']}`.",
+            "",
+            doc,
+            "",
+        ]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------ CLI
+
+
+def commands() -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every ``ktest`` command and subcommand (``"ktest binaries install"``), with its parser."""
+    from ktest.cli.main import build_parser
+
+    found: list[tuple[str, argparse.ArgumentParser]] = []
+
+    def walk(prefix: str, parser: argparse.ArgumentParser) -> None:
+        found.append((prefix, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    walk(f"{prefix} {name}", child)
+
+    walk("ktest", build_parser())
+    return found
+
+
+def cli_markdown() -> str:
+    lines: list[str] = []
+    for command, parser in commands():
+        parser.prog = command
+        text = parser.format_help()
+        level = "#" * min(2 + command.count(" ") - 1, 4) if command != "ktest" else "##"
+        heading = f"{level} `{command}` {{ #{anchor('cli-' + command)} }}"
+        lines += [heading, "", "```text", text.rstrip(), "```", ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ assertions
+
+
+def assertions_markdown() -> str:
+    """A table of every ready assertion: its first docstring line, a link to its API entry."""
+    import ktest.assertions
+    from ktest import public_api
+
+    lines = ["| assertion | module | checks |", "| --- | --- | --- |"]
+    for name, (module, _async) in public_api.ASSERTIONS.items():
+        doc = inspect.getdoc(getattr(ktest.assertions, name)) or ""
+        first = _cell(" ".join(doc.split("\n\n", 1)[0].split()))
+        link = f"api.md#{anchor('ktest.assertions.' + name)}"
+        lines.append(f"| [`{name}`]({link}) | `ktest.assertions.{module}` | {first} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------- hooks
+
+GENERATORS = {
+    "api": api_markdown,
+    "settings": settings_markdown,
+    "markers": markers_markdown,
+    "fixtures": fixtures_markdown,
+    "cli": cli_markdown,
+    "assertions": assertions_markdown,
+}
+
+
+def render(markdown: str) -> str:
+    """``markdown`` with every reference placeholder replaced by its generated text."""
+    def replace(match: re.Match[str]) -> str:
+        generator = GENERATORS.get(match.group(1))
+        if generator is None:
+            known = ", ".join(GENERATORS)
+            raise ValueError(f"unknown reference placeholder {match.group(0)!r} (known: {known})")
+        return generator()
+
+    return PLACEHOLDER.sub(replace, markdown)
+
+
+def on_page_markdown(markdown: str, **_: Any) -> str:
+    return render(markdown)

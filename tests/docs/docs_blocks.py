@@ -1,0 +1,89 @@
+"""The code blocks of README.md and docs/**/*.md, and what each one is, for the docs tests.
+
+A page is a small project: its blocks are written to one directory and its Python runs in one
+child pytest session with ktest's plugin, against a real control plane. What a block is comes
+from the comment right before it (the fence's own info string cannot carry it on GitHub):
+
+* ``<!-- docs-test: file=NAME -->``: the block is the file NAME of the page's project (an
+  operator module, a ``pytest.ini``, a CRD, a test file). A ``test_*.py`` file is collected
+  by the child pytest session; other files are there for the tests to import or read.
+* ``<!-- docs-test: skip REASON -->``: not run; REASON says why (kept rare).
+* no comment: a ``python`` block that defines ``test_...`` functions is a test file of its
+  own; any other ``python`` block becomes the body of a test with the ``cluster`` and
+  ``namespace`` fixtures (a snippet that uses them, or plain Python that starts its own
+  control plane); ``ini``/``toml``/``yaml``/``json`` blocks must parse; ``sh`` blocks may only
+  use commands, subcommands, options, extras and make targets that exist.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(?P<what>file=(?P<file>\S+)|skip\b(?P<reason>.*?))\s*-->")
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)(?P<info>[^\n`]*)$")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block: where it is, its language, its text and its directive."""
+
+    page: Path
+    line: int  # of the opening fence, 1-based
+    language: str
+    text: str
+    file: str | None = None
+    skip: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def pages() -> list[Path]:
+    """README.md and every Markdown page of the docs site (docs/pypi.md is PyPI's page)."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def blocks(page: Path) -> list[Block]:
+    """The page's fenced code blocks, in order, with the directive before each (if any)."""
+    lines = page.read_text().splitlines()
+    found: list[Block] = []
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        indent, fence = opening["indent"], opening["fence"]
+        body: list[str] = []
+        end = index + 1
+        while end < len(lines) and not lines[end].strip().startswith(fence):
+            body.append(lines[end][len(indent):] if lines[end].startswith(indent) else lines[end].lstrip())
+            end += 1
+        if end == len(lines):
+            raise ValueError(f"{page.relative_to(ROOT)}:{index + 1}: code block never closed")
+        directive = _directive_before(lines, index)
+        found.append(
+            Block(
+                page=page,
+                line=index + 1,
+                language=opening["info"].strip().split(" ")[0].lower(),
+                text="\n".join(body) + "\n",
+                file=directive["file"] if directive else None,
+                skip=(directive["reason"].strip(" :-") or "(no reason)")
+                if directive and directive["what"].startswith("skip")
+                else None,
+            )
+        )
+        index = end + 1
+    return found
+
+
+def _directive_before(lines: list[str], index: int) -> re.Match[str] | None:
+    previous = index - 1
+    while previous >= 0 and not lines[previous].strip():
+        previous -= 1
+    return DIRECTIVE.search(lines[previous]) if previous >= 0 else None

@@ -1,0 +1,113 @@
+"""The documentation site builds strictly, and its reference has an entry for every public name,
+fixture, setting, marker and command, written from the code (docs/hooks.py).
+
+The site is built once per module (``mkdocs build --strict``, what ``make docs`` runs); the
+checks read the built HTML, so an entry counts only if it reached the page.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from docs_blocks import ROOT
+
+sys.path.insert(0, str(ROOT / "docs"))
+import hooks
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("site")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(target)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stderr[-8000:]}"
+    return target
+
+
+def _ids(page: Path) -> set[str]:
+    return {html.unescape(found) for found in re.findall(r'id="([^"]+)"', page.read_text())}
+
+
+def _missing(site: Path, page: str, wanted: list[str]) -> list[str]:
+    ids = _ids(site / page / "index.html")
+    return [name for name in wanted if name not in ids]
+
+
+def test_every_public_name_has_an_api_entry(site: Path) -> None:
+    wanted = [hooks.anchor(f"{module}.{name}") for module, name in hooks.public_names()]
+    assert len(wanted) > 150
+    assert not _missing(site, "reference/api", wanted)
+    # mkdocstrings rendered the docstrings and signatures (not just the headings)
+    text = (site / "reference/api/index.html").read_text()
+    assert "Run kopf handlers" in text  # run_kopf's docstring
+    assert text.count('class="doc-signature') > 100
+
+
+def test_every_fixture_has_an_entry(site: Path) -> None:
+    fixtures = hooks.fixtures()
+    assert {"cluster", "namespace", "control_plane", "webhooks", "kind", "ktest_settings"} <= set(fixtures)
+    assert not _missing(site, "reference/fixtures", [hooks.anchor("fixture-" + name) for name in fixtures])
+
+
+def test_every_setting_has_an_entry_with_its_option_ini_key_and_variable(site: Path) -> None:
+    from ktest.config import SETTINGS
+
+    page = site / "reference/settings/index.html"
+    wanted = [hooks.anchor("setting-" + spec.name) for spec in SETTINGS]
+    assert not _missing(site, "reference/settings", wanted)
+    text = html.unescape(page.read_text())
+    for spec in SETTINGS:
+        assert spec.option in text and spec.ini in text and spec.env in text, spec.name
+
+
+def test_every_marker_has_an_entry(site: Path) -> None:
+    names = [signature.split("(", 1)[0] for signature, _ in hooks.markers()]
+    assert {"ktest_nodes", "ktest_min_k8s"} <= set(names)
+    assert not _missing(site, "reference/markers", [hooks.anchor("marker-" + name) for name in names])
+
+
+def test_every_command_has_an_entry(site: Path) -> None:
+    commands = [command for command, _ in hooks.commands()]
+    some = {"ktest binaries install", "ktest up", "ktest init github-actions", "ktest kind build-image"}
+    assert some <= set(commands)
+    assert not _missing(site, "reference/cli", [hooks.anchor("cli-" + command) for command in commands])
+
+
+def test_every_assertion_is_in_the_assertions_table(site: Path) -> None:
+    from ktest import public_api
+
+    text = (site / "reference/assertions/index.html").read_text()
+    for name in public_api.ASSERTIONS:
+        assert f"#{hooks.anchor('ktest.assertions.' + name)}" in text, name
+
+
+def test_an_unknown_placeholder_is_an_error() -> None:
+    with pytest.raises(ValueError, match=r"unknown reference placeholder .*known: api, settings"):
+        hooks.render("<!-- ktest-reference: nonsense -->")
+
+
+def test_the_readme_links_only_to_pages_that_exist() -> None:
+    readme = (ROOT / "README.md").read_text()
+    lines = readme.splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; the front door stays at most 200"
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    local = [link for link in links if "://" not in link]
+    assert local
+    assert not [link for link in local if not (ROOT / link).exists()], "README links to missing files"
+
+
+def test_the_readme_first_screen_shows_the_contributor_commands_and_a_first_test() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    first_screen = "\n".join(lines[:40])
+    assert "make demo" in first_screen and "make test" in first_screen
+    first_60 = "\n".join(lines[:60])
+    assert "def test_" in first_60, "a first copyable test within the first 60 lines"
