@@ -58,6 +58,7 @@ class Settings:
     namespace_deletion: str = "background"
     reuse: bool = False
     kind_config: Path | None = None
+    kind_image: str | None = None
     keep_cluster: bool = False
     kind_pool: bool = False
     artifacts_dir: Path | None = None
@@ -238,6 +239,53 @@ def _text(text: str, spec: Spec, source: Source) -> str | None:
     return text.strip() or None
 
 
+# Docker's reference grammar: an optional registry host (it has a dot or a port, or is localhost),
+# lower-case path components, an optional tag, an optional digest.
+_HOST = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_DOMAIN = rf"(?:(?:{_HOST}(?:\.{_HOST})+|localhost)(?::[0-9]+)?|{_HOST}:[0-9]+)"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_REFERENCE = re.compile(
+    rf"(?P<name>(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>[^@]*))?"
+)
+_SHA256_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def _image_reference(text: str, spec: Spec, source: Source) -> str | None:
+    """A Docker image reference with a tag, a digest or both: ``kindest/node:v1.35.4``,
+    ``kindest/node:v1.35.4@sha256:<64 hex>`` (pinned, as kind's release notes list them)."""
+    value = text.strip()
+    if not value:
+        return None
+    how = (
+        "write name:tag (kindest/node:v1.35.4, ktest/kind-node:v1.35.4) or pin the image by its digest: "
+        "name:tag@sha256:<64 hex digits>"
+    )
+    match = _IMAGE_REFERENCE.fullmatch(value)
+    if match is None:
+        lowered = _IMAGE_REFERENCE.fullmatch(value.lower())
+        why = (
+            "image names are lower-case (only the registry's host name and the tag may use capitals)"
+            if lowered is not None
+            else "it is not an image reference"
+        )
+        raise ConfigError(f"{source.label}: {text!r} is not a valid {spec.name}: {why}; {how}")
+    digest = match.group("digest")
+    if digest is not None and not _SHA256_DIGEST.fullmatch(digest):
+        raise ConfigError(
+            f"{source.label}: {text!r} is not a valid {spec.name}: the digest {digest!r} must be sha256: "
+            f"followed by 64 lower-case hex digits; {how}"
+        )
+    if match.group("tag") is None and digest is None:
+        raise ConfigError(
+            f"{source.label}: {text!r} is not a valid {spec.name}: it names no tag or digest (Docker would "
+            f"take :latest, which node images do not have); {how}"
+        )
+    if len(match.group("name")) > 255:
+        raise ConfigError(f"{source.label}: {spec.name} {text!r}: the name is longer than 255 characters")
+    return value
+
+
 def _expand(text: str, spec: Spec, source: Source) -> Path:
     """``~`` and ``~user`` expanded; an unknown user is a ConfigError naming the setting."""
     try:
@@ -410,6 +458,10 @@ SETTINGS: tuple[Spec, ...] = (
     _setting("kind_config", _path,
              "extra kind Cluster config (YAML file) merged with what ktest needs (backend kind)", "(none)",
              metavar="PATH"),
+    _setting("kind_image", _image_reference,
+             "node image of the kind cluster (backend kind): name:tag, or name:tag@sha256:<digest> to pin "
+             "it; it must be in the Docker engine or pullable", "a local ktest image for the version, else "
+             "kindest/node:v<version>", metavar="IMAGE"),
     _flag("keep_cluster",
           "keep the kind cluster after the run and print how to attach or delete it (backend kind)"),
     _flag("kind_pool",
@@ -441,6 +493,62 @@ SETTINGS: tuple[Spec, ...] = (
 SPECS_BY_NAME = {spec.name: spec for spec in SETTINGS}
 
 
+@dataclass(frozen=True)
+class ForeignOption:
+    """An option of pytest-kind (and its fork pytest-kind-ng) that describes the cluster it creates.
+
+    Where ktest creates the cluster with nodes instead (backend kind, whose ``kind_cluster``
+    takes the place of pytest-kind's), the option is taken as the ktest ``setting`` it means,
+    or refused with ``refusal`` (what to use instead), never ignored. On other backends it is
+    pytest-kind's alone."""
+
+    dest: str
+    option: str
+    setting: str | None = None
+    refusal: str = ""
+    default: Any = None
+    """pytest-kind's default: a value equal to it was not given (unless the option is spelled out)."""
+
+
+# fmt: off
+FOREIGN_OPTIONS: tuple[ForeignOption, ...] = (
+    ForeignOption("keep_cluster", "--keep-cluster", "keep_cluster", default=False),
+    ForeignOption("kind_image", "--kind-image", "kind_image"),
+    ForeignOption("cluster_name", "--cluster-name", default="pytest-kind", refusal=(
+        "ktest names its kind clusters itself (ktest-run-<random>, so it never touches a cluster of yours "
+        "and parallel runs never collide); remove it. To keep the cluster after the run use "
+        "--ktest-keep-cluster; to use one cluster for many runs, `ktest up --backend kind` and "
+        "--ktest-reuse")),
+    ForeignOption("kind_bin", "--kind-bin", refusal=(
+        "ktest runs the kind release its node images are made for (`ktest kind install`); to run another "
+        "kind binary set KTEST_KIND=<path>")),
+    ForeignOption("kind_kubectl_bin", "--kind-kubectl-bin", refusal=(
+        "ktest runs a kubectl matching the cluster's version (its binary cache); to run another set "
+        "KTEST_KUBECTL=<path>")),
+)
+# fmt: on
+
+
+def given_foreign_options(getoption: Callable[[str], Any], arguments: Sequence[str]) -> dict[str, Any]:
+    """The pytest-kind options given in this run, by dest: ``getoption(dest)`` reads a value (None
+    when pytest-kind is not installed), ``arguments`` are the command line and addopts, so that a
+    value equal to pytest-kind's default counts when it is spelled out."""
+    given = {}
+    for foreign in FOREIGN_OPTIONS:
+        value = getoption(foreign.dest)
+        spelled = any(word == foreign.option or word.startswith(foreign.option + "=") for word in arguments)
+        if value is not None and (value != foreign.default or spelled):
+            given[foreign.dest] = value
+    return given
+
+
+def takes_foreign_options(backend: str) -> bool:
+    """Whether ``backend`` creates its cluster with nodes, as pytest-kind does: its ``kind_cluster``
+    is ktest's, so pytest-kind's options about that cluster are ktest's business."""
+    spec = registry.spec(backend)
+    return spec.creates_cluster and spec.nodes == "always"
+
+
 def add_setting_option(parser: Any, name: str, *, fallback: str | None = None) -> None:
     """Add ``--<name>`` to a ``ktest`` command's argparse ``parser`` with the setting's help and
     metavar; its default is the setting's environment variable, else ``fallback``, so the command
@@ -461,6 +569,7 @@ def resolve_settings(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     ini_dir: Path | None = None,
+    foreign: Mapping[str, Any] | None = None,
 ) -> Settings:
     """Build :class:`Settings` from the given sources (each keyed by setting name).
 
@@ -468,7 +577,9 @@ def resolve_settings(
     booleans (flags), None when not given; ``ini`` values are strings or lists
     of lines, None or empty when not set; ``env`` is keyed by variable name
     (default: ``os.environ``). Relative paths are taken from ``cwd`` for options
-    and environment variables and from ``ini_dir`` for ini keys.
+    and environment variables and from ``ini_dir`` for ini keys. ``foreign``: the
+    pytest-kind options given (:func:`given_foreign_options`), taken or refused on
+    backend kind as :data:`FOREIGN_OPTIONS` says.
     """
     options = options or {}
     ini = ini or {}
@@ -485,7 +596,42 @@ def resolve_settings(
         values[spec.name] = spec.parse(text, spec, source)
         sources[spec.name] = source.label
     settings = Settings(**{k: v for k, v in values.items() if v is not None}, sources=sources)
+    if foreign and takes_foreign_options(settings.backend):
+        settings = _with_foreign_options(settings, foreign, cwd)
     return _check_combination(settings, env)
+
+
+def _with_foreign_options(settings: Settings, given: Mapping[str, Any], cwd: Path) -> Settings:
+    """``settings`` with the pytest-kind options taken; a refused one, or one that contradicts
+    ktest's own option, is a ConfigError."""
+    from dataclasses import replace
+
+    changes: dict[str, Any] = {}
+    sources = dict(settings.sources)
+    for foreign in FOREIGN_OPTIONS:
+        if foreign.dest not in given:
+            continue
+        label = f"option {foreign.option} (pytest-kind's)"
+        if foreign.setting is None:
+            raise ConfigError(
+                f"{label}: ktest's kind_cluster takes the place of pytest-kind's on backend "
+                f"{settings.backend}, and {foreign.option} has no meaning there: {foreign.refusal}"
+            )
+        spec = SPECS_BY_NAME[foreign.setting]
+        raw = given[foreign.dest]
+        text = ("true" if raw else "false") if isinstance(raw, bool) else str(raw)
+        value = spec.parse(text, spec, Source("option", label, cwd))
+        own = settings.source_of(spec.name)
+        current = getattr(settings, spec.name)
+        if own.startswith("option ") and current != value:
+            raise ConfigError(
+                f"{label} and {own} disagree ({_shown(value)} against {_shown(current)}); "
+                f"give one of them ({spec.option} is ktest's spelling)"
+            )
+        if not own.startswith("option "):
+            changes[spec.name] = value
+            sources[spec.name] = label
+    return replace(settings, **changes, sources=sources) if changes else settings
 
 
 _CRD_API_VERSION = "apiextensions.k8s.io/v1"

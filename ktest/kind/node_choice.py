@@ -9,6 +9,7 @@ with the user's extra kind config file, validated first.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -69,6 +70,81 @@ def choose_node_image(selector: str | None) -> NodeImage:
         "(no registry access?).\nBuild one offline, once (tens of minutes cold, cached after): "
         f"`ktest kind build-image --k8s-version {version}`"
     )
+
+
+def configured_node_image(
+    reference: str, selector: str | None, *, source: str = "ktest_kind_image"
+) -> NodeImage:
+    """The node image the user named (``ktest_kind_image``, ``name:tag`` or ``name:tag@sha256:...``),
+    with the Kubernetes version it runs: from ktest's labels, else kind's ``/kind/version`` file.
+
+    Raises KindError naming ``source`` when the engine has not got the image and cannot pull it,
+    or when it runs another version than ``selector`` (the version setting) asks for."""
+    from docker.errors import DockerException, ImageNotFound
+
+    from ktest.assets.selectors import parse_selector
+    from ktest.kind import recipe
+    from ktest.kind.engine import connect
+
+    client = connect()
+    try:
+        image = client.images.get(reference)
+    except ImageNotFound:
+        image = None
+    except DockerException as error:
+        raise KindError(
+            f"{source}: cannot look up node image {reference} in the Docker engine: {error}"
+        ) from None
+    if image is None and _have_or_pull(reference):
+        image = client.images.get(reference)
+    if image is None:
+        pinned = (
+            " A digest-pinned reference matches an image pulled from a registry (`docker image inspect` "
+            "lists the digest under RepoDigests); a locally built or loaded image has none: give its tag."
+            if "@" in reference
+            else ""
+        )
+        raise KindError(
+            f"{source}: node image {reference} is not in the Docker engine and cannot be pulled (no registry "
+            f"access?).{pinned} `docker images` lists the local ones; offline, `ktest kind build-image` "
+            "builds one (ktest/kind-node:v<version>)"
+        )
+    labels = image.labels or {}
+    ktest_built = recipe.LABEL_RECIPE_VERSION in labels
+    version_text = labels.get(recipe.LABEL_KUBERNETES_VERSION) or _kind_version_file(client, image.id)
+    if not version_text:
+        raise KindError(
+            f"{source}: {reference} is not a kind node image: it has neither ktest's label "
+            f"{recipe.LABEL_KUBERNETES_VERSION} nor kind's /kind/version file"
+        )
+    version = version_text.strip().removeprefix("v")
+    wanted = parse_selector(selector or "latest")
+    if selector is not None and not wanted.matches(version):
+        raise KindError(
+            f"{source}: node image {reference} runs Kubernetes {version}, but the version setting asks for "
+            f"{selector}; give an image of {selector}, or drop the version setting (the image decides)"
+        )
+    return NodeImage(reference, version, ktest_built)
+
+
+def _kind_version_file(client: Any, image_id: str) -> str:
+    """The text of ``/kind/version`` in the image (kind reads it to pick its kubeadm config), or ""."""
+    import io
+    import tarfile
+
+    from docker.errors import DockerException, NotFound
+
+    container = client.containers.create(image_id, command=["true"])
+    try:
+        stream, _ = container.get_archive("/kind/version")
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            member = archive.extractfile("version")
+            return member.read().decode().strip() if member is not None else ""
+    except NotFound:
+        return ""
+    finally:
+        with contextlib.suppress(DockerException):
+            container.remove(force=True)
 
 
 def _have_or_pull(reference: str) -> bool:

@@ -252,6 +252,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def settings_from_config(config: pytest.Config) -> Settings:
     """Resolve the settings of a pytest run (option > environment > ini > default)."""
+    import os
+    import shlex
+
+    from ktest.config import given_foreign_options
+
     options = {spec.name: config.getoption(f"ktest_{spec.name}") for spec in SETTINGS}
     ini = {}
     for spec in SETTINGS:
@@ -262,7 +267,13 @@ def settings_from_config(config: pytest.Config) -> Settings:
                 f"ini key {spec.ini}: {error}; allowed values: true or false (also 1/0, yes/no, on/off)"
             ) from None
     ini_dir = config.inipath.parent if config.inipath else config.rootpath
-    return resolve_settings(options=options, ini=ini, cwd=config.invocation_params.dir, ini_dir=ini_dir)
+    # pytest-kind's options (taken or refused on backend kind); the arguments show the ones spelled out
+    arguments = [*config.invocation_params.args, *config.getini("addopts"),
+                 *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+    foreign = given_foreign_options(lambda dest: config.getoption(dest, None), arguments)
+    return resolve_settings(
+        options=options, ini=ini, cwd=config.invocation_params.dir, ini_dir=ini_dir, foreign=foreign
+    )
 
 
 MARKERS = (

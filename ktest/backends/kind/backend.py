@@ -64,7 +64,12 @@ class KindBackend(Backend):
         """
         from ktest.kind.binary import resolve_kind
         from ktest.kind.engine import cgroup_version, connect
-        from ktest.kind.node_choice import choose_node_image, load_extra_config, merge_config
+        from ktest.kind.node_choice import (
+            choose_node_image,
+            configured_node_image,
+            load_extra_config,
+            merge_config,
+        )
         from ktest.kind.recipe import required_cluster_config
         from ktest.kind.sweep import sweep_orphans
 
@@ -72,7 +77,12 @@ class KindBackend(Backend):
         client = connect()  # a missing or unusable engine is explained before anything else
         kind = resolve_kind(progress=True)
         swept = sweep_orphans(kind)
-        image = choose_node_image(settings.k8s_version)
+        if settings.kind_image:
+            image = configured_node_image(
+                settings.kind_image, settings.k8s_version, source=settings.source_of("kind_image")
+            )
+        else:
+            image = choose_node_image(settings.k8s_version)
         required = required_cluster_config(
             image.version, ktest_image=image.ktest_built, cgroup_version=cgroup_version(client)
         )
@@ -263,6 +273,8 @@ def find_kept(settings: Settings, notes: list[str] | None = None) -> KindBackend
 
     selector = parse_selector(settings.k8s_version or "latest")
     candidates = [r for r in records.list_records() if r.kept and r.purpose == "up"]
+    if settings.kind_image:
+        candidates = [r for r in candidates if r.image == settings.kind_image]
     if settings.k8s_version is not None:
         candidates = [r for r in candidates if selector.matches(r.version)]
     if not candidates:

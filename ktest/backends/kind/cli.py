@@ -31,20 +31,26 @@ class _DownKind(argparse.Action):
 
 def up_from_args(args: Any, k8s_version: str | None) -> int:
     """``ktest up --backend kind``."""
-    return up_kind(k8s_version, args.kind_config)
+    return up_kind(k8s_version, args.kind_config, args.kind_image)
 
 
-def up_kind(k8s_version: str | None, kind_config: str | None) -> int:
-    """Create (or find) the warm kind cluster and print how to use it."""
+def up_kind(k8s_version: str | None, kind_config: str | None, kind_image: str | None = None) -> int:
+    """Create (or find) the warm kind cluster and print how to use it; ``kind_image`` as the
+    setting ``ktest_kind_image`` (checked the same way)."""
     from pathlib import Path
 
     from ktest.backends.kind.backend import KindBackend, find_kept
+    from ktest.config import SPECS_BY_NAME, Source
 
+    image_spec = SPECS_BY_NAME["kind_image"]
+    image_source = f"--kind-image (default ${image_spec.env})"
     settings = Settings(
         backend=NAME,
         k8s_version=k8s_version,
         reuse=True,
         kind_config=Path(kind_config).resolve() if kind_config else None,
+        kind_image=image_spec.parse(kind_image or "", image_spec, Source("option", image_source, Path.cwd())),
+        sources={"kind_image": image_source} if kind_image else {},
     )
     backend = find_kept(settings)
     state = "already running"
@@ -128,6 +134,7 @@ def register(subparsers: Any, parsers: dict[str, argparse.ArgumentParser]) -> No
     parsers["up"].add_argument(
         "--kind-config", metavar="FILE", help="extra kind Cluster config (backend kind)"
     )
+    add_setting_option(parsers["up"], "kind_image")
     parsers["down"].add_argument(
         "--kind",
         nargs="?",
