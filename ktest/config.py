@@ -641,8 +641,10 @@ def check_before_start(settings: Settings) -> None:
     """What can be checked before a cluster starts and costs more than parsing: every
     CRD file parses and holds only CustomResourceDefinitions (errors name the setting,
     the file and the line), backend existing's context is the kubeconfig's current
-    one, backend kind's extra config is a valid kind Cluster config, and the run
-    directory exists.  Raises :class:`~ktest.errors.ConfigError`."""
+    one, backend kind's extra config is a valid kind Cluster config, the run
+    directory exists, and extra API server flags and feature gates are ones the
+    version's kube-apiserver knows (its binaries are found or installed for that).
+    Raises :class:`~ktest.errors.ConfigError`."""
     from ktest.cluster.manifests import load_located
     from ktest.errors import ManifestError
 
@@ -663,6 +665,11 @@ def check_before_start(settings: Settings) -> None:
     preflight = registry.spec(settings.backend).load("preflight")
     if preflight is not None:
         preflight(settings)
+    if settings.apiserver_flags or settings.feature_gates:  # only backends that start an API server
+        from ktest.assets import resolve_assets
+
+        assets = resolve_assets(settings.k8s_version)
+        check_apiserver_flags(settings, assets.binary("kube-apiserver"), assets.version)
     if settings.run_dir is not None and not settings.run_dir.is_dir():
         raise ConfigError(
             f"{settings.source_of('run_dir')}: {settings.run_dir} is not a directory; give an existing "
@@ -762,8 +769,8 @@ def check_apiserver_flags(settings: Settings, binary: Path, version: str) -> Non
         if unknown:
             raise ConfigError(
                 f"{settings.source_of('apiserver_flags')}: kube-apiserver {version} has no flag "
-                f"{_with_hints(unknown, sorted(known.flags), '--')}; `{binary} --help` lists the flags "
-                "this version accepts (a flag may have been removed in this version)"
+                f"{_with_hints(unknown, sorted(known.flags), '--')}; correct or remove it (`{binary} --help` "
+                "lists the flags this version accepts; a flag may have been removed in this version)"
             )
     if settings.feature_gates:
         gates = known_feature_gates(binary)
@@ -772,8 +779,9 @@ def check_apiserver_flags(settings: Settings, binary: Path, version: str) -> Non
         if unknown and gates:
             raise ConfigError(
                 f"{settings.source_of('feature_gates')}: kube-apiserver {version} knows no feature gate "
-                f"{_with_hints(unknown, sorted(gates), '')}; the --feature-gates entry of `{binary} --help` "
-                "lists the gates of this version (graduated gates are removed after a few releases)"
+                f"{_with_hints(unknown, sorted(gates), '')}; correct or remove it (the --feature-gates entry "
+                f"of `{binary} --help` lists the gates of this version; graduated gates are removed after a "
+                "few releases)"
             )
 
 

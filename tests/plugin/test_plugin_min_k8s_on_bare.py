@@ -1,0 +1,68 @@
+"""``ktest_min_k8s`` on backend bare decides from the version setting, without starting a
+control plane (issue 33 item 15): the control plane ktest would start runs the selector's
+minor version, or the one ``latest`` resolves to."""
+
+from __future__ import annotations
+
+import pytest
+
+from ktest.assets.selectors import KubeVersion
+
+TOO_NEW = """
+import pytest
+
+@pytest.mark.ktest_min_k8s("{too_new}")
+def test_from_the_future(cluster):
+    print("RAN future")
+"""
+
+ALLOWED = """
+import pytest
+
+@pytest.mark.ktest_min_k8s("1.20")
+def test_old_enough():
+    print("RAN old_enough")
+
+@pytest.mark.ktest_min_k8s("1.20")
+def test_old_enough_on_the_cluster(cluster):
+    print("RAN on", cluster.version)
+"""
+
+
+@pytest.fixture(scope="module")
+def installed() -> KubeVersion:
+    """The version ``latest`` resolves to here (the binaries the suite runs on)."""
+    from ktest.assets import resolve_assets
+
+    return KubeVersion.parse(resolve_assets(None).version)
+
+
+@pytest.mark.parametrize("setting", ["default", "minor"])
+def test_a_test_for_a_newer_version_is_skipped_without_a_control_plane(
+    pytester: pytest.Pytester, inner_env: dict, installed: KubeVersion, setting: str
+) -> None:
+    too_new = f"{installed.major}.{installed.minor + 1}"
+    pytester.makepyfile(TOO_NEW.format(too_new=too_new))
+    version_option = [] if setting == "default" else [f"--ktest-k8s-version={installed.minor_text}"]
+    result = pytester.runpytest_inprocess("--strict-markers", "-rs", "-s", *version_option)
+    result.assert_outcomes(skipped=1)
+    runs = installed.text if setting == "default" else installed.minor_text
+    result.stdout.fnmatch_lines([
+        f"SKIPPED *ktest_min_k8s: this test needs Kubernetes {too_new} or newer, and the cluster runs {runs}*"
+    ])
+    result.stdout.no_fnmatch_line("*RAN*")
+    result.stdout.no_fnmatch_line("*cluster: *")  # the ktest summary names a cluster once one was opened
+
+
+def test_a_test_the_version_allows_still_runs(
+    pytester: pytest.Pytester, inner_env: dict, installed: KubeVersion
+) -> None:
+    pytester.makepyfile(ALLOWED)
+    result = pytester.runpytest_inprocess("--strict-markers", "-rs", "-s", "--ktest-controllers=none",
+                                          "-k", "not on_the_cluster")
+    result.assert_outcomes(passed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*RAN old_enough*"])
+    result.stdout.no_fnmatch_line("*cluster: *")  # nothing needed a cluster, and none was started
+    result = pytester.runpytest_inprocess("--strict-markers", "-rs", "-s", "--ktest-controllers=none")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*RAN old_enough*", f"*RAN on {installed.text}*", "cluster: *"])
