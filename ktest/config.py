@@ -519,6 +519,10 @@ FOREIGN_OPTIONS: tuple[ForeignOption, ...] = (
         "and parallel runs never collide); remove it. To keep the cluster after the run use "
         "--ktest-keep-cluster; to use one cluster for many runs, `ktest up --backend kind` and "
         "--ktest-reuse")),
+    ForeignOption("kubeconfig", "--kubeconfig", refusal=(
+        "ktest writes the cluster's kubeconfig into the cluster's private directory "
+        "(kind_cluster.kubeconfig_path names it); to test a cluster of yours instead use --ktest-backend "
+        "existing with --ktest-kubeconfig and --ktest-context")),
     ForeignOption("kind_bin", "--kind-bin", refusal=(
         "ktest runs the kind release its node images are made for (`ktest kind install`); to run another "
         "kind binary set KTEST_KIND=<path>")),

@@ -103,6 +103,10 @@ def test_a_bad_pytest_kind_image_is_refused_as_a_setting_would_be() -> None:
          "and parallel runs never collide); remove it. To keep the cluster after the run use "
          "--ktest-keep-cluster; to use one cluster for many runs, `ktest up --backend kind` and "
          "--ktest-reuse"),
+        ("kubeconfig", "/tmp/kubeconfig",
+         "ktest writes the cluster's kubeconfig into the cluster's private directory "
+         "(kind_cluster.kubeconfig_path names it); to test a cluster of yours instead use --ktest-backend "
+         "existing with --ktest-kubeconfig and --ktest-context"),
         ("kind_bin", "/opt/kind",
          "ktest runs the kind release its node images are made for (`ktest kind install`); to run another "
          "kind binary set KTEST_KIND=<path>"),
