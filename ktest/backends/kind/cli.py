@@ -75,11 +75,13 @@ def up_kind(k8s_version: str | None, kind_config: str | None, kind_image: str | 
 
 def status_lines() -> list[str]:
     """The registry's ``status``: two lines per kind cluster ktest knows of (kept, owned by a
-    live run, or orphaned), or one saying there is none."""
+    live run, or orphaned), or one saying there is none. Without the docker package (the ``kind``
+    extra) the clusters are listed from ktest's records, state unknown, with how to install it."""
     from ktest.kind import pool, records
     from ktest.kind.cluster import cluster_stopped
 
     lines = pool.status_lines()
+    missing = docker_sdk_missing()
     for record in records.list_records():
         spare = pool.describe(record)
         if spare is not None:
@@ -93,10 +95,16 @@ def status_lines() -> list[str]:
                 f"ORPHANED (owner pid {record.owner_pid} gone; the next kind run or `ktest down --kind` "
                 "removes it)"
             )
-        problem = cluster_stopped(record.name)
-        state = "running" if problem is None else f"STOPPED ({problem})"
+        if missing is None:
+            problem = cluster_stopped(record.name)
+            state = "running" if problem is None else f"STOPPED ({problem})"
+        else:
+            state = "state unknown (asking Docker needs the docker Python package)"
         lines.append(f"kind {record.name}: {state}, Kubernetes {record.version}, {owner}")
         lines.append(f"  kubeconfig: {record.kubeconfig}")
+    if missing is not None and lines:
+        lines.append(f"kind: {missing}; ktest needs it to check, use or delete these clusters: "
+                     f"{INSTALL_KIND_EXTRA}")
     return lines or [f"no kind clusters (records in {records.records_directory()})"]
 
 
@@ -111,7 +119,8 @@ def down_from_args(args: argparse.Namespace) -> int:
 
 def down_kind(name: str | None = None) -> list[str]:
     """Delete kept kind clusters (all, or the one named; spares of the warm pool too, its filler
-    stopped) and orphans; one line per thing done."""
+    stopped) and orphans; one line per thing done. Without the docker package (the ``kind``
+    extra) a KindError names the clusters left and how to install it."""
     from ktest.errors import KindError
     from ktest.kind import pool, records
     from ktest.kind.binary import resolve_kind
@@ -125,7 +134,30 @@ def down_kind(name: str | None = None) -> list[str]:
     stopped = [line for line in [pool.stop_filler()] if line] if name is None else []
     if not records.list_records():
         return stopped
+    missing = docker_sdk_missing()
+    if missing is not None:  # nothing below works without it: say what is left and how to go on
+        left = [record.name for record in records.list_records() if name in (None, record.name)]
+        done = f" (done: {'; '.join(stopped)})" if stopped else ""
+        raise KindError(
+            f"kind cluster{'s' if len(left) > 1 else ''} {', '.join(left)} made by ktest "
+            f"{'exist' if len(left) > 1 else 'exists'} (`ktest status` lists them), but {missing}, "
+            f"which ktest needs to delete kind clusters: {INSTALL_KIND_EXTRA}, then run `ktest down "
+            f"--kind{' ' + name if name else ''}` again{done}"
+        )
     return stopped + sweep_orphans(resolve_kind(progress=True), include_kept=True, only=name)
+
+
+INSTALL_KIND_EXTRA = 'install ktest\'s kind extra (pip install "ktest[kind]")'
+
+
+def docker_sdk_missing() -> str | None:
+    """Why the docker Python package (of the ``kind`` extra) cannot be imported, or None when it can:
+    ``ktest status`` and ``ktest down`` then say so instead of failing with ModuleNotFoundError."""
+    try:
+        import docker  # noqa: F401
+    except ImportError as error:
+        return f"the docker Python package is not installed ({error})"
+    return None
 
 
 def register(subparsers: Any, parsers: dict[str, argparse.ArgumentParser]) -> None:
