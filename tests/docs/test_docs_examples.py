@@ -38,6 +38,7 @@ except ImportError:  # Python 3.10
 
 PYTHON = ("python", "py", "python3")
 SHELL = ("sh", "bash", "shell", "console")
+CHILD_TIMEOUT = 1500
 CHILD_ENV_DROPPED = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT",
                      "PYTEST_XDIST_TESTRUNUID", "PYTEST_CURRENT_TEST")
 
@@ -46,6 +47,8 @@ def _page_id(page: Path) -> str:
     return str(page.relative_to(ROOT))
 
 
+# A page's child session may build a Go manager from empty caches: many minutes on 2 busy cores.
+@pytest.mark.timeout(CHILD_TIMEOUT + 120)
 @pytest.mark.parametrize("page", pages(), ids=_page_id)
 def test_page_examples_run(page: Path, tmp_path: Path, pytestconfig: pytest.Config) -> None:
     project = tmp_path / "project"
@@ -131,7 +134,7 @@ def _run_child_pytest(project: Path, pytestconfig: pytest.Config) -> subprocess.
     if version:
         command += ["--ktest-k8s-version", str(version)]
     return subprocess.run(
-        command, cwd=project, env=env, capture_output=True, text=True, timeout=540, check=False
+        command, cwd=project, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT, check=False
     )
 
 
