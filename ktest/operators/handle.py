@@ -165,6 +165,7 @@ class OperatorHandle(abc.ABC):
         ``operator_for_test`` sets it to its test's namespace."""
         self.leaked_threads: list[threading.Thread] = []
         """Threads of a crashed in-process run that did not end (see :meth:`crash`)."""
+        self._settled_run = 0
 
     # ------------------------------------------------------------ subclass hooks
 
@@ -202,6 +203,20 @@ class OperatorHandle(abc.ABC):
 
     def _release(self) -> None:  # noqa: B027 - optional hook
         """Free what the handle holds beyond the run (called once, by :meth:`close`)."""
+
+    def owns_finalizer(self, finalizer: str) -> bool:
+        """Whether ``finalizer`` may be this operator's to remove (so that an object carrying it
+        needs the operator running to go away). Kinds that cannot tell which is theirs (callable,
+        subprocess) own every finalizer except those Kubernetes' own controllers handle
+        (``orphan``, ``foregroundDeletion``, ``kubernetes``, ``*.kubernetes.io/*``,
+        ``*.k8s.io/*``); kopf owns its ``settings.persistence.finalizer``."""
+        domain, slash, _ = finalizer.partition("/")
+        if not slash:
+            return finalizer not in ("orphan", "foregroundDeletion", "kubernetes")
+        return not (domain == "kubernetes.io" or domain.endswith((".kubernetes.io", "k8s.io")))
+
+    def _settle(self, timeout: float | None) -> None:  # noqa: B027 - optional hook
+        """Judge the work the run is still retrying now that the test ends (see :meth:`settle`)."""
 
     # ------------------------------------------------------------ state
 
@@ -374,6 +389,21 @@ class OperatorHandle(abc.ABC):
             self._wake.wait(_POLL)
             self._wake.clear()
 
+    def settle(self, timeout: float | None = None) -> None:
+        """The test is over: work the operator still retries by design fails it now.
+
+        kopf: a handler whose ``kopf.TemporaryError`` retries have not succeeded yet gets up
+        to ``timeout`` s (default: the handle's ``settle_timeout``) to succeed; one still failing
+        then is recorded as the operator's error (reported by the next check, :meth:`close`, or
+        ``operator_for_test``). Other kinds have nothing to judge. :meth:`close` calls it (once
+        per run) while the operator runs; ``operator_for_test`` calls it right after the test.
+        """
+        with self._lock:
+            if self._state != "running" or not self._running() or self._settled_run == self.starts:
+                return
+            self._settled_run = self.starts
+        self._settle(timeout)
+
     def acknowledge_error(self) -> OperatorError | None:
         """Return the current error and forget it, for tests that provoke one on purpose.
 
@@ -505,8 +535,10 @@ class OperatorHandle(abc.ABC):
         waited for first, while the operator runs, so it can process the
         finalizers in them.
         Raises the operator's error if it had one that no check reported yet,
-        so a failure is never lost because the operator was stopped first.
+        so a failure is never lost because the operator was stopped first; work it
+        still retried is judged first (:meth:`settle`).
         """
+        self.settle()
         if self._state == "running" and self.wait_for_namespaces is not False:
             self.cluster.namespace_reaper().join(only=self._awaits_deletion_of)
         with self._lock:

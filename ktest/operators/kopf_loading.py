@@ -11,7 +11,9 @@ every run. Instead, each run:
   top-level package is taken out of ``sys.modules`` for the import and put
   back afterwards, so the run gets its own copies and the rest of the process
   keeps the modules it had (new modules of that package are removed again);
-* loads files (``path/to/handlers.py``) under a private module name.
+* loads files (``path/to/handlers.py``) under a private module name, with the
+  file's folder first on ``sys.path``, as ``kopf run path/to/handlers.py`` does, so
+  ``from cache import ...`` of a sibling module works (see :class:`SiblingModules`).
 
 Modules outside the operator's package (kopf, libraries) are imported
 normally and shared.
@@ -19,13 +21,14 @@ normally and shared.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import itertools
 import sys
 import threading
 import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,7 @@ from ktest.errors import OperatorError
 from ktest.operators.logs import format_exception
 
 Source = str | Path
-_lock = threading.Lock()
+_lock = threading.RLock()  # SiblingModules.release() may run inside load_registry
 _counter = itertools.count(1)
 _SHARED_PACKAGES = frozenset({"kopf", "ktest", "kubernetes", "aiohttp", "asyncio"})
 
@@ -44,14 +47,21 @@ def is_path(source: Source) -> bool:
     return isinstance(source, Path) or text.endswith(".py") or "/" in text
 
 
-def load_registry(sources: Sequence[Source]) -> Any:
-    """A new ``kopf.OperatorRegistry`` holding the handlers of ``sources`` (modules or files)."""
+def load_registry(sources: Sequence[Source], siblings: SiblingModules | None = None) -> Any:
+    """A new ``kopf.OperatorRegistry`` holding the handlers of ``sources`` (modules or files).
+
+    Files are run with their folder first on ``sys.path``; ``siblings`` (one per run) keeps
+    that entry and the sibling modules the files imported until the run ends
+    (:meth:`SiblingModules.release`). Without it they are released at once.
+    """
     import kopf
 
     if isinstance(sources, (str, Path)):
         sources = [sources]
     if not sources:
         raise OperatorError("run_kopf needs at least one module name or file path with kopf handlers.")
+    own_siblings = siblings is None
+    siblings = SiblingModules() if siblings is None else siblings
     registry = kopf.OperatorRegistry()
     with _lock:
         previous = kopf.get_default_registry()
@@ -60,12 +70,17 @@ def load_registry(sources: Sequence[Source]) -> Any:
         try:
             for source in sources:
                 if is_path(source):
-                    _exec_file(Path(source), modules)
+                    _exec_file(Path(source), modules, siblings)
                 else:
                     _import_fresh(str(source), modules)
+        except BaseException:
+            siblings.release()
+            raise
         finally:
             kopf.set_default_registry(previous)
             modules.restore()
+    if own_siblings:
+        siblings.release()
     if handler_count(registry) == 0:
         raise OperatorError(
             f"kopf operator {describe_sources(sources)} registered no handlers. Its decorators must use "
@@ -133,7 +148,7 @@ def _import_fresh(name: str, modules: _ModuleSwap) -> None:
         raise _import_error(name, error) from None
 
 
-def _exec_file(path: Path, modules: _ModuleSwap) -> None:
+def _exec_file(path: Path, modules: _ModuleSwap, siblings: SiblingModules) -> None:
     path = path.expanduser().resolve()
     if not path.is_file():
         raise OperatorError(f"kopf operator file {path} does not exist; pass the path of a .py file.")
@@ -143,10 +158,101 @@ def _exec_file(path: Path, modules: _ModuleSwap) -> None:
         raise OperatorError(f"kopf operator file {path} cannot be loaded as a Python module.")
     module = importlib.util.module_from_spec(spec)
     modules.add_private(name, module)  # dataclasses and pickling look the module up while it executes
-    try:
-        spec.loader.exec_module(module)
-    except Exception as error:
-        raise _import_error(str(path), error) from None
+    with siblings.importing_from(path.parent):
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:
+            raise _import_error(str(path), error) from None
+
+
+class SiblingModules:
+    """The folders one run put on ``sys.path`` and the sibling modules imported from them.
+
+    ``kopf run src/handlers.py`` puts ``src/`` first on ``sys.path``, so the operator
+    imports its neighbours (``from cache import Cache``). ktest does the same while the
+    run lasts, so imports inside handlers work too, and undoes it when the run ends:
+
+    * the folder leaves ``sys.path`` again (the one entry this run added);
+    * modules imported from that folder during the run (the run's own siblings) leave
+      ``sys.modules``, so the next run, or another operator with a same-named sibling
+      (``cache.py`` in another folder), imports its own copy afresh;
+    * a module already imported from that folder before the run (the test imported
+      ``cache`` itself) is shared with the operator, never re-executed: the test and the
+      operator see the same classes and state;
+    * a module of the same name imported from elsewhere (the test's own ``cache``) does
+      not shadow the operator's sibling: it is set aside while the file is imported and
+      put back afterwards, so the operator's module holds its own sibling.
+    """
+
+    def __init__(self) -> None:
+        self.folders: list[str] = []
+        self.modules: dict[str, types.ModuleType] = {}
+        self.kept: dict[str, types.ModuleType] = {}
+        """Modules of those folders imported before the run: shared, never removed."""
+
+    @contextlib.contextmanager
+    def importing_from(self, folder: Path) -> Iterator[None]:
+        """Import with ``folder`` first on ``sys.path`` (kept there until :meth:`release`)."""
+        entry = str(folder)
+        sys.path.insert(0, entry)
+        self.folders.append(entry)
+        before = dict(sys.modules)
+        for name, module in before.items():
+            if _module_in(module, folder):
+                self.kept.setdefault(name, module)
+        shadowing = {
+            name: module
+            for name, module in before.items()
+            if "." not in name and _sibling_exists(folder, name) and not _module_in(module, folder)
+        }
+        for name in shadowing:
+            del sys.modules[name]
+        try:
+            yield
+        finally:
+            for name, module in list(sys.modules.items()):
+                if before.get(name) is not module and _module_in(module, folder):
+                    self.modules[name] = module
+            for name, module in shadowing.items():
+                for key in [key for key in sys.modules if key == name or key.startswith(name + ".")]:
+                    if _module_in(sys.modules[key], folder):
+                        del sys.modules[key]
+                sys.modules[name] = module
+
+    def release(self) -> None:
+        """Take the run's folders off ``sys.path`` and its sibling modules out of ``sys.modules``
+        (those imported later, inside handlers, too); modules that were there before stay."""
+        with _lock:
+            for entry in self.folders:
+                with contextlib.suppress(ValueError):
+                    sys.path.remove(entry)  # one entry: another run from the same folder keeps its own
+            folders = [Path(entry) for entry in self.folders]
+            for name, module in list(sys.modules.items()):
+                if self.kept.get(name) is module:
+                    continue
+                if self.modules.get(name) is module or any(_module_in(module, f) for f in folders):
+                    del sys.modules[name]
+            self.folders.clear()
+            self.modules.clear()
+            self.kept.clear()
+
+
+def _sibling_exists(folder: Path, name: str) -> bool:
+    return (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file()
+
+
+def _module_in(module: object, folder: Path) -> bool:
+    """Whether ``module`` was loaded from a file (or is a package) inside ``folder``."""
+    locations = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
+    for location in locations:
+        if not location:
+            continue
+        try:
+            Path(location).resolve().relative_to(folder)
+        except (ValueError, OSError):
+            continue
+        return True
+    return False
 
 
 def _import_error(what: str, error: BaseException) -> OperatorError:

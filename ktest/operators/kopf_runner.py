@@ -4,29 +4,46 @@ Nothing process-wide is changed while it runs: the handlers live in a fresh
 ``kopf.OperatorRegistry`` (see ``kopf_loading``), the credentials come from a
 login handler ktest adds to that registry (the operator's own
 ``@kopf.on.login`` handlers, which would read production credentials, are
-left out), and settings are a fresh ``kopf.OperatorSettings`` per run.
+left out), and settings are a fresh ``kopf.OperatorSettings`` per run, where what
+the test sets through ``configure=`` wins over the operator's startup handlers
+(``kopf_settings``). A file is imported with its folder first on ``sys.path`` for
+the run, as ``kopf run`` does (``kopf_loading.SiblingModules``). ``TemporaryError``
+retries fail a test only when they do not end in success (``kopf_retries``).
+``liveness=True`` serves kopf's liveness endpoint on a free loopback port, as
+``kopf run --liveness`` does; ``op.probe()`` reads it.
 
 Ready means: kopf's startup handlers finished (its ``ready_flag``), it has
 resolved every resource its handlers name (a missing CRD keeps it not ready,
-and the wait says so), and a watch stream runs for every resource in every
-namespace it serves. kopf lists before it watches, so nothing created after
-that point is missed.
+and the wait says so), a watch stream runs for every resource in every
+namespace it serves, and (with ``liveness=True``) its liveness endpoint answers.
+kopf lists before it watches, so nothing created after that point is missed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktest.base.delegation import Delegated
+from ktest.errors import OperatorError
 from ktest.operators import client_defaults
 from ktest.operators.handle import launch
-from ktest.operators.kopf_loading import Source, describe_sources, is_path, load_registry
+from ktest.operators.kopf_loading import SiblingModules, Source, describe_sources, is_path, load_registry
+from ktest.operators.kopf_retries import (
+    DEFAULT_SETTLE_TIMEOUT,
+    DEFAULT_TOLERATED_RETRIES,
+    Retry,
+    RetryTracker,
+)
+from ktest.operators.kopf_settings import configure_pinned
 from ktest.operators.run_threads import RunThreads
 from ktest.operators.thread_runner import ThreadOperator, ThreadRun
 from ktest.operators.threads import call_in_loop, close_loop
@@ -47,6 +64,8 @@ class _KopfRun(ThreadRun):
     registry: Any = None
     settings: Any = None
     phase: str = "starting"
+    siblings: SiblingModules = field(default_factory=SiblingModules)
+    retries: RetryTracker = field(default_factory=RetryTracker)
 
 
 _WEBHOOK_DENIAL = re.compile(r"(^|\] )Webhook '[^']*' failed permanently: ")
@@ -66,7 +85,15 @@ class KopfOperator(ThreadOperator):
     error_hint = (
         "kopf logs handler exceptions and failed API requests as errors: the handler's own error "
         "is above. If the test provokes this failure on purpose, wrap that step in "
-        "`with op.expect_crash(match=...):`; fail_on_errors=False ignores every logged error."
+        "`with op.expect_crash(match=...):`; fail_on_errors=False ignores every logged error. "
+        "A failure that is expected to pass should raise kopf.TemporaryError: its retries fail "
+        "the test only when they do not end in success."
+    )
+    retry_hint = (
+        "kopf retries a handler that raised kopf.TemporaryError; ktest lets such retries pass when "
+        "the handler then succeeds, but not when it keeps failing (more than tolerated_retries times "
+        "in a row) or is still failing when the test ends. A user error that retrying cannot fix "
+        "should be reported (status, kopf.PermanentError), not retried."
     )
     _run: _KopfRun
 
@@ -81,9 +108,24 @@ class KopfOperator(ThreadOperator):
         memo: dict[str, Any] | None = None,
         name: str | None = None,
         log_level: int = logging.INFO,
+        liveness: bool = False,
+        tolerated_retries: int = DEFAULT_TOLERATED_RETRIES,
+        settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
         **options: Any,
     ) -> None:
         import kopf  # noqa: F401 - fail here, with ImportError, when kopf is not installed
+
+        if not isinstance(liveness, bool):
+            raise OperatorError(
+                f"run_kopf: liveness={liveness!r} is not supported; pass liveness=True: ktest serves "
+                "kopf's liveness endpoint (what `kopf run --liveness` does) on a free port of 127.0.0.1 "
+                "at /healthz, and op.probe() reads it (op.liveness_url is its address)."
+            )
+        if type(tolerated_retries) is not int or tolerated_retries < 0:
+            raise OperatorError(
+                f"run_kopf: tolerated_retries={tolerated_retries!r} must be a whole number >= 0 (how many "
+                "kopf.TemporaryError failures in a row of one handler on one object pass; 0: none)."
+            )
 
         sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
         default_name = Path(str(sources[0])).stem if sources and is_path(sources[0]) else str(sources[0])
@@ -94,6 +136,13 @@ class KopfOperator(ThreadOperator):
         self.configure = configure
         self.memo = dict(memo or {})
         self.log_level = log_level
+        self.liveness = liveness
+        self.tolerated_retries = tolerated_retries
+        """kopf.TemporaryError failures in a row of one handler on one object that pass."""
+        self.settle_timeout = settle_timeout
+        """Seconds a still-retrying handler gets to succeed once the test ends (:meth:`settle`)."""
+        self.liveness_url: str | None = None
+        """``http://127.0.0.1:<port>/healthz`` with ``liveness=True`` (the same port for every run)."""
         self._run = _KopfRun(RunThreads(self.name, self._sink))
 
     registry = Delegated[Any]("_run")
@@ -110,15 +159,19 @@ class KopfOperator(ThreadOperator):
         route = self._route_client_defaults(run)  # import-time load_kube_config() reaches the proxy too
         try:
             with client_defaults.importing(route):
-                registry = load_registry(self.sources)
+                registry = load_registry(self.sources, run.siblings)
             _bind_credentials(registry, self.api_cluster)
             settings = kopf.OperatorSettings()
-            if self.configure is not None:
-                self.configure(settings)
-            # kopf SIGKILLs its own thread (i.e. this whole process) if a cancelled operator takes
-            # too long to exit; a test process must never be killed by the operator under test.
-            settings.process.ultimate_exiting_timeout = None
+            configure_pinned(
+                settings, ("the test's configure=", self.configure), ("ktest", _ktest_settings)
+            )
+            if self.liveness and self.liveness_url is None:
+                from ktest.base.ports import free_ports
+
+                (port,) = free_ports(1)
+                self.liveness_url = f"http://127.0.0.1:{port}/healthz"
         except BaseException:
+            run.siblings.release()
             self._unroute_client_defaults(run)
             raise
         run.registry, run.settings = registry, settings
@@ -150,6 +203,7 @@ class KopfOperator(ThreadOperator):
                     clusterwide=self.cluster_wide,
                     namespaces=self.namespaces or (),
                     memo=memo,
+                    liveness_endpoint=self.liveness_url if self.liveness else None,
                 ),
                 name=f"kopf operator {self.name}",
             )
@@ -164,7 +218,6 @@ class KopfOperator(ThreadOperator):
     async def _readiness(self, run: _KopfRun, ready_flag: asyncio.Event, insights: Any) -> None:
         run.phase = "running its startup handlers"
         await ready_flag.wait()
-        run.settings.process.ultimate_exiting_timeout = None  # a startup handler may have set it
         run.phase = "discovering resources and namespaces"
         await insights.ready_resources.wait()
         await insights.ready_namespaces.wait()
@@ -178,6 +231,9 @@ class KopfOperator(ThreadOperator):
             else:
                 run.phase = f"starting watch streams: {', '.join(sorted(missing))}"
             await asyncio.sleep(0.02)
+        while self.liveness_url is not None and self.liveness and not await _answers(self.liveness_url):
+            run.phase = f"starting its liveness endpoint {self.liveness_url}"
+            await asyncio.sleep(0.02)
         run.phase = "ready"
         run.ready.set()
         self._wake.set()
@@ -187,6 +243,109 @@ class KopfOperator(ThreadOperator):
         executor = getattr(executor, "executor", None)
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
+        if isinstance(run, _KopfRun):
+            run.siblings.release()
+
+    # ------------------------------------------------------------ retries by design
+
+    def _routing_level(self) -> int:
+        return min(self.log_level, logging.INFO)  # kopf's "succeeded" records end a retry
+
+    def _writes(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= self.log_level
+
+    def _observe(self, run: ThreadRun, record: logging.LogRecord, text: str) -> bool:
+        if not isinstance(run, _KopfRun) or not self.fail_on_errors or self._expecting_crash:
+            return False
+        retry = run.retries.observe(record)
+        if retry is None:
+            return False
+        if retry.failures > self.tolerated_retries:
+            self._record_failure(
+                f"kept retrying {retry.handler}{retry.where}: it failed temporarily "
+                f"{retry.failures} times in a row (tolerated_retries={self.tolerated_retries})",
+                details=f"Its last error: {retry.last_error}",
+                hint=self.retry_hint,
+            )
+        return True
+
+    @property
+    def pending_retries(self) -> list[Retry]:
+        """Handlers of the current run whose last attempt failed with ``kopf.TemporaryError``
+        and that have not succeeded since."""
+        return self._run.retries.pending
+
+    def _settle(self, timeout: float | None) -> None:
+        if not self.fail_on_errors:
+            return
+        still = self._run.retries.settle(self.settle_timeout if timeout is None else timeout)
+        still = [retry for retry in still if self._object_exists(retry)]
+        if still:
+            first = still[0]
+            others = "".join(f"\n- {retry.describe()}" for retry in still[1:])
+            self._record_failure(
+                f"was still retrying {first.handler}{first.where} when the test ended: it failed "
+                f"temporarily {first.failures} time(s) and has not succeeded since",
+                details=f"Its last error: {first.last_error}"
+                + (f"\nAlso still failing:{others}" if others else ""),
+                hint=self.retry_hint,
+            )
+
+    def _object_exists(self, retry: Retry) -> bool:
+        """A retry of an object deleted meanwhile can no longer succeed, nor matter."""
+        ref = retry.ref
+        if not ref or not ref.get("apiVersion") or not ref.get("kind") or not ref.get("name"):
+            return True
+        from ktest.api_error import ApiError
+        from ktest.errors import ClusterError
+
+        try:
+            info = self.cluster.info(ref["apiVersion"], ref["kind"])
+            obj = self.cluster.rest.request("GET", info.path(ref.get("namespace"), ref["name"]))
+        except ApiError as error:
+            return error.status != 404
+        except ClusterError:
+            return False  # its kind is no longer served
+        return not ref.get("uid") or (obj.get("metadata") or {}).get("uid") == ref["uid"]
+
+    def owns_finalizer(self, finalizer: str) -> bool:
+        """kopf's own finalizer: the run's ``settings.persistence.finalizer`` (after its startup
+        handlers, which may set it)."""
+        settings = self._run.settings
+        if settings is None:
+            return super().owns_finalizer(finalizer)
+        return bool(finalizer == settings.persistence.finalizer)
+
+    # ------------------------------------------------------------ probes
+
+    def probe(self, timeout: float = 10.0) -> dict[str, Any]:
+        """kopf's answer on its liveness endpoint: the results of the ``@kopf.on.probe``
+        handlers by handler id (what a kubelet's liveness probe reads). kopf caches the
+        results for 10 s, so a second call within that time returns the same answer.
+
+        Needs ``run_kopf(..., liveness=True)`` and a running operator."""
+        if not self.liveness or self.liveness_url is None:
+            raise OperatorError(
+                f"operator {self.name!r} serves no liveness endpoint: start it with "
+                "run_kopf(..., liveness=True) to call op.probe()."
+            )
+        if not self.alive:
+            raise OperatorError(
+                f"operator {self.name!r} is {self.state} and not running: nothing answers probes."
+            )
+        try:
+            with urllib.request.urlopen(self.liveness_url, timeout=timeout) as response:
+                return dict(json.loads(response.read().decode()))
+        except urllib.error.HTTPError as error:
+            body = error.read().decode("utf-8", "replace")
+            raise OperatorError(
+                f"operator {self.name!r}: its liveness endpoint {self.liveness_url} answered "
+                f"{error.code} {error.reason}: {body[:500]}"
+            ) from None
+        except (urllib.error.URLError, OSError, ValueError) as error:
+            raise OperatorError(
+                f"operator {self.name!r}: its liveness endpoint {self.liveness_url} did not answer: {error}"
+            ) from None
 
     def _signal_stop(self, run: ThreadRun) -> None:
         stop_flag = getattr(run, "stop_flag", None)
@@ -210,6 +369,25 @@ class KopfOperator(ThreadOperator):
     def _describe(self) -> str:
         where = "cluster-wide" if self.cluster_wide else f"namespaces {self.namespaces}"
         return f"kopf handlers from: {describe_sources(self.sources)} ({where})"
+
+
+def _ktest_settings(settings: Any) -> None:
+    # kopf SIGKILLs its own thread (i.e. this whole process) if a cancelled operator takes
+    # too long to exit; a test process must never be killed by the operator under test.
+    settings.process.ultimate_exiting_timeout = None
+
+
+async def _answers(url: str) -> bool:
+    """Whether something accepts connections at the URL's host and port."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        _, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    except OSError:
+        return False
+    writer.close()
+    return True
 
 
 def _bind_credentials(registry: Any, cluster: Cluster) -> None:
@@ -286,20 +464,42 @@ def run_kopf(
     *,
     configure: Callable[[Any], None] | None = None,
     memo: dict[str, Any] | None = None,
+    liveness: bool = False,
+    tolerated_retries: int = DEFAULT_TOLERATED_RETRIES,
+    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
     **options: Unpack[InProcessOptions],
 ) -> KopfOperator:
     """Run kopf handlers (module names such as ``"my_op.handlers"`` or ``.py`` paths) in-process.
 
     ``namespaces=[...]`` (names or kopf globs) limits the operator to those
-    namespaces; without it, it serves the whole cluster. ``configure(settings)``
-    adjusts each run's fresh ``kopf.OperatorSettings``. Handlers find the
-    kubeconfig path in ``memo.kubeconfig`` for clients of their own. Every run
-    (``restart()`` too) loads the modules afresh into a new registry.
+    namespaces; without it, it serves the whole cluster. A ``.py`` path is imported as
+    ``kopf run path.py`` does: its folder first on ``sys.path``, so sibling modules import
+    (undone when the run ends). ``configure(settings)`` adjusts each run's fresh
+    ``kopf.OperatorSettings``; what it sets wins over the operator's own startup handlers
+    (their change is ignored and noted in the log). The operator's ``@kopf.on.login``
+    handlers are replaced by one for the test cluster. Handlers find the kubeconfig path in
+    ``memo.kubeconfig`` for clients of their own. Every run (``restart()`` too) loads the
+    modules afresh into a new registry.
+
+    ``liveness=True`` serves kopf's liveness endpoint (``kopf run --liveness``) on a free
+    127.0.0.1 port: ``op.probe()`` returns the ``@kopf.on.probe`` handlers' answer.
+    ``kopf.TemporaryError`` retries pass when the handler then succeeds; one failing more
+    than ``tolerated_retries`` times in a row on one object, or still failing ``settle_timeout``
+    s after the test ended, fails the test (with ``fail_on_errors``, the default).
     ``proxy`` (default: the ``ktest_operator_proxy`` setting, on) routes the operator's
     API calls through ktest's proxy: ``op.traffic``, ``op.faults``. The other keyword
     arguments: :class:`~ktest.operators.handle.InProcessOptions`.
     """
     wait = options.pop("wait", True)
     sources = [modules_or_paths] if isinstance(modules_or_paths, (str, Path)) else list(modules_or_paths)
-    handle = KopfOperator(sources, cluster, configure=configure, memo=memo, **options)
+    handle = KopfOperator(
+        sources,
+        cluster,
+        configure=configure,
+        memo=memo,
+        liveness=liveness,
+        tolerated_retries=tolerated_retries,
+        settle_timeout=settle_timeout,
+        **options,
+    )
     return launch(handle, wait)

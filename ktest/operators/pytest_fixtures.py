@@ -127,11 +127,16 @@ def operator_for_test(
     stop it. Stopping waits for no other namespace deletion (other tests' namespaces are not
     this operator's concern, even for a cluster-wide one).
 
-    ``before_cleanup`` runs first (e.g. make a fake backend healthy again so deletions can
-    succeed). An operator the test crashed or stopped is restarted for the clean-up, since
-    only a running operator removes its finalizers. ``cluster`` must be allowed to list and
-    delete them (the admin cluster). An object still present after ``timeout`` seconds
-    fails the teardown, naming it and its finalizers.
+    Right after the test, work the operator still retries by design is judged
+    (:meth:`~ktest.operators.handle.OperatorHandle.settle`: a kopf handler still failing with
+    ``TemporaryError`` fails the test). ``before_cleanup`` runs next (e.g. make a fake backend
+    healthy again so deletions can succeed). An operator the test crashed or stopped is
+    restarted for the clean-up only if some object to clean up still carries a finalizer it
+    owns (:meth:`~ktest.operators.handle.OperatorHandle.owns_finalizer`), since only a running
+    operator removes its finalizers; otherwise the deletions need no operator and it stays
+    stopped. ``cluster`` must be allowed to list and delete them (the admin cluster). An
+    object still present after ``timeout`` seconds fails the teardown, naming it and its
+    finalizers.
     """
     from ktest import context
 
@@ -140,17 +145,56 @@ def operator_for_test(
     operator.wait_for_namespaces = [namespace]
     with operator:
         yield operator
+        operator.settle()
         if before_cleanup is not None:
             before_cleanup()
         unreported = operator.unreported_error()
+        created = test.created[created_before:] if test is not None else []
         if not operator.alive:
-            operator.restart()  # forgets the error: it is raised below if no check reported it
+            holders = held_finalizers(cluster, namespace, created, operator)
+            if holders:
+                operator.log.write(
+                    f"---- ktest: restarting {operator.name} for the clean-up: {'; '.join(holders)} ----"
+                )
+                operator.restart()  # forgets the error: it is raised below if no check reported it
         finalize_namespace(cluster, namespace, timeout=timeout, operator=operator)
-        if test is not None:
-            created = test.created[created_before:]
-            finalize_cluster_objects(cluster, created, timeout=timeout, operator=operator)
+        finalize_cluster_objects(cluster, created, timeout=timeout, operator=operator)
         if unreported is not None:
             raise unreported
+
+
+def held_finalizers(
+    cluster: Cluster,
+    namespace: str,
+    created: Sequence[tuple[str, str, str, str]],
+    operator: OperatorHandle,
+) -> list[str]:
+    """The objects of the clean-up (in ``namespace``, and the cluster-scoped ``created``) that
+    carry a finalizer ``operator`` owns, as "<kind> <name> holds <finalizer>" lines."""
+    found = []
+    for info in cluster.discovery.namespaced_kinds():
+        if info.kind == "Event":
+            continue
+        for obj in _list_or_empty(cluster, info, namespace):
+            found.extend(_owned(info.kind, obj, operator))
+    for api_version, kind, name, uid in dict.fromkeys(created):
+        try:
+            info = cluster.info(api_version, kind)
+            obj = cluster.rest.request("GET", info.path(None, name))
+        except (ClusterError, ApiError):
+            continue  # gone (or its kind is), so nothing to finalize
+        if (obj.get("metadata") or {}).get("uid") == uid:
+            found.extend(_owned(kind, obj, operator))
+    return found
+
+
+def _owned(kind: str, obj: Mapping[str, Any], operator: OperatorHandle) -> list[str]:
+    meta = obj.get("metadata") or {}
+    return [
+        f"{kind} {meta.get('name')} holds {finalizer}"
+        for finalizer in meta.get("finalizers") or []
+        if operator.owns_finalizer(finalizer)
+    ]
 
 
 def finalize_namespace(

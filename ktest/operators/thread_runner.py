@@ -62,6 +62,10 @@ class ThreadOperator(OperatorHandle):
     def _signal_stop(self, run: ThreadRun) -> None:
         """Set the run's stop signal (from the test's thread)."""
 
+    def _routing_level(self) -> int:
+        """The lowest level of records routed to the sink (``log_level`` unless a kind needs more)."""
+        return self.log_level
+
     def _after_run(self, run: ThreadRun) -> None:
         """Called in the run's thread once it ended, before log routing is released."""
 
@@ -90,7 +94,7 @@ class ThreadOperator(OperatorHandle):
         )
         self._route_client_defaults(run)
         try:
-            start_operator_thread(run.thread, run.started, self.log_level, run.threads)
+            start_operator_thread(run.thread, run.started, self._routing_level(), run.threads)
         except BaseException:
             self._unroute_client_defaults(run)
             raise
@@ -156,6 +160,16 @@ class ThreadOperator(OperatorHandle):
         """Where records go before a run started (none normally): the log only."""
         self.log.write(text)
 
+    def _writes(self, record: logging.LogRecord) -> bool:
+        """Whether a record goes to the log (kinds that route more than ``log_level`` to
+        observe it filter here)."""
+        return True
+
+    def _observe(self, run: ThreadRun, record: logging.LogRecord, text: str) -> bool:
+        """A kind's look at each record of its current run; True when the kind has judged the
+        record itself (it is then no plain logged error)."""
+        return False
+
     def is_expected_error(self, record: logging.LogRecord) -> bool:
         """An ERROR record that is the operator doing its job (kinds override it), not a failure."""
         return False
@@ -170,13 +184,11 @@ class ThreadOperator(OperatorHandle):
             if crashed:
                 self.log.write(f"---- ktest: thread {record.threadName} of {self.name} ended by crash() ----")
                 return
-            self.log.write(text)
-            if (
-                record.levelno >= logging.ERROR
-                and run is self._run
-                and not run.killed
-                and not self.is_expected_error(record)
-            ):
+            if self._writes(record):
+                self.log.write(text)
+            if run is not self._run or run.killed or self._observe(run, record, text):
+                return
+            if record.levelno >= logging.ERROR and not self.is_expected_error(record):
                 self._record_logged_error(text, hint=self.error_hint)
 
         return sink

@@ -1,0 +1,128 @@
+"""kopf's retries by design: which ``TemporaryError`` retries fail a test, and when.
+
+kopf logs every ``kopf.TemporaryError`` a handler raises at ERROR level
+("Handler 'x' failed temporarily: ...") and calls the handler again after the
+error's delay. That is the operator working as designed, so ktest does not
+fail the test on such a record. It fails it when the retries do not end well:
+
+* the same handler failed temporarily on the same object more than
+  ``tolerated`` times in a row: an operator retrying forever (a user error
+  raised as a TemporaryError, say) fails the test at the next check;
+* the handler was still failing when the test ended (its last attempt failed
+  and no success followed, after a short wait for the attempt in flight);
+* kopf gives up (retries or timeout exhausted, a PermanentError): those records
+  are not temporary failures and fail the test at once, as before.
+
+This covers resource handlers ("Handler"), timers and activities (startup,
+probe, ...). Any other ERROR record (an unexpected exception, which kopf also
+retries, but which is a bug with a traceback; a daemon's failure; a webhook's)
+fails the test at once. The records come from the operator's log routing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+_KINDS = "Handler|Timer|Activity"
+_PREFIX = r"^(?:\[[^\]]*\] )?"  # kopf's own formatter may have put "[namespace/name] " in front
+_HANDLER = rf"{_PREFIX}(?P<kind>{_KINDS}) (?P<id>'.*?'|\".*?\")"
+_TEMPORARY = re.compile(rf"{_HANDLER} failed temporarily: (?P<error>.*)$", re.S)
+_SUCCEEDED = re.compile(rf"{_HANDLER} succeeded\.$", re.S)
+
+DEFAULT_TOLERATED_RETRIES = 5
+"""Temporary failures in a row of one handler on one object that do not fail a test."""
+DEFAULT_SETTLE_TIMEOUT = 3.0
+"""Seconds ktest waits at the end of a test for a handler's pending retry to succeed."""
+
+
+@dataclass
+class Retry:
+    """A handler that failed temporarily and has not succeeded since."""
+
+    handler: str
+    """kopf's name for it: ``Handler 'create_bucket'``, ``Activity 'configure'``."""
+    ref: dict[str, Any] | None
+    """kopf's reference of the object (apiVersion, kind, namespace, name, uid); None for activities."""
+    failures: int
+    last_error: str
+    since: float
+
+    @property
+    def where(self) -> str:
+        if not self.ref:
+            return ""
+        namespace, name = self.ref.get("namespace"), self.ref.get("name")
+        name = f"{namespace}/{name}" if namespace else name
+        return f" on {self.ref.get('kind') or 'object'} {name}"
+
+    def describe(self) -> str:
+        times = "once" if self.failures == 1 else f"{self.failures} times in a row"
+        return f"{self.handler}{self.where} failed temporarily {times}; its last error: {self.last_error}"
+
+
+class RetryTracker:
+    """The temporary failures of one kopf run, from its log records (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[tuple[str, str | None], Retry] = {}
+        self._changed = threading.Condition()
+
+    def observe(self, record: logging.LogRecord) -> Retry | None:
+        """Take one record into account: the retry it adds to (a temporary failure), else None."""
+        if not record.name.startswith("kopf"):
+            return None
+        message = record.getMessage()
+        ref = getattr(record, "k8s_ref", None)
+        ref = ref if isinstance(ref, dict) else None
+        failed = _TEMPORARY.match(message) if record.levelno >= logging.ERROR else None
+        succeeded = None if failed else _SUCCEEDED.match(message)
+        match = failed or succeeded
+        if match is None:
+            return None
+        handler = f"{match.group('kind')} {match.group('id')}"
+        key = (handler, str(ref.get("uid") or ref.get("name")) if ref else None)
+        with self._changed:
+            if succeeded:
+                self._pending.pop(key, None)
+                self._changed.notify_all()
+                return None
+            retry = self._pending.get(key)
+            if retry is None:
+                retry = self._pending[key] = Retry(handler, ref, 0, "", time.monotonic())
+            retry.failures += 1
+            retry.last_error = match.group("error").strip()
+            self._changed.notify_all()
+            return retry
+
+    @property
+    def pending(self) -> list[Retry]:
+        """Handlers whose last attempt failed temporarily, oldest first."""
+        with self._changed:
+            return sorted(self._pending.values(), key=lambda retry: retry.since)
+
+    def forget(self, retry: Retry) -> None:
+        with self._changed:
+            for key, value in list(self._pending.items()):
+                if value is retry:
+                    del self._pending[key]
+
+    def settle(self, timeout: float) -> list[Retry]:
+        """Wait up to ``timeout`` s until no handler is failing; those still failing."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self._pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
+            return sorted(self._pending.values(), key=lambda retry: retry.since)
+
+
+def is_temporary_failure(record: logging.LogRecord) -> bool:
+    """A kopf record of a handler's ``TemporaryError`` that kopf will retry."""
+    return record.name.startswith("kopf") and bool(_TEMPORARY.match(record.getMessage()))

@@ -1,0 +1,169 @@
+"""The test's kopf settings win over the operator's own startup handlers.
+
+A test sets kopf settings through ``run_kopf(configure=...)`` (ktest's webhook
+front server needs ``settings.admission.server = wh.kopf_server()``), and ktest
+sets one of its own (``settings.process.ultimate_exiting_timeout = None``, so the
+operator can never SIGKILL the test process). An operator commonly sets the same
+settings in a ``@kopf.on.startup`` handler, which kopf runs later: left alone, it
+would replace the test's choice with its production wiring (a webhook server on
+the cluster's service address, a tunnel), and the test could not run the
+operator unmodified.
+
+So every setting assigned during ``configure`` (and ktest's own) is *pinned*:
+a later assignment of that attribute (by a startup handler or any operator
+code) is ignored and noted in the operator's log at WARNING, naming the
+setting, the value the operator wanted and the file and line that set it.
+Settings the test did not assign stay the operator's to set. Only attribute
+assignments are guarded (``settings.admission.server = ...``, or a whole group
+``settings.admission = kopf.AdmissionSettings(...)``, whose pinned fields are
+kept); changes inside a value (a mapping's items) are not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_STATE = "_ktest_pins"
+_logger = logging.getLogger("ktest.kopf.settings")
+_guarded_classes: dict[type, type] = {}
+
+
+class _Pins:
+    """Which attributes of one settings object are pinned, and whether assignments are recorded."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.recording: str | None = None
+        """While a step of the run's set-up runs: who sets (named in the note of an ignored change)."""
+        self.pinned: dict[str, str] = {}
+
+
+def _guarded_setattr(self: Any, name: str, value: Any) -> None:
+    pins: _Pins | None = self.__dict__.get(_STATE)
+    if pins is None or name.startswith("_"):
+        _set(self, name, value)
+        return
+    if pins.recording:
+        pins.pinned[name] = pins.recording
+    elif name in pins.pinned:
+        _note_ignored(f"{pins.path}.{name}", getattr(self, name, None), value, pins.pinned[name])
+        return
+    if pins.path == "settings" and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        _replace_group(self, name, value, pins.recording)
+        return
+    _set(self, name, value)
+
+
+def _set(obj: Any, name: str, value: Any) -> None:
+    """The assignment as the settings class itself does it (properties' setters included)."""
+    super(type(obj), obj).__setattr__(name, value)
+
+
+def _replace_group(settings: Any, name: str, group: Any, recording: str | None) -> None:
+    """A whole group assigned (``settings.admission = kopf.AdmissionSettings(...)``). By the test:
+    all its fields are pinned. By the operator: the test's pinned fields keep their values."""
+    old = getattr(settings, name, None)
+    old_pins: _Pins | None = getattr(old, "__dict__", {}).get(_STATE) if old is not None else None
+    _guard(group, name)
+    pins: _Pins = group.__dict__[_STATE]
+    if recording:
+        pins.pinned.update({field.name: recording for field in dataclasses.fields(group)})
+    elif old_pins is not None:
+        for field, origin in sorted(old_pins.pinned.items()):
+            kept, wanted = getattr(old, field), getattr(group, field, None)
+            if wanted is not kept:
+                _note_ignored(f"{name}.{field}", kept, wanted, origin)
+            _set(group, field, kept)
+        pins.pinned.update(old_pins.pinned)
+    pins.recording = recording
+    _set(settings, name, group)
+
+
+def _note_ignored(setting: str, kept: Any, wanted: Any, origin: str) -> None:
+    _logger.warning(
+        "ktest keeps settings.%s = %r as %s set it; the operator's assignment of %r at %s is ignored",
+        setting,
+        kept,
+        origin,
+        wanted,
+        _caller(),
+    )
+
+
+def _caller() -> str:
+    """The first frame outside this module and kopf: the operator's line that set it."""
+    frame = sys._getframe(1)
+    while frame is not None and (
+        frame.f_code.co_filename == __file__ or "/kopf/" in frame.f_code.co_filename
+    ):
+        frame = frame.f_back  # type: ignore[assignment]
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "(unknown)"
+
+
+def _guard(obj: Any, path: str) -> None:
+    cls = type(obj)
+    if _STATE in obj.__dict__:
+        return
+    guarded = _guarded_classes.get(cls)
+    if guarded is None:
+        base = cls
+        guarded = _guarded_classes[cls] = type(
+            base.__name__, (base,), {"__setattr__": _guarded_setattr, "__module__": base.__module__}
+        )
+    object.__setattr__(obj, _STATE, _Pins(path))
+    obj.__class__ = guarded
+
+
+def _all_pins(settings: Any) -> Iterator[_Pins]:
+    yield settings.__dict__[_STATE]
+    for field in dataclasses.fields(settings):
+        group = getattr(settings, field.name)
+        pins = getattr(group, "__dict__", {}).get(_STATE)
+        if pins is not None:
+            yield pins
+
+
+def guard(settings: Any) -> None:
+    """Make ``settings`` (a fresh ``kopf.OperatorSettings``) and each of its groups guarded."""
+    _guard(settings, "settings")
+    for field in dataclasses.fields(settings):
+        group = getattr(settings, field.name)
+        if dataclasses.is_dataclass(group) and not isinstance(group, type):
+            _guard(group, field.name)
+
+
+@contextmanager
+def pinning(settings: Any, origin: str) -> Iterator[None]:
+    """Inside the block, every attribute assigned on ``settings`` (or its groups) is pinned,
+    as set by ``origin`` ("the test's configure=")."""
+    for pins in list(_all_pins(settings)):
+        pins.recording = origin
+    try:
+        yield
+    finally:
+        for pins in list(_all_pins(settings)):
+            pins.recording = None
+
+
+def pinned(settings: Any) -> list[str]:
+    """The pinned settings, as ``admission.server`` paths (for messages and docs)."""
+    found: list[str] = []
+    for pins in _all_pins(settings):
+        prefix = "" if pins.path == "settings" else f"{pins.path}."
+        found.extend(f"{prefix}{name}" for name in sorted(pins.pinned))
+    return sorted(found)
+
+
+def configure_pinned(settings: Any, *steps: tuple[str, Callable[[Any], None] | None]) -> None:
+    """Guard ``settings`` and run each ``(origin, step)`` (the test's ``configure``, ktest's own)
+    with pinning on: what they assign, the operator cannot change."""
+    guard(settings)
+    for origin, step in steps:
+        if step is not None:
+            with pinning(settings, origin):
+                step(settings)

@@ -1,0 +1,5 @@
+"""The twin's own `cache` module."""
+
+from __future__ import annotations
+
+SOURCE = "twin"
