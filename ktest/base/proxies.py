@@ -17,6 +17,7 @@ otherwise). A proxy named in a kubeconfig (``proxy-url``) is always honoured.
 from __future__ import annotations
 
 import ipaddress
+import os
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -68,20 +69,62 @@ def without_proxy_for_loopback(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def proxy_advice(server: str, proxy: str) -> str:
-    """What to tell a user whose request to ``server`` failed at the environment proxy ``proxy``."""
+    """What to tell a user whose request to ``server`` failed going through ``proxy``."""
     host = urlsplit(server).hostname or server
     return (
-        f"the request went to the proxy {proxy} from the environment (HTTPS_PROXY/HTTP_PROXY/"
-        f"ALL_PROXY), which could not reach {server}. If {host} is reachable directly, add it "
-        f"to NO_PROXY (export NO_PROXY={host}; also no_proxy); otherwise fix the proxy setting"
+        f"the request went through the proxy {proxy} (the kubeconfig's proxy-url, or HTTPS_PROXY, "
+        f"HTTP_PROXY or ALL_PROXY in the environment), which did not get it to {server}. If {host} "
+        f"is reachable directly, add it to NO_PROXY (export NO_PROXY={host} no_proxy={host}); "
+        "otherwise check that proxy"
     )
 
 
-def direct_to_loopback(configuration: Any, loader: Any = None) -> None:
-    """Make a ``kubernetes.client.Configuration`` for a loopback server ignore the environment's
-    proxy (before an ``ApiClient`` is made from it: its connection pool is chosen then). A proxy
-    the kubeconfig names (``proxy-url``; the ``loader`` that filled ``configuration`` holds it)
-    is kept."""
-    named = loader is not None and "proxy" in vars(loader)
-    if not named and configuration.proxy and is_loopback(str(configuration.host)):
-        configuration.proxy = None
+def choose_proxy(configuration: Any, loader: Any = None, env: Mapping[str, str] | None = None) -> None:
+    """Set the proxy of a ``kubernetes.client.Configuration`` the way kubectl (client-go) does,
+    whatever the client's release (releases before 34.1 ignore the environment, later ones also
+    proxy loopback): the kubeconfig's ``proxy-url`` if it names one (the ``loader`` that filled
+    ``configuration`` holds it); none for a loopback server; otherwise ``HTTPS_PROXY`` (or
+    ``HTTP_PROXY`` for http, or ``ALL_PROXY``) unless ``NO_PROXY`` covers the server. Call it
+    before an ``ApiClient`` is made: its connection pool is chosen then."""
+    if loader is not None and "proxy" in vars(loader):
+        return
+    server = str(configuration.host)
+    configuration.proxy = None if is_loopback(server) else environment_proxy_for(server, env)
+
+
+def environment_proxy_for(server: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The proxy the environment names for ``server`` (a URL), or None (none set, or ``NO_PROXY``
+    covers it: ``*``, a host or domain suffix, an IP or CIDR range, optionally with the port)."""
+    values = {name.lower(): value.strip() for name, value in (os.environ if env is None else env).items()}
+    url = urlsplit(server)
+    proxy = values.get(f"{url.scheme}_proxy") or values.get("all_proxy")
+    if not proxy or _bypassed(url.hostname or "", url.port, values.get("no_proxy", "")):
+        return None
+    return proxy
+
+
+def _bypassed(host: str, port: int | None, no_proxy: str) -> bool:
+    host = host.lower().strip("[]")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for raw in no_proxy.split(","):
+        entry = raw.strip().lower()
+        if not entry:
+            continue
+        if entry == "*":
+            return True
+        name, _, entry_port = entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
+        if entry_port and (not entry_port.isdigit() or int(entry_port) != port):
+            continue
+        if address is not None:
+            try:
+                if address in ipaddress.ip_network(name.strip("[]"), strict=False):
+                    return True
+            except ValueError:
+                pass
+        name = name.lstrip(".")
+        if name and (host == name or host.endswith("." + name)):
+            return True
+    return False

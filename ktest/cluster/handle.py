@@ -22,6 +22,7 @@ import kubernetes.config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
+from ktest.base.proxies import choose_proxy
 from ktest.cluster import crds, namespaces
 from ktest.cluster.client import FIELD_MANAGER, ClusterClient
 from ktest.cluster.discovery import Discovery
@@ -107,6 +108,7 @@ class Cluster(ClusterClient):
                 config_dict=merged.config, config_base_path=None, active_context=context
             )
             loader.load_and_set(configuration)
+            choose_proxy(configuration, loader)  # as kubectl does; never for ktest's loopback planes
             self.api_client: ApiClient = ApiClient(configuration)
         except (kubernetes.config.ConfigException, OSError) as error:
             raise ClusterError(

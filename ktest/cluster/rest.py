@@ -116,15 +116,16 @@ class Rest:
             except urllib3.exceptions.SSLError as error:
                 raise ApiError(0, f"TLS error: {error}", "", method=method, path=path) from None
             except urllib3.exceptions.MaxRetryError as error:
-                if not isinstance(error.reason, urllib3.exceptions.ProxyError) or not config.proxy:
+                pool = self.api_client.rest_client.pool_manager
+                if not isinstance(pool, urllib3.ProxyManager):
                     raise
                 raise ApiError(
                     0,
-                    f"proxy error: {error.reason}",
+                    f"failed through a proxy: {error.reason}",
                     "",
                     method=method,
                     path=path,
-                    note=proxy_advice(config.host, str(config.proxy)),
+                    note=proxy_advice(config.host, str(pool.proxy)),
                 ) from None
             asked = retry_after(response.status, response.headers)
             if asked is None or attempt == self.retries:

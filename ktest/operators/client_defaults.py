@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ktest.base.proxies import choose_proxy
 from ktest.operators.run_threads import current_run
 
 _VARIABLE = "KUBECONFIG"
@@ -72,7 +73,9 @@ class KubeRoute:
 
         target = type.__call__(Configuration) if into is None else into
         assert _patches.loader is not None  # a route is only used while the patches are installed
-        _patches.loader(filename=str(self.kubeconfig)).load_and_set(target)
+        loader = _patches.loader(filename=str(self.kubeconfig))
+        loader.load_and_set(target)
+        choose_proxy(target, loader)  # the proxy listens on 127.0.0.1: never via HTTPS_PROXY
         return target
 
     def note_redirect(self, call: str) -> None:
@@ -225,7 +228,7 @@ class _Patches:
                 return original_loader(filename=filename, config_dict=config_dict, **kwargs)
             route.note_redirect("load_kube_config()")
             kept = {key: value for key, value in kwargs.items() if key in ("temp_file_path",)}
-            return original_loader(filename=str(route.kubeconfig), **kept)
+            return _choosing_proxy_on_load(original_loader(filename=str(route.kubeconfig), **kept))
 
         self._replace(kube_config, "_get_kube_config_loader", get_loader)
 
@@ -244,6 +247,19 @@ class _Patches:
                 route.load(client_configuration)
 
         self._replace(loader_class, "load_and_set", load_and_set)
+
+
+def _choosing_proxy_on_load(loader: Any) -> Any:
+    """``loader`` (a kube_config loader of a proxy kubeconfig), whose ``load_and_set`` also keeps
+    the configuration it fills off the environment's proxy: the proxy listens on 127.0.0.1."""
+    load_and_set = loader.load_and_set
+
+    def load_and_set_directly(client_configuration: Any) -> None:
+        load_and_set(client_configuration)
+        choose_proxy(client_configuration, loader)
+
+    loader.load_and_set = load_and_set_directly
+    return loader
 
 
 _patches = _Patches()

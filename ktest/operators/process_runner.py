@@ -7,6 +7,10 @@ the test process dies (``ktest.base.process``). Its stdout and
 stderr go to the handle's log file. ``crash()`` is SIGKILL; ``stop()`` is
 SIGTERM, then SIGKILL after ``stop_timeout``.
 
+When the environment names a proxy (``HTTPS_PROXY``...) and the process's API server
+or proxy is on loopback, loopback is added to its ``NO_PROXY`` and ``no_proxy``: a
+Python operator's client would otherwise send its requests to that proxy.
+
 ``{port}`` in the command, ``args``, ``env`` values or ``ready_http`` is
 replaced by a free local port chosen once per handle (kept across restarts),
 for probe or metrics addresses; ``{namespaces}`` by the ``namespaces=`` it
@@ -26,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktest.base.proxies import is_loopback, without_proxy_for_loopback
 from ktest.errors import ControlPlaneError, OperatorError
 from ktest.operators.handle import OperatorHandle, OperatorOptions, launch
 
@@ -114,6 +119,8 @@ class ProcessOperator(OperatorHandle):
         env = {key: value for key, value in os.environ.items() if key not in IN_CLUSTER_VARIABLES}
         env["KUBECONFIG"] = str(self.api_cluster.kubeconfig)
         env.update({key: self._expand(str(value)) for key, value in self.extra_env.items()})
+        if is_loopback(self.api_cluster.server):  # its API server or proxy: never via HTTPS_PROXY
+            env = without_proxy_for_loopback(env)
         self._ready_scanned = self._run_mark
         self._last_probe = ""
         process = ManagedProcess(self.name, command, self.log.path, env=env, cwd=self.cwd)
@@ -188,8 +195,11 @@ class ProcessOperator(OperatorHandle):
         insecure = ssl.create_default_context()
         insecure.check_hostname = False
         insecure.verify_mode = ssl.CERT_NONE
+        # The operator's own endpoint: an environment proxy (HTTP_PROXY) cannot reach its loopback.
+        proxies = urllib.request.ProxyHandler({} if is_loopback(url) else None)
+        opener = urllib.request.build_opener(proxies, urllib.request.HTTPSHandler(context=insecure))
         try:
-            with urllib.request.urlopen(url, timeout=_HTTP_TIMEOUT, context=insecure) as answer:
+            with opener.open(url, timeout=_HTTP_TIMEOUT) as answer:
                 self._last_probe = f"{answer.status}"
                 return bool(answer.status == 200)
         except urllib.error.HTTPError as error:

@@ -330,11 +330,26 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    from ktest.base.interrupts import witness_interrupts
+
     _session(session.config).enter()
+    # A Ctrl-C whose KeyboardInterrupt Python drops (raised in a finalizer, which the garbage
+    # collection at the session's end runs) still ends the run as interrupted, not passed.
+    session.config.add_cleanup(witness_interrupts(functools.partial(_interrupted, session)))
+
+
+_INTERRUPTED = pytest.StashKey[bool]()
+
+
+def _interrupted(session: pytest.Session) -> None:
+    session.config.stash[_INTERRUPTED] = True
+    session.exitstatus = pytest.ExitCode.INTERRUPTED  # pytest_sessionfinish sets it again if reset
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    if session.config.stash.get(_INTERRUPTED, False):  # the run loop set its own status since
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
     ktest_session = session.config.stash.get(_SESSION, None)
     if ktest_session is not None:
         ktest_session.exit()
