@@ -64,7 +64,7 @@ def run_kind(
         raise KindError(f"{what}: cannot run {kind}: {error}") from error
     output = (finished.stdout or "") + (finished.stderr or "")
     if log is not None:
-        log.write_text(output)
+        _write_private(log, output.encode())
     if finished.returncode != 0:
         tail = "\n".join(output.strip().splitlines()[-_LOG_TAIL_LINES:])
         where = f" (full output: {log})" if log is not None else ""
@@ -249,7 +249,7 @@ def create_cluster(
     try:
         config_path = directory / "kind-config.yaml"
         config = with_kubeadm_patches(config, write_patches(directory))
-        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        _write_private(config_path, yaml.safe_dump(config, sort_keys=False).encode())
         started = time.monotonic()
         say(f"creating kind cluster {name} from {image} ...")
         run_kind(

@@ -43,10 +43,14 @@ _INIT_CONFIGURATION_PATCH = f"kind: InitConfiguration\npatches:\n  directory: {N
 
 
 def write_patches(directory: Path) -> Path:
-    """Write kubeadm's patch files into ``directory/kubeadm-patches`` (made readable for the engine)."""
+    """Write kubeadm's patch files into ``directory/kubeadm-patches``, private like the rest of the
+    cluster's directory: kind's privileged node containers read the mount as root (or, with a
+    rootless engine, as this user)."""
+    from ktest.base.certs import private_directory, write_private_file
+
     patches = directory / "kubeadm-patches"
-    patches.mkdir(mode=0o755, exist_ok=True)
-    (patches / "corednsdeployment+strategic.yaml").write_text(_COREDNS_PATCH)
+    private_directory(patches)
+    write_private_file(patches / "corednsdeployment+strategic.yaml", _COREDNS_PATCH.encode())
     return patches
 
 

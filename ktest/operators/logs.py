@@ -56,7 +56,7 @@ class OperatorLog:
 
             write_holder(base)
         self.path = base / f"{_safe(name)}.log"
-        self.path.touch()
+        self.path.touch(mode=0o600)  # only this user reads what the operator logs
         if self._own_directory:  # a handle nobody closed still leaves no files behind
             self._remove = weakref.finalize(self, shutil.rmtree, base, True)
         self._lock = threading.Lock()

@@ -39,7 +39,7 @@ class Installed:
 
     configurations: list[tuple[str, str]] = field(default_factory=list)  # (kind, name)
     conversions: list[str] = field(default_factory=list)  # CRD names whose conversion points at ktest
-    locks: list[Any] = field(default_factory=list)  # held conversion locks (filelock.FileLock)
+    locks: list[Any] = field(default_factory=list)  # held conversion locks (locks.RemovableLock)
     probes: dict[str, Callable[[], None]] = field(default_factory=dict)  # probe key -> request that hits it
     probe_names: dict[str, str] = field(default_factory=dict)  # probe key -> what it proves
 
@@ -111,14 +111,14 @@ def _conversion_lock(cluster: Cluster, crd_name: str, timeout: float) -> Any:
     other's client config. Held until :func:`uninstall`."""
     import hashlib
 
-    import filelock
+    from ktest.webhooks.locks import LockTimeout, RemovableLock
 
     server = hashlib.sha256(cluster.server.encode()).hexdigest()[:12]
     path = lock_directory() / f"ktest-conversion-{server}-{crd_name}.lock"
-    lock = filelock.FileLock(path, mode=0o600)
+    lock = RemovableLock(path)  # removed by uninstall(): one file per port and CRD would pile up
     try:
         lock.acquire(timeout=timeout)
-    except filelock.Timeout:
+    except LockTimeout:
         raise WebhookError(
             f"the conversion webhook of CustomResourceDefinition {crd_name} on {cluster.server} stayed in "
             f"use by another test for {timeout:g}s (lock {path}): conversion webhooks are cluster-wide, "

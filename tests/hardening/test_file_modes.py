@@ -12,6 +12,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hardening_helpers import run_ktest, sandbox_env
@@ -100,3 +101,69 @@ def test_an_older_state_directory_is_made_private(tmp_path: Path, monkeypatch: p
     old.chmod(0o755)
     reuse.private_state_directory(reuse.state_directory())
     assert loose_modes(tmp_path / "ktest") == []
+
+
+# ------------------------------------------- issue 37.8: the files inside those directories too
+
+
+def test_an_operators_log_directory_is_private(plane: ControlPlane, loose_umask: None) -> None:
+    """Was: the log file (``<operator>.log``) 0644 inside the 0700 directory."""
+    from ktest.cluster import Cluster
+    from ktest.operators import run_callable
+
+    def idle(context: Any) -> None:
+        context.ready()
+        context.stop.wait()
+
+    with Cluster(plane.kubeconfig) as cluster, run_callable(idle, cluster, name="held") as operator:
+        operator.log.write("a line")
+        assert operator.log.path.is_file()
+        assert loose_modes(operator.log.path.parent) == []
+
+
+STAND_IN_KIND = """#!/bin/sh
+# kind, as far as create_cluster needs it: no clusters yet; `create` shows the modes of what
+# ktest wrote for it, then fails (no Docker container is made); `delete` has nothing to do.
+case "$1" in
+  get) exit 0 ;;
+  delete) exit 0 ;;
+  create)
+    while [ $# -gt 0 ]; do [ "$1" = --config ] && config=$2; shift; done
+    directory=$(dirname "$config")
+    stat -c '%a %n' "$config" "$directory/kubeadm-patches" "$directory"/kubeadm-patches/*
+    exit 1 ;;
+esac
+"""
+
+
+def test_a_kind_clusters_config_and_patches_are_private(tmp_path: Path, loose_umask: None) -> None:
+    """Was: ``kind-config.yaml`` 0644, ``kubeadm-patches/`` 0755 and its patch 0644 in the cluster's
+    0700 directory. The stand-in for the kind binary reports what it was given to read."""
+    from ktest.errors import KindError
+    from ktest.kind.cluster import create_cluster
+
+    kind = tmp_path / "kind"
+    kind.write_text(STAND_IN_KIND)
+    kind.chmod(0o700)
+    config = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4"}
+    with pytest.raises(KindError) as caught:
+        create_cluster(
+            kind, name="ktest-modes", image="ktest/node:none", version="1.37.2", config=config,
+            records_dir=tmp_path / "records",
+        )
+    modes = {line.split()[1].rsplit("/", 1)[-1]: line.split()[0] for line in str(caught.value).splitlines()
+             if line[:3].isdigit()}
+    assert modes == {
+        "kind-config.yaml": "600", "kubeadm-patches": "700", "corednsdeployment+strategic.yaml": "600"
+    }, str(caught.value)
+
+
+def test_kinds_output_log_is_private(tmp_path: Path, loose_umask: None) -> None:
+    """Was: ``create.log`` (kind's whole output, written after ``kind create``) 0644."""
+    from ktest.kind.cluster import run_kind
+
+    kind = tmp_path / "kind"
+    kind.write_text(STAND_IN_KIND)
+    kind.chmod(0o700)
+    run_kind(kind, ["get", "clusters"], what="listing", log=tmp_path / "create.log")
+    assert stat.S_IMODE((tmp_path / "create.log").stat().st_mode) == 0o600

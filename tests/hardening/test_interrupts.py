@@ -7,9 +7,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
+from hardening_helpers import sandbox_env
 from processes import with_default_sigint
+
+from ktest.assets.bundle import Assets
 
 SCRIPT = textwrap.dedent(
     """
@@ -65,3 +69,58 @@ def test_an_ignored_or_default_sigint_is_left_alone(handler: str) -> None:
         "print('left alone')\n"
     )
     assert _run(handler, script) == ["left alone"]
+
+
+# ------------------------------------------------- issue 37.8: Ctrl-C during a session's teardown
+
+TEARDOWN_CONFTEST = textwrap.dedent(
+    """
+    import os, signal
+    import pytest
+
+    class Collected:
+        def __del__(self):
+            # Ctrl-C lands while a finalizer runs, as it does while pytest collects garbage at
+            # the session's end: Python prints its KeyboardInterrupt as "Exception ignored"
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(100_000):  # the handler runs between bytecodes, here
+                pass
+
+    @pytest.fixture(scope="session", autouse=True)
+    def ctrl_c_in_teardown():
+        yield
+        if os.environ["CTRL_C"] == "finalizer":
+            Collected()  # dropped at once: its __del__ runs
+    """
+)
+
+TEARDOWN_TEST = textwrap.dedent(
+    """
+    def test_uses_the_cluster(cluster):
+        metadata = {"name": "c", "namespace": "default"}
+        cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
+    """
+)
+
+
+@pytest.mark.parametrize(("ctrl_c", "status"), [("none", 0), ("finalizer", 2)])
+def test_ctrl_c_during_the_sessions_teardown_is_not_a_pass(
+    tmp_path: Path, assets: Assets, ctrl_c: str, status: int
+) -> None:
+    """Was: exit status 0 (a run the user stopped looked passed); the control plane still stops."""
+    env = {**sandbox_env(tmp_path, assets.directory), "CTRL_C": ctrl_c}
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conftest.py").write_text(TEARDOWN_CONFTEST)
+    (project / "test_teardown.py").write_text(TEARDOWN_TEST)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=300,
+        stdin=subprocess.DEVNULL, check=False, preexec_fn=with_default_sigint,
+    )
+    output = run.stdout + run.stderr
+    assert "1 passed" in output, output[-3000:]
+    assert run.returncode == status, output[-3000:]
+    assert ("KeyboardInterrupt" in output) == (ctrl_c == "finalizer"), output[-3000:]
+    assert not list((tmp_path / "run").glob("ktest-cp-*")), "the control plane was left running"
