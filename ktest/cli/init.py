@@ -3,10 +3,14 @@
 The workflow is a dozen lines calling ktest's reusable workflow
 (``.github/workflows/ktest.yml`` of the ktest repository) pinned by commit SHA,
 when the ktest repository and commit are known (``--repository``/``--ref``, or
-ktest installed from a GitHub URL or a git checkout). A ktest installed from
-PyPI knows neither, so it writes a self-contained workflow instead: a matrix job
-that installs the same ktest release from PyPI, caches the binaries and runs
-pytest (only GitHub's own actions, pinned by commit). An existing file is left
+ktest installed from a GitHub URL or a git checkout whose ``origin`` is on GitHub).
+Otherwise (ktest installed from PyPI, or a checkout without a GitHub ``origin``) it
+writes a self-contained workflow instead: a matrix job that installs the same ktest
+release from PyPI (the ``kind`` extra only in kind cells), caches the binaries by
+their exact version and the kind node image, and runs pytest (only GitHub's own
+actions, pinned by commit). Either workflow runs on push and on pull requests from
+forks (a pull request from a branch of the repository already ran on its push).
+Kubernetes versions ktest does not support are refused. An existing file is left
 alone unless ``--force``.
 """
 
@@ -46,6 +50,14 @@ CANCEL_UNLESS_DEFAULT_BRANCH = (
 class InitError(KtestError):
     """``ktest init`` could not write the workflow (the message says how to fix it)."""
 
+# A pull request from a branch of this repository already runs on its push: run pull requests
+# from forks only, so one change does not run the whole matrix twice.
+ONCE_PER_CHANGE = (
+    "github.event_name == 'push' || github.event.pull_request.head.repo.full_name != github.repository"
+)
+DEFAULT_PYTHON = "3.11"
+_PYTHON_VERSION = re.compile(r"^3\.\d{1,2}$")
+
 _WORKFLOW_HEAD = (
     "name: ktest",
     "on:",
@@ -58,6 +70,8 @@ _WORKFLOW_HEAD = (
     f"  cancel-in-progress: {CANCEL_UNLESS_DEFAULT_BRANCH}",
     "jobs:",
     "  ktest:",
+    "    # On push, and on pull requests from forks (a branch of this repository ran on its push).",
+    f"    if: {ONCE_PER_CHANGE}",
 )
 """What every workflow ``ktest init github-actions`` writes starts with (after its comments)."""
 
@@ -75,7 +89,12 @@ def register(subparsers: Any) -> None:
         description=(
             "Write a GitHub Actions workflow calling ktest's reusable workflow, pinned by commit SHA. "
             "The ktest repository and commit default to where this ktest was installed from "
-            "(pip install git+https://github.com/OWNER/ktest@SHA, or a git checkout)."
+            "(pip install git+https://github.com/OWNER/ktest@SHA, or a git checkout whose 'origin' "
+            "is on GitHub). When neither is known and neither option is given (ktest installed from "
+            "PyPI, or a checkout without a GitHub 'origin'), it writes a self-contained workflow "
+            "instead: it installs this ktest release from PyPI (the kind extra only in kind cells), "
+            "caches the Kubernetes binaries by exact version and the kind node image, and runs "
+            "pytest. Both run on push and on pull requests from forks."
         ),
     )
     github.add_argument("--path", type=Path, default=DEFAULT_PATH, help=f"default: {DEFAULT_PATH}")
@@ -86,7 +105,8 @@ def register(subparsers: Any) -> None:
         "--k8s-versions",
         default=None,
         metavar="LIST",
-        help="comma-separated: 1.37, 1.37.2, default, supported (default: the two newest supported)",
+        help="comma-separated supported versions: 1.37, 1.37.2, default, supported "
+        f"(supported minors: {', '.join(supported_minors())}; default: the two newest)",
     )
     github.add_argument("--backends", default="bare", metavar="LIST", help="bare and/or kind (default: bare)")
     github.add_argument("--shards", type=int, default=1, help="jobs per version x backend (pytest-split)")
@@ -96,6 +116,10 @@ def register(subparsers: Any) -> None:
         help="command installing your project and its test dependencies",
     )
     github.add_argument("--pytest-args", default="", help="extra pytest arguments (e.g. tests/integration)")
+    github.add_argument(
+        "--python-version", default=DEFAULT_PYTHON, metavar="3.X",
+        help=f"the Python of the test jobs (default: {DEFAULT_PYTHON})",
+    )
     github.set_defaults(handler=_github_actions)
 
 
@@ -109,6 +133,7 @@ class WorkflowOptions:
     install: str = "pip install -e ."
     pytest_args: str = ""
     ktest_version: str = ""
+    python_version: str = DEFAULT_PYTHON
 
 
 def render_workflow(options: WorkflowOptions) -> str:
@@ -118,7 +143,7 @@ def render_workflow(options: WorkflowOptions) -> str:
     lines = [
         "# Kubernetes integration tests with ktest: every Kubernetes version x backend below runs",
         "# this repository's pytest suite in its own job (binaries and kind node images cached).",
-        "# Written by `ktest init github-actions`; see the CI section of ktest's README.",
+        "# Written by `ktest init github-actions`; see the CI section of ktest's documentation.",
         *_WORKFLOW_HEAD,
         f"    uses: {options.repository}/{REUSABLE_WORKFLOW}@{options.ref}{tag}",
         "    with:",
@@ -131,31 +156,45 @@ def render_workflow(options: WorkflowOptions) -> str:
         lines.append(f"      install: {_yaml_string(options.install)}")
     if options.pytest_args:
         lines.append(f"      pytest-args: {_yaml_string(options.pytest_args)}")
+    if options.python_version != DEFAULT_PYTHON:
+        lines.append(f"      python-version: {_yaml_string(options.python_version)}")
     return "\n".join(lines) + "\n"
 
 
 def render_standalone_workflow(options: WorkflowOptions) -> str:
-    """A workflow needing no ktest repository: installs ktest ``options.ktest_version`` from PyPI."""
+    """A workflow needing no ktest repository: installs ktest ``options.ktest_version`` from PyPI.
+
+    Each cell resolves its version selector to the exact release (``ktest versions --resolve``),
+    restores the binaries cached for that release (falling back to the same release cached by
+    another ktest; ``ktest binaries install`` checks and repairs what it finds), and in kind cells
+    installs the ``kind`` extra and restores the node image ``kindest/node:v<release>``.
+    """
     _check_matrix(options)
     if options.shards != 1:
         raise InitError(
             "--shards needs ktest's reusable workflow, and this ktest does not know its repository and "
-            "commit (installed from PyPI); pass --repository OWNER/ktest --ref <commit SHA>, or drop --shards"
+            "commit (installed from PyPI, or a checkout without a GitHub 'origin'); pass --repository "
+            "OWNER/ktest --ref <commit SHA>, or drop --shards"
         )
+    from ktest.kind.recipe import KIND_VERSION
+
     versions: list[str] = []
     for version in options.k8s_versions:
         if version == "supported":
             versions.extend(supported_minors())
         else:
             versions.append("latest" if version == "default" else str(parse_selector(version)))
-    extra = "[kind]" if "kind" in options.backends else ""
-    requirement = f"ktest{extra}=={options.ktest_version}"
+    kind = "kind" in options.backends
+    plain, with_kind = f"ktest=={options.ktest_version}", f"ktest[kind]=={options.ktest_version}"
     pytest_command = f"python -m pytest {options.pytest_args}".rstrip()
+    platform = "${{ runner.os }}-${{ runner.arch }}"
+    release = "${{ steps.k8s.outputs.version }}"
+    binaries_key = f"ktest-binaries-{platform}-k8s{release}-${{{{ matrix.backend }}}}"
     lines = [
         "# Kubernetes integration tests with ktest: every Kubernetes version x backend below runs",
-        "# this repository's pytest suite in its own job (Kubernetes binaries cached).",
+        "# this repository's pytest suite in its own job (binaries and kind node images cached).",
         f"# Written by `ktest init github-actions` (ktest {options.ktest_version} from PyPI); see the CI",
-        "# section of ktest's README.",
+        "# section of ktest's documentation.",
         *_WORKFLOW_HEAD,
         "    name: ${{ matrix.backend }} ${{ matrix.k8s-version }}",
         "    runs-on: ubuntu-latest",
@@ -166,7 +205,6 @@ def render_standalone_workflow(options: WorkflowOptions) -> str:
         f"        k8s-version: {json.dumps(list(dict.fromkeys(versions)))}",
         f"        backend: {json.dumps(list(options.backends))}",
         "    env:  # read by ktest's pytest plugin (environment beats the ini file)",
-        "      KTEST_K8S_VERSION: ${{ matrix.k8s-version }}",
         "      KTEST_BACKEND: ${{ matrix.backend }}",
         "    steps:",
         f"      - uses: {CHECKOUT}",
@@ -174,33 +212,78 @@ def render_standalone_workflow(options: WorkflowOptions) -> str:
         "          persist-credentials: false",
         f"      - uses: {SETUP_PYTHON}",
         "        with:",
-        '          python-version: "3.11"',
+        f"          python-version: {_yaml_string(options.python_version)}",
+        "      - name: Install ktest (the kind extra in kind cells) and the project under test",
+        "        run: |",
+    ]
+    if kind:
+        lines += [
+            '          if [ "$KTEST_BACKEND" = kind ]; then',
+            f"            python -m pip install {_shell_word(with_kind)}",
+            "          else",
+            f"            python -m pip install {_shell_word(plain)}",
+            "          fi",
+        ]
+    else:
+        lines.append(f"          python -m pip install {_shell_word(plain)}")
+    lines += [
+        *(f"          {line}" for line in options.install.splitlines() if line.strip()),
+        "      - name: Resolve the Kubernetes version to its exact release",
+        "        id: k8s",
+        "        env:",
+        "          SELECTOR: ${{ matrix.k8s-version }}",
+        "          PICK: 'import json, sys; print(json.load(sys.stdin)[\"resolved\"][sys.argv[1]] or \"\")'",
+        "        run: |",
+        '          ktest versions --json --resolve --k8s-version "$SELECTOR" > "$RUNNER_TEMP/versions.json"',
+        '          version="$(python -c "$PICK" "$SELECTOR" < "$RUNNER_TEMP/versions.json")"',
+        '          if [ -z "$version" ]; then',
+        '            echo "::error::no Kubernetes release matches $SELECTOR (version listings unreachable?)"',
+        "            exit 1",
+        "          fi",
+        '          echo "version=$version" >> "$GITHUB_OUTPUT"',
+        '          echo "KTEST_K8S_VERSION=$version" >> "$GITHUB_ENV"',
         f"      - uses: {CACHE}",
         "        with:",
-        "          path: ~/.cache/ktest",
-        "          key: ktest-${{ runner.os }}-${{ runner.arch }}-${{ matrix.k8s-version }}-"
-        f"{options.ktest_version}",
-        "      - name: Install ktest and the project under test",
-        "        run: |",
-        f"          python -m pip install {_shell_word(requirement)}",
-        *(f"          {line}" for line in options.install.splitlines() if line.strip()),
+        "          path: |",
+        "            ~/.cache/ktest/k8s",
+        "            ~/.cache/ktest/kind/bin",
+        f"          key: {binaries_key}-ktest{options.ktest_version}",
+        "          restore-keys: |",
+        f"            {binaries_key}-",
         "      - name: Kubernetes binaries (KUBEBUILDER_ASSETS for later steps)",
         "        run: |",
         '          ktest binaries install --k8s-version "$KTEST_K8S_VERSION"',
         '          assets="$(ktest binaries path --k8s-version "$KTEST_K8S_VERSION" --quiet)"',
         '          echo "KUBEBUILDER_ASSETS=$assets" >> "$GITHUB_ENV"',
     ]
-    if "kind" in options.backends:
+    if kind:
         lines += [
             "      - name: kind",
             "        if: matrix.backend == 'kind'",
             "        run: ktest kind install",
+            f"      - uses: {CACHE}",
+            "        if: matrix.backend == 'kind'",
+            "        with:",
+            "          path: ~/.cache/ktest-ci/node-image.tar",
+            f"          key: ktest-kind-node-{platform}-kind{KIND_VERSION}-k8s{release}",
+            "      - name: kind node image (loaded from the cache, else pulled and archived for it)",
+            "        if: matrix.backend == 'kind'",
+            "        run: |",
+            '          image="kindest/node:v$KTEST_K8S_VERSION"',
+            "          archive=~/.cache/ktest-ci/node-image.tar",
+            '          if [ -f "$archive" ]; then',
+            '            docker load --input "$archive"',
+            "          else",
+            '            docker pull "$image"',
+            '            mkdir -p "$(dirname "$archive")"',
+            '            docker save --output "$archive" "$image"',
+            "          fi",
         ]
     lines += [
         "      - name: pytest",
         f"        run: {_yaml_string(pytest_command)}",
     ]
-    if "kind" in options.backends:
+    if kind:
         lines += [
             "      - name: Upload the kind logs of a failed run",
             "        if: failure() && matrix.backend == 'kind'",
@@ -235,12 +318,21 @@ def check_options(options: WorkflowOptions) -> None:
 def _check_matrix(options: WorkflowOptions) -> None:
     if not options.k8s_versions:
         raise InitError("--k8s-versions is empty; give e.g. 1.37,1.36")
+    supported = supported_minors()
     for version in options.k8s_versions:
         if not _VERSION_ITEM.match(version):
             raise InitError(
                 f"--k8s-versions: {version!r} is not a Kubernetes version; use 1.37, 1.37.2, "
                 "default or supported"
             )
+        if version not in ("default", "latest", "supported") and _minor(version) not in supported:
+            raise InitError(
+                f"--k8s-versions: Kubernetes {version} is not supported by this ktest: the supported "
+                f"minors are {', '.join(supported)} (`ktest versions` lists them); give one of those (e.g. "
+                f"{supported[0]}), an exact release of one, default or supported"
+            )
+    if not _PYTHON_VERSION.match(options.python_version):
+        raise InitError(f"--python-version {options.python_version!r} is not a Python version like 3.12")
     for backend in options.backends:
         if backend not in registry.matrix_names():
             raise InitError(f"--backends: {backend!r} is not one of {', '.join(registry.matrix_names())}")
@@ -308,6 +400,11 @@ def _github_repository(url: str) -> str | None:
     return f"{match.group(1)}/{match.group(2)}" if match else None
 
 
+def _minor(version: str) -> str:
+    selector = parse_selector(version)
+    return f"{selector.major}.{selector.minor}"
+
+
 def _items(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
 
@@ -327,17 +424,27 @@ def _github_actions(args: argparse.Namespace) -> int:
     from ktest.public_api import VERSION
 
     repository, ref = args.repository, args.ref
+    given = repository is not None or ref is not None
+    note = ""
     if repository is None or ref is None:
         found_repository, found_ref = installed_origin()
-        repository = repository or found_repository
-        ref = ref or found_ref
-    standalone = not repository and not ref and args.repository is None and args.ref is None
+        if given or (found_repository and found_ref):
+            repository = repository or found_repository
+            ref = ref or found_ref
+        elif found_ref:  # a git checkout, but its origin is not on GitHub (or there is none)
+            note = (
+                "\nnote: this ktest is a git checkout without a GitHub 'origin' remote, so ktest's "
+                "reusable workflow cannot be pinned; the workflow installs ktest "
+                f"{VERSION} from PyPI instead. For the reusable one, pass --repository OWNER/ktest "
+                "--ref <commit SHA>"
+            )
+    standalone = not given and not (repository and ref)
     if not standalone and (not repository or not ref):
         missing = "--ref <40-hex commit SHA>" if repository else "--repository OWNER/ktest"
         raise InitError(
             "cannot tell which ktest repository and commit to pin: this ktest was not installed from "
-            f"a GitHub URL or a git checkout with an 'origin' remote.\nPass {missing} too (or neither, "
-            "for a self-contained workflow installing ktest from PyPI)"
+            f"a GitHub URL or a git checkout with an 'origin' remote on GitHub.\nPass {missing} too, or "
+            "neither option for a self-contained workflow that installs ktest from PyPI"
         )
     options = WorkflowOptions(
         repository=repository or "",
@@ -348,10 +455,11 @@ def _github_actions(args: argparse.Namespace) -> int:
         install=args.install,
         pytest_args=args.pytest_args,
         ktest_version=VERSION,
+        python_version=args.python_version,
     )
     if standalone:
         write_workflow(args.path, render_standalone_workflow(options), force=args.force)
-        print(f"wrote {args.path} (self-contained: ktest {VERSION} from PyPI); commit it and push")
+        print(f"wrote {args.path} (self-contained: ktest {VERSION} from PyPI); commit it and push{note}")
         return 0
     write_workflow(args.path, render_workflow(options), force=args.force)
     print(f"wrote {args.path} (ktest {repository}@{options.ref[:12]}); commit it and push")
