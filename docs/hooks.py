@@ -34,7 +34,8 @@ PLACEHOLDER = re.compile(r"<!-- ktest-reference: ([a-z-]+) -->")
 
 def anchor(name: str) -> str:
     """The HTML id of a reference entry (``ktest.operators.run_kopf`` -> ``ktest-operators-run_kopf``)."""
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")
+    # Dunders go: Markdown would read ``__version__`` inside an attribute list as emphasis.
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name.replace("__", "")).strip("-")
 
 
 # ------------------------------------------------------------------------------------------ API

@@ -52,9 +52,22 @@ def test_every_public_name_has_an_api_entry(site: Path) -> None:
     assert text.count('class="doc-signature') > 100
 
 
-def test_every_fixture_has_an_entry(site: Path) -> None:
+def _fixtures_pytest_lists(tmp_path: Path) -> set[str]:
+    """ktest's public fixtures as ``pytest --fixtures -v`` lists them (a second source, by location)."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--fixtures", "-v", "-p", "no:cacheprovider"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )
+    found = re.findall(r"^([a-z]\w*)(?: \[\w+ scope\])? -- \S*ktest/\S+$", result.stdout, re.MULTILINE)
+    return set(found)
+
+
+def test_every_fixture_has_an_entry(site: Path, tmp_path: Path) -> None:
     fixtures = hooks.fixtures()
     assert {"cluster", "namespace", "control_plane", "webhooks", "kind", "ktest_settings"} <= set(fixtures)
+    listed = _fixtures_pytest_lists(tmp_path)
+    assert len(listed) >= 9 and listed <= set(fixtures), listed - set(fixtures)
     assert not _missing(site, "reference/fixtures", [hooks.anchor("fixture-" + name) for name in fixtures])
 
 
