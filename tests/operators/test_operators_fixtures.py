@@ -61,3 +61,26 @@ def test_operator_for_test_finalizes_the_tests_objects_before_it_stops(
     assert op.state == "closed"
     assert "released" in op.logs
     assert ("restart #1" in op.logs) is crash
+
+
+def test_operator_for_test_leaves_a_stopped_operator_stopped_when_no_finalizer_is_held(
+    admin: Cluster, ns: str
+) -> None:
+    op = run_kopf(SAMPLES / "kopf_finalizer.py", admin, namespaces=[ns], name="stopped-by-test")
+    with operator_for_test(op, admin, ns):
+        plain = admin.create(configmap("plain", ns))  # the operator puts no finalizer on it
+        op.stop()
+    assert op.starts == 1  # not restarted: the clean-up needed no operator
+    assert "restart #1" not in op.logs
+    assert admin.get(plain)["metadata"].get("finalizers") is None
+
+
+def test_operator_for_test_restarts_a_stopped_operator_for_its_finalizer(admin: Cluster, ns: str) -> None:
+    op = run_kopf(SAMPLES / "kopf_finalizer.py", admin, namespaces=[ns], name="stopped-by-test")
+    with operator_for_test(op, admin, ns):
+        created = guarded(admin, ns)
+        op.stop()
+    assert op.starts == 2
+    finalizer = op.settings.persistence.finalizer
+    assert f"restarting stopped-by-test for the clean-up: ConfigMap guarded holds {finalizer}" in op.logs
+    assert admin.get_or_none(created) is None  # finalized by the restarted operator
