@@ -195,3 +195,22 @@ def test_the_kind_image_setting_is_read_from_the_ini_file(
     result = pytester.runpytest_subprocess("-s")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"*KIND_IMAGE kindest/node:v1.35.4@{DIGEST} | ini key ktest_kind_image"])
+
+
+def test_ktest_up_checks_its_kind_image_as_the_setting_before_anything_starts(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    up = subprocess.run(
+        [sys.executable, "-m", "ktest.cli.main", "up", "--backend", "kind", "--kind-image",
+         "Kindest/node:v1"],
+        capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL, timeout=120, cwd=tmp_path,
+    )
+    assert up.returncode == 2, up.stderr
+    assert up.stderr.strip() == (
+        "ktest: error: --kind-image (default $KTEST_KIND_IMAGE): 'Kindest/node:v1' is not a valid "
+        "kind_image: image names are lower-case (only the registry's host name and the tag may use "
+        "capitals); write name:tag (kindest/node:v1.35.4, ktest/kind-node:v1.35.4) or pin the image by its "
+        "digest: "
+        "name:tag@sha256:<64 hex digits>"
+    )
