@@ -13,6 +13,13 @@ webhook set with a Python handler and an in-process operator), ended by one of:
   ``sigkill``: sent during start (the control plane's directory appeared),
   mid-test (the test body runs) or during teardown (the session is finishing).
 
+Backend ``existing`` runs the same endings against a "user's cluster" the soak starts once
+(a control plane with the namespace controller, outside every sandbox): what a run can
+leave there is its test namespace, so namespaces labelled ``managed-by=ktest`` that the
+run made and that are still there (not being deleted) count as leaks; the next start's
+sweep there is ``ktest down --backend existing``. A Ctrl-C that ends a run with exit
+status 0 counts as a failure too (the run looks passed).
+
 Backend ``kind`` runs the same endings on a kind cluster of the run's own
 (``start`` is then during ``kind create``; the test also holds a ``kubectl
 port-forward``). Backend ``reuse`` runs the same endings against a ``ktest up`` daemon, plus
@@ -88,7 +95,10 @@ def test_soak(cluster, webhooks, request):
     def allow(request):
         return None
 
-    webhooks(handlers=handlers)  # a webhook set: its serving key in TMPDIR while the test runs
+    # a webhook set: its serving key in TMPDIR while the test runs (an existing cluster's API
+    # server reaches this machine at the address given: the soak's cluster is local)
+    host = {"host": "127.0.0.1"} if os.environ.get("KTEST_BACKEND") == "existing" else {}
+    webhooks(handlers=handlers, **host)
     with run_callable(_idle, cluster, name="soak"), _forwarded(request):  # an operator: its log dir
         _body(cluster)
 
@@ -149,6 +159,7 @@ class Outcome:
     leaks: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     swept_at_next_start: list[str] = field(default_factory=list)
+    bad_exit: bool = False  # a Ctrl-C that ended the run with exit status 0
 
     @property
     def leaked(self) -> int:
@@ -167,6 +178,8 @@ def scenarios(backends: list[str], quick: bool, only: str = "") -> list[Scenario
             Scenario("bare", "sigint", "teardown"),
             Scenario("reuse", "sigkill", "test"),
             Scenario("reuse", "daemon-sigkill", "test"),
+            Scenario("existing", "sigkill", "test"),
+            Scenario("existing", "sigkill", "teardown"),
         ]
         return [s for s in chosen if s.backend in backends]
     found = []
@@ -285,6 +298,44 @@ def wait_for(condition: Callable[[], bool], timeout: float, interval: float = 0.
     return True
 
 
+# ------------------------------------------------------------------ backend existing
+
+
+class UserCluster:
+    """The "existing cluster" of backend ``existing`` runs: a control plane with the namespace
+    controller (so deleted namespaces really go), started once by the soak, in no sandbox."""
+
+    def __init__(self, base: Path) -> None:
+        from ktest.controlplane import ControlPlane
+
+        self.plane = ControlPlane(controllers="namespace", root_directory=base)
+        self.plane.start()
+        self.kubeconfig = str(self.plane.kubeconfig)
+        import yaml
+
+        self.context = str(yaml.safe_load(self.plane.kubeconfig.read_text())["current-context"])
+        from ktest.cluster import Cluster
+
+        self.admin = Cluster(self.plane.kubeconfig)
+
+    def env(self) -> dict[str, str]:
+        return {
+            "KTEST_BACKEND": "existing", "KTEST_KUBECONFIG": self.kubeconfig, "KTEST_CONTEXT": self.context
+        }
+
+    def down_args(self) -> list[str]:
+        return ["down", "--backend", "existing", "--kubeconfig", self.kubeconfig, "--context", self.context]
+
+    def test_namespaces(self) -> dict[str, bool]:
+        """ktest's namespaces there now: name -> being deleted."""
+        found = self.admin.list("v1", "Namespace", label_selector="app.kubernetes.io/managed-by=ktest")
+        return {item["metadata"]["name"]: bool(item["metadata"].get("deletionTimestamp")) for item in found}
+
+    def close(self) -> None:
+        self.admin.close()
+        self.plane.stop()
+
+
 # ------------------------------------------------------------------ the sandbox
 
 
@@ -305,12 +356,16 @@ class Sandbox:
         (self.project / "conftest.py").write_text(CONFTEST)
         (self.project / "pytest.ini").write_text("[pytest]\n")
 
-    def env(self, ending: str, hold: str, backend: str = "") -> dict[str, str]:
+    def env(
+        self, ending: str, hold: str, backend: str = "", user_cluster: UserCluster | None = None
+    ) -> dict[str, str]:
         env = dict(os.environ)
         for variable in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "KTEST_REUSE", "KTEST_BACKEND"):
             env.pop(variable, None)
         if backend == "kind":
             env["KTEST_BACKEND"] = "kind"
+        if backend == "existing" and user_cluster is not None:
+            env.update(user_cluster.env())
         env.update(
             {
                 MARK: self.run_id,
@@ -334,7 +389,12 @@ class Sandbox:
         return {path.stem for path in self.kind_records.glob("ktest-*.json")}
 
     def leaks(
-        self, seen_ports: set[int], kind_clusters: set[str] = frozenset(), networks: set[str] | None = None
+        self,
+        seen_ports: set[int],
+        kind_clusters: set[str] = frozenset(),
+        networks: set[str] | None = None,
+        user_cluster: UserCluster | None = None,
+        namespaces_before: frozenset[str] = frozenset(),
     ) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {
             "processes": [f"{pid} {command}" for pid, command in marked_processes(self.run_id)],
@@ -353,6 +413,11 @@ class Sandbox:
             containers, network_names = docker_state(kind_clusters)
             found["kind-containers"] = containers
             found["docker-networks"] = sorted(network_names - (networks or set()) - {KIND_NETWORK})
+        if user_cluster is not None:  # the run's test namespaces not gone nor being deleted
+            found["namespaces"] = sorted(
+                name for name, deleting in user_cluster.test_namespaces().items()
+                if name not in namespaces_before and not deleting
+            )
         for base in (self.tmp, self.run):
             for entry in sorted(base.iterdir()):
                 found[_kind_of_entry(entry)].append(str(entry))
@@ -408,7 +473,14 @@ def _has_key_material(path: Path) -> bool:
 
 
 class Run:
-    def __init__(self, scenario: Scenario, sandbox: Sandbox, rng: random.Random) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        sandbox: Sandbox,
+        rng: random.Random,
+        user_cluster: UserCluster | None = None,
+    ) -> None:
+        self.user_cluster = user_cluster
         self.scenario = scenario
         self.sandbox = sandbox
         self.rng = rng
@@ -416,6 +488,7 @@ class Run:
         self.seen_ports: set[int] = set()
         self._ports_scanned = 0.0
         self.hung = False
+        self.signalled = False  # the signal reached the pytest process
         self.kind_clusters: set[str] = set()  # every kind cluster the run recorded
         self.kind = scenario.backend == "kind"
         self.exit_timeout = KIND_EXIT_TIMEOUT if self.kind else EXIT_TIMEOUT
@@ -457,6 +530,8 @@ class Run:
             self._remember_ports()
             if point == "start" and self.kind:
                 return bool(self.kind_clusters)  # recorded: `kind create` runs
+            if point == "start" and self.user_cluster is not None:
+                return any(self.sandbox.run.glob("ktest-kubeconfig-*"))  # the context's private copy
             if point == "start":
                 return any(self.sandbox.run.glob("ktest-cp-*"))
             return (marks / point).exists()
@@ -491,7 +566,7 @@ class Run:
         with (self.sandbox.marks / PYTEST_OUTPUT).open("ab") as output:
             return subprocess.Popen(
                 [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *extra],
-                env=self.sandbox.env(ending, hold, self.scenario.backend),
+                env=self.sandbox.env(ending, hold, self.scenario.backend, self.user_cluster),
                 cwd=self.sandbox.project,
                 stdout=output,
                 stderr=subprocess.STDOUT,
@@ -506,6 +581,7 @@ class Run:
                 os.killpg(process.pid, signum)  # Ctrl-C reaches the whole foreground group
             else:
                 os.kill(process.pid, signum)
+            self.signalled = True
         except ProcessLookupError:
             self.notes.append("the process had already exited when the signal was due")
 
@@ -608,13 +684,21 @@ class Run:
 
 
 def run_one(
-    scenario: Scenario, base: Path, index: int, seed: int, networks: set[str] | None = None
+    scenario: Scenario,
+    base: Path,
+    index: int,
+    seed: int,
+    networks: set[str] | None = None,
+    user_cluster: UserCluster | None = None,
 ) -> Outcome:
-    """One run; ``networks``: the Docker networks before the soak (kind runs count new ones)."""
+    """One run; ``networks``: the Docker networks before the soak (kind runs count new ones);
+    ``user_cluster``: the cluster of backend ``existing`` runs."""
     run_id = f"{os.getpid()}-{index}"
     root = Path(tempfile.mkdtemp(prefix=f"run-{index}-", dir=base))
     sandbox = Sandbox(root, run_id)
-    run = Run(scenario, sandbox, random.Random(seed + index))
+    existing = user_cluster if scenario.backend == "existing" else None
+    run = Run(scenario, sandbox, random.Random(seed + index), existing)
+    before = frozenset(existing.test_namespaces()) if existing is not None else frozenset()
     began = time.monotonic()
     status = run.run_reuse() if scenario.backend == "reuse" else run.run_bare()
     settle = KIND_SETTLE_TIMEOUT if run.kind else SETTLE_TIMEOUT
@@ -626,19 +710,26 @@ def run_one(
     def count() -> dict[str, list[str]]:
         if run.kind:
             return sandbox.leaks(run.seen_ports, run.kind_clusters, networks or set())
-        return sandbox.leaks(run.seen_ports)
+        return sandbox.leaks(run.seen_ports, user_cluster=existing, namespaces_before=before)
 
     left = count()
     if left:  # what the next start sweeps (owner dead): `ktest down` sweeps the same way
         run._ktest("down", "--all")
         if run.kind:
             run._ktest("down", "--kind", timeout=300)
+        if existing is not None:
+            swept = run._ktest(*existing.down_args())
+            if swept.returncode != 0:
+                run.notes.append(f"ktest down --backend existing failed: {swept.stderr[-500:]}")
     leaks = count()
     swept = sorted(
         {item for items in left.values() for item in items} - {i for v in leaks.values() for i in v}
     )
+    bad_exit = scenario.ending == "sigint" and run.signalled and status == 0
+    if bad_exit:
+        run.notes.append("Ctrl-C, and the run ended with exit status 0 (as if it had passed)")
     outcome = Outcome(
-        scenario.name, round(time.monotonic() - began, 1), status, run.hung, leaks, run.notes, swept
+        scenario.name, round(time.monotonic() - began, 1), status, run.hung, leaks, run.notes, swept, bad_exit
     )
     for pid, _command in marked_processes(run_id):  # never leave a leak running
         os.kill(pid, signal.SIGKILL)
@@ -670,14 +761,19 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(tempfile.mkdtemp(prefix="ktest-soak-"))
     outcomes: list[Outcome] = []
     index = 0
+    user_cluster: UserCluster | None = None
     try:
+        if any(s.backend == "existing" for s in chosen):
+            (base / "user-cluster").mkdir()
+            user_cluster = UserCluster(base / "user-cluster")
         for _repetition in range(args.runs):
             for scenario in chosen:
                 index += 1
-                outcome = run_one(scenario, base, index, args.seed, networks)
+                outcome = run_one(scenario, base, index, args.seed, networks, user_cluster)
                 outcomes.append(outcome)
                 if not args.json:
                     verdict = "LEAK" if outcome.leaked else ("HUNG" if outcome.hung else "ok")
+                    verdict = "EXIT" if outcome.bad_exit and verdict == "ok" else verdict
                     swept = f"swept at next start: {len(outcome.swept_at_next_start)}"
                     print(
                         f"{index:4d} {scenario.name:32s} {verdict:4s} {outcome.seconds:6.1f}s "
@@ -686,9 +782,12 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
     finally:
+        if user_cluster is not None:
+            user_cluster.close()
         shutil.rmtree(base, ignore_errors=True)
     leaked_runs = [o for o in outcomes if o.leaked]
     hung_runs = [o for o in outcomes if o.hung]
+    bad_exits = [o for o in outcomes if o.bad_exit]
     totals: dict[str, int] = {}
     for outcome in outcomes:
         for kind, items in outcome.leaks.items():
@@ -697,6 +796,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": len(outcomes),
         "leaked_runs": len(leaked_runs),
         "hung_runs": len(hung_runs),
+        "bad_exit_runs": len(bad_exits),
         "leaks": totals,
         "swept_at_next_start": sum(len(o.swept_at_next_start) for o in outcomes),
     }
@@ -704,11 +804,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"summary": summary, "outcomes": [asdict(o) for o in outcomes]}, indent=1))
     else:
         print(
-            f"soak: {summary['runs']} runs, {len(leaked_runs)} leaked, {len(hung_runs)} hung; "
+            f"soak: {summary['runs']} runs, {len(leaked_runs)} leaked, {len(hung_runs)} hung, "
+            f"{len(bad_exits)} Ctrl-C runs exited 0; "
             f"leaks by kind: {totals or 'none'}; left for the next start to sweep "
             f"(owner dead): {summary['swept_at_next_start']}"
         )
-    return 1 if leaked_runs or hung_runs else 0
+    return 1 if leaked_runs or hung_runs or bad_exits else 0
 
 
 if __name__ == "__main__":

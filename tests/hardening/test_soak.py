@@ -1,5 +1,7 @@
 """The soak (scripts/soak.py) with a small subset: runs ended normally, by Ctrl-C,
-SIGTERM and kill -9 at several points, bare and reuse; zero leaks expected.
+SIGTERM and kill -9 at several points, bare, reuse and existing (kill -9 mid-test and in
+teardown: the test namespace stays in the "user's cluster" until the next start's sweep);
+zero leaks expected, and no Ctrl-C that ends with exit status 0.
 A release check runs ``python scripts/soak.py --runs 8`` (200 runs)."""
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ SOAK = Path(__file__).resolve().parents[2] / "scripts" / "soak.py"
 def test_quick_soak_leaks_nothing(assets: Assets) -> None:
     done = subprocess.run(
         # no kube-controller-manager: half the time; the release check runs with it
-        [sys.executable, str(SOAK), "--quick", "--json", "--controllers", "none"],
+        [sys.executable, str(SOAK), "--quick", "--json", "--controllers", "none",
+         "--backends", "bare,reuse,existing"],
         capture_output=True,
         text=True,
         timeout=900,
@@ -33,9 +36,12 @@ def test_quick_soak_leaks_nothing(assets: Assets) -> None:
     )
     assert done.stdout, done.stderr[-3000:]
     report = json.loads(done.stdout)
-    bad = [o for o in report["outcomes"] if o["leaks"] or o["hung"]]
+    bad = [o for o in report["outcomes"] if o["leaks"] or o["hung"] or o["bad_exit"]]
     assert not bad, json.dumps(bad, indent=1)
-    assert report["summary"]["runs"] == 7 and done.returncode == 0
+    assert report["summary"]["runs"] == 9 and done.returncode == 0
+    existing = [o for o in report["outcomes"] if o["scenario"].startswith("existing:sigkill")]
+    assert len(existing) == 2, json.dumps(report["outcomes"], indent=1)
+    assert all(o["exit_status"] == -9 for o in existing), json.dumps(existing, indent=1)
 
 
 def _env() -> dict[str, str]:
