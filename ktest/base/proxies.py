@@ -128,3 +128,18 @@ def _bypassed(host: str, port: int | None, no_proxy: str) -> bool:
         if name and (host == name or host.endswith("." + name)):
             return True
     return False
+
+
+def loopback_proxy_note(env: Mapping[str, str] | None = None) -> str | None:
+    """A line for the session's header when the environment names a proxy that ``NO_PROXY`` does
+    not lift for loopback: ktest goes direct, but a client a test builds itself would not."""
+    env = os.environ if env is None else env
+    proxies = environment_proxies(env)
+    if not proxies or environment_proxy_for("https://127.0.0.1:6443", env) is None:
+        return None
+    return (
+        f"{', '.join(sorted(proxies))} set and NO_PROXY does not name 127.0.0.1: ktest's clients and "
+        "operators go direct to its loopback servers, but a kubernetes client your tests build from "
+        "its kubeconfig would use the proxy (export NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,"
+        "localhost, or use cluster.api_client)"
+    )

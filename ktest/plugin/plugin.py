@@ -317,9 +317,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     session = _session(config)
     if session.settings_error is not None:
         return [f"ktest: bad settings (ignored unless a test uses a ktest fixture): {session.settings_error}"]
+    from ktest.base.proxies import loopback_proxy_note
+
+    proxy_note = loopback_proxy_note()
     return [
         f"ktest: {session.settings.describe()}",
         f"ktest settings from: {session.settings.describe_sources()}",
+        *([f"ktest: {proxy_note}"] if proxy_note else []),
     ]
 
 

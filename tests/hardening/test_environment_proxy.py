@@ -165,7 +165,7 @@ def test_a_session_with_https_proxy_and_no_no_proxy_passes_without_using_it(
     test_file = tmp_path / "test_child.py"
     test_file.write_text(textwrap.dedent(CHILD_TEST))
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", str(test_file)],
+        [sys.executable, "-m", "pytest", str(test_file)],
         env=_proxied_environment(proxy_listener.port, tmp_path),
         cwd=tmp_path,
         capture_output=True,
@@ -176,6 +176,9 @@ def test_a_session_with_https_proxy_and_no_no_proxy_passes_without_using_it(
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[:8000]
     assert "1 passed" in done.stdout, output[-3000:]
+    # what ktest cannot route itself (a client the test builds from the kubeconfig) is said up front
+    assert "ktest: ALL_PROXY, HTTPS_PROXY, HTTP_PROXY set and NO_PROXY does not name 127.0.0.1" in done.stdout
+    assert "export NO_PROXY=127.0.0.1,localhost" in done.stdout
     assert proxy_listener.connections == 0, (
         f"the environment proxy saw {proxy_listener.connections} connections"
     )
