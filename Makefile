@@ -64,14 +64,14 @@ test-kind-older: kind-image kind-image-older
 FLOORS_VENV := .venv-floors
 FLOORS_TESTS ?= tests/test_public_api.py tests/cluster tests/wait tests/assertions/test_assert_finalizers.py \
 	tests/operators/test_operators_kopf.py tests/operators/test_operators_client_defaults.py \
-	tests/operators/test_operators_callable.py tests/proxy/test_proxy_forwarding.py
+	tests/operators/test_operators_callable.py tests/proxy/test_proxy_forwarding.py tests/proxy/test_request_smuggling.py
 test-floors: venv binaries
 	$(PYTHON) -m venv $(FLOORS_VENV)
 	$(FLOORS_VENV)/bin/pip install --quiet --upgrade pip
 	$(BIN)/python scripts/ci/lowest-constraints > $(FLOORS_VENV)/constraints.txt
 	$(FLOORS_VENV)/bin/pip install --quiet -c $(FLOORS_VENV)/constraints.txt -e '.[kopf,xdist,test]'
 	$(FLOORS_VENV)/bin/pip check
-	$(FLOORS_VENV)/bin/python -m pip freeze --exclude-editable | grep -i -E "^(kubernetes|kopf|pytest|tenacity|pyyaml|cryptography|filelock|h2)=="
+	$(FLOORS_VENV)/bin/python -m pip freeze --exclude-editable | grep -i -E "^(kubernetes|urllib3|kopf|pytest|tenacity|pyyaml|cryptography|filelock|h2)=="
 	$(FLOORS_VENV)/bin/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider $(FLOORS_TESTS) $(PYTEST_ARGS)
 
 demo: venv binaries

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import select
 import socket
 import ssl
@@ -20,10 +21,19 @@ from typing import IO
 MAX_HEAD = 256 * 1024
 COPY = 64 * 1024
 _TLS_ALERT = b"\x15"  # the record type of a TLS alert (close_notify)
+# What ends a line (CR, LF) or a C string (NUL): in a head the proxy writes, one of them would let
+# the sender end the request early and start another the API server runs unrecorded.
+_LINE_BREAKING = re.compile(r"[\r\n\x00]")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.6.2: methods and header names
+_CHARACTER_NAMES = {"\r": "a carriage return (CR)", "\n": "a line feed (LF)", "\x00": "a NUL byte"}
 
 
 class ProxyProtocolError(Exception):
     """The operator sent something that is not HTTP/1.1."""
+
+
+class UnsafeHeadError(ProxyProtocolError):
+    """A head that cannot be written as HTTP/1.1 as it is (see :meth:`Head.problem`)."""
 
 
 class Head:
@@ -43,10 +53,48 @@ class Head:
     def has_token(self, name: str, token: str) -> bool:
         return any(part.strip().lower() == token for part in self.get(name).split(","))
 
+    def problem(self) -> str | None:
+        """Why this head cannot be written as HTTP/1.1 as it is (what, where), or None.
+
+        A CR, LF or NUL in the first line, a header name or a value, or a name that is not a
+        token, would change where the API server sees the request (or a header) end: an HTTP/2
+        header value holding ``\\r\\n\\r\\nDELETE ...`` becomes a second request on the
+        upstream connection. HTTP/2 libraries before h2 4.3.0 let such values through.
+        """
+        found = _LINE_BREAKING.search(self.first)
+        if found is not None:
+            return f"the first line {self.first[:200]!r} holds {_CHARACTER_NAMES[found.group()]}"
+        for key, value in self.headers:
+            if _TOKEN.fullmatch(key) is None:
+                return f"the header name {key[:200]!r} is not a token (RFC 9110, 5.6.2)"
+            found = _LINE_BREAKING.search(value)
+            if found is not None:
+                return f"the value of header {key!r} holds {_CHARACTER_NAMES[found.group()]}"
+        return None
+
+    def request_problem(self) -> str | None:
+        """:meth:`problem`, and for a request line: a method that is not a token, or a target
+        holding whitespace (either would add words to the line the API server reads)."""
+        problem = self.problem()
+        if problem is not None:
+            return problem
+        parts = self.first.split(" ")
+        if len(parts) != 3 or _TOKEN.fullmatch(parts[0]) is None or not parts[1] or any(
+            character.isspace() for character in parts[1]
+        ):
+            return f"the request line {self.first[:200]!r} is not 'METHOD target HTTP/version'"
+        return None
+
     def encode(self, drop: frozenset[str] = frozenset(), extra: list[tuple[str, str]] | None = None) -> bytes:
-        lines = [self.first]
-        lines += [f"{key}: {value}" for key, value in self.headers if key.lower() not in drop]
-        lines += [f"{key}: {value}" for key, value in extra or []]
+        """The head as HTTP/1.1 bytes, without the headers named in ``drop`` (lower case) and with
+        ``extra`` added. Raises :class:`UnsafeHeadError` for a head :meth:`problem` refuses,
+        whichever side built it: nothing is written that could split into two messages."""
+        kept = Head(self.first, [(key, value) for key, value in self.headers if key.lower() not in drop])
+        kept.headers += extra or []
+        problem = kept.problem()
+        if problem is not None:
+            raise UnsafeHeadError(problem)
+        lines = [kept.first] + [f"{key}: {value}" for key, value in kept.headers]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 

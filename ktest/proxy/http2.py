@@ -86,7 +86,9 @@ class _Connection:
                 with self.lock:
                     try:
                         events = self.h2.receive_data(data)
-                    except h2.exceptions.ProtocolError:
+                    except h2.exceptions.ProtocolError as error:
+                        # h2 (4.3.0 on) ends the connection itself for a header holding CR, LF or NUL
+                        self.server.traffic.note(f"HTTP/2 connection refused (protocol error): {error}")
                         self.flush()  # the GOAWAY h2 queued
                         return
                     started = [stream for event in events if (stream := self._on(event)) is not None]

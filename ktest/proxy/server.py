@@ -390,6 +390,9 @@ class ProxyServer:
         if request.verb == "create" and request.resource and body:
             request = _named_by_body(request, body)
         call = self.traffic.begin(request, head.get("User-Agent"), side.protocol)
+        problem = head.request_problem()
+        if problem is not None:
+            return self._refuse(side, call, problem)
         started = time.monotonic()
         # Registered from now on, so that closing watches closes those in flight too.
         watch = WatchStream(call, side.client_gone) if request.is_watch else None
@@ -583,6 +586,36 @@ class ProxyServer:
         out.join(5)
 
     # ------------------------------------------------------------ answers made here
+
+    def _refuse(self, client: ClientSide, call: Call, problem: str) -> bool:
+        """Answer 400 to a request whose head cannot be forwarded as sent (see ``Head.problem``),
+        and record why; nothing reaches the API server. The operator's connection is not kept:
+        its framing is in doubt."""
+        call.refused = problem
+        call.status = 400
+        call.latency = 0.0
+        call.ended = self.traffic.now()
+        status = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": f"ktest's operator proxy did not forward this request: {problem}. A CR, LF or NUL "
+            "in a request head would let it carry a second request past the traffic record",
+            "reason": "BadRequest",
+            "code": 400,
+        }
+        body = json.dumps(status, separators=(",", ":")).encode()
+        headers = [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(body))),
+            ("Connection", "close"),
+            ("X-Ktest-Refused", "malformed-head"),
+        ]
+        client.send_head(Head("HTTP/1.1 400 Bad Request", headers), has_body=True)
+        client.send_data(body)
+        client.finish()
+        return False
 
     def _answer_with_fault(
         self, client: ClientSide, head: Head, request: ApiRequest, call: Call, decision: Decision

@@ -56,6 +56,9 @@ class Call:
     """Why a watch stream ended early: the fault that closed it, or "server"/"client"."""
     answered_by_fault: bool = False
     """The answer came from ktest (an injected error, 410 or reset), not from the API server."""
+    refused: str | None = None
+    """Why the proxy refused to forward the request and answered 400 itself: a head holding CR, LF
+    or NUL (in the request line, a header name or value), which could smuggle a second request."""
     retry_after: float | None = None
     error: str | None = None
     protocol: str = "HTTP/1.1"
@@ -92,6 +95,8 @@ class Call:
                 text += f" (closed by {self.closed_by})"
         if self.fault:
             text += f" [fault: {self.fault}]"
+        if self.refused:
+            text += f" [refused by the proxy: {self.refused}]"
         if self.user_agent:
             text += f" ua={self.user_agent.split(' ')[0]}"
         if self.request.field_manager:
@@ -132,6 +137,12 @@ class Traffic:
             self._notes.append((self.now(), text))
 
     # ------------------------------------------------------------ reading
+
+    def notes(self) -> list[tuple[float, str]]:
+        """The record's lines besides calls (faults injected or ended, restarts, HTTP/2
+        connections refused), as (seconds since the record started, text), in order."""
+        with self._lock:
+            return list(self._notes)
 
     def __len__(self) -> int:
         """Calls recorded so far (forgotten ones included)."""
@@ -240,7 +251,10 @@ class Traffic:
         total = len(chosen)
         shown = chosen[-limit:]
         if not shown:
-            return "(no API calls recorded)"
+            notes = self.notes() if calls is None else []  # e.g. an HTTP/2 connection refused
+            return "\n".join(
+                ["(no API calls recorded)", *(f"  +{at:.2f}s ---- {text} ----" for at, text in notes)]
+            )
         first = shown[0].at
         with self._lock:
             notes = [(at, text) for at, text in self._notes if at >= first]
