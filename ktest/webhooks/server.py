@@ -10,6 +10,15 @@ segment only the installed configurations carry, and on the embedded control
 plane, whose API server presents a client certificate to admission webhooks
 (:mod:`ktest.controlplane.admission`), a client without that certificate fails the
 TLS handshake. Requests refused either way are not read and never logged.
+
+Nor can a client that connects and then says nothing pin threads of the test
+process (issue 37.2): each listener holds at most :data:`MAX_CONNECTIONS`
+connections, a TLS handshake must end within :data:`HANDSHAKE_TIMEOUT`, and a
+connection idle for :data:`IDLE_TIMEOUT` is closed. At the cap, the oldest
+connection that has not yet sent a request carrying the path secret makes room
+for the new one, so the API server's next call gets through while someone holds
+the cap with idle connections; only when every connection is serving one of its
+calls is a new one closed at once.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import hmac
 import http.client
 import json
 import logging
+import socket
 import ssl
 import threading
 import traceback
@@ -31,6 +41,15 @@ from ktest.webhooks.handlers import AdmissionRequest, Registration, answer_admis
 from ktest.webhooks.routes import PROBE_PREFIX, Route, RouteTable
 
 log = logging.getLogger("ktest.webhooks")
+
+MAX_CONNECTIONS = 64
+"""Connections one listener holds at most (each has a thread while open). The API server opens
+one per call in flight and keeps it for the next; a test's calls come far below this."""
+HANDSHAKE_TIMEOUT = 10.0
+"""Seconds a client has to complete the TLS handshake once connected."""
+IDLE_TIMEOUT = 120.0
+"""Seconds a connection may wait for its next request (or a read inside one): longer than the API
+server keeps an idle webhook connection (90 s), so that it, not ktest, closes its own."""
 
 
 class FrontServer:
@@ -91,6 +110,7 @@ class FrontServer:
         for server in self._servers:
             server.shutdown()
             server.server_close()
+            server.connections.close_all()
         for thread in self._threads:
             thread.join(timeout=5)
 
@@ -313,16 +333,85 @@ def _listen(
         raise
     server.front = front
     server.conversions_only = conversions_only
-    # The handshake runs in the request's thread: a client that stalls it (or, with a required
-    # client certificate, fails it) holds up nobody else.
+    server.connections = _Connections(MAX_CONNECTIONS)
+    # The handshake runs in the connection's thread, within HANDSHAKE_TIMEOUT: a client that
+    # stalls it (or, with a required client certificate, fails it) holds up nobody else.
     server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     return server
+
+
+class _Connections:
+    """The open connections of one listener, at most ``limit``, oldest first; each is waiting
+    (for its handshake or its next request: it may be closed to make room) or serving a call
+    that carried the path secret."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._serving: dict[socket.socket, bool] = {}
+
+    def admit(self, connection: socket.socket) -> bool:
+        """Take ``connection`` in, closing the oldest waiting one at the cap; False when every
+        connection held is serving (the new one is not taken)."""
+        with self._lock:
+            if len(self._serving) >= self.limit:
+                oldest = next((held for held, serving in self._serving.items() if not serving), None)
+                if oldest is None:
+                    return False
+                del self._serving[oldest]
+                _shutdown(oldest)  # its thread sees the end of the connection and finishes
+            self._serving[connection] = False
+            return True
+
+    def mark(self, connection: socket.socket, serving: bool) -> None:
+        with self._lock:
+            if connection in self._serving:
+                self._serving[connection] = serving
+
+    def release(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._serving.pop(connection, None)
+
+    def close_all(self) -> None:
+        with self._lock:
+            held, self._serving = list(self._serving), {}
+        for connection in held:
+            _shutdown(connection)
+
+
+def _shutdown(connection: socket.socket) -> None:
+    """End ``connection`` for the thread blocked reading it (shutdown acts on the connection, so
+    it wakes that thread; the thread closes the socket itself)."""
+    try:
+        with socket.socket(fileno=socket.dup(connection.fileno())) as duplicate:
+            duplicate.shutdown(socket.SHUT_RDWR)
+    except (OSError, ValueError):
+        pass  # already closed
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     front: FrontServer
     conversions_only: bool  # the conversion listener: conversion routes only
+    connections: _Connections
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.connections.admit(request):
+            log.debug("webhook connection from %s closed: %d connections serving", client_address,
+                      self.connections.limit)
+            self.shutdown_request(request)
+            return
+        thread = threading.Thread(
+            target=self.process_request_thread, args=(request, client_address),
+            name="ktest-webhooks-connection", daemon=True,
+        )
+        thread.start()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("webhook connection from %s failed", client_address, exc_info=True)
@@ -332,6 +421,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
+    def setup(self) -> None:
+        self.request.settimeout(HANDSHAKE_TIMEOUT)
+        self.request.do_handshake()  # TimeoutError, SSLError: handle_error logs it, the socket is closed
+        self.request.settimeout(IDLE_TIMEOUT)
+        super().setup()
+
     def do_POST(self) -> None:
         path = self.server.front.authorized_path(
             self.path.split("?", 1)[0], conversions_only=self.server.conversions_only
@@ -339,6 +434,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if path is None:  # not the API server: refused unread, never in the call log
             self._refuse()
             return
+        self.server.connections.mark(self.request, serving=True)
+        try:
+            self._serve(path)
+        finally:
+            self.server.connections.mark(self.request, serving=False)
+
+    def _serve(self, path: str) -> None:
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
