@@ -307,6 +307,38 @@ def cli_os_error(*args: str, **env: str) -> Callable[[Sandbox], Any]:
     return trigger
 
 
+def existing_as(user: dict[str, Any], plugin: str = "") -> Callable[[Sandbox], Any]:
+    """Backend existing on a real control plane, as a kubeconfig user whose credentials never
+    reach it (issue 37.6); ``plugin``: the body of an exec plugin script ``plugin`` runs."""
+
+    def trigger(box: Sandbox) -> Any:
+        import yaml
+
+        from ktest.backends.existing import ExistingBackend
+        from ktest.controlplane import ControlPlane
+
+        credentials = user
+        if plugin:
+            script = box.file("plugin", f"#!/bin/sh\n{plugin}\n")
+            script.chmod(0o700)
+            credentials = {"exec": {**user["exec"], "command": str(script)}}
+        with ControlPlane(assets=box.assets, controllers="none", root_directory=box.root / "plane") as plane:
+            cluster = {"server": plane.server, "certificate-authority": str(plane.directory / "certs/ca.crt")}
+            config = {
+                "clusters": [{"name": "plane", "cluster": cluster}],
+                "users": [{"name": "dev", "user": credentials}],
+                "contexts": [{"name": "dev@plane", "context": {"cluster": "plane", "user": "dev"}}],
+                "current-context": "dev@plane",
+            }
+            return ExistingBackend(box.file("kubeconfig", yaml.safe_dump(config)), "dev@plane", timeout=10)
+
+    return trigger
+
+
+def exec_user(command: str) -> dict[str, Any]:
+    return {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": command}}
+
+
 def user_issue(name: str) -> Callable[[Sandbox], Any]:
     def trigger(box: Sandbox) -> Any:
         from ktest.sessions.users import issue_user
@@ -425,6 +457,10 @@ CASES_BY_ERROR: dict[str, dict[str, tuple[Callable[[Sandbox], Any], tuple[str, .
         ),
         "warm-plane-bad-name": (cli("up", "--name", "bad name!"), ("'bad name!'", "letters, digits")),
         "warm-plane-unknown": (cli("down", "--name", "nothere"), ("'nothere'", "ktest status")),
+        "down-existing-without-context": (
+            lambda box: box.cli("down", "--backend", "existing", env={"KTEST_CONTEXT": ""}),
+            ("needs the kubeconfig context named explicitly", "--context NAME", "KTEST_CONTEXT"),
+        ),
         "cli-init-path-in-missing-directory": (
             cli_os_error("init", "github-actions", "--path", "/proc/nope/x.yml", *PIN),
             ("ktest: error:", "/proc/nope", "No such file or directory", "check the path"),
@@ -526,6 +562,18 @@ CASES_BY_ERROR: dict[str, dict[str, tuple[Callable[[Sandbox], Any], tuple[str, .
         "existing-dns": (
             existing("https://ktest-no-such-host.invalid:6443"),
             ("DNS", "ktest-no-such-host.invalid", "kubectl --kubeconfig"),
+        ),
+        "existing-exec-plugin-missing": (  # was: the start passed; tests failed as system:anonymous
+            existing_as(exec_user("ktest-no-such-plugin")),
+            ("system:anonymous", "'ktest-no-such-plugin'", "not on PATH", "exec.command", "auth whoami"),
+        ),
+        "existing-exec-plugin-fails": (
+            existing_as(exec_user(""), plugin="echo 'token expired: log in again' >&2; exit 1"),
+            ("system:anonymous", "failed: exec: process returned 1", "token expired: log in again"),
+        ),
+        "existing-user-without-credentials": (
+            existing_as({}),
+            ("system:anonymous", "user 'dev' has no credentials", "auth whoami"),
         ),
         "user-without-control-plane": (
             user_issue("op"),
