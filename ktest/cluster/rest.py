@@ -47,6 +47,9 @@ not a flag; larger ones get 413 "Request entity too large: limit is 3145728", or
 connection while the body is still being sent). etcd then stores objects of at most 1.5 MiB
 (its ``--max-request-bytes``); the API server allows twice that because JSON shrinks on the way."""
 
+LARGE_BODY_BYTES = 1024 * 1024
+"""From this size on, a connection closed while the body is sent is reported as a refusal of its size."""
+
 DEFAULT_TIMEOUT = (5.0, 30.0)  # (connect, read) seconds
 DEFAULT_RETRIES = 10  # client-go's limit for answers with Retry-After
 FIRST_RETRY_WAIT = 0.05  # seconds; doubled on each retry, never beyond Retry-After
@@ -117,15 +120,33 @@ class Rest:
                 raise ApiError(0, f"TLS error: {error}", "", method=method, path=path) from None
             except urllib3.exceptions.MaxRetryError as error:
                 pool = self.api_client.rest_client.pool_manager
-                if not isinstance(pool, urllib3.ProxyManager):
+                if isinstance(pool, urllib3.ProxyManager):
+                    raise ApiError(
+                        0,
+                        f"failed through a proxy: {error.reason}",
+                        "",
+                        method=method,
+                        path=path,
+                        note=proxy_advice(config.host, str(pool.proxy)),
+                    ) from None
+                if payload is None or len(payload) < LARGE_BODY_BYTES:
+                    raise
+                reason = error.reason
+                closed = isinstance(reason, urllib3.exceptions.ProtocolError) or (
+                    isinstance(reason, urllib3.exceptions.SSLError) and "EOF" in str(reason)
+                )
+                if not closed:
                     raise
                 raise ApiError(
-                    0,
-                    f"failed through a proxy: {error.reason}",
+                    413,
+                    "Request Entity Too Large",
                     "",
                     method=method,
                     path=path,
-                    note=proxy_advice(config.host, str(pool.proxy)),
+                    note=f"the server closed the connection while a {size_text(len(payload))} body was "
+                    "being sent, as a server refusing a body too large does (kube-apiserver takes at most "
+                    f"{size_text(MAX_REQUEST_BODY_BYTES)}, etcd stores at most 1.5 MiB); make the object "
+                    f"smaller ({error.reason})",
                 ) from None
             asked = retry_after(response.status, response.headers)
             if asked is None or attempt == self.retries:
