@@ -71,7 +71,7 @@ def _ktest(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_up_attach_report_status_down(
     pytester: pytest.Pytester, kind: KindHandle, echo_image: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("pytest_kind", reason="pytest-kind is in the dev extra; `make test` installs it")
+    pytest.importorskip("pytest_kind", reason="pytest-kind-ng is in the dev extra; `make test` installs it")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KTEST_") or k == "KTEST_CACHE_DIR"}
     up = _ktest("up", "--backend", "kind", "--k8s-version", kind.version, env=env)
     assert up.returncode == 0, up.stderr

@@ -39,7 +39,7 @@ def compat(plane: ControlPlane, admin) -> KindClusterCompat:
 
 
 def test_api_is_a_pykube_client(compat: KindClusterCompat, plane: ControlPlane) -> None:
-    pykube = pytest.importorskip("pykube", reason="pykube-ng comes with pytest-kind (dev extra)")
+    pykube = pytest.importorskip("pykube", reason="pykube-ng comes with the kind extra (part of dev)")
     assert isinstance(compat.api, pykube.HTTPClient)
     assert compat.api.version == tuple(plane.version.split(".")[:2])
     names = [ns.name for ns in pykube.Namespace.objects(compat.api)]
