@@ -679,6 +679,11 @@ class OperatorHandle(abc.ABC):
         elif self.fail_on_errors or self._expecting_crash:
             self._record_failure("logged an error", details=text, hint=hint)
 
+    def _aftermath_open(self) -> bool:
+        """Whether records logged now still belong to an expected crash (see :meth:`expect_crash`)."""
+        with self._lock:
+            return self._aftermath is not None and time.monotonic() <= self._aftermath_until
+
     def _in_aftermath(self, text: str) -> bool:
         """An ERROR record right after an expected crash: part of it (see :meth:`expect_crash`)."""
         with self._lock:

@@ -256,7 +256,9 @@ class KopfOperator(ThreadOperator):
 
     def _observe(self, run: ThreadRun, record: logging.LogRecord, text: str) -> bool:
         if not isinstance(run, _KopfRun) or not self.fail_on_errors or self._expecting_crash:
-            return False
+            return False  # inside expect_crash() a temporary failure is the expected failure
+        if self._aftermath_open() or self._failure is not None:
+            return False  # kopf's "failed temporarily" after the handler's own error: the same failure
         retry = run.retries.observe(record)
         if retry is None:
             return False
