@@ -77,6 +77,12 @@ test-floors: venv binaries
 demo: venv binaries
 	$(BIN)/python -m pytest examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
+# The example project (examples/memcached-kopf) as a user runs it: ktest's wheel and the example
+# installed into a fresh virtual environment, its own tests, then mypy --strict on it.
+.PHONY: test-example
+test-example: venv binaries
+	BIN=$(BIN) PYTHON=$(PYTHON) scripts/ci/example-project $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+
 # The documentation site (mkdocs.yml), built strictly into site/: a broken link, a missing page or a
 # reference entry the code no longer has fails. Its code blocks run in tests/docs.
 docs: venv

@@ -41,6 +41,11 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BUCKETCLAIM_OPERATOR = FIXTURES / "operators" / "bucketclaim" / "operator.py"
 
 
+# Example projects with their own pyproject.toml run from their own virtual environment, as a
+# user's would (scripts/ci/example-project), never inside the demo suite.
+collect_ignore = ["memcached-kopf"]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",

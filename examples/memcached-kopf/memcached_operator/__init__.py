@@ -1,0 +1,1 @@
+"""A small memcached operator written with kopf (see handlers.py)."""
