@@ -97,8 +97,12 @@ def test_nothing_outside_the_registry_compares_a_backend_name() -> None:
     assert offenders == []
 
 
-KIND_IN_CLI_OR_PLUGIN = {"ktest.cli.versions": {"ktest.kind", "ktest.kind.recipe"}}
-"""Allowed: ``ktest versions`` reads the supported minors from the kind node-image recipe."""
+KIND_IN_CLI_OR_PLUGIN = {
+    "ktest.cli.versions": {"ktest.kind", "ktest.kind.recipe"},
+    "ktest.cli.init": {"ktest.kind.recipe"},
+}
+"""Allowed: ``ktest versions`` reads the supported minors from the kind node-image recipe, and
+``ktest init github-actions`` keys the workflow's node-image cache on kind's version."""
 
 
 def test_the_plugin_and_the_cli_reach_a_backend_through_the_registry_only() -> None:
