@@ -68,8 +68,10 @@ class OperatorOptions(TypedDict, total=False):
 
 class InProcessOptions(OperatorOptions, total=False):
     """What the in-process runners (``run_callable``, ``run_kopf``) take beside
-    :class:`OperatorOptions`: ``fail_on_errors`` (an ERROR log record fails the test) and
-    ``log_level`` (the lowest level routed to its log)."""
+    :class:`OperatorOptions`: ``fail_on_errors`` (an ERROR log record fails the test; for kopf,
+    a handler's ``kopf.TemporaryError`` retries fail it only when they do not end in success,
+    see :func:`~ktest.operators.kopf_runner.run_kopf`) and ``log_level`` (the lowest level
+    written to its log)."""
 
     fail_on_errors: bool
     log_level: int

@@ -22,9 +22,11 @@ normally and shared.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.util
 import itertools
+import os
 import sys
 import threading
 import types
@@ -244,15 +246,20 @@ def _sibling_exists(folder: Path, name: str) -> bool:
 def _module_in(module: object, folder: Path) -> bool:
     """Whether ``module`` was loaded from a file (or is a package) inside ``folder``."""
     locations = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
-    for location in locations:
-        if not location:
-            continue
-        try:
-            Path(location).resolve().relative_to(folder)
-        except (ValueError, OSError):
-            continue
-        return True
-    return False
+    inside = str(folder) + os.sep
+    return any(
+        isinstance(location, str) and location and _resolved(location).startswith(inside)
+        for location in locations
+    )
+
+
+@functools.cache
+def _resolved(location: str) -> str:
+    """A module location with symlinks resolved (cached: every load and release asks for all)."""
+    try:
+        return str(Path(location).resolve())
+    except OSError:
+        return location
 
 
 def _import_error(what: str, error: BaseException) -> OperatorError:
