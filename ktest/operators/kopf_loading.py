@@ -181,9 +181,11 @@ class SiblingModules:
     * a module already imported from that folder before the run (the test imported
       ``cache`` itself) is shared with the operator, never re-executed: the test and the
       operator see the same classes and state;
-    * a module of the same name imported from elsewhere (the test's own ``cache``) does
-      not shadow the operator's sibling: it is set aside while the file is imported and
-      put back afterwards, so the operator's module holds its own sibling.
+    * a module of the same name imported from elsewhere (the test suite's own ``cache``)
+      does not shadow the operator's sibling: it is set aside while the file is imported and
+      put back afterwards, so the operator's module holds its own sibling. Modules of Python
+      itself and of installed packages are never set aside (a sibling ``secrets.py`` does not
+      replace the standard library's for the rest of the process).
     """
 
     def __init__(self) -> None:
@@ -205,7 +207,10 @@ class SiblingModules:
         shadowing = {
             name: module
             for name, module in before.items()
-            if "." not in name and _sibling_exists(folder, name) and not _module_in(module, folder)
+            if "." not in name
+            and _sibling_exists(folder, name)
+            and not _module_in(module, folder)
+            and not _installed(name, module)
         }
         for name in shadowing:
             del sys.modules[name]
@@ -237,6 +242,19 @@ class SiblingModules:
             self.folders.clear()
             self.modules.clear()
             self.kept.clear()
+
+
+def _installed(name: str, module: object) -> bool:
+    """Part of Python or of an installed package: never set aside, whatever the operator's folder
+    holds (other code imported meanwhile needs the real ``secrets`` or ``yaml``)."""
+    if name in sys.stdlib_module_names or name in sys.builtin_module_names:
+        return True
+    prefixes = {_resolved(prefix) + os.sep for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    locations = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
+    return any(
+        isinstance(location, str) and _resolved(location).startswith(tuple(prefixes))
+        for location in locations
+    )
 
 
 def _sibling_exists(folder: Path, name: str) -> bool:

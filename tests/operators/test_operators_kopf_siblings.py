@@ -51,6 +51,11 @@ def test_a_file_imports_its_sibling_modules_as_kopf_run_does(admin: Cluster, ns:
             eventually(lambda: cached(admin, ns, "shared") == "1 from package")
             assert cache._seen == ["shared"]  # the operator used the test's module, not a copy
         assert sys.modules["cache"] is cache  # and left it where it was
+        # ... and does not shadow another operator's sibling of the same name.
+        with run_kopf(TWIN / "handlers.py", admin, namespaces=[ns]):
+            admin.create(configmap("fourth", ns, labels=SIBLING))
+            eventually(lambda: cached(admin, ns, "fourth") == "1 from twin")
+        assert sys.modules["cache"] is cache
     finally:
         sys.path.remove(str(PACKAGE))
         sys.modules.pop("cache", None)
