@@ -149,6 +149,12 @@ def test_a_kept_namespace_loses_its_holder(admin: Cluster) -> None:
         admin.delete(("v1", "Namespace", name), missing_ok=True)
 
 
+def test_keeping_a_namespace_the_test_deleted_is_no_error(admin: Cluster) -> None:
+    with admin.namespace(prefix="gone", keep=True) as name:
+        admin.delete(("v1", "Namespace", name), wait=True)
+    assert admin.get_or_none(("v1", "Namespace", name)) is None
+
+
 def test_ktest_down_for_existing_needs_the_context_named(existing_env: dict[str, str]) -> None:
     env = {key: value for key, value in existing_env.items() if key != "KTEST_CONTEXT"}
     down = run_ktest(env, "down", "--backend", "existing", "--kubeconfig", env["KTEST_KUBECONFIG"])
