@@ -308,6 +308,8 @@ class KopfOperator(ThreadOperator):
             return error.status != 404
         except ClusterError:
             return False  # its kind is no longer served
+        except Exception:
+            return True  # cannot tell (the cluster is unreachable): the retry did not succeed
         return not ref.get("uid") or (obj.get("metadata") or {}).get("uid") == ref["uid"]
 
     def owns_finalizer(self, finalizer: str) -> bool:

@@ -79,3 +79,14 @@ def test_tolerated_retries_zero_fails_on_the_first_temporary_error(admin: Cluste
             op.close()
     with pytest.raises(OperatorError, match="tolerated_retries=-1 must be a whole number >= 0"):
         run_kopf(RETRYING, admin, namespaces=[ns], tolerated_retries=-1)
+
+
+def test_a_retry_of_an_object_deleted_meanwhile_is_forgotten(admin: Cluster, ns: str) -> None:
+    with run_context("test-scope"):
+        op = run_kopf(RETRYING, admin, namespaces=[ns], tolerated_retries=1000)
+        gone = admin.create(configmap("gone", ns, {"failures": "forever"}, labels=RETRY))
+        wait_for(lambda: len(op.pending_retries) == 1)
+        admin.delete(gone)
+        wait_for(lambda: admin.get_or_none(gone) is None)
+        op.close()  # no failure: the handler can no longer succeed, nor does it matter
+    assert "failed temporarily" in op.logs
