@@ -102,7 +102,8 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "namespace_for", "operator_for_test", "finalize_namespace", "finalize_cluster_objects",
     ),
     "ktest.cluster": (
-        "FIELD_MANAGER", "Cluster", "ObjectRef", "RefLike", "UserIssuer", "as_ref", "load_manifests",
+        "FIELD_MANAGER", "Cluster", "KindRef", "ObjectRef", "RefLike", "UserIssuer", "as_kind", "as_ref",
+        "load_manifests",
     ),
     "ktest.controlplane": ("ControlPlane", "ManagedProcess"),
     "ktest.assets": (
