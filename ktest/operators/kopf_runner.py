@@ -22,11 +22,8 @@ kopf lists before it watches, so nothing created after that point is missed.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +33,7 @@ from ktest.base.delegation import Delegated
 from ktest.errors import OperatorError
 from ktest.operators import client_defaults
 from ktest.operators.handle import launch
+from ktest.operators.kopf_liveness import answers, read_probe
 from ktest.operators.kopf_loading import SiblingModules, Source, describe_sources, is_path, load_registry
 from ktest.operators.kopf_retries import (
     DEFAULT_SETTLE_TIMEOUT,
@@ -231,7 +229,7 @@ class KopfOperator(ThreadOperator):
             else:
                 run.phase = f"starting watch streams: {', '.join(sorted(missing))}"
             await asyncio.sleep(0.02)
-        while self.liveness_url is not None and self.liveness and not await _answers(self.liveness_url):
+        while self.liveness_url is not None and self.liveness and not await answers(self.liveness_url):
             run.phase = f"starting its liveness endpoint {self.liveness_url}"
             await asyncio.sleep(0.02)
         run.phase = "ready"
@@ -337,19 +335,7 @@ class KopfOperator(ThreadOperator):
             raise OperatorError(
                 f"operator {self.name!r} is {self.state} and not running: nothing answers probes."
             )
-        try:
-            with urllib.request.urlopen(self.liveness_url, timeout=timeout) as response:
-                return dict(json.loads(response.read().decode()))
-        except urllib.error.HTTPError as error:
-            body = error.read().decode("utf-8", "replace")
-            raise OperatorError(
-                f"operator {self.name!r}: its liveness endpoint {self.liveness_url} answered "
-                f"{error.code} {error.reason}: {body[:500]}"
-            ) from None
-        except (urllib.error.URLError, OSError, ValueError) as error:
-            raise OperatorError(
-                f"operator {self.name!r}: its liveness endpoint {self.liveness_url} did not answer: {error}"
-            ) from None
+        return read_probe(self.name, self.liveness_url, timeout)
 
     def _signal_stop(self, run: ThreadRun) -> None:
         stop_flag = getattr(run, "stop_flag", None)
@@ -379,19 +365,6 @@ def _ktest_settings(settings: Any) -> None:
     # kopf SIGKILLs its own thread (i.e. this whole process) if a cancelled operator takes
     # too long to exit; a test process must never be killed by the operator under test.
     settings.process.ultimate_exiting_timeout = None
-
-
-async def _answers(url: str) -> bool:
-    """Whether something accepts connections at the URL's host and port."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    try:
-        _, writer = await asyncio.open_connection(parts.hostname, parts.port)
-    except OSError:
-        return False
-    writer.close()
-    return True
 
 
 def _bind_credentials(registry: Any, cluster: Cluster) -> None:
