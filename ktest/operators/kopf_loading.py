@@ -7,10 +7,15 @@ every run. Instead, each run:
 
 * swaps in a fresh registry as kopf's default for the duration of the import
   (under a lock, restored afterwards);
-* executes the operator's modules afresh: every module of the operator's
-  top-level package is taken out of ``sys.modules`` for the import and put
-  back afterwards, so the run gets its own copies and the rest of the process
-  keeps the modules it had (new modules of that package are removed again);
+* executes the operator's handler modules afresh: the named module and every
+  module of its top-level package that uses kopf (it holds the ``kopf`` module:
+  that is where decorators register) are taken out of ``sys.modules`` for the
+  import and put back afterwards, so the run registers its handlers into its
+  own registry and the rest of the process keeps the modules it had (new
+  modules of that package are removed again). The package's other modules
+  (storage clients, exception classes, helpers) the test already imported are
+  shared with the operator, as ``kopf run`` would share them: an exception class
+  the test catches is the one the operator raises;
 * loads files (``path/to/handlers.py``) under a private module name, with the
   file's folder first on ``sys.path``, as ``kopf run path/to/handlers.py`` does, so
   ``from cache import ...`` of a sibling module works (see :class:`SiblingModules`).
@@ -41,6 +46,7 @@ Source = str | Path
 _lock = threading.RLock()  # SiblingModules.release() may run inside load_registry
 _counter = itertools.count(1)
 _SHARED_PACKAGES = frozenset({"kopf", "ktest", "kubernetes", "aiohttp", "asyncio"})
+_MISSING = object()
 
 
 def is_path(source: Source) -> bool:
@@ -108,35 +114,68 @@ class _ModuleSwap:
     def __init__(self) -> None:
         self.saved: dict[str, types.ModuleType | None] = {}
         self.packages: set[str] = set()
+        self.attributes: dict[tuple[str, str], object] = {}
+        self.shared: set[str] = set()  # the package's modules left in place, shared with the run
 
-    def take_out_package(self, top: str) -> None:
+    def take_out_package(self, top: str, name: str) -> None:
+        """Take ``name`` and the package's modules that use kopf out of ``sys.modules``."""
         self.packages.add(top)
         for key in [key for key in sys.modules if self._in_packages(key)]:
-            self.saved.setdefault(key, sys.modules.pop(key))
+            if key == name or _uses_kopf(sys.modules[key]):
+                self.saved.setdefault(key, sys.modules.pop(key))
+            else:
+                self.shared.add(key)
+        self._save_attribute(name)
+
+    def _save_attribute(self, name: str) -> None:
+        """The parent package's attribute for ``name``: importing a submodule sets it."""
+        parent_name, _, child = name.rpartition(".")
+        parent = sys.modules.get(parent_name) if parent_name else None
+        if parent is not None and (parent_name, child) not in self.attributes:
+            self.attributes[(parent_name, child)] = parent.__dict__.get(child, _MISSING)
 
     def add_private(self, name: str, module: types.ModuleType) -> None:
         self.saved.setdefault(name, None)
         sys.modules[name] = module
 
     def restore(self) -> None:
-        for key in [key for key in sys.modules if key not in self.saved and self._in_packages(key)]:
+        kept = self.saved.keys() | self.shared
+        for key in [key for key in sys.modules if key not in kept and self._in_packages(key)]:
             del sys.modules[key]
         for key, module in self.saved.items():
             if module is None:
                 sys.modules.pop(key, None)
             else:
                 sys.modules[key] = module
+        for (parent_name, child), value in self.attributes.items():
+            parent = sys.modules.get(parent_name)
+            if parent is None:
+                continue
+            if value is _MISSING:
+                parent.__dict__.pop(child, None)
+            else:
+                setattr(parent, child, value)
 
     def _in_packages(self, key: str) -> bool:
         top = key.partition(".")[0]
         return top in self.packages
 
 
+def _uses_kopf(module: types.ModuleType | None) -> bool:
+    """Whether a module holds kopf (``import kopf``): only such a module can register handlers."""
+    return module is not None and any(
+        (value.__name__ if isinstance(value, types.ModuleType) else str(getattr(value, "__module__", "")))
+        .partition(".")[0] == "kopf"
+        for value in list(vars(module).values())
+        if isinstance(value, types.ModuleType) or callable(value)
+    )
+
+
 def _import_fresh(name: str, modules: _ModuleSwap) -> None:
     top = name.partition(".")[0]
     if top in _SHARED_PACKAGES:
         raise OperatorError(f"{name!r} is not an operator module; pass the module with your kopf handlers.")
-    modules.take_out_package(top)
+    modules.take_out_package(top, name)
     try:
         importlib.import_module(name)
     except ModuleNotFoundError as error:

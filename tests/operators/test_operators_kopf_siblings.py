@@ -59,3 +59,31 @@ def test_a_file_imports_its_sibling_modules_as_kopf_run_does(admin: Cluster, ns:
     finally:
         sys.path.remove(str(PACKAGE))
         sys.modules.pop("cache", None)
+
+
+MODULE_PACKAGE = SAMPLES / "kopf_module_package"
+
+
+def test_a_module_name_shares_the_packages_modules_the_test_imported(admin: Cluster, ns: str) -> None:
+    """run_kopf("shop.handlers") executes the handler module afresh (its handlers register into the
+    run's registry, every run) but shares ``shop.storage``, which uses no kopf, with the test: what
+    the operator stores the test sees, and the exception class is one class."""
+    sys.path.insert(0, str(MODULE_PACKAGE))
+    try:
+        from shop import storage
+
+        for run, name in enumerate(("first", "second")):
+            with run_kopf("shop.handlers", admin, namespaces=[ns]):
+                admin.create(configmap(name, ns, labels={"ktest.dev/shop": "true"}))
+                eventually(lambda name=name: admin.get(configmap_ref(name, ns))["metadata"]
+                           .get("annotations", {}).get("ktest.dev/stored") == "yes")
+                assert storage.stored == ["first", "second"][: run + 1]  # the test's module, not a copy
+            assert sys.modules["shop.storage"] is storage
+            assert "shop.handlers" not in sys.modules  # the run's copy is gone again
+        import shop
+
+        assert not hasattr(shop, "handlers"), "the package keeps no attribute for the run's module"
+    finally:
+        sys.path.remove(str(MODULE_PACKAGE))
+        for key in [key for key in sys.modules if key == "shop" or key.startswith("shop.")]:
+            del sys.modules[key]
