@@ -1,6 +1,6 @@
 """When a check passes, and which of its errors mean "not there yet".
 
-The rule (also in the README, "When does a check pass?"):
+The rule (also in the docs, docs/guides/waiting.md):
 
 * it returns a truthy value: passed (``eventually`` returns that value);
 * it is *assertion-style* and runs to its end: passed (such a check can only

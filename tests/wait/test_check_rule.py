@@ -1,5 +1,5 @@
 """When a check passes (ktest.wait.checks): "not there yet" is retried and reported,
-and a check never passes by accident.  One test per row of the README's table.
+and a check never passes by accident.  One test per row of the table in docs/guides/waiting.md.
 
 The checks read state that a background thread fills in a little later, the way
 an operator writes status after a test created the object.
