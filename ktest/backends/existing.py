@@ -123,19 +123,7 @@ def check_context(kubeconfig: Path, context: str) -> None:
 def check_reachable(cluster: Cluster, kubeconfig: Path, context: str, timeout: float) -> None:
     """GET ``/version`` once, without retries; raise ClusterError saying what failed and how to check."""
     server = cluster.server
-    client = cluster.api_client
-    headers = {"Accept": "application/json", **client.default_headers, **auth_headers(client.configuration)}
-    try:
-        response = client.rest_client.pool_manager.request(
-            "GET",
-            server.rstrip("/") + "/version",
-            headers=headers,
-            timeout=urllib3.Timeout(connect=timeout, read=timeout),
-            retries=False,
-        )
-    except urllib3.exceptions.HTTPError as error:
-        what = _what_failed(error, server, timeout)
-        raise ClusterError(_unreachable(server, kubeconfig, context, what)) from None
+    response = _send_once(cluster, kubeconfig, context, timeout, "GET", "/version")
     if response.status == 401 and (cause := credentials_problem(kubeconfig, context)) is not None:
         what = f"the server rejected the requests as not authenticated (HTTP 401): {cause}"
         raise ClusterError(_unreachable(server, kubeconfig, context, what))
@@ -151,6 +139,30 @@ def check_reachable(cluster: Cluster, kubeconfig: Path, context: str, timeout: f
         raise ClusterError(_unreachable(server, kubeconfig, context, what))
 
 
+def _send_once(
+    cluster: Cluster, kubeconfig: Path, context: str, timeout: float, method: str, path: str,
+    body: dict[str, Any] | None = None,
+) -> urllib3.BaseHTTPResponse:
+    """One request with the context's credentials, without retries; a ClusterError saying what
+    failed (DNS, refused, timeout, TLS) and how to check when no answer comes."""
+    client = cluster.api_client
+    headers = {"Accept": "application/json", **client.default_headers, **auth_headers(client.configuration)}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    try:
+        return client.rest_client.pool_manager.request(
+            method,
+            cluster.server.rstrip("/") + path,
+            body=None if body is None else json.dumps(body).encode(),
+            headers=headers,
+            timeout=urllib3.Timeout(connect=timeout, read=timeout),
+            retries=False,
+        )
+    except urllib3.exceptions.HTTPError as error:
+        what = _what_failed(error, cluster.server, timeout)
+        raise ClusterError(_unreachable(cluster.server, kubeconfig, context, what)) from None
+
+
 ANONYMOUS_USER = "system:anonymous"
 SELF_SUBJECT_REVIEW_VERSIONS = ("v1", "v1beta1")  # GA in Kubernetes 1.28, beta in 1.27
 _FORBIDDEN_USER = re.compile(r'User "([^"]*)" cannot')
@@ -164,27 +176,10 @@ def check_identity(cluster: Cluster, kubeconfig: Path, context: str, timeout: fl
     (no SelfSubjectReview API: Kubernetes before 1.27).
     """
     server = cluster.server
-    client = cluster.api_client
-    headers = {
-        "Accept": "application/json",
-        "Content-Type": "application/json",
-        **client.default_headers,
-        **auth_headers(client.configuration),
-    }
     for version in SELF_SUBJECT_REVIEW_VERSIONS:
         body = {"apiVersion": f"authentication.k8s.io/{version}", "kind": "SelfSubjectReview"}
-        try:
-            response = client.rest_client.pool_manager.request(
-                "POST",
-                f"{server.rstrip('/')}/apis/authentication.k8s.io/{version}/selfsubjectreviews",
-                body=json.dumps(body).encode(),
-                headers=headers,
-                timeout=urllib3.Timeout(connect=timeout, read=timeout),
-                retries=False,
-            )
-        except urllib3.exceptions.HTTPError as error:
-            what = _what_failed(error, server, timeout)
-            raise ClusterError(_unreachable(server, kubeconfig, context, what)) from None
+        path = f"/apis/authentication.k8s.io/{version}/selfsubjectreviews"
+        response = _send_once(cluster, kubeconfig, context, timeout, "POST", path, body)
         if response.status == 404:
             continue
         user = _reviewed_user(response.status, response.data)

@@ -96,13 +96,10 @@ class Rest:
             headers["Content-Type"] = content_type or "application/json"
             payload = _encoded(body)
             if len(payload) > MAX_REQUEST_BODY_BYTES:
-                raise ApiError(
-                    413,
-                    "Request Entity Too Large",
-                    "",
-                    method=method,
-                    path=path,
-                    note=f"not sent: the body is {size_text(len(payload))}, over the API server's limit of "
+                raise _too_large(
+                    method,
+                    path,
+                    f"not sent: the body is {size_text(len(payload))}, over the API server's limit of "
                     f"{size_text(MAX_REQUEST_BODY_BYTES)} for a request body; make the object smaller",
                 )
         started = time.monotonic()
@@ -137,13 +134,10 @@ class Rest:
                 )
                 if not closed:
                     raise
-                raise ApiError(
-                    413,
-                    "Request Entity Too Large",
-                    "",
-                    method=method,
-                    path=path,
-                    note=f"the server closed the connection while a {size_text(len(payload))} body was "
+                raise _too_large(
+                    method,
+                    path,
+                    f"the server closed the connection while a {size_text(len(payload))} body was "
                     "being sent, as a server refusing a body too large does (kube-apiserver takes at most "
                     f"{size_text(MAX_REQUEST_BODY_BYTES)}, etcd stores at most 1.5 MiB); make the object "
                     f"smaller ({error.reason})",
@@ -223,3 +217,8 @@ def _query_value(value: Any) -> Any:
     if isinstance(value, bool):
         return "true" if value else "false"
     return value
+
+
+def _too_large(method: str, path: str, note: str) -> ApiError:
+    """413 for a body the API server would not take (or did not let finish), with why."""
+    return ApiError(413, "Request Entity Too Large", "", method=method, path=path, note=note)

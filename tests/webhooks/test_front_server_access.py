@@ -20,24 +20,13 @@ from typing import Any
 import pytest
 from builders import configmap
 from test_python_handlers import gadget_conversion
-from webhook_helpers import gadget
+from webhook_helpers import forbidden_key_guard, gadget
 
 from ktest.base.certs import CertificateAuthority
 from ktest.base.kubeconfig import credentials_directory
 from ktest.cluster import Cluster
 from ktest.controlplane.admission import WEBHOOK_CLIENT_STEM
-from ktest.webhooks import AdmissionRequest, Denied, Handlers, Webhooks
-
-
-def _guard() -> Handlers:
-    handlers = Handlers()
-
-    @handlers.validate("", "v1", "configmaps")
-    def no_forbidden_key(request: AdmissionRequest) -> None:
-        if "forbidden" in (request.object.get("data") or {}):
-            raise Denied("data.forbidden is not allowed")
-
-    return handlers
+from ktest.webhooks import Webhooks
 
 
 def _review(namespace: str, name: str) -> bytes:
@@ -112,7 +101,7 @@ def _refused(wh: Webhooks, path: str, body: bytes, identity: tuple[Path, Path] |
 def test_requests_without_the_path_secret_are_refused_and_never_logged(
     cluster: Cluster, namespace: str, webhooks: Any
 ) -> None:
-    wh = webhooks(handlers=_guard())
+    wh = webhooks(handlers=forbidden_key_guard())
     # Where the API server presents a client certificate, these requests present it too:
     # what is tested here is the path secret behind it.
     apiserver = _apiserver_identity(cluster)
@@ -143,7 +132,7 @@ def test_requests_without_the_path_secret_are_refused_and_never_logged(
 
 
 def test_each_webhook_set_gets_its_own_secret(cluster: Cluster, namespace: str, webhooks: Any) -> None:
-    first, second = webhooks(handlers=_guard()), webhooks(handlers=_guard())
+    first, second = webhooks(handlers=forbidden_key_guard()), webhooks(handlers=forbidden_key_guard())
     first_paths = {urllib.parse.urlsplit(url).path.split("/")[1] for url in _installed_urls(cluster, first)}
     second_paths = {urllib.parse.urlsplit(url).path.split("/")[1] for url in _installed_urls(cluster, second)}
     assert len(first_paths) == len(second_paths) == 1 and first_paths != second_paths
@@ -160,7 +149,7 @@ def apiserver_identity(cluster: Cluster) -> tuple[Path, Path]:
 def test_admission_calls_need_the_api_servers_client_certificate(
     cluster: Cluster, namespace: str, webhooks: Any, apiserver_identity: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    wh = webhooks(handlers=_guard())
+    wh = webhooks(handlers=forbidden_key_guard())
     assert wh.server is not None and wh.server.requires_client_certificate
     cluster.create(configmap("real", namespace))  # the API server gets through
     recorded = len(wh.calls)
@@ -210,7 +199,7 @@ def test_conversions_get_a_listener_of_their_own_that_serves_nothing_else(
     test_apiserver_client_certificate): their calls go to a second port, guarded by the path
     secret, where admission routes and probes are refused."""
     handlers = gadget_conversion()
-    handlers.registrations += _guard().registrations
+    handlers.registrations += forbidden_key_guard().registrations
     wh = webhooks(handlers=handlers)
     assert wh.server is not None and wh.server.conversion_port != wh.server.port
     cluster.create(gadget("g", namespace, size="10Gi"))

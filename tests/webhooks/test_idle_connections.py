@@ -16,25 +16,14 @@ from typing import Any
 
 import pytest
 from builders import configmap
+from webhook_helpers import forbidden_key_guard
 
 from ktest.api_error import ApiError
 from ktest.cluster import Cluster
 from ktest.wait import eventually
-from ktest.webhooks import AdmissionRequest, Denied, Handlers
 from ktest.webhooks.server import HANDSHAKE_TIMEOUT, MAX_CONNECTIONS
 
 OVER_THE_CAP = 16
-
-
-def _guard() -> Handlers:
-    handlers = Handlers()
-
-    @handlers.validate("", "v1", "configmaps")
-    def no_forbidden_key(request: AdmissionRequest) -> None:
-        if "forbidden" in (request.object.get("data") or {}):
-            raise Denied("data.forbidden is not allowed")
-
-    return handlers
 
 
 def _connect(host: str, port: int) -> socket.socket:
@@ -56,7 +45,7 @@ def _closed_by_server(connection: socket.socket) -> bool:
 def test_idle_connections_are_capped_and_timed_out_and_the_api_server_still_gets_through(
     cluster: Cluster, namespace: str, webhooks: Any
 ) -> None:
-    wh = webhooks(handlers=_guard())
+    wh = webhooks(handlers=forbidden_key_guard())
     assert wh.server is not None
     cluster.create(configmap("before", namespace))
     baseline = threading.active_count()

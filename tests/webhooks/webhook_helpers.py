@@ -10,7 +10,7 @@ from builders import custom_object
 
 from ktest.cluster import Cluster
 from ktest.operators import OperatorHandle, run_subprocess
-from ktest.webhooks import Webhooks
+from ktest.webhooks import AdmissionRequest, Denied, Handlers, Webhooks
 
 ROOT = Path(__file__).resolve().parents[2]
 GO_WEBHOOK_MANAGER = ROOT / "fixtures" / "go-webhook-manager"
@@ -36,3 +36,15 @@ def gadget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
 
 def widget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
     return custom_object(WIDGET_V1, "Widget", name, namespace, spec)
+
+
+def forbidden_key_guard() -> Handlers:
+    """A validating handler set that denies a ConfigMap holding ``data.forbidden``."""
+    handlers = Handlers()
+
+    @handlers.validate("", "v1", "configmaps")
+    def no_forbidden_key(request: AdmissionRequest) -> None:
+        if "forbidden" in (request.object.get("data") or {}):
+            raise Denied("data.forbidden is not allowed")
+
+    return handlers
