@@ -1,4 +1,4 @@
-"""Issue 14.5: a corrupt cached binary is detected before use, reported with the fix,
+"""A corrupt cached binary is detected before use, reported with the fix,
 and `ktest binaries install` repairs it. Checksums are recorded at install."""
 
 from __future__ import annotations

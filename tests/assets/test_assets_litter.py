@@ -1,4 +1,4 @@
-"""Issue 14.7: a successful Go step leaves no log behind, a failed one keeps its log and
+"""A successful Go step leaves no log behind, a failed one keeps its log and
 names it; workspace locks live in one ``.locks`` directory. Uses the real ``go``."""
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ def test_crd_errors_name_file_and_crd(admin: Cluster, tmp_path: Path) -> None:
     ):
         admin.install_crds(not_crd)
     misnamed = {**WIDGET_CRD, "metadata": {"name": "wrong.test.ktest.dev"}}
-    with pytest.raises(  # refused by ktest before sending (issue 37.3)
+    with pytest.raises(  # refused by ktest before sending
         CRDError, match=r"wrong.test.ktest.dev: metadata.name is .* name it widgets.test.ktest.dev"
     ):
         admin.install_crds(misnamed)

@@ -1,4 +1,4 @@
-"""Issue 37.3 and 37.4 against a real API server: a malformed or oversized CRD is named (file,
+"""Against a real API server: a malformed or oversized CRD is named (file,
 document, field and line; size and limit) before anything is sent, so nothing is installed, and
 a request body over the API server's limit is refused unsent instead of ending, seconds later,
 in a MaxRetryError. The shapes themselves are catalogued in

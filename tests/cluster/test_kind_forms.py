@@ -1,6 +1,6 @@
 """A kind reads one way throughout the Cluster API: ``(apiVersion, kind)``, the first half of the
-``(apiVersion, kind, name[, namespace])`` tuple ``get`` takes, or the two strings apart
-(issue 33 item 8). Against the real API server."""
+``(apiVersion, kind, name[, namespace])`` tuple ``get`` takes, or the two strings apart.
+Against the real API server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The bad-input catalogue (issue 14): every case is a mistake a user makes, and
+"""The bad-input catalogue: every case is a mistake a user makes, and
 the error must name what was wrong (setting and its source, file and line, path,
 server, name) and how to fix it, with nothing left behind: no new process, no
 directory in the temp or run directory, no half-installed cache entry.
@@ -210,12 +210,12 @@ spec:
 
 
 def crd_with(old: str, new: str) -> Callable[[Sandbox], Any]:
-    """A CRD file (issue 37.3) with one mistake: ``old`` (which must be in CRD_TEXT) replaced by ``new``."""
+    """A CRD file with one mistake: ``old`` (which must be in CRD_TEXT) replaced by ``new``."""
     assert old in CRD_TEXT
     return manifest(CRD_TEXT.replace(old, new, 1), crds=True)
 
 
-# A few hundred bytes that expand to 10^8 nodes if written out ("billion laughs", issue 37.4).
+# A few hundred bytes that expand to 10^8 nodes if written out ("billion laughs").
 ALIAS_BOMB = (
     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\nx0: &x0 [a, a, a, a, a, a, a, a, a, a]\n"
     + "".join(f"x{n}: &x{n} [{', '.join([f'*x{n - 1}'] * 10)}]\n" for n in range(1, 8))
@@ -285,7 +285,7 @@ PIN = ("--repository", "example/ktest", "--ref", "a" * 40)
 
 
 def cli_os_error(*args: str, **env: str) -> Callable[[Sandbox], Any]:
-    """A command meeting a path it cannot use: one line on stderr, exit 2 (issue 23.8; was a traceback)."""
+    """A command meeting a path it cannot use: one line on stderr, exit 2, no traceback."""
 
     def trigger(box: Sandbox) -> Any:
         done = subprocess.run(
@@ -309,7 +309,7 @@ def cli_os_error(*args: str, **env: str) -> Callable[[Sandbox], Any]:
 
 def existing_as(user: dict[str, Any], plugin: str = "") -> Callable[[Sandbox], Any]:
     """Backend existing on a real control plane, as a kubeconfig user whose credentials never
-    reach it (issue 37.6); ``plugin``: the body of an exec plugin script ``plugin`` runs."""
+    reach it; ``plugin``: the body of an exec plugin script ``plugin`` runs."""
 
     def trigger(box: Sandbox) -> Any:
         import yaml
@@ -450,7 +450,7 @@ CASES_BY_ERROR: dict[str, dict[str, tuple[Callable[[Sandbox], Any], tuple[str, .
             ("etcd: SHA-256", "corrupt", "ktest binaries install --k8s-version"),
         ),
     },
-    "CliFailed": {  # CLI commands, and paths they cannot use (issue 23.8)
+    "CliFailed": {  # CLI commands, and paths they cannot use
         "binaries-source-unknown": (
             cli("binaries", "install", "--source", "ftp"),
             ("--source", "'ftp'", "auto", "download", "build"),

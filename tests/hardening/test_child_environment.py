@@ -1,4 +1,4 @@
-"""Issue 23.6: the test process's environment does not configure the control plane.
+"""The test process's environment does not configure the control plane.
 
 etcd reads every flag from ``ETCD_<FLAG>`` as well; with ``ETCD_LISTEN_METRICS_URLS``
 in the environment, ktest's etcd opened an unauthenticated plain-HTTP listener. The

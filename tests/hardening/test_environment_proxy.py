@@ -1,4 +1,4 @@
-"""Issue 37.5: ``HTTPS_PROXY`` without ``NO_PROXY`` (common on corporate and CI machines) broke
+"""``HTTPS_PROXY`` without ``NO_PROXY`` (common on corporate and CI machines) broke
 every test with a 477-line proxy error: the kubernetes client sent ktest's loopback traffic to
 the proxy. A child pytest session runs with ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``ALL_PROXY``
 pointing at a listener that counts connections (and never proxies anything), no ``NO_PROXY``;

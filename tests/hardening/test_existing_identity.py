@@ -1,4 +1,4 @@
-"""Issue 37.6: backend ``existing`` asks the server who it is (a SelfSubjectReview) before any
+"""Backend ``existing`` asks the server who it is (a SelfSubjectReview) before any
 test runs. Credentials that never load (an exec plugin whose command is missing or fails, a
 user without credentials) leave the client anonymous; ``/version`` answers anonymous clients,
 so the start used to pass and tests failed later as ``system:anonymous``. The "existing

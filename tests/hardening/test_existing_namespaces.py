@@ -1,5 +1,5 @@
-"""Issue 37.7: ``kill -9`` of a session on backend ``existing`` left its test namespace in the
-user's cluster for good. Now every namespace ktest creates names its holder (pid, start time,
+"""``kill -9`` of a session on backend ``existing`` leaves no test namespace in the user's
+cluster for good: every namespace ktest creates names its holder (pid, start time,
 boot and pid namespace); the next session on that cluster, and ``ktest down --backend
 existing``, delete those whose holder ran on this machine and is dead, and leave every other
 alone: a live session's, another machine's, a kept one, one ktest did not create.

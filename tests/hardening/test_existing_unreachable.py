@@ -1,4 +1,4 @@
-"""Issue 14.4: backend ``existing`` on a server it cannot use says which context and
+"""Backend ``existing`` on a server it cannot use says which context and
 server, what failed, and how to check by hand. Real servers throughout: a real
 control plane for TLS and credentials, real sockets for refused and silent ports."""
 

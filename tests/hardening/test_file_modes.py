@@ -1,4 +1,4 @@
-"""Issue 23.7: everything ktest writes is private to the user: directories 0700,
+"""Everything ktest writes is private to the user: directories 0700,
 files (and sockets) 0600 or stricter, whatever the umask, in a started control
 plane's directory, the `ktest up` state and its daemon's directories, and a
 webhook set's directory.
@@ -103,7 +103,7 @@ def test_an_older_state_directory_is_made_private(tmp_path: Path, monkeypatch: p
     assert loose_modes(tmp_path / "ktest") == []
 
 
-# ------------------------------------------- issue 37.8: the files inside those directories too
+# ------------------------------------------------------- the files inside those directories too
 
 
 def test_an_operators_log_directory_is_private(plane: ControlPlane, loose_umask: None) -> None:

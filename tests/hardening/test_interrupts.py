@@ -71,7 +71,7 @@ def test_an_ignored_or_default_sigint_is_left_alone(handler: str) -> None:
     assert _run(handler, script) == ["left alone"]
 
 
-# ------------------------------------------------- issue 37.8: Ctrl-C during a session's teardown
+# -------------------------------------------------------------- Ctrl-C during a session's teardown
 
 TEARDOWN_CONFTEST = textwrap.dedent(
     """

@@ -1,4 +1,4 @@
-"""Issue 14.7: the control plane's directory goes to /dev/shm only when that tmpfs has
+"""The control plane's directory goes to /dev/shm only when that tmpfs has
 room (else the temp directory), and honours an explicit run directory."""
 
 from __future__ import annotations

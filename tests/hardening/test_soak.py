@@ -92,8 +92,8 @@ def test_the_leak_counter_sees_planted_leaks(tmp_path: Path) -> None:
         listener.close()
 
 
-def test_the_leak_counter_names_issue_23_leftovers(tmp_path: Path) -> None:
-    """Webhook, operator-log and proxy directories and port-forwards are counted apart (issue 23.5)."""
+def test_the_leak_counter_names_webhook_operator_and_proxy_leftovers(tmp_path: Path) -> None:
+    """Webhook, operator-log and proxy directories and port-forwards are counted apart."""
     soak = _soak_module()
     sandbox = soak.Sandbox(tmp_path / "box", "planted-2")
     for name in ("ktest-webhooks-a", "ktest-operator-b", "ktest-proxy-c"):

@@ -1,4 +1,4 @@
-"""Issue 14.1: nobody but the API server can talk to etcd; the API server listens on
+"""Nobody but the API server can talk to etcd; the API server listens on
 loopback only and refuses anonymous writes. Each refusal has a positive control
 (the legitimate client succeeds), so the test fails if the check itself is broken."""
 

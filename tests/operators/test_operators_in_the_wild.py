@@ -1,4 +1,4 @@
-"""What a kopf operator from the wild tripped over, through the pytest plugin (issue 21).
+"""What a kopf operator from the wild tripped over, through the pytest plugin.
 
 An inner pytest session (``--ktest-backend=existing`` on this module's control plane) runs
 operators written as kopf's docs write them and checks, from the outside, what a user sees:

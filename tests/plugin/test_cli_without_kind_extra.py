@@ -1,4 +1,4 @@
-"""``ktest status`` and ``ktest down --kind`` without the ``kind`` extra (issue 33 item 13): a kind
+"""``ktest status`` and ``ktest down --kind`` without the ``kind`` extra: a kind
 cluster ktest made is still there, so they say so, that the docker Python package is needed to
 act on it, and how to install it; no ModuleNotFoundError traceback.
 

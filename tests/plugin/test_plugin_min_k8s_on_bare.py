@@ -1,5 +1,5 @@
 """``ktest_min_k8s`` on backend bare decides from the version setting, without starting a
-control plane (issue 33 item 15): the control plane ktest would start runs the selector's
+control plane: the control plane ktest would start runs the selector's
 minor version, or the one ``latest`` resolves to."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""An unknown extra kube-apiserver flag or feature gate is a bad setting like any other
-(issue 33 item 12): the first test that uses ktest fails with one short error naming the
+"""An unknown extra kube-apiserver flag or feature gate is a bad setting like any other:
+the first test that uses ktest fails with one short error naming the
 flag and how to fix it, the session stops there, and no control plane is started."""
 
 from __future__ import annotations

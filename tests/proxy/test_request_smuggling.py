@@ -1,4 +1,4 @@
-"""A request head holding CR, LF or NUL is never written to the API server (issue 37, item 1).
+"""A request head holding CR, LF or NUL is never written to the API server.
 
 The proxy forwards every request over HTTP/1.1, whatever the operator spoke. Before h2 4.3.0
 (CVE-2025-57804) an HTTP/2 header value could hold ``\\r\\n``: written into the HTTP/1.1 head,

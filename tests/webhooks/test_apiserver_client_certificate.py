@@ -1,4 +1,5 @@
-"""What the embedded control plane's kube-apiserver presents to webhooks (issue 23.3).
+"""What the embedded control plane's kube-apiserver presents to webhooks, so that only the
+API server may call ktest's webhook front server.
 
 ktest's admission configuration (ktest.controlplane.admission) gives the API server a
 client certificate for admission webhooks; the apiextensions server calls CRD
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from webhook_helpers import GADGETS_CRD
+from webhook_handlers import GADGETS_CRD
 
 from ktest.cluster import Cluster
 from ktest.controlplane.admission import WEBHOOK_CLIENT_USER

@@ -1,4 +1,4 @@
-"""Issue 23.3: only the API server may call ktest's webhook front server.
+"""Only the API server may call ktest's webhook front server.
 
 The front server listens where other local users (bare: 127.0.0.1) or Pods (kind: the
 network's gateway) can connect. Every URL ktest writes into a clientConfig carries a
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 from builders import configmap
-from test_python_handlers import gadget_conversion
-from webhook_helpers import forbidden_key_guard, gadget
+from webhook_handlers import forbidden_key_guard, gadget_conversion
+from webhook_helpers import gadget
 
 from ktest.base.certs import CertificateAuthority
 from ktest.base.kubeconfig import credentials_directory

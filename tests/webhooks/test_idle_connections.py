@@ -1,4 +1,4 @@
-"""Issue 37.2: idle connections to the webhook front server pin no threads of the test process.
+"""Idle connections to the webhook front server pin no threads of the test process.
 
 The front server listens where other local users (bare) or Pods (kind) can connect. Each
 connection gets a thread; the TLS handshake used to run in it with no timeout, so 300
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from builders import configmap
-from webhook_helpers import forbidden_key_guard
+from webhook_handlers import forbidden_key_guard
 
 from ktest.api_error import ApiError
 from ktest.cluster import Cluster
