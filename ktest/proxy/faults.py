@@ -12,18 +12,19 @@ typo in a name, or the operator never made that request.
 from __future__ import annotations
 
 import contextlib
+import ssl
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ktest.proxy.http1 import shutdown
 from ktest.proxy.requests import ApiRequest
 from ktest.proxy.rules import FaultRuleError, Rule, RuleState
 
 if TYPE_CHECKING:
-    from ktest.proxy.server import WatchStream
-    from ktest.proxy.traffic import Traffic
+    from ktest.proxy.traffic import Call, Traffic
 
 
 class UnusedFaultRuleWarning(UserWarning):
@@ -41,6 +42,34 @@ class Decision:
     status: int | None = None
     reason: str = ""
     retry_after: float | None = None
+
+
+class WatchStream:
+    """An open watch being forwarded; :meth:`cut` ends it from another thread."""
+
+    def __init__(self, call: Call, client_gone: Callable[[], bool]) -> None:
+        self.call = call
+        self.request = call.request
+        self._upstream: ssl.SSLSocket | None = None
+        self._client_gone = client_gone
+        self.cut_by: str | None = None
+
+    def attach(self, upstream: ssl.SSLSocket) -> None:
+        """The API server connection the watch is sent on (registered before it is answered, so
+        a watch in flight is closed too)."""
+        self._upstream = upstream
+        if self.cut_by is not None:
+            shutdown(upstream)
+
+    def cut(self, reason: str) -> None:
+        if self.cut_by is None:
+            self.cut_by = reason
+            shutdown(self._upstream)
+
+    def client_gone(self) -> bool:
+        """Whether the operator closed its end (a watch it abandoned): the forwarding thread only
+        notices when the next event arrives, which on a quiet watch may be never."""
+        return self._client_gone()
 
 
 class FaultSet:

@@ -5,7 +5,7 @@ watches included, over one connection. When the proxy offers ``h2`` (setting
 ``ktest_operator_proxy_http2``, on by default) the connection is served here with the ``h2``
 library: one thread reads frames; every request stream, once its request is
 whole, gets a thread of its own that runs the same request handling as
-HTTP/1.1 (``ProxyServer.exchange``: naming, the traffic record, fault rules)
+HTTP/1.1 (``Forwarder.exchange`` in ``exchange``: naming, the traffic record, fault rules)
 and forwards the request over an HTTP/1.1 connection to the API server. The
 answer goes back as HEADERS and DATA frames as it arrives (watch events are
 never held back), within the windows the operator grants (flow control).
@@ -22,7 +22,7 @@ import contextlib
 import ssl
 import threading
 import time
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 import h2.config
 import h2.connection
@@ -31,11 +31,8 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
+from ktest.proxy.exchange import Forwarder, UpstreamLink
 from ktest.proxy.http1 import Head, ProxyProtocolError, shutdown
-from ktest.proxy.server import UpstreamLink
-
-if TYPE_CHECKING:
-    from ktest.proxy.server import ProxyServer
 
 PROTOCOL = "HTTP/2"
 _READ = 64 * 1024
@@ -52,7 +49,7 @@ _NOT_IN_HTTP2 = frozenset(
 class _Connection:
     """One HTTP/2 connection of the operator: the h2 state machine, behind one lock."""
 
-    def __init__(self, server: ProxyServer, client: ssl.SSLSocket) -> None:
+    def __init__(self, server: Forwarder, client: ssl.SSLSocket) -> None:
         self.server = server
         self.client = client
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
@@ -280,6 +277,6 @@ class _Stream:
             raise OSError(f"HTTP/2 stream {self.id} was closed by the operator")
 
 
-def serve_http2(server: ProxyServer, client: ssl.SSLSocket) -> None:
+def serve_http2(server: Forwarder, client: ssl.SSLSocket) -> None:
     """Serve ``client``, which chose ``h2`` in the TLS handshake, until it closes."""
     _Connection(server, client).serve()

@@ -14,8 +14,11 @@ record with the filters and counters tests use::
 
 from __future__ import annotations
 
+import re
+import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -26,6 +29,14 @@ TAIL_CALLS = 30
 """How many of the operator's last calls a failure report shows."""
 MAX_CALLS = 50_000
 """The record keeps this many most recent calls (a long session's operator does not grow it forever)."""
+
+_EVENT_TYPE = re.compile(rb'"type"\s*:\s*"([A-Z]+)"')
+# The API server writes metadata's name (and generateName) before its namespace.
+_EVENT_OBJECT = re.compile(
+    rb'"metadata":\{"name":"([^"]+)"(?:,"generateName":"[^"]*")?(?:,"namespace":"([^"]*)")?'
+)
+MAX_EVENT_OBJECTS = 5000
+"""Per watch: how many events' objects are remembered (namespace, name, when)."""
 
 KindResolver = Callable[[str], set[str]]
 """Maps a kind (``WebApp``) to the resource names that serve it (``{"webapps"}``)."""
@@ -102,6 +113,66 @@ class Call:
         if self.request.field_manager:
             text += f" fm={self.request.field_manager}"
         return text
+
+
+class EventCounter:
+    """Counts watch events in a JSON (one object per line) or protobuf (length-prefixed) stream,
+    gzip-compressed or not (the API server compresses a watch for clients that accept gzip, as
+    client-go does: every flush is a gzip member of its own)."""
+
+    def __init__(self, content_type: str, content_encoding: str = "") -> None:
+        self.protobuf = "protobuf" in content_type
+        self._pending = 0  # protobuf: bytes of the current frame still to come
+        self._prefix = b""
+        self._gzip = content_encoding.strip().lower() == "gzip"
+        self._inflater = zlib.decompressobj(31) if self._gzip else None
+
+    def _inflate(self, data: bytes) -> bytes:
+        """The uncompressed bytes of ``data`` (gzip members back to back)."""
+        out: list[bytes] = []
+        while data and self._inflater is not None:
+            try:
+                out.append(self._inflater.decompress(data))
+            except zlib.error:
+                self._inflater = None  # not gzip after all: stop counting rather than guess
+                break
+            if not self._inflater.eof:
+                break
+            data = self._inflater.unused_data
+            self._inflater = zlib.decompressobj(31)
+        return b"".join(out)
+
+    def feed(self, data: bytes, call: Call, now: float) -> None:
+        if self._gzip:
+            data = self._inflate(data)
+        if not self.protobuf:
+            count = data.count(b"\n")
+            if count:
+                call.events += count
+                for kind in _EVENT_TYPE.findall(data):
+                    name = kind.decode()
+                    call.event_types[name] = call.event_types.get(name, 0) + 1
+                if len(call.event_objects) < MAX_EVENT_OBJECTS:
+                    for match in _EVENT_OBJECT.finditer(data):
+                        namespace = match.group(2)
+                        call.event_objects.append(
+                            (now, namespace.decode() if namespace else None, match.group(1).decode())
+                        )
+            return
+        view = memoryview(data)
+        while view:
+            if self._pending:
+                taken = min(self._pending, len(view))
+                self._pending -= taken
+                view = view[taken:]
+                continue
+            need = 4 - len(self._prefix)
+            self._prefix += bytes(view[:need])
+            view = view[need:]
+            if len(self._prefix) == 4:
+                self._pending = struct.unpack(">I", self._prefix)[0]
+                self._prefix = b""
+                call.events += 1
 
 
 class Traffic:

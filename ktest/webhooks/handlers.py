@@ -31,9 +31,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ktest.webhooks.manifests import PYTHON_SERVICE
-
 AdmissionHandler = Callable[["AdmissionRequest"], Any]
+
+PYTHON_SERVICE = "ktest-python-handlers"
+"""The pretend Service of the configurations generated for Python handlers (``manifests``
+recognises it and points such webhooks at ktest's front server)."""
 ConversionHandler = Callable[[dict[str, Any], str], dict[str, Any]]
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from ktest.cluster.manifests import Manifest, ManifestSource, load_located
 from ktest.errors import ManifestError, WebhookError
+from ktest.webhooks.handlers import PYTHON_SERVICE
 from ktest.webhooks.routes import PROBE_PREFIX, Route, RouteTable
 
 ADMISSION_API_VERSION = "admissionregistration.k8s.io/v1"
@@ -31,7 +32,6 @@ ADMISSION_KINDS = {"ValidatingWebhookConfiguration": "validating", "MutatingWebh
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 PROBE_LABEL = "ktest.dev/webhook-probe"
 PROBE_WEBHOOK = "ktest-probe.webhooks.ktest.dev"
-PYTHON_SERVICE = "ktest-python-handlers"  # the pretend Service of generated configurations
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
 DEFAULT_TIMEOUT_SECONDS = 10.0  # the API server's default timeoutSeconds
 

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 from ktest.errors import WebhookError
 from ktest.webhooks import install
 from ktest.webhooks.calls import CallLog
-from ktest.webhooks.handlers import Handlers
-from ktest.webhooks.manifests import PYTHON_SERVICE, Rewriter, WebhookManifests, read_manifests
+from ktest.webhooks.handlers import PYTHON_SERVICE, Handlers
+from ktest.webhooks.manifests import Rewriter, WebhookManifests, read_manifests
 from ktest.webhooks.routes import RouteTable
 from ktest.webhooks.server import FrontServer
 from ktest.webhooks.tls import WebhookTLS
