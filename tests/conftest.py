@@ -13,7 +13,8 @@ without controllers; ``tests/controlplane``: a plane of its own with the audit l
 
 Objects for tests are built with ``builders`` (tests/builders.py), messages checked
 with ``messages.assert_says`` (tests/messages.py) and processes looked up with
-``processes`` (tests/processes.py); ``tests`` is on ``sys.path`` because this
+``processes`` (tests/processes.py); a Cluster on a test's own control plane is wired with
+``bare_wiring.plane_cluster`` (tests/bare_wiring.py); ``tests`` is on ``sys.path`` because this
 conftest.py is in it. ``closed_port`` serves the folders that need a refused connection.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from bare_wiring import plane_cluster
 
 from ktest.assets import Assets, resolve_assets
 from ktest.base.ports import free_ports
@@ -45,13 +47,7 @@ def plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
 def admin(plane: ControlPlane) -> Iterator[Cluster]:
     """The plane's admin, like the bare backend's: it issues users, and CRDs installed through
     it restart the garbage collector (which otherwise notices new kinds only every 30 s)."""
-    with Cluster(
-        plane.kubeconfig,
-        controllers=plane.controllers,
-        user_issuer=plane.add_user,
-        on_crds_installed=lambda names: plane.restart_controllers(),
-        name="admin",
-    ) as cluster:
+    with plane_cluster(plane, "admin") as cluster:
         yield cluster
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bare_wiring import plane_cluster
 
 from ktest.cluster import Cluster
 from ktest.context import run_context
@@ -19,11 +20,9 @@ CRDS = Path(__file__).parent / "crds"
 
 @pytest.fixture(scope="session")
 def cluster(plane: ControlPlane) -> Iterator[Cluster]:
-    """Overrides the plugin's ``cluster``: the shared plane's admin with the test CRDs installed.
-    Like the bare backend's, CRDs installed through it restart the garbage collector (which
-    otherwise notices new kinds only every 30 s, so owners of a later kind go unnoticed)."""
-    with Cluster(plane.kubeconfig, controllers=plane.controllers, user_issuer=plane.add_user,
-                 name="assertions", on_crds_installed=lambda names: plane.restart_controllers()) as admin:
+    """Overrides the plugin's ``cluster``: the shared plane's admin (wired as the bare backend's,
+    see tests/bare_wiring.py) with the test CRDs installed."""
+    with plane_cluster(plane, "assertions") as admin:
         admin.install_crds(CRDS)
         yield admin
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from bare_wiring import plane_cluster
 
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
@@ -13,8 +14,7 @@ from ktest.controlplane import ControlPlane
 @pytest.fixture
 def cluster(plane: ControlPlane) -> Iterator[Cluster]:
     """A Cluster of its own, so a test sees exactly the watches it caused."""
-    with Cluster(plane.kubeconfig, controllers=plane.controllers, user_issuer=plane.add_user,
-                 name="own") as own:
+    with plane_cluster(plane, "own") as own:
         yield own
 
 
