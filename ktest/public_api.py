@@ -24,8 +24,8 @@ ASSERTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "assert_orphaned": ("ownership", ()),
     "assert_status_subresource": ("status", ()),
     "assert_observed_generation": ("status", ()),
-    "assert_condition": ("status", ()),
-    "assert_transition_time_stable": ("status", ("trigger",)),
+    "assert_condition": ("conditions", ()),
+    "assert_transition_time_stable": ("conditions", ("trigger",)),
     "assert_quiescent": ("quiescence", ()),
     "assert_rejected": ("webhooks", ("action",)),
     "assert_defaulted": ("webhooks", ()),
@@ -50,8 +50,8 @@ ASSERTION_HELPERS: dict[str, str] = {
     "finalizer_scenario": "finalizers",
     "Quiescence": "quiescence",
     "StatusSubresourceReport": "status",
-    "TransitionHistory": "status",
-    "condition_shape_problems": "status",
+    "TransitionHistory": "conditions",
+    "condition_shape_problems": "conditions",
     "owner_reference_problems": "ownership",
 }
 """What ``ktest.assertions`` offers beside the assertions: name -> its module there."""

@@ -17,6 +17,10 @@ from ktest.public_api import ASSERTION_HELPERS, ASSERTIONS
 
 if TYPE_CHECKING:
     from ktest.assertions import aio as aio
+    from ktest.assertions.conditions import TransitionHistory as TransitionHistory
+    from ktest.assertions.conditions import assert_condition as assert_condition
+    from ktest.assertions.conditions import assert_transition_time_stable as assert_transition_time_stable
+    from ktest.assertions.conditions import condition_shape_problems as condition_shape_problems
     from ktest.assertions.conflict_injection import ConflictInjector as ConflictInjector
     from ktest.assertions.conflicts import ConcurrentWriter as ConcurrentWriter
     from ktest.assertions.conflicts import ConflictNotMetWarning as ConflictNotMetWarning
@@ -37,12 +41,8 @@ if TYPE_CHECKING:
     from ktest.assertions.quiescence import Quiescence as Quiescence
     from ktest.assertions.quiescence import assert_quiescent as assert_quiescent
     from ktest.assertions.status import StatusSubresourceReport as StatusSubresourceReport
-    from ktest.assertions.status import TransitionHistory as TransitionHistory
-    from ktest.assertions.status import assert_condition as assert_condition
     from ktest.assertions.status import assert_observed_generation as assert_observed_generation
     from ktest.assertions.status import assert_status_subresource as assert_status_subresource
-    from ktest.assertions.status import assert_transition_time_stable as assert_transition_time_stable
-    from ktest.assertions.status import condition_shape_problems as condition_shape_problems
     from ktest.assertions.traffic import assert_backs_off as assert_backs_off
     from ktest.assertions.traffic import assert_no_hot_loop as assert_no_hot_loop
     from ktest.assertions.traffic import assert_recovers as assert_recovers

@@ -19,7 +19,16 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from ktest.assertions import conflicts, finalizers, ownership, quiescence, status, traffic, webhooks
+from ktest.assertions import (
+    conditions,
+    conflicts,
+    finalizers,
+    ownership,
+    quiescence,
+    status,
+    traffic,
+    webhooks,
+)
 from ktest.assertions.conflicts import ConcurrentWriter as ConcurrentWriter
 from ktest.assertions.finalizers import FinalizerScenario
 from ktest.cluster.refs import RefLike
@@ -57,8 +66,9 @@ def _threaded(sync: Callable[P, T], *, callbacks: tuple[str, ...] = ()) -> Calla
     return run
 
 
-_MODULES = {"conflicts": conflicts, "finalizers": finalizers, "ownership": ownership,
-            "quiescence": quiescence, "status": status, "traffic": traffic, "webhooks": webhooks}
+_MODULES = {"conditions": conditions, "conflicts": conflicts, "finalizers": finalizers,
+            "ownership": ownership, "quiescence": quiescence, "status": status, "traffic": traffic,
+            "webhooks": webhooks}
 _twins: dict[str, Callable[..., Awaitable[Any]]] = {}
 
 

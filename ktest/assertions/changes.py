@@ -183,3 +183,18 @@ def _shared_key(old: Sequence[Any], new: Sequence[Any]) -> str | None:
         ):
             return key
     return None
+
+
+def status_write_notes(obj: Mapping[str, Any]) -> list[str]:
+    """Who wrote status, per managedFields, and the classic mistake when nobody did."""
+    entries = status_writers(obj)
+    if not entries:
+        return [
+            "managedFields show no write of status by anyone. If the controller writes status "
+            "through the main resource, the API server drops it silently when the kind has a "
+            "status subresource: write it through /status (e.g. cluster.patch(obj, ..., "
+            "subresource='status'), patch_namespaced_custom_object_status, r.Status().Patch)"
+        ]
+    return [
+        "status written by " + ", ".join(f"{describe_manager(e)} at {e.get('time', '?')}" for e in entries)
+    ]
