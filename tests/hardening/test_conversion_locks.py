@@ -1,6 +1,6 @@
-"""Issue 37.8: the lock a conversion webhook takes (one per API server and CRD) is removed
-when its webhook set stops. Was: a ``ktest-conversion-<server>-<crd>.lock`` file left for
-every port and CRD ever used, in the user's lock directory, for good.
+"""The lock a conversion webhook takes (one per API server and CRD) is removed when its
+webhook set stops: no ``ktest-conversion-<server>-<crd>.lock`` file is left for every port and
+CRD ever used, in the user's lock directory, for good.
 
 Removing a lock file is safe only if a process that opened it just before the removal does
 not then hold a lock nobody else can see: the stress test below has threads, each with its
@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
+from webhook_handlers import GADGETS_CRD, gadget_conversion
 
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 from ktest.webhooks.locks import LockTimeout, RemovableLock
-
-GADGETS = Path(__file__).parents[1] / "webhooks" / "crds" / "gadgets.yaml"
 
 
 def test_a_lock_file_goes_with_its_release(tmp_path: Path) -> None:
@@ -65,18 +63,6 @@ def test_turns_on_one_name_never_overlap(tmp_path: Path) -> None:
     assert not path.exists()
 
 
-def _gadget_conversion() -> Any:
-    from ktest.webhooks import Handlers
-
-    handlers = Handlers()
-
-    @handlers.convert("pyhooks.ktest.dev", "gadgets")
-    def same(obj: dict[str, Any], to_version: str) -> dict[str, Any]:
-        return obj
-
-    return handlers
-
-
 def test_a_conversion_webhooks_lock_file_is_removed_when_its_set_stops(
     plane: ControlPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -86,8 +72,8 @@ def test_a_conversion_webhooks_lock_file_is_removed_when_its_set_stops(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     with Cluster(plane.kubeconfig) as cluster:
-        cluster.install_crds(GADGETS)
-        webhooks = Webhooks(cluster, handlers=_gadget_conversion(), host="127.0.0.1")
+        cluster.install_crds(GADGETS_CRD)
+        webhooks = Webhooks(cluster, handlers=gadget_conversion(), host="127.0.0.1")
         try:
             webhooks.start()
             held = sorted(path.name for path in lock_directory().iterdir())

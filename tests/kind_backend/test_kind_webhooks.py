@@ -5,39 +5,28 @@ Go manager there too)."""
 from __future__ import annotations
 
 import ipaddress
-from pathlib import Path
 from typing import Any
 
 from cryptography import x509
+from webhook_handlers import GADGETS_CRD, gadget_conversion
 
 from ktest.assertions import assert_converts, assert_rejected
 from ktest.cluster import Cluster
 from ktest.kind.handle import KindHandle
 from ktest.kind.network import host_gateway
-from ktest.webhooks import AdmissionRequest, Denied, Handlers
-
-GADGETS_CRD = Path(__file__).resolve().parents[1] / "webhooks" / "crds" / "gadgets.yaml"
+from ktest.webhooks import AdmissionRequest, Denied
 
 
 def test_python_webhooks_are_served_on_the_kind_gateway(
     cluster: Cluster, namespace: str, kind: KindHandle, webhooks: Any
 ) -> None:
     cluster.install_crds(GADGETS_CRD)
-    handlers = Handlers()
+    handlers = gadget_conversion()
 
     @handlers.validate("pyhooks.ktest.dev", "v1", "gadgets")
     def known_color(request: AdmissionRequest) -> None:
         if request.object["spec"].get("color") == "purple":
             raise Denied("spec.color: purple is not for sale")
-
-    @handlers.convert("pyhooks.ktest.dev", "gadgets")
-    def sizes(obj: dict[str, Any], to_version: str) -> dict[str, Any]:
-        spec = obj.setdefault("spec", {})
-        if to_version == "v2" and "size" in spec:
-            spec["sizeGi"] = int(spec.pop("size").removesuffix("Gi"))
-        if to_version == "v1" and "sizeGi" in spec:
-            spec["size"] = f"{spec.pop('sizeGi')}Gi"
-        return obj
 
     wh = webhooks(handlers=handlers)
     gateway = host_gateway(kind.name)

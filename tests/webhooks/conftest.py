@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from webhook_handlers import GADGETS_CRD
 from webhook_helpers import (
-    GADGETS_CRD,
     GO_WEBHOOK_CRD,
     GO_WEBHOOK_MANAGER,
     GO_WEBHOOK_MANIFESTS,

@@ -7,42 +7,29 @@ from typing import Any
 
 import pytest
 from builders import configmap
+from webhook_handlers import forbidden_key_guard, gadget_conversion
 from webhook_helpers import gadget
 
 from ktest.api_error import ApiError
 from ktest.assertions import assert_converts, assert_defaulted, assert_rejected
 from ktest.cluster import Cluster
-from ktest.webhooks import AdmissionRequest, Denied, Handlers
+from ktest.webhooks import AdmissionRequest, Handlers
 
-
-def limits() -> Handlers:
-    handlers = Handlers()
-
-    @handlers.validate("", "v1", "configmaps")
-    def no_secrets_in_configmaps(request: AdmissionRequest) -> None:
-        if "password" in (request.object.get("data") or {}):
-            raise Denied("data.password: passwords belong in Secrets")
-
-    @handlers.mutate("", "v1", "configmaps")
-    def owner_label(request: AdmissionRequest) -> None:
-        labels = request.object.setdefault("metadata", {}).setdefault("labels", {})
-        labels.setdefault("team", "platform")
-
-    return handlers
+TEAM_LABEL = {"team": "platform"}
 
 
 def test_python_handlers_validate_and_mutate(cluster: Cluster, namespace: str, webhooks: Any) -> None:
-    wh = webhooks(handlers=limits())
+    wh = webhooks(handlers=forbidden_key_guard(TEAM_LABEL))
     created = cluster.create(configmap("settings", namespace, {"mode": "fast"}))
     assert_defaulted(
-        created, {"metadata": {"labels": {"team": "platform"}}}, sent=configmap("settings", namespace)
+        created, {"metadata": {"labels": TEAM_LABEL}}, sent=configmap("settings", namespace)
     )
-    bad = configmap("leaky", namespace, {"password": "hunter2"})
+    bad = configmap("leaky", namespace, {"forbidden": "1"})
     assert_rejected(
         lambda: cluster.create(bad),
-        "passwords belong in Secrets",
+        "data.forbidden is not allowed",
         status=403,
-        webhook="no-secrets-in-configmaps.configmaps.core",
+        webhook="no-forbidden-key.configmaps.core",
         cluster=cluster,
         obj=bad,
         webhooks=wh,
@@ -53,10 +40,10 @@ def test_python_handlers_validate_and_mutate(cluster: Cluster, namespace: str, w
 
 def test_webhooks_are_limited_to_the_test_namespace(cluster: Cluster, namespace: str, webhooks: Any) -> None:
     """A namespaceSelector term keeps one test's webhooks away from other tests' namespaces."""
-    wh = webhooks(handlers=limits())
+    wh = webhooks(handlers=forbidden_key_guard(TEAM_LABEL))
     with cluster.namespace(prefix="other", background=True) as other:
         # neither denied nor mutated:
-        created = cluster.create(configmap("free", other, {"password": "fine-here"}))
+        created = cluster.create(configmap("free", other, {"forbidden": "fine-here"}))
     assert "team" not in (created["metadata"].get("labels") or {})
     assert len(wh.calls) == 0
 
@@ -81,21 +68,6 @@ def test_a_handler_that_raises_fails_the_test_with_its_traceback(
         wh.check_handlers()
     assert "KeyError" in str(health.value)
     wh.server.handler_errors.clear()  # type: ignore[union-attr]  (the failure was the point of this test)
-
-
-def gadget_conversion() -> Handlers:
-    handlers = Handlers()
-
-    @handlers.convert("pyhooks.ktest.dev", "gadgets")
-    def sizes(obj: dict[str, Any], to_version: str) -> dict[str, Any]:
-        spec = obj.setdefault("spec", {})
-        if to_version == "v2" and "size" in spec:
-            spec["sizeGi"] = int(spec.pop("size").removesuffix("Gi"))
-        if to_version == "v1" and "sizeGi" in spec:
-            spec["size"] = f"{spec.pop('sizeGi')}Gi"
-        return obj
-
-    return handlers
 
 
 def test_python_conversion_round_trip(cluster: Cluster, namespace: str, webhooks: Any, gadgets: str) -> None:

@@ -1,5 +1,6 @@
 """Paths and helpers of the webhook tests (a module of its own: several conftest.py files
-are loaded in one run, so ``from conftest import ...`` would be ambiguous)."""
+are loaded in one run, so ``from conftest import ...`` would be ambiguous). The handler sets
+other folders serve too are in tests/webhook_handlers.py."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ from builders import custom_object
 
 from ktest.cluster import Cluster
 from ktest.operators import OperatorHandle, run_subprocess
-from ktest.webhooks import AdmissionRequest, Denied, Handlers, Webhooks
+from ktest.webhooks import Webhooks
 
 ROOT = Path(__file__).resolve().parents[2]
 GO_WEBHOOK_MANAGER = ROOT / "fixtures" / "go-webhook-manager"
 GO_WEBHOOK_MANIFESTS = GO_WEBHOOK_MANAGER / "config" / "webhook"
 GO_WEBHOOK_CRD = GO_WEBHOOK_MANAGER / "config" / "crd"
-GADGETS_CRD = Path(__file__).parent / "crds" / "gadgets.yaml"
 WIDGET_V1 = "webhooks.ktest.dev/v1"
 
 
@@ -37,14 +37,3 @@ def gadget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
 def widget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
     return custom_object(WIDGET_V1, "Widget", name, namespace, spec)
 
-
-def forbidden_key_guard() -> Handlers:
-    """A validating handler set that denies a ConfigMap holding ``data.forbidden``."""
-    handlers = Handlers()
-
-    @handlers.validate("", "v1", "configmaps")
-    def no_forbidden_key(request: AdmissionRequest) -> None:
-        if "forbidden" in (request.object.get("data") or {}):
-            raise Denied("data.forbidden is not allowed")
-
-    return handlers
