@@ -4,15 +4,18 @@ between them (read from the source, so imports inside functions and under TYPE_C
 import circles, and the arrows that run up from a lower floor to a higher one.
 
 Floors are declared in FLOORS, lowest first: a room may import rooms on its own floor's lower
-floors only. `python scripts/architecture.py` prints the drawing; tests/test_architecture.py
-keeps it at 0 circles and 0 upward arrows.
+floors only. The same holds file by file: every module's imports (resolved to the module they
+name) form no circle either, and none runs up a floor; within a room, a file's storey is how
+many of the room's files stand below it (0: it imports none of them). `python
+scripts/architecture.py` prints the drawing; tests/test_architecture.py keeps it at 0 circles
+and 0 upward arrows, for rooms and for files.
 """
 
 from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 KTEST = Path(__file__).resolve().parents[1] / "ktest"
@@ -44,25 +47,38 @@ def room_of(module: str) -> str | None:
     return module.split(".")[1]
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(KTEST.parent).with_suffix("").parts
+def module_name(path: Path, root: Path = KTEST) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports_of(path: Path) -> set[str]:
-    found: set[str] = set()
-    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+def import_statements(path: Path, root: Path = KTEST) -> list[tuple[str, list[str] | None]]:
+    """Every import in ``path``, wherever written: ``(module, None)`` for ``import module``,
+    ``(module, [names])`` for ``from module import names`` (relative modules made absolute)."""
+    found: list[tuple[str, list[str] | None]] = []
+    here = module_name(path, root)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            found += [(alias.name, None) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            if base != "ktest":  # from ktest import context: the arrow goes to ktest.context only
-                found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
+            found.append((base, [alias.name for alias in node.names]))
+    return found
+
+
+def imports_of(path: Path) -> set[str]:
+    found: set[str] = set()
+    for base, names in import_statements(path):
+        if names is None:
+            found.add(base)
+            continue
+        if base != "ktest":  # from ktest import context: the arrow goes to ktest.context only
+            found.add(base)
+        found.update(f"{base}.{name}" for name in names)
     return found
 
 
@@ -139,6 +155,75 @@ def circles(drawn: Iterable[tuple[str, str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def modules(root: Path = KTEST) -> dict[str, Path]:
+    """Every module of ktest by its dotted name (a package by its ``__init__.py``)."""
+    return {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
+
+
+def _module_named(name: str, known: Mapping[str, Path]) -> str | None:
+    """The module ``name`` is or lies in (``ktest.proxy.faults.Decision`` -> ``ktest.proxy.faults``)."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def file_arrows(root: Path = KTEST) -> set[tuple[str, str]]:
+    """(from module, to module) for every import of a ktest module, wherever it is written.
+
+    ``from ktest.proxy import endpoints`` points at the module ``ktest.proxy.endpoints``,
+    ``from ktest.proxy import Traffic`` at the package ``ktest.proxy`` (its ``__init__``); the
+    parent packages Python runs first on the way are not arrows of the importing file.
+    """
+    known = modules(root)
+    drawn: set[tuple[str, str]] = set()
+    for source, path in known.items():
+        for base, names in import_statements(path, root):
+            targets = [_module_named(base, known)] if names is None else [
+                f"{base}.{name}" if f"{base}.{name}" in known else _module_named(base, known)
+                for name in names
+            ]
+            drawn.update((source, target) for target in targets if target is not None and target != source)
+    return drawn
+
+
+def room_of_module(module: str) -> str:
+    return room_of(module) or "__init__"
+
+
+def upward_files(drawn: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """File arrows from a module to one in a room on a higher floor."""
+    return sorted(
+        (a, b) for a, b in drawn if floor_of(room_of_module(b)) > floor_of(room_of_module(a))
+    )
+
+
+def storeys(drawn: Iterable[tuple[str, str]], root: Path = KTEST) -> dict[str, int]:
+    """Each module's storey within its room: 0 if it imports none of the room's modules, else one
+    above the highest it imports. Modules in a circle, or standing on one, have no storey."""
+    drawn = list(drawn)
+    below: dict[str, set[str]] = {module: set() for module in modules(root)}
+    for a, b in drawn:
+        if room_of_module(a) == room_of_module(b):
+            below[a].add(b)
+    found: dict[str, int | None] = {module: None for group in circles(drawn) for module in group}
+
+    def storey(module: str) -> int | None:
+        if module not in found:
+            lower = [storey(each) for each in below[module]]
+            known = [level for level in lower if level is not None]
+            found[module] = None if len(known) < len(lower) else 1 + max(known, default=-1)
+        return found[module]
+
+    return {module: level for module in below if (level := storey(module)) is not None}
+
+
+def _short(module: str) -> str:
+    """The name within its room: ``ktest.proxy.http2`` -> ``http2``, the room's package -> ``__init__``."""
+    room = room_of_module(module)
+    prefix = f"ktest.{room}."
+    return module[len(prefix):] if module.startswith(prefix) else "__init__"
+
+
 def main() -> int:
     drawn = arrows()
     all_rooms = rooms()
@@ -152,6 +237,25 @@ def main() -> int:
     found = circles(drawn)
     print(f"{len(found)} import circles:")
     for group in found:
+        print("  " + " <-> ".join(group))
+    files = file_arrows()
+    print(f"files: {len(modules())} modules, {len(files)} import arrows; storeys in rooms, lowest first:")
+    levels = storeys(files)
+    for room in all_rooms:
+        members = sorted((level, _short(m)) for m, level in levels.items() if room_of_module(m) == room)
+        if len(members) > 1:
+            by_storey = [
+                " ".join(name for level, name in members if level == storey)
+                for storey in range(members[-1][0] + 1)
+            ]
+            print(f"  {room}: {' | '.join(by_storey)}")
+    up_files = upward_files(files)
+    print(f"{len(up_files)} file arrows run up:")
+    for a, b in up_files:
+        print(f"  {a} -> {b}")
+    file_circles = circles(files)
+    print(f"{len(file_circles)} file import circles:")
+    for group in file_circles:
         print("  " + " <-> ".join(group))
     return 0
 

@@ -1,5 +1,6 @@
 """The house stays straight (scripts/architecture.py): no import circles, no arrow running up
-from a lower floor; and backends are plug-ins: one module plus one registration."""
+from a lower floor, between rooms and between files; and backends are plug-ins: one module plus
+one registration."""
 
 from __future__ import annotations
 
@@ -41,6 +42,52 @@ def test_no_arrow_runs_up() -> None:
     drawn = house.arrows()
     up = {arrow: sorted(set(drawn[arrow])) for arrow in house.upward(drawn)}
     assert up == {}
+
+
+def test_no_file_import_circles() -> None:
+    """Module by module, imports inside functions and under TYPE_CHECKING included."""
+    house = drawing()
+    assert house.circles(house.file_arrows()) == []
+
+
+def test_no_file_arrow_runs_up() -> None:
+    house = drawing()
+    assert house.upward_files(house.file_arrows()) == []
+
+
+def write_modules(root: Path, sources: dict[str, str]) -> Path:
+    for name, source in sources.items():
+        path = root / "ktest" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+    return root / "ktest"
+
+
+def test_the_file_check_sees_lazy_imports_and_names_the_modules(tmp_path: Path) -> None:
+    """A circle closed by an import inside a function or under TYPE_CHECKING is a circle, and an
+    import of a package's submodule points at that module, not at the package."""
+    house = drawing()
+    only_for_types = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    "
+    ktest = write_modules(tmp_path, {
+        "__init__.py": "",
+        "proxy/__init__.py": only_for_types + "from .server import S\n",
+        "proxy/server.py": "def serve():\n    from ktest.proxy.http2 import serve_http2\n",
+        "proxy/http2.py": only_for_types + "from ktest.proxy.server import S\n",
+        "proxy/faults.py": "from ktest.proxy import server\n",
+        "proxy/rules.py": "from ktest.proxy.faults import Rule\n",
+        "base/__init__.py": "",
+        "base/ports.py": "def lazy():\n    import ktest.cli.main\n",
+        "cli/__init__.py": "",
+        "cli/main.py": "",
+    })
+    drawn = house.file_arrows(ktest)
+    assert house.circles(drawn) == [["ktest.proxy.http2", "ktest.proxy.server"]]
+    assert ("ktest.proxy.faults", "ktest.proxy.server") in drawn
+    assert ("ktest.proxy.faults", "ktest.proxy") not in drawn
+    assert house.upward_files(drawn) == [("ktest.base.ports", "ktest.cli.main")]
+    storeys = house.storeys(drawn, ktest)
+    assert not {"ktest.proxy.server", "ktest.proxy.faults", "ktest.proxy.rules"} & set(storeys)
+    assert storeys["ktest.cli.main"] == 0
 
 
 OPENED: list[Settings] = []
