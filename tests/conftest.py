@@ -15,17 +15,22 @@ Objects for tests are built with ``builders`` (tests/builders.py), messages chec
 with ``messages.assert_says`` (tests/messages.py) and processes looked up with
 ``processes`` (tests/processes.py); a Cluster on a test's own control plane is wired with
 ``bare_wiring.plane_cluster`` (tests/bare_wiring.py); ``tests`` is on ``sys.path`` because this
-conftest.py is in it. ``closed_port`` serves the folders that need a refused connection.
+conftest.py is in it. ``closed_port`` serves the folders that need a refused connection;
+``inner_env`` the tests that run an inner pytest session with ``pytester`` (tests/plugin,
+tests/sessions), whose helpers are in tests/inner_runs.py.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from bare_wiring import plane_cluster
 
 from ktest.assets import Assets, resolve_assets
+from ktest.assets.store import Locations
 from ktest.base.ports import free_ports
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
@@ -65,3 +70,28 @@ def closed_port() -> int:
     own port finder, below the ephemeral range that outgoing connections draw from."""
     (port,) = free_ports(1)
     return port
+
+
+@pytest.fixture(scope="session")
+def binary_cache() -> Path:
+    """The binary cache as seen from the real HOME (before pytester replaces it)."""
+    return Locations.from_env().cache_root
+
+
+@pytest.fixture
+def inner_env(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, binary_cache: Path, tmp_path: Path
+) -> dict[str, str]:
+    """Environment of an inner run: the real binary cache, a private state directory, no KTEST_*."""
+    pytester.syspathinsert()
+    for name in list(os.environ):
+        if name.startswith("KTEST_") and name not in ("KTEST_CACHE_DIR", "KTEST_ASSETS"):
+            monkeypatch.delenv(name)  # the outer run's settings must not leak in
+    values = {
+        "KTEST_CACHE_DIR": os.environ.get("KTEST_CACHE_DIR") or str(binary_cache),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "PYTEST_ADDOPTS": "-p no:cacheprovider -W ignore::DeprecationWarning",
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return values

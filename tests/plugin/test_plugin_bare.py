@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from plugin_helpers import printed
+from inner_runs import printed
 
 
 def test_bare_backend_fixtures_users_and_dead_component_report(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from builders import crd_yaml
-from plugin_helpers import NON_STRUCTURAL_CRD
+from inner_runs import NON_STRUCTURAL_CRD
 
 from ktest.cluster import Cluster
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from builders import crd_yaml
-from plugin_helpers import printed
+from inner_runs import printed
 
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane

@@ -1,4 +1,5 @@
-"""Reuse: ``ktest up`` keeps a control plane warm; test runs attach and leave it; ``ktest down`` stops it."""
+"""Reuse (ktest.sessions.reuse): ``ktest up`` keeps a control plane warm; test runs attach and
+leave it; ``ktest down`` stops it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from builders import crd_yaml
-from plugin_helpers import GC_OF_NEW_KIND_TEST, printed
+from inner_runs import GC_OF_NEW_KIND_TEST, printed
 
 from ktest.sessions import reuse
 

@@ -1,4 +1,5 @@
-"""Helpers shared by the plugin tests."""
+"""What the tests that run an inner pytest session through the plugin share (tests/plugin,
+tests/sessions): their fixtures ``binary_cache`` and ``inner_env`` are in tests/conftest.py."""
 
 from __future__ import annotations
 

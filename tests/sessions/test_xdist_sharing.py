@@ -1,4 +1,5 @@
-"""pytest-xdist: one control plane owned by the controller process, shared by two workers."""
+"""pytest-xdist: one control plane owned by the controller process, shared by two workers
+(ktest.sessions.shared serves it, ktest.sessions.attached attaches to it)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from builders import crd_yaml
-from plugin_helpers import GC_OF_NEW_KIND_TEST, NON_STRUCTURAL_CRD
+from inner_runs import GC_OF_NEW_KIND_TEST, NON_STRUCTURAL_CRD
 
 WORKER_TESTS = """
 import json, os, pytest
@@ -89,35 +90,3 @@ def test_bad_crd_files_fail_in_the_workers_before_anything_starts(
         ]
     )
     assert "raised in the process that owns the cluster" not in result.stdout.str()  # none was started
-
-
-def test_xdist_groups_keep_to_one_worker(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    """`--dist loadgroup` keeps an xdist_group on one worker, also on pytest 9.2, where
-    pytest-xdist 3.8's own marking of the group no longer takes (pytest-xdist issue 1386)."""
-    pytester.makepyfile(
-        f"""
-        import os, pytest
-
-        def record(kind, n):
-            path = os.path.join({str(tmp_path)!r}, f"{{kind}}-{{n}}")
-            with open(path, "w") as out:
-                out.write(os.environ["PYTEST_XDIST_WORKER"])
-
-        @pytest.mark.xdist_group("shared-crd")
-        @pytest.mark.parametrize("n", range(6))
-        def test_grouped(n):
-            record("grouped", n)
-
-        @pytest.mark.parametrize("n", range(6))
-        def test_free(n):
-            record("free", n)
-        """
-    )
-    result = pytester.runpytest_subprocess(
-        "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider", timeout=120
-    )
-    result.assert_outcomes(passed=12)
-    workers = {path.name: path.read_text() for path in tmp_path.iterdir()}
-    grouped = {worker for name, worker in workers.items() if name.startswith("grouped-")}
-    assert len(grouped) == 1, f"the group ran on {sorted(grouped)}"
-    assert set(workers.values()) == {"gw0", "gw1"}, "the other tests should still spread"
