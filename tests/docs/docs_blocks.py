@@ -7,6 +7,12 @@ from the comment right before it (the fence's own info string cannot carry it on
 * ``<!-- docs-test: file=NAME -->``: the block is the file NAME of the page's project (an
   operator module, a ``pytest.ini``, a CRD, a test file). A ``test_*.py`` file is collected
   by the child pytest session; other files are there for the tests to import or read.
+* ``<!-- docs-test: backend=kind -->`` (with ``file=`` or alone): the block needs that backend
+  (real nodes, a Docker engine): the bare run leaves it out, counted, and
+  ``tests/kind_backend/test_docs_kind_examples.py`` runs it in the kind layer of ``make test``.
+* ``<!-- docs-test: link=NAME:PATH -->``: the page's project gets NAME, a link to the repository's
+  PATH (a Go manager the page builds, its configurations), as the reader's project has its own.
+  Words combine: ``<!-- docs-test: file=test_x.py link=manager:fixtures/go-manager -->``.
 * ``<!-- docs-test: skip REASON -->``: not run; REASON says why (kept rare).
 * no comment: a ``python`` block that defines ``test_...`` functions is a test file of its
   own; any other ``python`` block becomes the body of a test with the ``cluster`` and
@@ -20,9 +26,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(?P<what>file=(?P<file>\S+)|skip\b(?P<reason>.*?))\s*-->")
+DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(?P<what>.*?)\s*-->")
+WORD = re.compile(r"(?P<key>file|backend|link)=(?P<value>\S+)")
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)(?P<info>[^\n`]*)$")
 
 
@@ -36,6 +44,8 @@ class Block:
     text: str
     file: str | None = None
     skip: str | None = None
+    backend: str | None = None
+    links: tuple[tuple[str, str], ...] = ()
 
     @property
     def where(self) -> str:
@@ -65,21 +75,45 @@ def blocks(page: Path) -> list[Block]:
             end += 1
         if end == len(lines):
             raise ValueError(f"{page.relative_to(ROOT)}:{index + 1}: code block never closed")
-        directive = _directive_before(lines, index)
+        where = f"{page.relative_to(ROOT)}:{index + 1}"
+        words = _words(where, _directive_before(lines, index))
         found.append(
             Block(
                 page=page,
                 line=index + 1,
                 language=opening["info"].strip().split(" ")[0].lower(),
                 text="\n".join(body) + "\n",
-                file=directive["file"] if directive else None,
-                skip=(directive["reason"].strip(" :-") or "(no reason)")
-                if directive and directive["what"].startswith("skip")
-                else None,
+                **words,
             )
         )
         index = end + 1
     return found
+
+
+def _words(where: str, directive: re.Match[str] | None) -> dict[str, Any]:
+    """The directive's words as Block fields; an unknown word is an error naming the page and line."""
+    if directive is None:
+        return {}
+    what = directive["what"]
+    if what == "skip" or what.startswith("skip "):
+        return {"skip": what[4:].strip(" :-") or "(no reason)"}
+    words: dict[str, Any] = {}
+    links: list[tuple[str, str]] = []
+    for word in what.split():
+        match = WORD.fullmatch(word)
+        if not match:
+            raise ValueError(
+                f"{where}: unknown docs-test word {word!r} (known: file=NAME, backend=NAME, "
+                "link=NAME:PATH, or skip REASON)"
+            )
+        if match["key"] == "link":
+            name, _, path = match["value"].partition(":")
+            if not path or not (ROOT / path).exists():
+                raise ValueError(f"{where}: link={match['value']}: no repository path {path!r}")
+            links.append((name, path))
+        else:
+            words[match["key"]] = match["value"]
+    return {**words, "links": tuple(links)}
 
 
 def _directive_before(lines: list[str], index: int) -> re.Match[str] | None:

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import configparser
 import json
-import os
 import re
 import shlex
-import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -27,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 from docs_blocks import ROOT, Block, blocks, pages
+from docs_runner import CHILD_TIMEOUT, PYTHON, run_page
 
 sys.path.insert(0, str(ROOT / "docs"))
 import hooks
@@ -36,11 +35,7 @@ try:
 except ImportError:  # Python 3.10
     tomllib = None  # type: ignore[assignment]
 
-PYTHON = ("python", "py", "python3")
 SHELL = ("sh", "bash", "shell", "console")
-CHILD_TIMEOUT = 1500
-CHILD_ENV_DROPPED = ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT",
-                     "PYTEST_XDIST_TESTRUNUID", "PYTEST_CURRENT_TEST")
 
 
 def _page_id(page: Path) -> str:
@@ -51,17 +46,11 @@ def _page_id(page: Path) -> str:
 @pytest.mark.timeout(CHILD_TIMEOUT + 120)
 @pytest.mark.parametrize("page", pages(), ids=_page_id)
 def test_page_examples_run(page: Path, tmp_path: Path, pytestconfig: pytest.Config) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    tests: dict[str, Block] = {}
     for block in blocks(page):
         if block.skip is not None:
             continue
         if block.language in PYTHON:
-            name = _python_file(block)
-            _write(project, name, block if name == block.file else _as_test(block))
-            if Path(name).name.startswith("test_"):
-                tests[Path(name).stem] = block
+            compile(block.text, block.where, "exec")  # a syntax error names the page and line
         elif block.language in ("ini", "cfg"):
             _check_parses(block, lambda text: configparser.ConfigParser().read_string(text))
         elif block.language == "toml" and tomllib is not None:
@@ -73,48 +62,7 @@ def test_page_examples_run(page: Path, tmp_path: Path, pytestconfig: pytest.Conf
         elif block.language in SHELL:
             problems = list(_shell_problems(block.text))
             assert not problems, f"{block.where}: " + "; ".join(problems)
-        if block.file and block.language not in PYTHON:
-            _write(project, block.file, block)
-    if not tests:
-        return
-    if not any((project / name).exists() for name in ("pytest.ini", "pyproject.toml", "setup.cfg")):
-        (project / "pytest.ini").write_text("[pytest]\n")
-    result = _run_child_pytest(project, pytestconfig)
-    files = ", ".join(f"{name} = {block.where}" for name, block in tests.items())
-    shown = f"{files}\n{result.stdout[-6000:]}"
-    assert result.returncode == 0, (
-        f"the examples of {_page_id(page)} failed:\n{shown}\n{result.stderr[-2000:]}"
-    )
-    assert not re.search(r"\d+ skipped", result.stdout), f"an example was skipped, not run:\n{shown}"
-    assert re.search(r"\d+ passed", result.stdout), shown
-
-
-def _python_file(block: Block) -> str:
-    if block.file:
-        return block.file
-    if re.search(r"^(async )?def test_", block.text, re.MULTILINE):
-        return f"test_docs_line_{block.line:04d}.py"
-    return f"test_docs_line_{block.line:04d}_snippet.py"
-
-
-def _as_test(block: Block) -> Block:
-    """A block that is no test file by itself: as is if it defines tests, else the body of a test
-    that gets the plugin's ``cluster`` and ``namespace``."""
-    compile(block.text, block.where, "exec")  # a syntax error names the page and line
-    if re.search(r"^(async )?def test_", block.text, re.MULTILINE):
-        return block
-    body = textwrap.indent(block.text, "    ")
-    text = f"# {block.where}\ndef test_snippet(cluster, namespace):\n{body}"
-    return Block(block.page, block.line, block.language, text)
-
-
-def _write(project: Path, name: str, block: Block) -> None:
-    target = project / name
-    assert project in target.resolve().parents, f"{block.where}: file={name} leaves the project"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if block.language in PYTHON:
-        compile(block.text, block.where, "exec")
-    target.write_text(block.text)
+    run_page(page, tmp_path / "project", pytestconfig, backend=None)
 
 
 def _check_parses(block: Block, parse: object) -> None:
@@ -122,20 +70,6 @@ def _check_parses(block: Block, parse: object) -> None:
         parse(block.text)  # type: ignore[operator]
     except Exception as error:
         pytest.fail(f"{block.where}: the {block.language} block does not parse: {error}", pytrace=False)
-
-
-def _run_child_pytest(project: Path, pytestconfig: pytest.Config) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if key not in CHILD_ENV_DROPPED}
-    if (project / "manager" / "go.mod").exists() or any(project.glob("*/go.mod")):
-        # A page's go.mod comes without go.sum: -mod=mod fills it in, as the page's `go mod tidy` does.
-        env["GOFLAGS"] = f"{env.get('GOFLAGS', '')} -mod=mod".strip()
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs"]
-    version = pytestconfig.getoption("--ktest-k8s-version", default=None)
-    if version:
-        command += ["--ktest-k8s-version", str(version)]
-    return subprocess.run(
-        command, cwd=project, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT, check=False
-    )
 
 
 # ------------------------------------------------------------------------------- shell blocks
@@ -237,15 +171,51 @@ def _make_problems(command: list[str]) -> Iterator[str]:
 # ---------------------------------------------------------------------------- the directives
 
 
+SKIPPED_CAP = 0
+"""Blocks that run nowhere (``skip REASON``): none today; a new one must say why and raise this."""
+BACKENDS_RUN_ELSEWHERE = {"kind": ROOT / "tests" / "kind_backend" / "test_docs_kind_examples.py"}
+"""A block's ``backend=NAME``, and the test module of ``make test``'s layer for NAME that runs it."""
+
+
 def test_skipped_blocks_say_why_and_stay_rare() -> None:
     every = [block for page in pages() for block in blocks(page)]
     skipped = [block for block in every if block.skip is not None]
     assert not [block.where for block in skipped if block.skip == "(no reason)"], "skip needs a reason"
-    python = [block for block in every if block.language in PYTHON]
-    skipped_python = [block for block in skipped if block.language in PYTHON]
-    assert len(skipped_python) <= max(3, len(python) // 5), (
-        "too many Python blocks do not run:\n" + "\n".join(f"{b.where}: {b.skip}" for b in skipped_python)
+    assert len(skipped) <= SKIPPED_CAP, (
+        f"{len(skipped)} blocks do not run (at most {SKIPPED_CAP}):\n"
+        + "\n".join(f"{b.where}: {b.skip}" for b in skipped)
     )
+
+
+def test_blocks_for_another_backend_run_in_its_layer() -> None:
+    """The bare run leaves ``backend=kind`` blocks out; each must be one the kind layer runs."""
+    elsewhere = [block for page in pages() for block in blocks(page) if block.backend is not None]
+    unknown = [f"{b.where}: backend={b.backend}" for b in elsewhere
+               if b.backend not in BACKENDS_RUN_ELSEWHERE]
+    known = sorted(BACKENDS_RUN_ELSEWHERE)
+    assert not unknown, f"no layer of make test runs these: {unknown} (known: {known})"
+    for backend, module in BACKENDS_RUN_ELSEWHERE.items():
+        assert module.is_file(), f"{module} runs the backend={backend} blocks; it is gone"
+    pages_with_kind = {b.page for b in elsewhere if b.backend == "kind"}
+    assert {ROOT / "docs" / "kind.md", ROOT / "docs" / "tutorials" / "kind-images.md"} <= pages_with_kind
+
+
+def test_a_docs_test_directive_with_an_unknown_word_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import docs_blocks
+
+    monkeypatch.setattr(docs_blocks, "ROOT", tmp_path)
+    page = tmp_path / "page.md"
+    page.write_text("<!-- docs-test: fiel=x.py -->\n```python\npass\n```\n")
+    with pytest.raises(ValueError, match=r"page.md:2: unknown docs-test word 'fiel=x.py'"):
+        blocks(page)
+    page.write_text("<!-- docs-test: link=m:no/such/dir -->\n```python\npass\n```\n")
+    with pytest.raises(ValueError, match=r"page.md:2: link=m:no/such/dir: no repository path"):
+        blocks(page)
+    page.write_text("<!-- docs-test: file=t.py backend=kind link=m:page.md -->\n```python\npass\n```\n")
+    (block,) = blocks(page)
+    assert (block.file, block.backend, block.links, block.skip) == ("t.py", "kind", (("m", "page.md"),), None)
 
 
 def test_the_shell_check_finds_wrong_commands() -> None:
