@@ -105,3 +105,33 @@ def custom_object(
         "metadata": {"name": name, "namespace": namespace, **metadata},
         "spec": dict(spec),
     }
+
+
+def configmap_creation_webhook(
+    name: str, webhook: str, client_config: Mapping[str, Any], **fields: Any
+) -> dict[str, Any]:
+    """A ValidatingWebhookConfiguration ``name`` of one webhook ``webhook``, called at
+    ``client_config`` when a ConfigMap is created; ``fields``: more of the webhook's fields
+    (``failurePolicy``, ...)."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [
+            {
+                "name": webhook,
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                **fields,
+                "clientConfig": dict(client_config),
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "resources": ["configmaps"],
+                        "operations": ["CREATE"],
+                    }
+                ],
+            }
+        ],
+    }

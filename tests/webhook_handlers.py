@@ -4,6 +4,7 @@ tests/kind_backend, tests/hardening), each written once. A module of ``tests`` (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +13,24 @@ from ktest.webhooks import AdmissionRequest, Denied, Handlers
 GADGETS_CRD = Path(__file__).parent / "webhooks" / "crds" / "gadgets.yaml"
 
 
+def configmap_validator(check: Callable[[AdmissionRequest], None]) -> Handlers:
+    """A handler set of one validating handler for ConfigMaps, ``check`` (its name names the
+    webhook: ``<name>.configmaps.core``)."""
+    handlers = Handlers()
+    handlers.validate("", "v1", "configmaps")(check)
+    return handlers
+
+
 def forbidden_key_guard(default_labels: dict[str, str] | None = None) -> Handlers:
     """A validating handler set that denies a ConfigMap holding ``data.forbidden`` (webhook
     ``no-forbidden-key.configmaps.core``, "data.forbidden is not allowed"); with
     ``default_labels``, a mutating handler also fills in those labels where a ConfigMap lacks them."""
-    handlers = Handlers()
 
-    @handlers.validate("", "v1", "configmaps")
     def no_forbidden_key(request: AdmissionRequest) -> None:
         if "forbidden" in (request.object.get("data") or {}):
             raise Denied("data.forbidden is not allowed")
 
+    handlers = configmap_validator(no_forbidden_key)
     if default_labels:
 
         @handlers.mutate("", "v1", "configmaps")

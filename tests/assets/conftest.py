@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -28,6 +26,7 @@ from assets_helpers import (  # type: ignore[import-not-found]
     fake_binary_script,
     write_fake_binaries,
 )
+from cli_runs import run_ktest_cli
 
 from ktest.assets.store import host_arch
 
@@ -178,16 +177,7 @@ def run_cli() -> Callable[..., CliResult]:
     """Run ``python -m ktest ...`` in a child process with the current (isolated) environment."""
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> CliResult:
-        full_env = {**os.environ, **(env or {})}
-        finished = subprocess.run(
-            [sys.executable, "-m", "ktest", *args],
-            capture_output=True,
-            text=True,
-            env=full_env,
-            cwd=REPO_ROOT,
-            timeout=timeout,
-            check=False,
-        )
+        finished = run_ktest_cli(*args, env={**os.environ, **(env or {})}, cwd=REPO_ROOT, timeout=timeout)
         return CliResult(finished.returncode, finished.stdout, finished.stderr)
 
     return run

@@ -6,9 +6,9 @@ import ipaddress
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
+from cli_runs import run_ktest_cli
 from processes import tcp_sockets
 
 KEY_MARKERS = (b"PRIVATE KEY", b"BEGIN CERTIFICATE")
@@ -75,11 +75,4 @@ def sandbox_env(tmp_path: Path, assets_directory: Path) -> dict[str, str]:
 
 def run_ktest(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """``python -m ktest ARGS`` in ``env``; its result, whatever the exit code."""
-    return subprocess.run(
-        [sys.executable, "-m", "ktest", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return run_ktest_cli(*args, env=env, timeout=timeout)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runs import run_ktest_cli
 from messages import assert_says
 from processes import descendants
 
@@ -45,15 +45,7 @@ class Sandbox:
 
     def cli(self, *args: str, env: dict[str, str] | None = None) -> str:
         """Run ``python -m ktest ...``; raise CliFailed with its stderr when it fails."""
-        done = subprocess.run(
-            [sys.executable, "-m", "ktest", *args],
-            capture_output=True,
-            text=True,
-            env={**os.environ, **(env or {})},
-            cwd=self.root,
-            timeout=120,
-            check=False,
-        )
+        done = run_ktest_cli(*args, env={**os.environ, **(env or {})}, cwd=self.root)
         if done.returncode == 0:
             return done.stdout
         assert "Traceback" not in done.stderr, done.stderr
@@ -288,15 +280,8 @@ def cli_os_error(*args: str, **env: str) -> Callable[[Sandbox], Any]:
     """A command meeting a path it cannot use: one line on stderr, exit 2, no traceback."""
 
     def trigger(box: Sandbox) -> Any:
-        done = subprocess.run(
-            [sys.executable, "-m", "ktest", *args],
-            capture_output=True,
-            text=True,
-            env={**os.environ, **{name: value.format(root=box.root) for name, value in env.items()}},
-            cwd=box.root,
-            timeout=120,
-            check=False,
-        )
+        env_of_box = {name: value.format(root=box.root) for name, value in env.items()}
+        done = run_ktest_cli(*args, env={**os.environ, **env_of_box}, cwd=box.root)
         assert "Traceback" not in done.stderr, done.stderr
         assert done.returncode == 2, (done.returncode, done.stderr)
         lines = done.stderr.strip().splitlines()  # progress lines may come first

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 import pytest
-from builders import configmap
+from builders import configmap, configmap_creation_webhook
 from operator_helpers import SAMPLES
 
 from ktest.api_error import ApiError
@@ -16,30 +16,12 @@ from ktest.operators import run_kopf
 from ktest.webhooks import Webhooks
 
 OPERATOR = SAMPLES / "kopf_own_webhook_server.py"
-WEBHOOK = {
-    "apiVersion": "admissionregistration.k8s.io/v1",
-    "kind": "ValidatingWebhookConfiguration",
-    "metadata": {"name": "sizes-kopf"},
-    "webhooks": [
-        {
-            "name": "size.configmaps.ktest.dev",
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "failurePolicy": "Fail",
-            "clientConfig": {
-                "service": {"name": "sizes-operator", "namespace": "operators", "path": "/validate-size"}
-            },
-            "rules": [
-                {
-                    "apiGroups": [""],
-                    "apiVersions": ["v1"],
-                    "resources": ["configmaps"],
-                    "operations": ["CREATE"],
-                }
-            ],
-        }
-    ],
-}
+WEBHOOK = configmap_creation_webhook(
+    "sizes-kopf",
+    "size.configmaps.ktest.dev",
+    {"service": {"name": "sizes-operator", "namespace": "operators", "path": "/validate-size"}},
+    failurePolicy="Fail",
+)
 
 
 def test_the_tests_settings_win_over_the_operators_startup_handler(admin: Cluster, ns: str) -> None:

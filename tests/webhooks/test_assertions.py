@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from builders import configmap
-from webhook_handlers import forbidden_key_guard, gadget_conversion
+from webhook_handlers import configmap_validator, forbidden_key_guard, gadget_conversion
 from webhook_helpers import gadget
 
 from ktest.assertions import assert_converts, assert_defaulted, assert_rejected
 from ktest.cluster import Cluster
-from ktest.webhooks import AdmissionRequest, Handlers
+from ktest.webhooks import AdmissionRequest
 
 
 @pytest.fixture
@@ -90,13 +90,11 @@ def test_assert_rejected_fails_when_something_was_stored(
 def test_a_slow_webhook_is_reported_not_silently_waited_for(
     cluster: Cluster, namespace: str, webhooks: Any
 ) -> None:
-    handlers = Handlers()
-
-    @handlers.validate("", "v1", "configmaps")
     def slow(request: AdmissionRequest) -> None:
         time.sleep(1.5)
 
-    wh = webhooks(handlers=handlers, timeout_seconds=1)  # the API server's default would be 10 s
+    # timeoutSeconds 1: the API server's default would be 10 s
+    wh = webhooks(handlers=configmap_validator(slow), timeout_seconds=1)
     with pytest.raises(AssertionError) as raised:
         assert_rejected(lambda: cluster.create(configmap("late", namespace)), "anything", webhooks=wh)
     message = str(raised.value)

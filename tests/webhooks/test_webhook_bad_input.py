@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from builders import configmap_creation_webhook
 
 from ktest.cluster import Cluster
 from ktest.context import run_context
@@ -15,27 +16,9 @@ from ktest.errors import WebhookError
 from ktest.webhooks import Handlers, Webhooks
 from ktest.webhooks.manifests import read_manifests
 
-VALIDATING = {
-    "apiVersion": "admissionregistration.k8s.io/v1",
-    "kind": "ValidatingWebhookConfiguration",
-    "metadata": {"name": "checks"},
-    "webhooks": [
-        {
-            "name": "check.example.com",
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "clientConfig": {"url": "https://webhooks.example.com:8443/check"},
-            "rules": [
-                {
-                    "apiGroups": [""],
-                    "apiVersions": ["v1"],
-                    "resources": ["configmaps"],
-                    "operations": ["CREATE"],
-                }
-            ],
-        }
-    ],
-}
+VALIDATING = configmap_creation_webhook(
+    "checks", "check.example.com", {"url": "https://webhooks.example.com:8443/check"}
+)
 
 
 def write(path: Path, *documents: dict[str, Any]) -> Path:
