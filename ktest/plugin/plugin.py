@@ -55,6 +55,7 @@ class KtestSession:
         self.config = config
         self.settings = settings  # the defaults when ``error`` is set
         self.settings_error = error
+        self.settings_error_raised = False  # a test's ktest fixture met it: reported with that test
         self._checked = False
         self.backend: Backend | None = None
         self.server: ClusterServer | None = None
@@ -84,6 +85,7 @@ class KtestSession:
         """The settings, once checked as far as possible before anything starts (CRD files
         parse and hold CRDs, backend existing's context); raises ConfigError otherwise."""
         if self.settings_error is not None:
+            self.settings_error_raised = True
             raise self.settings_error
         if not self._checked:
             from ktest.config import check_before_start
@@ -92,6 +94,7 @@ class KtestSession:
                 check_before_start(self.settings)
             except ConfigError as error:
                 self.settings_error = error
+                self.settings_error_raised = True
                 raise
             self._checked = True
         return self.settings
@@ -364,10 +367,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if session is None or hasattr(config, "workerinput"):
         return
     described = session.describe_cluster()
-    if described is None and not session.notes and session.settings_error is None:
+    unreported_error = session.settings_error is not None and not session.settings_error_raised
+    if described is None and not session.notes and not unreported_error:
         return
     terminalreporter.write_sep("-", "ktest")
-    if session.settings_error is not None:
+    if unreported_error:
         terminalreporter.write_line(
             f"bad settings (ignored unless a test uses a ktest fixture): {session.settings_error}"
         )
