@@ -9,15 +9,24 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from ktest.base.procfs import private_directory, write_private_file
+
+__all__ = [
+    "CertificateAuthority",
+    "KeyPair",
+    "private_directory",
+    "service_account_key_pair",
+    "write_private_file",
+]
 
 _VALIDITY = datetime.timedelta(days=365)
 _CLOCK_SKEW = datetime.timedelta(hours=1)
@@ -45,37 +54,6 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
-def private_directory(path: Path) -> Path:
-    """Create ``path`` and every missing parent 0700 (``mkdir(parents=True)`` would give
-    the parents the umask's 0755); an existing directory is left as it is."""
-    missing: list[Path] = []
-    current = path
-    while not os.path.lexists(current) and current != current.parent:
-        missing.append(current)
-        current = current.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-    return path
-
-
-def write_private_file(path: Path, data: bytes) -> None:
-    """Write ``data`` readable by this user only (0600) into a 0700 directory, atomically:
-    a reader never sees half a key, and a file rewritten with the same content stays valid."""
-    private_directory(path.parent)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-
-
 def _name(common_name: str, organizations: Iterable[str] = ()) -> x509.Name:
     attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations]
     attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
@@ -83,10 +61,15 @@ def _name(common_name: str, organizations: Iterable[str] = ()) -> x509.Name:
 
 
 def _builder(
-    subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey, *, ca: bool
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    *,
+    ca: bool,
+    validity: datetime.timedelta = _VALIDITY,
 ) -> x509.CertificateBuilder:
-    """What every certificate here has: names, key, a random serial, a year's validity
-    (from an hour ago, for clock skew), and the basic constraints and key usage of a CA
+    """What every certificate here has: names, key, a random serial, ``validity`` (a year,
+    from an hour ago for clock skew), and the basic constraints and key usage of a CA
     (``ca=True``: may sign certificates) or of a leaf."""
     now = datetime.datetime.now(datetime.timezone.utc)
     return (
@@ -96,7 +79,7 @@ def _builder(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - _CLOCK_SKEW)
-        .not_valid_after(now + _VALIDITY)
+        .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -124,32 +107,50 @@ class CertificateAuthority:
         """``write_key=False`` keeps the CA's key in memory only: nothing but this
         object can sign for it (etcd's CA, whose certificates are all issued at start)."""
         self.directory = directory
-        self._key = _new_key()
+        key = _new_key()
+        self._key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey = key
         subject = _name(common_name)
         self._cert = (
-            _builder(subject, subject, self._key, ca=True)
-            .add_extension(
-                x509.SubjectKeyIdentifier.from_public_key(self._key.public_key()), critical=False
-            )
-            .sign(self._key, hashes.SHA256())
+            _builder(subject, subject, key, ca=True)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .sign(key, hashes.SHA256())
         )
         self.cert_pem = self._cert.public_bytes(serialization.Encoding.PEM)
         self.cert_path = directory / "ca.crt"
         private_directory(directory)
         write_private_file(self.cert_path, self.cert_pem)
         if write_key:
-            write_private_file(directory / "ca.key", _key_pem(self._key))
+            write_private_file(directory / "ca.key", _key_pem(key))
 
-    def _issue(
+    @classmethod
+    def load(cls, directory: Path) -> CertificateAuthority:
+        """The CA whose ``ca.crt`` and ``ca.key`` are in ``directory`` (ktest's own, ECDSA, or
+        kubeadm's, RSA), to sign for it from another process. Raises OSError or ValueError
+        when they are unreadable or not PEM, TypeError for a key neither ECDSA nor RSA."""
+        cert_pem = (directory / "ca.crt").read_bytes()
+        key = serialization.load_pem_private_key((directory / "ca.key").read_bytes(), password=None)
+        if not isinstance(key, (ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey)):
+            found = type(key).__name__
+            raise TypeError(f"{directory / 'ca.key'}: expected an ECDSA or RSA key, found {found}")
+        authority = cls.__new__(cls)
+        authority.directory = directory
+        authority._key = key
+        authority._cert = x509.load_pem_x509_certificate(cert_pem)
+        authority.cert_pem = cert_pem
+        authority.cert_path = directory / "ca.crt"
+        return authority
+
+    def _sign(
         self,
-        stem: str,
         subject: x509.Name,
         usages: list[x509.ObjectIdentifier],
         alternative_names: list[x509.GeneralName] | None = None,
-    ) -> KeyPair:
+        validity: datetime.timedelta = _VALIDITY,
+    ) -> tuple[bytes, bytes]:
+        """A new key and its certificate signed by this CA, both PEM."""
         key = _new_key()
         builder = (
-            _builder(subject, self._cert.subject, key, ca=False)
+            _builder(subject, self._cert.subject, key, ca=False, validity=validity)
             .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()),
@@ -161,8 +162,16 @@ class CertificateAuthority:
                 x509.SubjectAlternativeName(alternative_names), critical=False
             )
         cert = builder.sign(self._key, hashes.SHA256())
-        cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-        key_pem = _key_pem(key)
+        return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+    def _issue(
+        self,
+        stem: str,
+        subject: x509.Name,
+        usages: list[x509.ObjectIdentifier],
+        alternative_names: list[x509.GeneralName] | None = None,
+    ) -> KeyPair:
+        cert_pem, key_pem = self._sign(subject, usages, alternative_names)
         cert_path = self.directory / f"{stem}.crt"
         key_path = self.directory / f"{stem}.key"
         write_private_file(cert_path, cert_pem)
@@ -190,6 +199,12 @@ class CertificateAuthority:
     def client(self, stem: str, user: str, groups: Iterable[str] = ()) -> KeyPair:
         """A client certificate: the API server reads the user from CN, groups from O."""
         return self._issue(stem, _name(user, groups), [ExtendedKeyUsageOID.CLIENT_AUTH])
+
+    def client_pem(
+        self, user: str, groups: Iterable[str] = (), validity: datetime.timedelta = _VALIDITY
+    ) -> tuple[bytes, bytes]:
+        """A client certificate and its key (PEM), written nowhere: the caller embeds them."""
+        return self._sign(_name(user, groups), [ExtendedKeyUsageOID.CLIENT_AUTH], validity=validity)
 
 
 def service_account_key_pair(directory: Path) -> tuple[Path, Path]:

@@ -1,33 +1,51 @@
-"""Things a process owns (directories, clusters), swept once that process is dead.
+"""Things a process holds (directories, clusters), swept once that process is dead.
 
-An owner is a pid *and* the kernel's start time of that pid, so a reused pid
-never passes for the owner. Whoever creates something that must not outlive
-its creator records :func:`Holder.current` with it; the next start (or
-``ktest down``) calls :func:`sweep` and removes what dead owners left.
-``kill -9`` of the owner leaves no chance to clean up in-process, which is
-why the sweeping happens later, from the outside.
+The record of a holder (:class:`Holder`: pid and kernel start time), its liveness and the
+private-file writer live in :mod:`ktest.base.procfs` (standard library only, shared with the
+janitor script). Whoever creates something that must not outlive its creator records
+:func:`write_holder` with it; :func:`sweep_leftovers` (session start, ``ktest down``) removes
+what dead holders left. ``kill -9`` of the holder leaves no chance to clean up in-process, which
+is why the sweeping happens later, from the outside.
 
-Used for the ``ktest-share-*`` socket directories and the ``ktest-cluster-*``
-scratch directories; usable for anything named by a prefix in a base
-directory (e.g. kind clusters recorded in files).
+Used for the ``ktest-cp-*`` control-plane directories, the ``ktest-share-*`` socket directories
+and the ``ktest-cluster-*``, ``ktest-webhooks-*``, ``ktest-operator-*`` and ``ktest-proxy-*``
+scratch directories in ``$TMPDIR``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
+import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ktest.base.procfs import own_directory, process_alive, process_start_time
+from ktest.base.procfs import (
+    HOLDER_FILE,
+    Holder,
+    own_directory,
+    process_namespace,
+    read_holder,
+    write_holder,
+)
 
-HOLDER_FILE = "owner"
+__all__ = [
+    "HOLDER_FILE",
+    "Holder",
+    "held_directory",
+    "holder_is_dead",
+    "process_namespace",
+    "read_holder",
+    "sweep",
+    "sweep_control_planes",
+    "sweep_leftovers",
+    "sweep_temp",
+    "write_holder",
+]
+
 # A Cluster's scratch directory in $TMPDIR (the dynamic client's discovery cache).
 CLUSTER_SCRATCH_PREFIX = "ktest-cluster-"
-# Directories in $TMPDIR that a killed process leaves behind, owner recorded: a webhook set's
+# Directories in $TMPDIR that a killed process leaves behind, holder recorded: a webhook set's
 # (its serving key), an operator's log directory and its API proxy's (the proxy's key), swept
 # by the next start and `ktest down`.
 WEBHOOKS_PREFIX = "ktest-webhooks-"
@@ -38,65 +56,6 @@ TEMP_PREFIXES = (CLUSTER_SCRATCH_PREFIX, WEBHOOKS_PREFIX, OPERATOR_LOG_PREFIX, O
 UNHELD_GRACE_SECONDS = 60.0
 
 
-@dataclass(frozen=True)
-class Holder:
-    """A process identified by pid and start time (no confusion with a reused pid)."""
-
-    pid: int
-    start_time: str
-
-    @classmethod
-    def current(cls) -> Holder:
-        pid = os.getpid()
-        return cls(pid, process_start_time(pid) or "")
-
-    def alive(self) -> bool:
-        return process_alive(self.pid, self.start_time)
-
-    def to_text(self) -> str:
-        return f"{self.pid} {self.start_time}\n"
-
-    @classmethod
-    def from_text(cls, text: str) -> Holder | None:
-        try:
-            pid_text, start_time = text.split()
-            return cls(int(pid_text), start_time)
-        except ValueError:
-            return None
-
-
-def process_namespace() -> str:
-    """Where a :class:`Holder` means something: this boot and this pid namespace
-    (``<boot id>/pid:[<inode>]``), "" when unknown.
-
-    A pid and its start time name one process only within one boot of one pid namespace:
-    another machine, a container of its own, or this machine before a reboot may have run
-    a different process under the same pid and start time. Records kept outside this
-    machine (a namespace's annotation in a shared cluster) carry this next to the holder,
-    and only records made here are judged.
-    """
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        pid_namespace = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return ""
-    return f"{boot}/{pid_namespace}" if boot and pid_namespace else ""
-
-
-def write_holder(directory: Path, owner: Holder | None = None) -> None:
-    """Record ``owner`` (default: this process) as the owner of ``directory``."""
-    from ktest.base.janitor import write_private_text
-
-    write_private_text(directory / HOLDER_FILE, (owner or Holder.current()).to_text())
-
-
-def read_holder(directory: Path) -> Holder | None:
-    try:
-        return Holder.from_text((directory / HOLDER_FILE).read_text())
-    except OSError:
-        return None
-
-
 def _age(path: Path) -> float:
     try:
         return time.time() - path.stat().st_mtime
@@ -105,15 +64,15 @@ def _age(path: Path) -> float:
 
 
 def holder_is_dead(directory: Path, unowned: Callable[[Path], bool] | None = None) -> bool:
-    """True when ``directory``'s recorded owner is gone.
+    """True when ``directory``'s recorded holder is gone.
 
     Without an owner file, ``unowned(directory)`` decides (e.g. "its socket
     refuses connections"), but only once the directory is older than
     :data:`UNHELD_GRACE_SECONDS` (its creator may be about to write the file).
     """
-    owner = read_holder(directory)
-    if owner is not None:
-        return not owner.alive()
+    holder = read_holder(directory)
+    if holder is not None:
+        return not holder.alive()
     if unowned is None or _age(directory) < UNHELD_GRACE_SECONDS:
         return False
     return unowned(directory)
@@ -126,21 +85,27 @@ def sweep(
     unowned: Callable[[Path], bool] | None = None,
     remove: Callable[[Path], None] | None = None,
 ) -> list[Path]:
-    """Remove the entries ``base/prefix*`` whose owner is dead; return what was removed.
+    """Remove this user's entries ``base/prefix*`` whose holder is dead; return what was removed.
 
-    ``remove`` defaults to deleting the directory tree; pass another to also
-    stop what the entry stands for (a cluster, a daemon).
+    ``remove`` defaults to deleting the directory tree; pass another to also stop what the
+    entry stands for (a control plane's processes). An entry with a ``keep`` file (a control
+    plane kept on purpose) stays. Entries of other users, symlinks and anything that fails to
+    be read are skipped: a sweep is housekeeping and never fails the caller.
     """
+    from ktest.base.janitor import KEEP_FILE
+
     removed: list[Path] = []
     try:
         entries = sorted(base.glob(f"{prefix}*"))
     except OSError:
         return removed
     for entry in entries:
-        if not own_directory(entry) or not holder_is_dead(entry, unowned):
-            continue
-        with contextlib.suppress(OSError):
+        try:
+            if not own_directory(entry) or (entry / KEEP_FILE).exists() or not holder_is_dead(entry, unowned):
+                continue
             (remove or _remove_tree)(entry)
+        except OSError:
+            continue
         if not entry.exists():
             removed.append(entry)
     return removed
@@ -151,12 +116,58 @@ def _remove_tree(directory: Path) -> None:
 
 
 def sweep_temp(base: Path | None = None) -> list[Path]:
-    """Sweep every :data:`TEMP_PREFIXES` directory of a dead owner (of this user) in ``base``
+    """Sweep every :data:`TEMP_PREFIXES` directory of a dead holder (of this user) in ``base``
     (default: the temp directory); never raises."""
-    import tempfile
-
     directory = base or Path(tempfile.gettempdir())
     removed: list[Path] = []
     for prefix in TEMP_PREFIXES:
         removed += sweep(directory, prefix)
     return removed
+
+
+def sweep_control_planes(base: Path) -> list[Path]:
+    """Sweep the ``ktest-cp-*`` directories of dead holders in ``base``, SIGKILLing what still
+    runs from them (etcd, kube-apiserver, kube-controller-manager) first; kept ones stay."""
+    from ktest.base import janitor
+
+    return sweep(base, janitor.DIRECTORY_PREFIX, remove=_kill_and_remove)
+
+
+def _kill_and_remove(directory: Path) -> None:
+    from ktest.base import janitor
+
+    janitor.kill_and_remove(directory, remove=True, timeout=2.0)
+
+
+def sweep_leftovers(
+    control_plane_bases: Iterable[Path] = (),
+    temp: Path | None = None,
+    more: Iterable[Callable[[], list[Path]]] = (),
+) -> list[Path]:
+    """The one sweep of what dead ktest processes of this user left on this machine (a session's
+    start, ``ktest down``): each of ``more`` first (a layer's own rule, e.g. the socket directories
+    of :mod:`ktest.sessions.shared`), then the scratch directories in ``temp`` (default: the temp
+    directory), then the control-plane directories in each of ``control_plane_bases``. Returns what
+    was removed; never raises."""
+    removed: list[Path] = []
+    for extra in more:
+        removed += extra()
+    removed += sweep_temp(temp)
+    for base in sorted(set(control_plane_bases)):
+        removed += sweep_control_planes(base)
+    return removed
+
+
+def held_directory(prefix: str, unowned: Callable[[Path], bool] | None = None) -> Path:
+    """A new 0700 ``prefix*`` directory in the temp directory, held by this process; what dead
+    holders left under the same prefix is swept first (``unowned``: see :func:`holder_is_dead`).
+
+    For things made on demand, outside a session's start (a Cluster's scratch directory, a
+    webhook set's key, an operator proxy's): a library user without the pytest plugin gets
+    them swept too.
+    """
+    base = Path(tempfile.gettempdir())
+    sweep(base, prefix, unowned=unowned)
+    directory = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    write_holder(directory)
+    return directory

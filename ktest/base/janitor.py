@@ -8,8 +8,9 @@ the janitor SIGKILLs every process whose command line mentions that directory
 (etcd, kube-apiserver and kube-controller-manager all do) and removes it.
 
 This file is run as a script (``python -I -S janitor.py``) and imports only
-the standard library, so it starts in a few milliseconds. :func:`sweep_stale`
-is also used by the owner to remove directories left behind by dead owners.
+the standard library, so it starts in a few milliseconds. The holder record it
+judges by and the private-file writer come from :mod:`ktest.base.procfs`;
+the sweep of directories dead holders left is :mod:`ktest.base.holders`'.
 
 Protocol, one line each: ``dir <path>``, ``keep`` (do not remove the directory),
 ``kind <kind binary>\t<cluster name>\t<record path>`` (delete that kind cluster, its
@@ -44,33 +45,14 @@ def _procfs() -> ModuleType:
 
 
 _PROCFS = _procfs()
-own_directory = _PROCFS.own_directory
-process_start_time = _PROCFS.process_start_time
+process_alive = _PROCFS.process_alive
+# Imported from here by the control plane's modules (one definition each, in procfs).
+HOLDER_FILE: str = _PROCFS.HOLDER_FILE
+write_holder = _PROCFS.write_holder
+write_private_text = _PROCFS.write_private_file
 
-HOLDER_FILE = "owner"
 KEEP_FILE = "keep"
 DIRECTORY_PREFIX = "ktest-cp-"
-
-
-def holder_alive(directory: Path) -> bool:
-    """True unless the directory's owner file names a process that no longer exists."""
-    try:
-        pid_text, start_time = (directory / HOLDER_FILE).read_text().split()
-    except (OSError, ValueError):
-        return True  # no owner recorded (yet): not ours to judge
-    return process_start_time(int(pid_text)) == start_time
-
-
-def write_holder(directory: Path) -> None:
-    pid = os.getpid()
-    write_private_text(directory / HOLDER_FILE, f"{pid} {process_start_time(pid)}\n")
-
-
-def write_private_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``, created 0600 (never through a symlink planted there)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as file:
-        file.write(text)
 
 
 def processes_mentioning(text: str) -> list[int]:
@@ -89,19 +71,11 @@ def processes_mentioning(text: str) -> list[int]:
     return found
 
 
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rindex(")") + 2 :].split()[0] == "Z"
-
-
 def kill_and_remove(directory: Path, *, remove: bool, timeout: float = 10.0) -> None:
     """SIGKILL the processes using ``directory``, wait for them, then remove it."""
     deadline = time.monotonic() + timeout
     while True:
-        alive = [pid for pid in processes_mentioning(str(directory)) if not _is_zombie(pid)]
+        alive = [pid for pid in processes_mentioning(str(directory)) if process_alive(pid)]
         for pid in alive:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -116,29 +90,11 @@ def kill_and_remove(directory: Path, *, remove: bool, timeout: float = 10.0) -> 
             time.sleep(0.05)
 
 
-def sweep_stale(base: Path, prefix: str = DIRECTORY_PREFIX) -> list[Path]:
-    """Remove this user's ``prefix*`` directories under ``base`` whose owner process is gone.
+def sweep_stale(base: Path) -> list[Path]:
+    """:func:`ktest.base.holders.sweep_control_planes` (the control plane calls it by this name)."""
+    from ktest.base import holders
 
-    Entries of other users, symlinks and anything that fails to be read are
-    skipped: a sweep is housekeeping and never fails the caller.
-    """
-    removed: list[Path] = []
-    try:
-        entries = list(base.iterdir())
-    except OSError:
-        return removed
-    for directory in entries:
-        if not directory.name.startswith(prefix) or not own_directory(directory):
-            continue
-        try:
-            if (directory / KEEP_FILE).exists() or holder_alive(directory):
-                continue
-            kill_and_remove(directory, remove=True, timeout=2.0)
-        except OSError:
-            continue
-        if not os.path.lexists(directory):
-            removed.append(directory)
-    return removed
+    return holders.sweep_control_planes(base)
 
 
 KIND_CREATE_SETTLE = 3.0

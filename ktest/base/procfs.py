@@ -1,5 +1,12 @@
-"""What the kernel says about a process (``/proc``) or a directory (``lstat``): the facts
-holder records and sweeps are judged by. Standard library only (the janitor imports it)."""
+"""What the kernel says about a process (``/proc``) or a directory (``lstat``), and the one
+record of "held by a live process" judged by it. Standard library only: the janitor loads it.
+
+A :class:`Holder` is a pid *and* the kernel's start time of that pid, so a reused pid never
+passes for the holder. Every record of a holder uses it: the ``owner`` file of a directory
+(``"<pid> <start time>\\n"``), kind cluster records (``owner_pid``/``owner_start``), ``ktest up``
+records (``pid``/``pid_start``) and namespace annotations (``pid``/``start``, plus
+:func:`process_namespace`). Those field names stay as older ktest versions wrote them.
+"""
 
 from __future__ import annotations
 
@@ -7,27 +14,153 @@ import os
 from pathlib import Path
 from stat import S_ISDIR
 
+HOLDER_FILE = "owner"
 
-def process_start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (clock ticks since boot), None if it does not exist."""
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat``'s fields after the command name (state first); None if no such pid."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # The command name (field 2) may contain spaces; the fields after ')' are fixed.
-    return stat[stat.rindex(")") + 2 :].split()[19]
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def process_start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (clock ticks since boot), None if it does not exist."""
+    fields = _stat_fields(pid)
+    return None if fields is None else fields[19]
 
 
 def process_alive(pid: int, start_time: str | None = None) -> bool:
     """True when ``pid`` runs (not a zombie) and, if given, started at ``start_time`` (no pid reuse)."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] in ("Z", "X"):
+        return False
+    return start_time is None or fields[19] == start_time
+
+
+def process_namespace() -> str:
+    """Where a :class:`Holder` means something: this boot and this pid namespace
+    (``<boot id>/pid:[<inode>]``), "" when unknown.
+
+    A pid and its start time name one process only within one boot of one pid namespace:
+    another machine, a container of its own, or this machine before a reboot may have run
+    a different process under the same pid and start time. Records kept outside this
+    machine (a namespace's annotation in a shared cluster) carry this next to the holder,
+    and only records made here are judged.
+    """
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        pid_namespace = os.readlink("/proc/self/ns/pid")
     except OSError:
-        return False
-    after_name = stat[stat.rindex(")") + 2 :].split()
-    if after_name[0] in ("Z", "X"):
-        return False
-    return start_time is None or after_name[19] == start_time
+        return ""
+    return f"{boot}/{pid_namespace}" if boot and pid_namespace else ""
+
+
+class Holder:
+    """A process identified by pid and start time (no confusion with a reused pid).
+
+    ``where`` is the :func:`process_namespace` it was recorded in, "" when the record does not
+    say (files on this machine): a holder recorded elsewhere is never judged dead here.
+    A plain class, not a dataclass: importing ``dataclasses`` would add tens of milliseconds
+    to the janitor's start.
+    """
+
+    __slots__ = ("pid", "start_time", "where")
+
+    def __init__(self, pid: int, start_time: str, where: str = "") -> None:
+        self.pid = pid
+        self.start_time = start_time
+        self.where = where
+
+    def _key(self) -> tuple[int, str, str]:
+        return (self.pid, self.start_time, self.where)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Holder) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Holder(pid={self.pid}, start_time={self.start_time!r}, where={self.where!r})"
+
+    @classmethod
+    def current(cls) -> Holder:
+        pid = os.getpid()
+        return cls(pid, process_start_time(pid) or "")
+
+    def alive(self) -> bool:
+        return process_alive(self.pid, self.start_time)
+
+    def recorded_here(self) -> bool:
+        """True unless ``where`` names another boot or pid namespace than this process's."""
+        if not self.where:
+            return True
+        here = process_namespace()
+        return bool(here) and self.where == here
+
+    def certainly_dead(self) -> bool:
+        """Recorded here with a start time, and no process runs with that pid and start time."""
+        return self.recorded_here() and bool(self.start_time) and not self.alive()
+
+    def to_text(self) -> str:
+        return f"{self.pid} {self.start_time}\n"
+
+    @classmethod
+    def from_text(cls, text: str) -> Holder | None:
+        try:
+            pid_text, start_time = text.split()
+            return cls(int(pid_text), start_time)
+        except ValueError:
+            return None
+
+
+def write_holder(directory: Path, holder: Holder | None = None) -> None:
+    """Record ``holder`` (default: this process) in ``directory``'s owner file."""
+    write_private_file(directory / HOLDER_FILE, (holder or Holder.current()).to_text())
+
+
+def read_holder(directory: Path) -> Holder | None:
+    """``directory``'s recorded holder; None without a readable owner file."""
+    try:
+        return Holder.from_text((directory / HOLDER_FILE).read_text())
+    except OSError:
+        return None
+
+
+def private_directory(path: Path) -> Path:
+    """Create ``path`` and every missing parent 0700 (``mkdir(parents=True)`` would give
+    the parents the umask's 0755); an existing directory is left as it is."""
+    missing: list[Path] = []
+    current = path
+    while not os.path.lexists(current) and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+    return path
+
+
+def write_private_file(path: Path, data: bytes | str) -> None:
+    """Write ``data`` readable by this user only (0600) into a 0700 directory, atomically:
+    a reader never sees half a file, a file rewritten with the same content stays valid, and
+    a symlink planted at ``path`` is replaced, never followed."""
+    private_directory(path.parent)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data.encode() if isinstance(data, str) else data)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def own_directory(path: Path) -> bool:

@@ -13,7 +13,6 @@ import argparse
 import os
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -164,17 +163,14 @@ def down_bare(args: argparse.Namespace) -> int:
 
 def _sweep_leftovers() -> str:
     """Remove socket and control-plane directories of dead ktest processes; say what went."""
-    from ktest.base import holders, janitor
+    from ktest.base import holders
     from ktest.controlplane.plane import default_base_directory
     from ktest.sessions.shared import sweep_stale_shares
 
-    removed = sweep_stale_shares()
-    removed += holders.sweep_temp(Path(tempfile.gettempdir()))
     bases = {default_base_directory()}
     if os.environ.get("KTEST_RUN_DIR"):
         bases.add(Path(os.environ["KTEST_RUN_DIR"]).expanduser())
-    for base in sorted(bases):
-        removed += janitor.sweep_stale(base)
+    removed = holders.sweep_leftovers(bases, more=[sweep_stale_shares])
     if not removed:
         return ""
     names = ", ".join(str(path) for path in removed)

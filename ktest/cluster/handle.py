@@ -11,7 +11,6 @@ import builtins
 import contextlib
 import logging
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
@@ -198,10 +197,8 @@ class Cluster(ClusterClient):
             if self._scratch is None:
                 from ktest.base import holders
 
-                # Owned by this process: what a killed run left is swept at the next start.
-                holders.sweep(Path(tempfile.gettempdir()), holders.CLUSTER_SCRATCH_PREFIX)
-                self._scratch = Path(tempfile.mkdtemp(prefix=holders.CLUSTER_SCRATCH_PREFIX))
-                holders.write_holder(self._scratch)
+                # Held by this process: what a killed run left is swept at the next start.
+                self._scratch = holders.held_directory(holders.CLUSTER_SCRATCH_PREFIX)
             return self._scratch
 
     # ------------------------------------------------------------ higher level

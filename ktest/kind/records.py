@@ -3,8 +3,8 @@
 kind labels its node containers only with ``io.x-k8s.kind.cluster=<name>``,
 so a name alone cannot prove a cluster is ktest's. Before creating a cluster
 ktest writes a record ``${XDG_STATE_HOME:-~/.local/state}/ktest/kind/<name>.json``
-naming the owning process (pid + kernel start time, so a reused pid does not
-count) and the cluster's private directory. A cluster is ktest's when its
+naming the owning process (a :class:`~ktest.base.procfs.Holder`: pid + kernel start
+time, so a reused pid does not count) and the cluster's private directory. A cluster is ktest's when its
 name starts with ``ktest-`` **and** such a record exists; an orphan is one
 whose owner is gone and which was not kept on purpose (``ktest up``,
 ``--ktest-keep-cluster``). Clusters without a record are never touched.
@@ -30,7 +30,7 @@ from typing import Any
 
 import filelock
 
-from ktest.base.procfs import process_alive, process_start_time
+from ktest.base.procfs import Holder, write_private_file
 from ktest.errors import KindError
 
 CLUSTER_PREFIX = "ktest-"
@@ -94,8 +94,12 @@ class ClusterRecord:
     def kubeconfig(self) -> Path:
         return Path(self.directory) / "admin.kubeconfig"
 
+    @property
+    def holder(self) -> Holder:
+        return Holder(self.owner_pid, self.owner_start)
+
     def holder_alive(self) -> bool:
-        return process_alive(self.owner_pid, self.owner_start)
+        return self.holder.alive()
 
     def orphaned(self) -> bool:
         """Not kept and its owner is gone: nobody will ever delete it but the sweep."""
@@ -121,14 +125,14 @@ class ClusterRecord:
 def owned_by_this_process(
     name: str, directory: Path, image: str, version: str, purpose: str = "run", spare: str = ""
 ) -> ClusterRecord:
-    pid = os.getpid()
+    holder = Holder.current()
     return ClusterRecord(
         name=name,
         directory=str(directory),
         image=image,
         version=version,
-        owner_pid=pid,
-        owner_start=process_start_time(pid) or "",
+        owner_pid=holder.pid,
+        owner_start=holder.start_time,
         purpose=purpose,
         created_at=time.time(),
         spare=spare,
@@ -137,8 +141,6 @@ def owned_by_this_process(
 
 def write_record(record: ClusterRecord, directory: Path | None = None) -> Path:
     """Write atomically (readers never see half a record), 0600 in a 0700 directory."""
-    from ktest.base.certs import write_private_file
-
     path = record.path(directory)
     write_private_file(path, (json.dumps(record.to_json(), indent=2) + "\n").encode())
     return path
@@ -190,14 +192,9 @@ def take_spare(name: str, purpose: str = "run", directory: Path | None = None) -
         record = read_record(name, directory)
         if record is None or not record.ready_spare:
             return None
-        pid = os.getpid()
+        holder = Holder.current()
         taken = replace(
-            record,
-            kept=False,
-            spare="",
-            purpose=purpose,
-            owner_pid=pid,
-            owner_start=process_start_time(pid) or "",
+            record, kept=False, spare="", purpose=purpose, owner_pid=holder.pid, owner_start=holder.start_time
         )
         write_record(taken, directory)
         return taken

@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from ktest.base.certs import write_private_file
 from ktest.base.janitor_client import JanitorHandle
+from ktest.base.procfs import write_private_file
 from ktest.errors import ConfigError
 
 PREFIX = "ktest-kubeconfig-"

@@ -31,7 +31,7 @@ import filelock
 
 from ktest.base.delegation import Delegated
 from ktest.base.process import end_popen
-from ktest.base.procfs import process_alive, process_start_time
+from ktest.base.procfs import Holder, private_directory, write_private_file
 from ktest.config import Settings
 from ktest.errors import ConfigError, ControlPlaneError
 from ktest.sessions.attached import AttachedBackend
@@ -103,8 +103,13 @@ class UpRecord:
             path=path,
         )
 
+    @property
+    def holder(self) -> Holder:
+        """The daemon (``pid``/``pid_start`` in the record, as older ktest versions wrote them)."""
+        return Holder(self.pid, self.pid_start)
+
     def daemon_alive(self) -> bool:
-        return process_alive(self.pid, self.pid_start)
+        return self.holder.alive()
 
     def problem(self) -> str | None:
         """Why this record is stale, or None when its control plane is up and ready."""
@@ -153,8 +158,6 @@ def read_record(path: Path) -> UpRecord | None:
 
 def write_record(record: UpRecord) -> None:
     """Write atomically (readers never see half a record), 0600 in a 0700 directory."""
-    from ktest.base.certs import write_private_file
-
     private_state_directory(record.path.parent)
     write_private_file(record.path, (json.dumps(record.to_json(), indent=2) + "\n").encode())
 
@@ -162,8 +165,6 @@ def write_record(record: UpRecord) -> None:
 def private_state_directory(directory: Path) -> Path:
     """``directory`` (``.../ktest/up``) created 0700, its parent ``ktest`` too; one an older
     ktest made 0755 is made 0700 (only if this user owns it)."""
-    from ktest.base.certs import private_directory
-
     private_directory(directory)
     for path in (directory.parent, directory):
         with contextlib.suppress(OSError):
@@ -199,7 +200,7 @@ def remove_stale(record: UpRecord, notes: list[str] | None = None) -> None:
     """Stop a stale record's daemon (if still there) and delete the record."""
     with _lock(record.path):
         current = read_record(record.path)
-        if current is None or (current.pid, current.pid_start) != (record.pid, record.pid_start):
+        if current is None or current.holder != record.holder:
             return  # someone else cleaned or replaced it meanwhile
         reason = current.problem()
         if reason is None:
@@ -274,10 +275,10 @@ def _remove_leftovers(record: UpRecord) -> None:
 
     remove_share_of_dead_owner(record.share.control_address)
     if record.share.directory and not record.daemon_alive():
-        from ktest.base import janitor
+        from ktest.base import holders, janitor
 
         directory = Path(record.share.directory)
-        if directory.is_dir() and not janitor.holder_alive(directory):
+        if directory.is_dir() and holders.holder_is_dead(directory):
             janitor.kill_and_remove(directory, remove=True, timeout=5.0)
 
 
@@ -340,7 +341,7 @@ def _start_daemon(
 
 def _stop_daemon(record: UpRecord, timeout: float) -> None:
     """SIGTERM the daemon (only if it really is the recorded ktest daemon), wait, then SIGKILL."""
-    if not _is_daemon(record.pid, record.pid_start):
+    if not _is_daemon(record):
         return
     with contextlib.suppress(ProcessLookupError):
         os.kill(record.pid, signal.SIGTERM)
@@ -362,11 +363,11 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _is_daemon(pid: int, start_time: str) -> bool:
-    if process_start_time(pid) != start_time:
+def _is_daemon(record: UpRecord) -> bool:
+    if not record.daemon_alive():
         return False
     try:
-        command_line = Path(f"/proc/{pid}/cmdline").read_bytes()
+        command_line = Path(f"/proc/{record.pid}/cmdline").read_bytes()
     except OSError:
         return False
     return DAEMON_MODULE.encode() in command_line

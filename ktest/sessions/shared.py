@@ -57,9 +57,7 @@ class ClusterServer:
 
     def __init__(self, open_backend: Callable[[], Backend]) -> None:
         self._open_backend = open_backend
-        sweep_stale_shares()
-        self._directory = Path(tempfile.mkdtemp(prefix=SHARE_PREFIX))
-        holders.write_holder(self._directory)
+        self._directory = holders.held_directory(SHARE_PREFIX, unowned=_socket_refuses)
         self.address = str(self._directory / "socket")
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._socket.bind(self.address)
