@@ -17,7 +17,7 @@ with ``messages.assert_says`` (tests/messages.py) and processes looked up with
 ``bare_wiring.plane_cluster`` (tests/bare_wiring.py); ``tests`` is on ``sys.path`` because this
 conftest.py is in it. ``closed_port`` serves the folders that need a refused connection;
 ``inner_env`` the tests that run an inner pytest session with ``pytester`` (tests/plugin,
-tests/sessions), whose helpers are in tests/inner_runs.py.
+tests/sessions, the webhook report test), whose helpers are in tests/inner_runs.py.
 """
 
 from __future__ import annotations

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
-
-from ktest.assets.store import Locations
 
 FAILING = """
 from ktest.webhooks import Denied, Handlers
@@ -23,23 +19,11 @@ def test_a_configmap(cluster, namespace, webhooks):
 """
 
 
-@pytest.fixture(scope="session")
-def binary_cache() -> str:
-    """The binary cache as seen from the real HOME (pytester moves HOME before a test's body runs)."""
-    return os.environ.get("KTEST_CACHE_DIR") or str(Locations.from_env().cache_root)
-
-
 def test_the_failure_report_lists_the_webhook_calls(
-    binary_cache: str, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    cache = binary_cache
-    for name in list(os.environ):
-        if name.startswith("KTEST_") and name not in ("KTEST_CACHE_DIR", "KTEST_ASSETS"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("KTEST_CACHE_DIR", cache)
-    monkeypatch.setenv("XDG_STATE_HOME", str(pytester.path / "state"))
     pytester.makepyfile(FAILING)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", timeout=120)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", timeout=120)
     result.assert_outcomes(failed=1)
     result.stdout.re_match_lines(
         [
