@@ -3,9 +3,9 @@
 The record of a holder (:class:`Holder`: pid and kernel start time), its liveness and the
 private-file writer live in :mod:`ktest.base.procfs` (standard library only, shared with the
 janitor script). Whoever creates something that must not outlive its creator records
-:func:`write_holder` with it; :func:`sweep_leftovers` (session start, ``ktest down``) removes
-what dead holders left. ``kill -9`` of the holder leaves no chance to clean up in-process, which
-is why the sweeping happens later, from the outside.
+:func:`write_holder` with it; :func:`ktest.base.janitor.sweep_leftovers` (a session's start,
+``ktest down``) removes what dead holders left. ``kill -9`` of the holder leaves no chance to
+clean up in-process, which is why the sweeping happens later, from the outside.
 
 Used for the ``ktest-cp-*`` control-plane directories, the ``ktest-share-*`` socket directories
 and the ``ktest-cluster-*``, ``ktest-webhooks-*``, ``ktest-operator-*`` and ``ktest-proxy-*``
@@ -17,7 +17,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 from ktest.base.procfs import (
@@ -37,8 +37,6 @@ __all__ = [
     "process_namespace",
     "read_holder",
     "sweep",
-    "sweep_control_planes",
-    "sweep_leftovers",
     "sweep_temp",
     "write_holder",
 ]
@@ -88,12 +86,10 @@ def sweep(
     """Remove this user's entries ``base/prefix*`` whose holder is dead; return what was removed.
 
     ``remove`` defaults to deleting the directory tree; pass another to also stop what the
-    entry stands for (a control plane's processes). An entry with a ``keep`` file (a control
-    plane kept on purpose) stays. Entries of other users, symlinks and anything that fails to
-    be read are skipped: a sweep is housekeeping and never fails the caller.
+    entry stands for (a control plane's processes), or to leave it (kept on purpose). Entries
+    of other users, symlinks and anything that fails to be read are skipped: a sweep is
+    housekeeping and never fails the caller.
     """
-    from ktest.base.janitor import KEEP_FILE
-
     removed: list[Path] = []
     try:
         entries = sorted(base.glob(f"{prefix}*"))
@@ -101,7 +97,7 @@ def sweep(
         return removed
     for entry in entries:
         try:
-            if not own_directory(entry) or (entry / KEEP_FILE).exists() or not holder_is_dead(entry, unowned):
+            if not own_directory(entry) or not holder_is_dead(entry, unowned):
                 continue
             (remove or _remove_tree)(entry)
         except OSError:
@@ -122,39 +118,6 @@ def sweep_temp(base: Path | None = None) -> list[Path]:
     removed: list[Path] = []
     for prefix in TEMP_PREFIXES:
         removed += sweep(directory, prefix)
-    return removed
-
-
-def sweep_control_planes(base: Path) -> list[Path]:
-    """Sweep the ``ktest-cp-*`` directories of dead holders in ``base``, SIGKILLing what still
-    runs from them (etcd, kube-apiserver, kube-controller-manager) first; kept ones stay."""
-    from ktest.base import janitor
-
-    return sweep(base, janitor.DIRECTORY_PREFIX, remove=_kill_and_remove)
-
-
-def _kill_and_remove(directory: Path) -> None:
-    from ktest.base import janitor
-
-    janitor.kill_and_remove(directory, remove=True, timeout=2.0)
-
-
-def sweep_leftovers(
-    control_plane_bases: Iterable[Path] = (),
-    temp: Path | None = None,
-    more: Iterable[Callable[[], list[Path]]] = (),
-) -> list[Path]:
-    """The one sweep of what dead ktest processes of this user left on this machine (a session's
-    start, ``ktest down``): each of ``more`` first (a layer's own rule, e.g. the socket directories
-    of :mod:`ktest.sessions.shared`), then the scratch directories in ``temp`` (default: the temp
-    directory), then the control-plane directories in each of ``control_plane_bases``. Returns what
-    was removed; never raises."""
-    removed: list[Path] = []
-    for extra in more:
-        removed += extra()
-    removed += sweep_temp(temp)
-    for base in sorted(set(control_plane_bases)):
-        removed += sweep_control_planes(base)
     return removed
 
 

@@ -9,8 +9,9 @@ the janitor SIGKILLs every process whose command line mentions that directory
 
 This file is run as a script (``python -I -S janitor.py``) and imports only
 the standard library, so it starts in a few milliseconds. The holder record it
-judges by and the private-file writer come from :mod:`ktest.base.procfs`;
-the sweep of directories dead holders left is :mod:`ktest.base.holders`'.
+judges by and the private-file writer come from :mod:`ktest.base.procfs`.
+:func:`sweep_leftovers` is the one sweep of what dead holders left (a session's
+start, ``ktest down``), through :mod:`ktest.base.holders`.
 
 Protocol, one line each: ``dir <path>``, ``keep`` (do not remove the directory),
 ``kind <kind binary>\t<cluster name>\t<record path>`` (delete that kind cluster, its
@@ -28,6 +29,7 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterable  # loaded by contextlib already: no cost
 from pathlib import Path
 from types import ModuleType
 
@@ -91,10 +93,37 @@ def kill_and_remove(directory: Path, *, remove: bool, timeout: float = 10.0) -> 
 
 
 def sweep_stale(base: Path) -> list[Path]:
-    """:func:`ktest.base.holders.sweep_control_planes` (the control plane calls it by this name)."""
+    """Sweep the ``ktest-cp-*`` directories of dead holders in ``base``, SIGKILLing what still
+    runs from them (etcd, kube-apiserver, kube-controller-manager) first; kept ones stay."""
     from ktest.base import holders
 
-    return holders.sweep_control_planes(base)
+    return holders.sweep(base, DIRECTORY_PREFIX, remove=_kill_and_remove_unless_kept)
+
+
+def _kill_and_remove_unless_kept(directory: Path) -> None:
+    if not (directory / KEEP_FILE).exists():
+        kill_and_remove(directory, remove=True, timeout=2.0)
+
+
+def sweep_leftovers(
+    control_plane_bases: Iterable[Path] = (),
+    temp: Path | None = None,
+    more: Iterable[Callable[[], list[Path]]] = (),
+) -> list[Path]:
+    """The one sweep of what dead ktest processes of this user left on this machine (a session's
+    start, ``ktest down``): each of ``more`` first (a layer's own rule, e.g. the socket directories
+    of :mod:`ktest.sessions.shared`), then the scratch directories in ``temp`` (default: the temp
+    directory, :func:`ktest.base.holders.sweep_temp`), then the control-plane directories in each
+    of ``control_plane_bases``. Returns what was removed; never raises."""
+    from ktest.base import holders
+
+    removed: list[Path] = []
+    for extra in more:
+        removed += extra()
+    removed += holders.sweep_temp(temp)
+    for base in sorted(set(control_plane_bases)):
+        removed += sweep_stale(base)
+    return removed
 
 
 KIND_CREATE_SETTLE = 3.0

@@ -62,20 +62,21 @@ def process_namespace() -> str:
 class Holder:
     """A process identified by pid and start time (no confusion with a reused pid).
 
-    ``where`` is the :func:`process_namespace` it was recorded in, "" when the record does not
-    say (files on this machine): a holder recorded elsewhere is never judged dead here.
+    ``where`` is the :func:`process_namespace` it was recorded in (a namespace's annotation in a
+    shared cluster), None when the record does not say (files on this machine): a holder
+    recorded elsewhere, or where it could not be told, is never judged dead here.
     A plain class, not a dataclass: importing ``dataclasses`` would add tens of milliseconds
     to the janitor's start.
     """
 
     __slots__ = ("pid", "start_time", "where")
 
-    def __init__(self, pid: int, start_time: str, where: str = "") -> None:
+    def __init__(self, pid: int, start_time: str, where: str | None = None) -> None:
         self.pid = pid
         self.start_time = start_time
         self.where = where
 
-    def _key(self) -> tuple[int, str, str]:
+    def _key(self) -> tuple[int, str, str | None]:
         return (self.pid, self.start_time, self.where)
 
     def __eq__(self, other: object) -> bool:
@@ -96,8 +97,8 @@ class Holder:
         return process_alive(self.pid, self.start_time)
 
     def recorded_here(self) -> bool:
-        """True unless ``where`` names another boot or pid namespace than this process's."""
-        if not self.where:
+        """True unless ``where`` is given and is not this boot and pid namespace."""
+        if self.where is None:
             return True
         here = process_namespace()
         return bool(here) and self.where == here

@@ -163,14 +163,14 @@ def down_bare(args: argparse.Namespace) -> int:
 
 def _sweep_leftovers() -> str:
     """Remove socket and control-plane directories of dead ktest processes; say what went."""
-    from ktest.base import holders
+    from ktest.base import janitor
     from ktest.controlplane.plane import default_base_directory
     from ktest.sessions.shared import sweep_stale_shares
 
     bases = {default_base_directory()}
     if os.environ.get("KTEST_RUN_DIR"):
         bases.add(Path(os.environ["KTEST_RUN_DIR"]).expanduser())
-    removed = holders.sweep_leftovers(bases, more=[sweep_stale_shares])
+    removed = janitor.sweep_leftovers(bases, more=[sweep_stale_shares])
     if not removed:
         return ""
     names = ", ".join(str(path) for path in removed)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ktest.api_error import ApiError
+from ktest.base.procfs import Holder
 from ktest.cluster.refs import ObjectRef
 from ktest.errors import ClusterError
 
@@ -155,16 +156,14 @@ class NamespaceHolder:
 
     def on_this_machine(self) -> bool:
         """Recorded in this boot and pid namespace, where pid and start time can be checked."""
-        from ktest.base.holders import process_namespace
-
-        here = process_namespace()
-        return bool(here) and self.where == here
+        return self._holder().recorded_here()
 
     def certainly_dead(self) -> bool:
         """Recorded here, and no process runs with that pid and start time any more."""
-        from ktest.base.procfs import process_alive
+        return self._holder().certainly_dead()
 
-        return self.on_this_machine() and bool(self.start) and not process_alive(self.pid, self.start)
+    def _holder(self) -> Holder:
+        return Holder(self.pid, self.start, self.where)
 
 
 def release_namespace(cluster: ClusterClient, name: str) -> None:

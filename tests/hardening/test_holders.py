@@ -128,7 +128,7 @@ def test_one_sweep_removes_what_dead_holders_left_and_keeps_the_rest(
         extra.append("ran")
         return []
 
-    removed = holders.sweep_leftovers([runs, runs], temp, more=[layer_rule])
+    removed = janitor.sweep_leftovers([runs, runs], temp, more=[layer_rule])
 
     assert sorted(removed) == sorted(dead) and extra == ["ran"]
     assert kept.is_dir() and live.is_dir() and live.parent == temp
