@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import ssl
-from collections.abc import Collection, Mapping, Sequence
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktest.base.process import ManagedProcess, component_environment
 from ktest.controlplane.admission import ADMISSION_CONFIG_FLAG
-from ktest.controlplane.flags import merge_flags
+from ktest.controlplane.flags import flag_name, merge_flags, probe
+from ktest.errors import AssetsError, ControlPlaneError
 
 if TYPE_CHECKING:  # certificates (cryptography) are not needed to check a running server
     from ktest.controlplane.etcd import EtcdCredentials
@@ -120,6 +123,56 @@ STATIC_FLAGS: dict[str, str] = {
     # plugin would reject every Pod. Disabling it is what envtest does as well.
     "disable-admission-plugins": "ServiceAccount",
 }
+
+
+def extra_flag_names(extra_flags: Sequence[str] | Mapping[str, str | None]) -> set[str]:
+    """The names of the user's ``apiserver_flags``; ControlPlaneError for a string or a flag
+    ktest must own (:data:`RESERVED_FLAGS`)."""
+    if isinstance(extra_flags, str):
+        raise ControlPlaneError(f"apiserver_flags must be a list such as [{extra_flags!r}], not a string.")
+    names = {flag_name(f) for f in (extra_flags.keys() if isinstance(extra_flags, Mapping) else extra_flags)}
+    reserved = sorted(names & RESERVED_FLAGS)
+    if reserved:
+        raise ControlPlaneError(
+            f"apiserver_flags may not set {', '.join('--' + name for name in reserved)}: "
+            "ktest chooses the API server's address, port, certificates and etcd so that "
+            "parallel control planes never collide. Remove those flags; cp.server and "
+            "cp.kubeconfig tell where the API server listens."
+        )
+    return names
+
+
+def rejected_flags_hint(extra_flags: Sequence[str] | Mapping[str, str | None], binary: Path, log: str) -> str:
+    """Point at the user's extra flag when the API server (``binary``) exited with ``log``."""
+    given = (
+        list(extra_flags.keys())
+        if isinstance(extra_flags, Mapping)
+        else [flag_name(argument) for argument in extra_flags]
+    )
+    known = probe(binary)
+    unknown = [name for name in given if not known.accepts(name)]
+    if unknown:
+        return (
+            f"kube-apiserver does not know the flag(s) {', '.join('--' + n for n in unknown)} "
+            f"passed in apiserver_flags=. Remove or fix them (`kube-apiserver --help` lists "
+            "the flags this version accepts)."
+        )
+    if given and ("unknown flag" in log or "invalid argument" in log or "Error:" in log):
+        return (
+            "Check the extra flags passed in apiserver_flags= "
+            f"({', '.join('--' + n for n in given)}): the log above says why they were rejected."
+        )
+    return ""
+
+
+def write_audit_policy(directory: Path) -> tuple[Path, Path]:
+    """The Metadata-level audit policy (written in ``directory`` once) and the audit log's path."""
+    from ktest.base.janitor import write_private_text
+
+    policy = directory / "audit-policy.yaml"
+    if not policy.exists():
+        write_private_text(policy, AUDIT_POLICY)
+    return policy, directory / "audit.log"
 
 
 def default_flags(port: int, etcd_port: int, files: ApiServerFiles) -> dict[str, str | None]:
@@ -276,6 +329,55 @@ class ApiServerClient:
         except ValueError:
             return {}
         return data if isinstance(data, dict) else {}
+
+
+def wait_until_ready(
+    client: ApiServerClient,
+    bootstrap: Mapping[str, Collection[str]] | None,
+    *,
+    timeout: float,
+    etcd: ManagedProcess,
+    apiserver: ManagedProcess,
+    on_exit: Callable[[ManagedProcess], None],
+    etcd_healthy: Callable[[], bool],
+) -> None:
+    """Poll :meth:`ApiServerClient.ready` every 20 ms; ``on_exit(process)`` raises when etcd or
+    the API server exits. After ``timeout`` seconds: ControlPlaneError saying what is missing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for process in (etcd, apiserver):
+            if not process.running:
+                on_exit(process)
+        if client.ready(bootstrap):
+            return
+        if time.monotonic() > deadline:
+            etcd_state = "healthy" if etcd_healthy() else "NOT healthy"
+            if bootstrap is not None:
+                missing = client.missing_bootstrap_objects(bootstrap)
+                if missing:
+                    listed = ", ".join(missing[:10])
+                    etcd_state += f"; bootstrap objects of the etcd template not served: {listed}"
+            problem = client.service_ip_problem()
+            if problem is not None:
+                etcd_state += f"; a Service cannot get a cluster IP: {problem}"
+            raise apiserver.failure(
+                f"was not ready after {timeout:.0f} s (etcd is {etcd_state})",
+                "Raise start_timeout= if this machine is very busy, or look at the log above.",
+            )
+        time.sleep(0.02)
+
+
+def served_version(client: ApiServerClient, fallback: str) -> str:
+    """The API server's version (``1.37.2``); ``fallback`` (the binaries' version) for a binary
+    built without version stamping, which reports v0.0.0-master+$Format$."""
+    from ktest.assets.selectors import KubeVersion
+
+    reported = client.version().get("gitVersion", "")
+    with contextlib.suppress(AssetsError):
+        stamped = KubeVersion.parse(reported)
+        if stamped.patch is not None and (stamped.major, stamped.minor) != (0, 0):
+            return stamped.text
+    return fallback or str(reported).removeprefix("v")
 
 
 def _status_text(status: int, body: bytes) -> str:

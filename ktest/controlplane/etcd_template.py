@@ -31,12 +31,33 @@ import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
 
 from ktest.controlplane.flags import cache_directory as flags_cache_directory
+from ktest.errors import ControlPlaneError
+
+if TYPE_CHECKING:
+    from ktest.base.process import ManagedProcess
+    from ktest.controlplane.apiserver import ApiServerClient
 
 FORMAT = 2  # 2: the manifest names the bootstrap objects
 MANIFEST = "ktest-template.json"
 _PAGE = 4096
+
+
+class BootstrapPlane(Protocol):
+    """The part of :class:`~ktest.controlplane.ControlPlane` a template is bootstrapped on."""
+
+    @property
+    def directory(self) -> Path: ...
+    @property
+    def server(self) -> str: ...
+    @property
+    def kubeconfig(self) -> Path: ...
+    def start(self) -> object: ...
+    def stop(self) -> None: ...
+    def processes(self) -> dict[str, ManagedProcess]: ...
 
 
 def templates_directory() -> Path:
@@ -199,3 +220,68 @@ def ensure(
         finally:
             stored_by(data_dir)
     return template
+
+
+def find_or_bootstrap(
+    binaries: list[Path], shaping: dict[str, str], new_plane: Callable[[], BootstrapPlane], timeout: float
+) -> Path | None:
+    """The template for ``binaries`` and the ``shaping`` flags (see :func:`template_key`),
+    bootstrapped first when there is none on ``new_plane()``: a control plane without
+    controllers and without a template of its own, started here and stopped with its etcd data
+    taken. None when that fails (an unwritable cache, a bootstrap that did not start): the
+    template only saves time, and the caller then bootstraps itself and reports any error.
+    ``timeout``: for the API server to create what the template must not hold."""
+    planes: list[BootstrapPlane] = []
+    objects: list[dict[str, list[str]] | None] = []
+
+    def build() -> Path:
+        plane = new_plane()
+        planes.append(plane)
+        plane.start()
+        data_dir, found = _bootstrapped_data(plane, timeout)
+        objects.append(found)
+        return data_dir
+
+    def remove(_data_dir: Path) -> None:
+        for plane in planes:
+            plane.stop()
+
+    try:
+        return ensure(template_key(binaries, shaping), build, remove, lambda: objects[-1])
+    except (OSError, ControlPlaneError):
+        return None
+    finally:
+        remove(Path())
+
+
+def _bootstrapped_data(plane: BootstrapPlane, timeout: float) -> tuple[Path, dict[str, list[str]] | None]:
+    """Stop ``plane``'s API server, then its etcd, cleanly (its data is complete then); return
+    that data directory and the bootstrap objects the API server served."""
+    from ktest.base.kubeconfig import credentials_directory
+    from ktest.controlplane.apiserver import ApiServerClient
+
+    processes = plane.processes()
+    apiserver, etcd = processes["kube-apiserver"], processes["etcd"]
+    credentials = credentials_directory(plane.kubeconfig)
+    port = urlsplit(plane.server).port
+    assert port is not None
+    ca, cert, key = (credentials / name for name in ("ca.crt", "client.crt", "client.key"))
+    client = ApiServerClient(port, ca, cert, key)
+    _forget_kubernetes_service(client, apiserver, timeout)
+    found = client.bootstrap_objects()
+    apiserver.stop()
+    etcd.stop()  # last: the API server writes until it stops
+    return plane.directory / "etcd", found
+
+
+def _forget_kubernetes_service(client: ApiServerClient, apiserver: ManagedProcess, timeout: float) -> None:
+    """Wait for the API server to create the ``kubernetes`` Service, then delete it: the Service
+    names this API server's port, and an API server never corrects an existing one, so each
+    control plane must create its own."""
+    path = "/api/v1/namespaces/default/services/kubernetes"
+    apiserver.wait_until(
+        lambda: client.get(path)[0] == 200, timeout=timeout, what="serving the kubernetes Service"
+    )
+    status, body = client.request("DELETE", path)
+    if status not in (200, 202):
+        raise apiserver.failure(f"could not delete the kubernetes Service (status {status}: {body[:300]!r})")

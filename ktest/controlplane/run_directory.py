@@ -1,0 +1,107 @@
+"""A control plane's private directory: where it goes, enough room for etcd, and the janitor
+that removes it when the Python process dies without stopping the plane."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from ktest.base import janitor
+from ktest.base.janitor_client import JanitorHandle
+from ktest.errors import ControlPlaneError
+
+_MIN_TMPFS_FREE = 1 << 30
+# etcd preallocates its write-ahead log in 64 MiB segments; with less, it fails at some later write.
+MIN_RUN_DIR_FREE = 96 << 20
+_NO_SPACE = (b"no space left on device", b"disk quota exceeded")
+
+
+def default_base_directory(shm: Path = Path("/dev/shm")) -> Path:
+    """``shm`` when it is a writable tmpfs with 1 GiB free (etcd writes much faster
+    there), else the temp directory."""
+    try:
+        if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
+            stats = os.statvfs(shm)
+            if stats.f_bavail * stats.f_frsize >= _MIN_TMPFS_FREE:
+                return shm
+    except OSError:
+        pass
+    return Path(tempfile.gettempdir())
+
+
+def disk_hint(base: Path) -> str:
+    """How to get out of a full or unwritable directory for control planes."""
+    return (
+        f"Check the file system holding {base} (`df -h {base}`): free some space there, or "
+        "put control planes elsewhere with --ktest-run-dir / ini ktest_run_dir / KTEST_RUN_DIR "
+        "(ControlPlane(root_directory=...) in Python)."
+    )
+
+
+def says_disk_full(log: bytes) -> bool:
+    """True when a component's log says it could not write for lack of space."""
+    return any(marker in log.lower() for marker in _NO_SPACE)
+
+
+def create_run_directory(base: Path, *, keep_directory: bool) -> tuple[Path, JanitorHandle]:
+    """A fresh 0700 directory in ``base`` (with ``logs/``), held by this process and watched by
+    a janitor; what killed runs left in ``base`` and in $TMPDIR is swept first."""
+    from ktest.base import holders
+
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        janitor.sweep_stale(base)
+        holders.sweep_temp()  # webhook and operator-log directories of killed runs
+        stats = os.statvfs(base)
+        free = stats.f_bavail * stats.f_frsize
+        if free < MIN_RUN_DIR_FREE:
+            raise ControlPlaneError(
+                f"only {free >> 20} MiB free in {base}; a control plane needs at least "
+                f"{MIN_RUN_DIR_FREE >> 20} MiB there (etcd preallocates its log in 64 MiB segments).\n"
+                f"{disk_hint(base)}"
+            )
+        directory = Path(tempfile.mkdtemp(prefix=f"{janitor.DIRECTORY_PREFIX}{os.getpid()}-", dir=base))
+    except OSError as error:
+        raise ControlPlaneError(
+            f"cannot create the control plane's directory in {base}: "
+            f"{error.strerror or error}.\n{disk_hint(base)}"
+        ) from None
+    handle = None
+    try:
+        janitor.write_holder(directory)
+        if keep_directory:
+            janitor.write_private_text(directory / janitor.KEEP_FILE, "")
+        handle = JanitorHandle(directory, keep_directory=keep_directory)
+        (directory / "logs").mkdir(mode=0o700)
+    except BaseException:
+        remove_run_directory(directory, handle, keep=keep_directory)
+        raise
+    return directory, handle
+
+
+def remove_run_directory(directory: Path | None, handle: JanitorHandle | None, *, keep: bool) -> None:
+    """Remove the directory (unless kept) and release its janitor."""
+    try:
+        if directory is not None and not keep:
+            shutil.rmtree(directory, ignore_errors=True)
+    finally:
+        if handle is not None:
+            handle.release()
+
+
+@contextlib.contextmanager
+def writing_in(directory: Path) -> Iterator[None]:
+    """Writing certificates, kubeconfigs or etcd data in ``directory``: a full disk or an
+    unwritable file becomes a ControlPlaneError saying where and what to do."""
+    try:
+        yield
+    except OSError as error:
+        raise ControlPlaneError(
+            f"cannot write the control plane's files in {directory}: "
+            f"{error.strerror or error} ({error.filename or ''}).\n"
+            f"{disk_hint(directory.parent)}"
+        ) from None
