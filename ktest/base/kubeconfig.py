@@ -9,12 +9,11 @@ copy is made, and the files go when the directory goes.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import yaml
 
-from ktest.base.certs import write_private_file
+from ktest.base.procfs import write_private_file
 
 CREDENTIALS_SUFFIX = ".credentials"
 
@@ -64,10 +63,5 @@ def write_kubeconfig(
         "current-context": context,
         "preferences": {},
     }
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as file:
-        yaml.safe_dump(config, file, sort_keys=False)
-    os.replace(partial, path)
+    write_private_file(path, yaml.safe_dump(config, sort_keys=False))
     return path

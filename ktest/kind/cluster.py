@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from ktest.base.janitor_client import JanitorHandle
+from ktest.base.procfs import write_private_file
 from ktest.errors import KindError
 from ktest.kind import records
 from ktest.kind.kubeadm_patches import with_kubeadm_patches, write_patches
@@ -64,7 +65,7 @@ def run_kind(
         raise KindError(f"{what}: cannot run {kind}: {error}") from error
     output = (finished.stdout or "") + (finished.stderr or "")
     if log is not None:
-        _write_private(log, output.encode())
+        write_private_file(log, output.encode())
     if finished.returncode != 0:
         tail = "\n".join(output.strip().splitlines()[-_LOG_TAIL_LINES:])
         where = f" (full output: {log})" if log is not None else ""
@@ -249,7 +250,7 @@ def create_cluster(
     try:
         config_path = directory / "kind-config.yaml"
         config = with_kubeadm_patches(config, write_patches(directory))
-        _write_private(config_path, yaml.safe_dump(config, sort_keys=False).encode())
+        write_private_file(config_path, yaml.safe_dump(config, sort_keys=False).encode())
         started = time.monotonic()
         say(f"creating kind cluster {name} from {image} ...")
         run_kind(
@@ -330,7 +331,7 @@ def _private_kubeconfig(cluster: KindCluster) -> None:
     with contextlib.suppress(KindError):  # without the CA key only cluster.user() is unavailable
         files["ca.key"] = copy_from_node(node, "/etc/kubernetes/pki/ca.key")
     for filename, content in files.items():
-        _write_private(certs / filename, content)
+        write_private_file(certs / filename, content)
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -352,14 +353,8 @@ def _private_kubeconfig(cluster: KindCluster) -> None:
         "contexts": [{"name": cluster.name, "context": {"cluster": cluster.name, "user": "kind-admin"}}],
         "current-context": cluster.name,
     }
-    _write_private(cluster.kubeconfig, yaml.safe_dump(config, sort_keys=False).encode())
+    write_private_file(cluster.kubeconfig, yaml.safe_dump(config, sort_keys=False))
     (directory / "kind.kubeconfig").unlink()
-
-
-def _write_private(path: Path, content: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as file:
-        file.write(content)
 
 
 def copy_from_node(node: str, path: str) -> bytes:
