@@ -50,12 +50,9 @@ def says_disk_full(log: bytes) -> bool:
 def create_run_directory(base: Path, *, keep_directory: bool) -> tuple[Path, JanitorHandle]:
     """A fresh 0700 directory in ``base`` (with ``logs/``), held by this process and watched by
     a janitor; what killed runs left in ``base`` and in $TMPDIR is swept first."""
-    from ktest.base import holders
-
     try:
         base.mkdir(parents=True, exist_ok=True)
-        janitor.sweep_stale(base)
-        holders.sweep_temp()  # webhook and operator-log directories of killed runs
+        janitor.sweep_leftovers([base])  # this base's planes, and webhook/operator-log dirs in $TMPDIR
         stats = os.statvfs(base)
         free = stats.f_bavail * stats.f_frsize
         if free < MIN_RUN_DIR_FREE:
