@@ -26,10 +26,12 @@ def _stand_ins(
     image: str = "exit 0",
     older: str = "exit 0",
     floors: str = "exit 0",
+    example: str = "exit 0",
     python_first: str = "",
 ) -> dict[str, str]:
     """A fake ``make`` (background job A, ``kind-image``, runs ``image``; job B,
-    ``binaries-older``, runs ``older``; ``test-floors`` runs ``floors``) and ``python`` (runs
+    ``binaries-older``, runs ``older``; ``test-floors`` runs ``floors``, ``test-example``
+    ``example``) and ``python`` (runs
     ``python_first``, then exits with ``python_status``); both log their calls."""
     calls = tmp_path / "calls"
     make = tmp_path / "make"
@@ -50,10 +52,17 @@ def _stand_ins(
         f'  echo "floors beside the kind layer: $([[ -e kind-tests-done ]] && echo yes || echo no)"'
         f" >> {calls}\n"
         "fi\n"
+        # The example project records whether the kind layer had ended when it started.
+        'if [[ $* == *test-example* ]]; then\n'
+        f'  echo "example after the kind layer: $([[ -e kind-layer-done ]] && echo yes || echo no)"'
+        f" >> {calls}\n"
+        "fi\n"
         'case "$*" in\n'
+        "  *test-kind*) touch kind-layer-done;;\n"
         f"  *binaries-older*) touch b-started; {older};;\n"
         f"  *kind-image*) {image};;\n"
         f"  *test-floors*) {floors};;\n"
+        f"  *test-example*) {example};;\n"
         "esac\n"
     )
     bin_dir = tmp_path / "bin"
@@ -100,7 +109,8 @@ OLDER_TEST_CALL = "python -m pytest tests/controlplane/test_versions.py"
 BACKGROUND = {
     "make --no-print-directory binaries-older OLDER_K8S_VERSION=1.35 nice=19",
     "make --no-print-directory kind-image OLDER_K8S_VERSION=1.35 nice=10",
-    "make --no-print-directory test-floors test-example OLDER_K8S_VERSION=1.35 nice=5",
+    "make --no-print-directory test-floors OLDER_K8S_VERSION=1.35 nice=5",
+    "make --no-print-directory test-example OLDER_K8S_VERSION=1.35 nice=5",
 }
 
 
@@ -115,7 +125,8 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
         "make --no-print-directory kind-image OLDER_K8S_VERSION=1.35 nice=10"
     )
     foreground = [
-        call for call in calls if call not in BACKGROUND and not call.startswith(("B ", "floors "))
+        call for call in calls
+        if call not in BACKGROUND and not call.startswith(("B ", "floors ", "example "))
     ]
     assert foreground[0] == "make --no-print-directory binaries nice=0"
     assert foreground[1].startswith("python -m pytest -n 2 --dist loadgroup tests examples")
@@ -125,6 +136,8 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
     # lines may come after the kind layer's: a background job's first line is not ordered.)
     assert "floors after the bare suite: yes" in calls
     assert "floors beside the kind layer: yes" in calls
+    # The example project starts once the kind layer is done, beside the kind layer's own tests.
+    assert "example after the kind layer: yes" in calls
     assert foreground[2].startswith("make --no-print-directory test-kind")
     # The kind layer's own tests: the default version only (no older node image is built).
     assert foreground[3] == "python -m pytest tests/kind older=unset"
@@ -151,7 +164,12 @@ def test_a_failed_kind_image_build_fails_the_run_before_the_kind_layer(tmp_path:
 
 
 def test_failed_floors_fail_the_run_with_their_log(tmp_path: Path) -> None:
-    calls = _failed_job_run(tmp_path, "floors", "test-floors test-example", 2, "pip: no distribution")
+    calls = _failed_job_run(tmp_path, "floors", "test-floors", 2, "pip: no matching distribution")
+    assert OLDER_TEST_CALL not in calls
+
+
+def test_a_failed_example_project_fails_the_run_with_its_log(tmp_path: Path) -> None:
+    calls = _failed_job_run(tmp_path, "example", "test-example", 3, "example: 1 failed")
     assert OLDER_TEST_CALL not in calls
 
 
