@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
+from h2_client import RawH2Client
 from traffic_helpers import answered
 
 from ktest import faults
@@ -89,78 +89,6 @@ def test_events_of_a_gzip_compressed_protobuf_watch_are_counted() -> None:
     assert plain.events != 2  # without the encoding the bytes are not frames: the count is wrong
 
 
-class _H2Client:
-    """A bare HTTP/2 client (the h2 library's state machine over TLS) for what Go does not show on
-    demand: a tiny flow-control window, streams reset either way."""
-
-    def __init__(self, proxy: OperatorProxy, window: int) -> None:
-        import socket
-        import ssl
-
-        import h2.config
-        import h2.connection
-        import h2.settings
-
-        from ktest.base.kubeconfig import credentials_directory
-
-        assert proxy.kubeconfig is not None
-        files = credentials_directory(proxy.kubeconfig)
-        context = ssl.create_default_context(cafile=str(files / "ca.crt"))
-        context.load_cert_chain(files / "client.crt", files / "client.key")
-        context.set_alpn_protocols(["h2"])
-        raw = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-        self.sock = context.wrap_socket(raw, server_hostname="127.0.0.1")
-        assert self.sock.selected_alpn_protocol() == "h2"
-        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
-        self.h2.initiate_connection()
-        self.h2.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window})
-        self.sock.sendall(self.h2.data_to_send())
-        self.status: dict[int, str] = {}
-        self.body: dict[int, bytearray] = {}
-        self.ended: set[int] = set()
-        self.reset: dict[int, int] = {}
-        self.window_updates_sent = 0
-
-    def get(self, path: str) -> int:
-        stream = self.h2.get_next_available_stream_id()
-        self.h2.send_headers(stream, [(":method", "GET"), (":scheme", "https"), (":authority", "127.0.0.1"),
-                                      (":path", path), ("accept", "application/json")], end_stream=True)
-        self.sock.sendall(self.h2.data_to_send())
-        self.body[stream] = bytearray()
-        return stream
-
-    def cancel(self, stream: int) -> None:
-        self.h2.reset_stream(stream)
-        self.sock.sendall(self.h2.data_to_send())
-
-    def until(self, done: Callable[[], bool]) -> None:
-        import time
-
-        import h2.events
-
-        deadline = time.monotonic() + 10
-        while not done():
-            assert time.monotonic() < deadline, "no answer from the proxy within 10 s"
-            data = self.sock.recv(65536)
-            assert data, "the proxy closed the connection"
-            for event in self.h2.receive_data(data):
-                if isinstance(event, h2.events.ResponseReceived):
-                    self.status[event.stream_id] = dict(event.headers)[b":status"].decode()
-                elif isinstance(event, h2.events.DataReceived):
-                    self.body[event.stream_id] += event.data
-                    # opened only as far as read, so a long answer needs several WINDOW_UPDATEs
-                    self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-                    self.window_updates_sent += 1
-                elif isinstance(event, h2.events.StreamEnded):
-                    self.ended.add(event.stream_id)
-                elif isinstance(event, h2.events.StreamReset):
-                    self.reset[event.stream_id] = event.error_code
-            self.sock.sendall(self.h2.data_to_send())
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 def test_streams_share_a_connection_within_flow_control_and_reset_alone(admin: Cluster, ns: str) -> None:
     import json
 
@@ -168,7 +96,7 @@ def test_streams_share_a_connection_within_flow_control_and_reset_alone(admin: C
         admin.create({"apiVersion": "v1", "kind": "ConfigMap",
                       "metadata": {"name": f"big-{index}", "namespace": ns}, "data": {"k": "x" * 3000}})
     proxy = OperatorProxy(admin, "raw-h2", http2=True).start()
-    client = _H2Client(proxy, window=1024)
+    client = RawH2Client(proxy, window=1024)
     try:
         watch = client.get(f"/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion=0")
         listing = client.get(f"/api/v1/namespaces/{ns}/configmaps")

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import socket
-import ssl
-import time
 from collections.abc import Iterator
 
 import h2
@@ -23,8 +21,8 @@ import h2.connection
 import h2.errors
 import h2.events
 import pytest
+from h2_client import RawH2Client, client_context
 
-from ktest.base.kubeconfig import credentials_directory
 from ktest.cluster import Cluster
 from ktest.proxy import OperatorProxy
 from ktest.proxy.http1 import Head, UnsafeHeadError
@@ -32,69 +30,6 @@ from ktest.wait import consistently
 
 # h2 4.3.0 (CVE-2025-57804) refuses such header values itself: it ends the whole connection.
 H2_REFUSES_LINE_BREAKS = tuple(int(part) for part in h2.__version__.split(".")[:2]) >= (4, 3)
-
-
-def _client_context(proxy: OperatorProxy, alpn: str) -> ssl.SSLContext:
-    assert proxy.kubeconfig is not None
-    files = credentials_directory(proxy.kubeconfig)
-    context = ssl.create_default_context(cafile=str(files / "ca.crt"))
-    context.load_cert_chain(files / "client.crt", files / "client.key")
-    context.set_alpn_protocols([alpn])
-    return context
-
-
-class _RawH2:
-    """An HTTP/2 client that sends header values as given (h2's outbound checks off), as a
-    hostile or broken client of the proxy would."""
-
-    def __init__(self, proxy: OperatorProxy) -> None:
-        raw = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-        self.sock = _client_context(proxy, "h2").wrap_socket(raw, server_hostname="127.0.0.1")
-        assert self.sock.selected_alpn_protocol() == "h2"
-        config = h2.config.H2Configuration(
-            client_side=True, validate_outbound_headers=False, normalize_outbound_headers=False
-        )
-        self.h2 = h2.connection.H2Connection(config)
-        self.h2.initiate_connection()
-        self.sock.sendall(self.h2.data_to_send())
-        self.status: dict[int, str] = {}
-        self.body: dict[int, bytearray] = {}
-        self.ended: set[int] = set()
-        self.terminated: h2.events.ConnectionTerminated | None = None
-
-    def get(self, path: str, extra: tuple[tuple[str, str], ...] = ()) -> int:
-        stream = self.h2.get_next_available_stream_id()
-        headers = [(":method", "GET"), (":scheme", "https"), (":authority", "127.0.0.1"), (":path", path)]
-        self.h2.send_headers(stream, [*headers, ("accept", "application/json"), *extra], end_stream=True)
-        self.sock.sendall(self.h2.data_to_send())
-        self.body[stream] = bytearray()
-        return stream
-
-    def answer(self, stream: int) -> tuple[str, bytes] | None:
-        """The stream's status and body once it ended; None if the proxy ended the connection."""
-        deadline = time.monotonic() + 10
-        while stream not in self.ended and self.terminated is None:
-            assert time.monotonic() < deadline, "no answer from the proxy within 10 s"
-            data = self.sock.recv(65536)
-            if not data:
-                return None
-            for event in self.h2.receive_data(data):
-                if isinstance(event, h2.events.ResponseReceived):
-                    self.status[event.stream_id] = dict(event.headers)[b":status"].decode()
-                elif isinstance(event, h2.events.DataReceived):
-                    self.body[event.stream_id] += event.data
-                    self.h2.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-                elif isinstance(event, h2.events.StreamEnded):
-                    self.ended.add(event.stream_id)
-                elif isinstance(event, h2.events.ConnectionTerminated):
-                    self.terminated = event
-            self.sock.sendall(self.h2.data_to_send())
-        if stream not in self.ended:
-            return None
-        return self.status[stream], bytes(self.body[stream])
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture
@@ -119,7 +54,7 @@ def test_an_http2_header_value_holding_crlf_smuggles_no_request(
     # ends the GET (with a Host of its own) and starts a DELETE that the proxy's own Host and
     # credentials would complete
     smuggling = ("x-note", f"a\r\nHost: 127.0.0.1\r\n\r\nDELETE {target} HTTP/1.1")
-    client = _RawH2(h2_proxy)
+    client = RawH2Client(h2_proxy, check_outbound=False)
     try:
         answer = client.answer(client.get(target, (smuggling,)))
         # no DELETE ran: the object stays, and the record (which would not show it) has none
@@ -134,7 +69,7 @@ def test_an_http2_header_value_holding_crlf_smuggles_no_request(
             assert any("HTTP/2 connection refused" in text for _, text in h2_proxy.traffic.notes())
             assert "HTTP/2 connection refused" in h2_proxy.traffic.describe()
             client.close()
-            client = _RawH2(h2_proxy)
+            client = RawH2Client(h2_proxy, check_outbound=False)
         else:
             # h2 lets it through: ktest's encoder refuses it, answers 400 and records why
             assert answer is not None and answer[0] == "400", answer
@@ -161,7 +96,7 @@ def test_an_http1_header_holding_nul_or_a_bare_cr_is_refused_and_recorded(
     target = f"/api/v1/namespaces/{ns}/configmaps/victim"
     for value, what in ((b"a\x00b", "a NUL byte"), (b"a\rDELETE / HTTP/1.1", "a carriage return (CR)")):
         raw = socket.create_connection(("127.0.0.1", h2_proxy.port), timeout=10)
-        with _client_context(h2_proxy, "http/1.1").wrap_socket(raw, server_hostname="127.0.0.1") as sock:
+        with client_context(h2_proxy, "http/1.1").wrap_socket(raw, server_hostname="127.0.0.1") as sock:
             request = b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: %s\r\n\r\n" % (target.encode(), value)
             sock.sendall(request)
             answer = b""
