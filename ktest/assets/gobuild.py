@@ -34,6 +34,7 @@ from typing import Any
 
 import filelock
 
+from ktest.assets.minors import MINORS
 from ktest.assets.progress import Progress
 from ktest.errors import AssetsError, KtestError
 
@@ -45,9 +46,9 @@ KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kubectl")
 KUBERNETES_MODULE_COMMANDS = (
     *KUBERNETES_COMMANDS, "kubelet", "kubeadm", "kube-scheduler", "kube-proxy"
 )
-# The etcd server release each minor's kubeadm runs (its ``etcd`` image tag without ``-0``). The
-# go.mod only names the client library's version (e.g. 3.6.5 for 1.35, whose kubeadm runs 3.6.6).
-ETCD_SERVER_RELEASES = {"1.35": "3.6.6", "1.36": "3.6.8", "1.37": "3.7.0"}
+# The etcd server release each minor's kubeadm runs (ktest/assets/minors.py). The go.mod only
+# names the client library's version (e.g. 3.6.5 for 1.35, whose kubeadm runs 3.6.6).
+ETCD_SERVER_RELEASES = {minor: facts.etcd for minor, facts in MINORS.items()}
 # Flags of every release build: reproducible paths, no VCS stamping, no DWARF (it is stripped by
 # ``-s -w`` at link time anyway; not generating it makes a cold build faster).
 GO_BUILD_FLAGS = ("-trimpath", "-buildvcs=false", "-gcflags=all=-dwarf=false")
