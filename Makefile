@@ -17,7 +17,7 @@ VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
 
 .PHONY: docs
 .PHONY: all venv binaries binaries-older test test-kind test-floors demo lint bench clean-venv docker-engine kind-images \
-	kind-image kind-image-older test-kind-older lint-workflows
+	kind-image kind-image-older test-kind-older lint-workflows browser
 
 all: venv binaries
 
@@ -41,7 +41,7 @@ binaries-older: venv
 # The stages are in scripts/test-stages (it builds the binaries too): while the default version
 # builds and the suites run, its kind node image and the older version's binaries build in the
 # background at low priority, and the dependency floors run beside the kind layer.
-test: venv lint-workflows docker-engine
+test: venv lint-workflows docker-engine browser
 	BIN=$(BIN) MAKE="$(MAKE)" TEST_WORKERS=$(TEST_WORKERS) OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) \
 		VERSION_ARGS="$(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),)" PYTEST_ARGS="$(PYTEST_ARGS)" \
 		scripts/test-stages
@@ -105,6 +105,11 @@ clean-venv:
 # machines lacking CAP_SYS_RESOURCE installs the runc wrapper kind nodes need. Idempotent.
 docker-engine:
 	scripts/docker-engine
+
+# A headless Chromium for the timeline's browser tests (tests/timeline/browser): Debian's chromium
+# package (root, apt-get), driven by Playwright from the dev extra. Idempotent.
+browser:
+	scripts/browser
 
 # Offline kind node images for K8S_VERSION and OLDER_K8S_VERSION (cold: Go builds and debootstrap,
 # tens of minutes; warm: a label check of seconds). Each one alone: kind-image, kind-image-older.
