@@ -5,7 +5,7 @@ config, medians:
 
 - plain: ``kind create cluster --wait 120s``, then the readiness checks ktest makes (every node
   Ready, CoreDNS available, kube-proxy on every node, the ``default`` ServiceAccount), polled
-  every 0.1 s with the same check function (``ktest.kind.cluster._not_yet_usable``);
+  every 0.1 s with the same check function (``ktest.backends.kind.cluster._not_yet_usable``);
 - ktest: ``KindBackend.start`` (orphan sweep, image choice, config, create, private
   kubeconfig, wait until usable).
 
@@ -38,13 +38,13 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import ktest.kind.cluster as kind_cluster  # noqa: E402
+import ktest.backends.kind.cluster as kind_cluster  # noqa: E402
 from ktest.backends.kind.backend import KindBackend  # noqa: E402
 from ktest.config import Settings  # noqa: E402
 from ktest.kind.binary import resolve_kind  # noqa: E402
-from ktest.kind.engine import cgroup_version, connect  # noqa: E402
-from ktest.kind.node_choice import choose_node_image  # noqa: E402
-from ktest.kind.recipe import required_cluster_config  # noqa: E402
+from ktest.backends.kind.engine import cgroup_version, connect  # noqa: E402
+from ktest.backends.kind.node_choice import choose_node_image  # noqa: E402
+from ktest.backends.kind.recipe import required_cluster_config  # noqa: E402
 
 MAX_RUNS = 9
 

@@ -28,7 +28,7 @@ from ktest.assertions import (
     assert_survives_concurrent_writes,
 )
 from ktest.cluster import Cluster
-from ktest.kind.handle import KindHandle
+from ktest.backends.kind.handle import KindHandle
 from ktest.operators import OperatorContext, run_callable
 from ktest.wait import assert_matches, consistently, eventually
 

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from ktest.errors import OperatorError as OperatorError
     from ktest.errors import WebhookError as WebhookError
     from ktest.kind.binary_image import image_from_binary as image_from_binary
-    from ktest.kind.handle import KindHandle as KindHandle
+    from ktest.backends.kind.handle import KindHandle as KindHandle
     from ktest.wait import assert_matches as assert_matches
     from ktest.wait import consistently as consistently
     from ktest.wait import eventually as eventually

@@ -75,7 +75,7 @@ TOP_LEVEL: dict[str, str] = {
     **{name: "ktest.assertions" for name in _ASSERTIONS_TOP_LEVEL},
     **{name: "ktest.errors" for name in _ERRORS},
     "ApiError": "ktest.api_error",
-    "KindHandle": "ktest.kind.handle",
+    "KindHandle": "ktest.backends.kind.handle",
     "Webhooks": "ktest.webhooks",
     "image_from_binary": "ktest.kind.binary_image",
 }
@@ -120,7 +120,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "ktest.webhooks": ("AdmissionRequest", "CallLog", "Denied", "Handlers", "WebhookCall", "Webhooks"),
     "ktest.context": ("run_context", "check_health", "current_test"),
-    "ktest.kind.handle": ("KindHandle",),
+    "ktest.backends.kind.handle": ("KindHandle",),
 }
 """Module -> the public names it offers."""
 

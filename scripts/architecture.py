@@ -29,7 +29,7 @@ FLOORS: list[list[str]] = [
     ["proxy", "faults", "webhooks"],
     ["operators"],
     ["assertions"],
-    ["config"],
+    ["config", "config_values"],
     ["sessions"],
     ["backends"],
     ["plugin", "cli"],

@@ -275,7 +275,7 @@ def ports_of(run_id: str) -> set[int]:
 
 def docker_state(clusters: set[str]) -> tuple[list[str], set[str]]:
     """The node containers (any state) of the kind ``clusters``, and every Docker network's name."""
-    from ktest.kind.engine import connect
+    from ktest.backends.kind.engine import connect
 
     client = connect(check_runtime=False)
     try:

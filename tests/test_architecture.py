@@ -145,8 +145,8 @@ def test_nothing_outside_the_registry_compares_a_backend_name() -> None:
 
 
 KIND_IN_CLI_OR_PLUGIN = {
-    "ktest.cli.versions": {"ktest.kind", "ktest.kind.recipe"},
-    "ktest.cli.init": {"ktest.kind.recipe", "ktest.kind.recipe.KIND_VERSION"},
+    "ktest.cli.versions": {"ktest.backends.kind", "ktest.backends.kind.recipe"},
+    "ktest.cli.init": {"ktest.backends.kind.recipe", "ktest.backends.kind.recipe.KIND_VERSION"},
 }
 """Allowed: ``ktest versions`` reads the supported minors from the kind node-image recipe, and
 ``ktest init github-actions`` keys the workflow's node-image cache on kind's version."""

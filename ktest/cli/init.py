@@ -176,7 +176,7 @@ def render_standalone_workflow(options: WorkflowOptions) -> str:
             "commit (installed from PyPI, or a checkout without a GitHub 'origin'); pass --repository "
             "OWNER/ktest --ref <commit SHA>, or drop --shards"
         )
-    from ktest.kind.recipe import KIND_VERSION
+    from ktest.backends.kind.recipe import KIND_VERSION
 
     versions: list[str] = []
     for version in options.k8s_versions:

@@ -69,7 +69,7 @@ class VersionReport:
 
 def supported_minors() -> list[str]:
     """Minor versions ktest supports on every backend, newest first."""
-    from ktest.kind import recipe
+    from ktest.backends.kind import recipe
 
     return sorted(recipe.MINORS, key=lambda minor: tuple(int(p) for p in minor.split(".")), reverse=True)
 
@@ -97,7 +97,7 @@ def build_report(selectors: list[str] | None, *, remote: bool) -> VersionReport:
     from ktest.assets.gobuild import find_go
     from ktest.assets.progress import as_progress
     from ktest.assets.selectors import parse_selector
-    from ktest.kind import recipe
+    from ktest.backends.kind import recipe
     from ktest.public_api import VERSION
 
     supported = supported_minors()

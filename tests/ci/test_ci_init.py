@@ -102,7 +102,7 @@ def test_after_pip_install_it_writes_a_self_contained_workflow(
     it caches the binaries by exact release (restoring the same release cached by another ktest)
     and the node image, and runs once per change (push, and pull requests from forks)."""
     import ktest
-    from ktest.kind.recipe import KIND_VERSION
+    from ktest.backends.kind.recipe import KIND_VERSION
 
     monkeypatch.setattr(init, "installed_origin", lambda: (None, None))
     assert main(["init", "github-actions", "--backends", "bare,kind", "--k8s-versions", "1.37,default",

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ktest.cli.main import main
-from ktest.kind import recipe
+from ktest.backends.kind import recipe
 
 
 def test_json_lists_supported_default_and_backends(capsys: pytest.CaptureFixture[str]) -> None:

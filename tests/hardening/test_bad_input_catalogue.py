@@ -253,7 +253,7 @@ def existing_settings(kubeconfig_text: str, context: str) -> Callable[[Sandbox],
 
 
 def engine_absent(box: Sandbox) -> Any:
-    from ktest.kind import engine
+    from ktest.backends.kind import engine
 
     return engine.connect({**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"})
 

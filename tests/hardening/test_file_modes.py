@@ -140,7 +140,7 @@ def test_a_kind_clusters_config_and_patches_are_private(tmp_path: Path, loose_um
     """Was: ``kind-config.yaml`` 0644, ``kubeadm-patches/`` 0755 and its patch 0644 in the cluster's
     0700 directory. The stand-in for the kind binary reports what it was given to read."""
     from ktest.errors import KindError
-    from ktest.kind.cluster import create_cluster
+    from ktest.backends.kind.cluster import create_cluster
 
     kind = tmp_path / "kind"
     kind.write_text(STAND_IN_KIND)
@@ -160,7 +160,7 @@ def test_a_kind_clusters_config_and_patches_are_private(tmp_path: Path, loose_um
 
 def test_kinds_output_log_is_private(tmp_path: Path, loose_umask: None) -> None:
     """Was: ``create.log`` (kind's whole output, written after ``kind create``) 0644."""
-    from ktest.kind.cluster import run_kind
+    from ktest.backends.kind.cluster import run_kind
 
     kind = tmp_path / "kind"
     kind.write_text(STAND_IN_KIND)

@@ -16,7 +16,7 @@ import pytest
 
 from ktest.base import holders, janitor
 from ktest.base.procfs import Holder, process_start_time
-from ktest.kind import records
+from ktest.backends.kind import records
 from ktest.sessions import reuse
 
 

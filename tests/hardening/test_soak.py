@@ -143,7 +143,7 @@ def test_the_leak_counter_sees_kind_leftovers(tmp_path: Path, monkeypatch: pytes
 def test_docker_state_sees_a_new_network() -> None:
     soak = _soak_module()
     try:
-        from ktest.kind.engine import connect
+        from ktest.backends.kind.engine import connect
 
         client = connect(check_runtime=False)
     except Exception as error:

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from kind_helpers import KindTestCluster  # type: ignore[import-not-found]
 
-from ktest.kind import engine, recipe
+from ktest.backends.kind import engine, recipe
 from ktest.kind.binary import resolve_kind
 from ktest.kind.image import build_node_image, resolve_version
 

@@ -18,8 +18,8 @@ import ktest
 from ktest.assets.gobuild import find_go
 from ktest.assets.progress import Progress
 from ktest.errors import KindError
-from ktest.kind import engine, recipe
-from ktest.kind.cache import KindCache
+from ktest.backends.kind import engine, recipe
+from ktest.backends.kind.cache import KindCache
 from ktest.kind.goinstall import go_install
 from ktest.kind.image import build_node_image, find_node_image, list_node_images, resolve_version
 from ktest.kind.image.build import build

@@ -26,8 +26,8 @@ from ktest import ControlPlane, eventually
 from ktest.assets.progress import Progress
 from ktest.base.ports import free_ports
 from ktest.errors import KindError
-from ktest.kind import recipe
-from ktest.kind.cache import KindCache
+from ktest.backends.kind import recipe
+from ktest.backends.kind.cache import KindCache
 from ktest.kind.goinstall import require_go
 from ktest.kind.image import coredns
 from ktest.kind.image.labels import LABEL_COREDNS, expected_labels
@@ -79,7 +79,7 @@ def test_a_plugin_a_release_lacks_is_skipped_but_kubeadms_plugins_are_required()
     with pytest.raises(
         KindError,
         match=r"(?s)CoreDNS v1.99.0's core/plugin/zplugin.go lists no plugin package "
-        r"kubernetes, which kubeadm's Corefile uses.*ktest/kind/recipe.py MINORS",
+        r"kubernetes, which kubeadm's Corefile uses.*ktest/backends/kind/recipe.py MINORS",
     ):
         coredns.lean_imports(zplugin(*without_kubernetes), "v1.99.0")
     with pytest.raises(KindError, match="lists no plugin package errors, health"):

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ktest.errors import KindError
-from ktest.kind import engine
+from ktest.backends.kind import engine
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "docker-engine"
 DAEMON_JSON = Path("/etc/docker/daemon.json")

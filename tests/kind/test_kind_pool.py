@@ -1,4 +1,4 @@
-"""The warm pool for kind (ktest.kind.pool): fingerprints and records, then real spares.
+"""The warm pool for kind (ktest.backends.kind.pool): fingerprints and records, then real spares.
 
 For real, on the engine, in records of their own (``XDG_STATE_HOME`` in a temporary
 directory, so no other run's sweep or claim meets these spares): two fillers started
@@ -27,12 +27,12 @@ import pytest
 
 from ktest.config import resolve_settings
 from ktest.errors import ConfigError
-from ktest.kind import pool, records
-from ktest.kind.cluster import existing_clusters
-from ktest.kind.kubeadm_patches import NODE_PATCHES_DIRECTORY, with_kubeadm_patches
-from ktest.kind.pool import SpareSpec
-from ktest.kind.recipe import required_cluster_config
-from ktest.kind.sweep import sweep_orphans
+from ktest.backends.kind import pool, records
+from ktest.backends.kind.cluster import existing_clusters
+from ktest.backends.kind.kubeadm_patches import NODE_PATCHES_DIRECTORY, with_kubeadm_patches
+from ktest.backends.kind.pool import SpareSpec
+from ktest.backends.kind.recipe import required_cluster_config
+from ktest.backends.kind.sweep import sweep_orphans
 from ktest.wait import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,7 +162,7 @@ def state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def spec(default_image: str, default_version: str, docker_client: Any) -> SpareSpec:
-    from ktest.kind.engine import cgroup_version
+    from ktest.backends.kind.engine import cgroup_version
 
     config = required_cluster_config(default_version, cgroup_version=cgroup_version(docker_client))
     return SpareSpec.for_image(default_image, default_version, config)
@@ -212,7 +212,7 @@ CLAIMER = """
 import sys, time
 from pathlib import Path
 from ktest.backends.kind.backend import KindBackend
-from ktest.kind.pool import SpareSpec, claim
+from ktest.backends.kind.pool import SpareSpec, claim
 spec = SpareSpec.from_json({spec!r})
 while time.time() < {start}:  # both claimers try at the same moment
     time.sleep(0.01)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ktest.errors import KindError
-from ktest.kind import recipe
+from ktest.backends.kind import recipe
 
 
 def test_expected_images_follow_kubeadm_naming() -> None:

@@ -1,4 +1,4 @@
-"""kind cluster records (ktest/kind/records.py): private and whole (issue 23.7)."""
+"""kind cluster records (ktest/backends/kind/records.py): private and whole (issue 23.7)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from ktest.kind import records
+from ktest.backends.kind import records
 
 
 def test_a_record_is_private_whatever_the_umask_and_never_half_written(tmp_path: Path) -> None:

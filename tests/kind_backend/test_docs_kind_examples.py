@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ktest.kind import records
-from ktest.kind.handle import KindHandle
+from ktest.backends.kind import records
+from ktest.backends.kind.handle import KindHandle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs"))
 from docs_blocks import ROOT, pages

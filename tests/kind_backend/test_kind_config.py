@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from ktest.errors import KindError
-from ktest.kind.node_choice import load_extra_config, merge_config
-from ktest.kind.records import check_cluster_name
+from ktest.backends.kind.node_choice import load_extra_config, merge_config
+from ktest.backends.kind.records import check_cluster_name
 
 REQUIRED = {
     "kind": "Cluster",

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ktest.kind import records
-from ktest.kind.cluster import existing_clusters
-from ktest.kind.handle import KindHandle
+from ktest.backends.kind import records
+from ktest.backends.kind.cluster import existing_clusters
+from ktest.backends.kind.handle import KindHandle
 
 INNER_TESTS = """
 import time

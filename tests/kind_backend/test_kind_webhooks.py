@@ -12,8 +12,8 @@ from webhook_handlers import GADGETS_CRD, gadget_conversion
 
 from ktest.assertions import assert_converts, assert_rejected
 from ktest.cluster import Cluster
-from ktest.kind.handle import KindHandle
-from ktest.kind.network import host_gateway
+from ktest.backends.kind.handle import KindHandle
+from ktest.backends.kind.network import host_gateway
 from ktest.webhooks import AdmissionRequest, Denied
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ktest.backends.kind.pytest_kind_compat import KindClusterCompat, LatestImageWarning
-from ktest.kind.handle import KindHandle
+from ktest.backends.kind.handle import KindHandle
 
 pytestmark = pytest.mark.ktest_nodes
 
@@ -47,7 +47,7 @@ spec:
 @pytest.fixture(scope="module")
 def untagged_image(echo_image: str) -> str:
     """The echo image under a name without a tag (``:latest``), as in pytest-kind's README."""
-    from ktest.kind.engine import connect
+    from ktest.backends.kind.engine import connect
 
     connect().images.get(echo_image).tag("ktest-compat-myapp", "latest")
     return "ktest-compat-myapp"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ktest.kind import records
+from ktest.backends.kind import records
 
 WITHOUT_DOCKER = """
 import sys

@@ -6,7 +6,7 @@ Thin: settings → :mod:`ktest.kind` (node image, config, create, sweep) → a
 one creates its own. ``ktest up --backend kind`` keeps one warm for later runs
 to attach to (:func:`find_kept`); pytest-xdist workers attach to the controller's
 (:func:`attach`). With ``ktest_kind_pool`` a run claims a spare cluster made in
-the background by an earlier run (:mod:`ktest.kind.pool`) and, once its own cluster is
+the background by an earlier run (:mod:`ktest.backends.kind.pool`) and, once its own cluster is
 up, starts the making of the next. Its registry parts (``ktest.backend_registry``): ``open_kind``,
 ``preflight``, ``attach``, ``diagnostics``.
 """
@@ -21,10 +21,10 @@ from ktest.backend_registry import LogExport
 from ktest.cluster import Cluster, UserIssuer
 from ktest.config import Settings
 from ktest.errors import KindError
-from ktest.kind import records
-from ktest.kind.cluster import KindCluster, create_cluster, keep
-from ktest.kind.handle import KindHandle
-from ktest.kind.pool import SpareSpec
+from ktest.backends.kind import records
+from ktest.backends.kind.cluster import KindCluster, create_cluster, keep
+from ktest.backends.kind.handle import KindHandle
+from ktest.backends.kind.pool import SpareSpec
 from ktest.sessions.attached import AttachedBackend
 from ktest.sessions.backend import Backend, ClusterShare
 
@@ -63,15 +63,15 @@ class KindBackend(Backend):
         is ready, then start the filler that makes the next one.
         """
         from ktest.kind.binary import resolve_kind
-        from ktest.kind.engine import cgroup_version, connect
-        from ktest.kind.node_choice import (
+        from ktest.backends.kind.engine import cgroup_version, connect
+        from ktest.backends.kind.node_choice import (
             choose_node_image,
             configured_node_image,
             load_extra_config,
             merge_config,
         )
-        from ktest.kind.recipe import required_cluster_config
-        from ktest.kind.sweep import sweep_orphans
+        from ktest.backends.kind.recipe import required_cluster_config
+        from ktest.backends.kind.sweep import sweep_orphans
 
         extra = load_extra_config(settings.kind_config) if settings.kind_config else {}
         client = connect()  # a missing or unusable engine is explained before anything else
@@ -142,7 +142,7 @@ class KindBackend(Backend):
 
 def _claim_spare(kind: Path, spare: SpareSpec, purpose: str, notes: list[str]) -> KindCluster | None:
     """A spare of the warm pool, or None. The pool only saves time: its failures are notes."""
-    from ktest.kind import pool
+    from ktest.backends.kind import pool
 
     try:
         claimed = pool.claim(kind, spare, purpose=purpose, notes=notes)
@@ -167,7 +167,7 @@ def _claim_spare(kind: Path, spare: SpareSpec, purpose: str, notes: list[str]) -
 
 def _refill(kind: Path, spare: SpareSpec, notes: list[str]) -> None:
     """Start the filler that makes the next spare; a note either way."""
-    from ktest.kind import pool
+    from ktest.backends.kind import pool
 
     try:
         filler = pool.refill(kind, spare)
@@ -248,7 +248,7 @@ def _user_issuer(directory: Path) -> UserIssuer | None:
 
 
 def _host_gateway(name: str) -> str:
-    from ktest.kind.network import host_gateway
+    from ktest.backends.kind.network import host_gateway
 
     return host_gateway(name)
 
@@ -317,7 +317,7 @@ def preflight(settings: Settings) -> None:
     if settings.kind_config is None:
         return
     from ktest.errors import ConfigError, KindError
-    from ktest.kind.node_choice import load_extra_config
+    from ktest.backends.kind.node_choice import load_extra_config
 
     try:
         load_extra_config(settings.kind_config)

@@ -77,8 +77,8 @@ def status_lines() -> list[str]:
     """The registry's ``status``: two lines per kind cluster ktest knows of (kept, owned by a
     live run, or orphaned), or one saying there is none. Without the docker package (the ``kind``
     extra) the clusters are listed from ktest's records, state unknown, with how to install it."""
-    from ktest.kind import pool, records
-    from ktest.kind.cluster import cluster_stopped
+    from ktest.backends.kind import pool, records
+    from ktest.backends.kind.cluster import cluster_stopped
 
     lines = pool.status_lines()
     missing = docker_sdk_missing()
@@ -122,9 +122,9 @@ def down_kind(name: str | None = None) -> list[str]:
     stopped) and orphans; one line per thing done. Without the docker package (the ``kind``
     extra) a KindError names the clusters left and how to install it."""
     from ktest.errors import KindError
-    from ktest.kind import pool, records
+    from ktest.backends.kind import pool, records
     from ktest.kind.binary import resolve_kind
-    from ktest.kind.sweep import sweep_orphans
+    from ktest.backends.kind.sweep import sweep_orphans
 
     if name is not None and records.read_record(name) is None:
         raise KindError(
@@ -221,7 +221,7 @@ def _build_image(args: argparse.Namespace) -> int:
 
 
 def _images(args: argparse.Namespace) -> int:
-    from ktest.kind import recipe
+    from ktest.backends.kind import recipe
     from ktest.kind.image import list_node_images
 
     found = list_node_images(include_unusable=args.all)

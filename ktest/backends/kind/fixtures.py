@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from ktest.kind.handle import KindHandle
+    from ktest.backends.kind.handle import KindHandle
     from ktest.sessions.backend import Backend
 
 
@@ -39,8 +39,8 @@ def watch_nodes(backend: Backend) -> None:
         return
     from ktest.context import add_health_check
     from ktest.errors import KindError
-    from ktest.kind.cluster import cluster_stopped
-    from ktest.kind.engine import connect
+    from ktest.backends.kind.cluster import cluster_stopped
+    from ktest.backends.kind.engine import connect
 
     client = connect(check_runtime=False)  # one connection for the session, whatever tests do to DOCKER_HOST
 

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ktest.base.process import popen_bound
-from ktest.kind.kubectl import forwarded_port, stop_forwarding
+from ktest.backends.kind.kubectl import forwarded_port, stop_forwarding
 
 if TYPE_CHECKING:
-    from ktest.kind.handle import KindHandle
+    from ktest.backends.kind.handle import KindHandle
 
 PORT_FORWARD_TIMEOUT = 30.0
 
@@ -71,7 +71,7 @@ class KindClusterCompat:
 
     def ensure_kubectl(self) -> None:
         if self.kubectl_path is None:
-            from ktest.kind.kubectl import find_kubectl
+            from ktest.backends.kind.kubectl import find_kubectl
 
             self.kubectl_path = find_kubectl(self.ktest.version)
 
@@ -83,7 +83,7 @@ class KindClusterCompat:
 
     def load_docker_image(self, docker_image: str) -> None:
         """Load a local Docker image into the nodes; untagged/``:latest`` is loaded with a warning."""
-        from ktest.kind.load import is_latest
+        from ktest.backends.kind.load import is_latest
 
         if is_latest(docker_image):
             warnings.warn(

@@ -14,7 +14,7 @@ from ktest.errors import KindError
 
 def host_gateway(cluster_name: str, client: Any = None) -> str:
     """The IPv4 gateway of the Docker network of kind cluster ``cluster_name``'s nodes."""
-    from ktest.kind.cluster import node_containers
+    from ktest.backends.kind.cluster import node_containers
 
     containers = node_containers(cluster_name, client)
     if not containers:

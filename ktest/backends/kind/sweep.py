@@ -3,10 +3,10 @@
 Runs before the kind backend creates a cluster, and from ``ktest down``. Spares of the
 warm pool are swept like any other ktest cluster: one whose filler died half-way is an
 orphan (its filler owned it), a finished one is deleted once older than
-:data:`~ktest.kind.records.SPARE_MAX_AGE` and by ``ktest down --kind``, always taken
-first (:func:`~ktest.kind.records.take_spare`) so that a run claiming it at the same
+:data:`~ktest.backends.kind.records.SPARE_MAX_AGE` and by ``ktest down --kind``, always taken
+first (:func:`~ktest.backends.kind.records.take_spare`) so that a run claiming it at the same
 moment keeps it. Only
-clusters with a ktest record are considered (see :mod:`ktest.kind.records`);
+clusters with a ktest record are considered (see :mod:`ktest.backends.kind.records`);
 a cluster whose record is gone, or whose name lacks the ``ktest-`` prefix,
 is never touched.
 """
@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ktest.errors import KindError
-from ktest.kind import records
-from ktest.kind.cluster import delete_cluster, existing_clusters
-from ktest.kind.records import ClusterRecord
+from ktest.backends.kind import records
+from ktest.backends.kind.cluster import delete_cluster, existing_clusters
+from ktest.backends.kind.records import ClusterRecord
 
 
 def sweep_orphans(

@@ -3,13 +3,13 @@
 With ``ktest_kind_pool`` on, the kind backend first :func:`claim`\\ s a spare: a ready one
 with the same fingerprint (:class:`SpareSpec`: node image reference and the engine's id
 for it, Kubernetes version, merged kind config), taken atomically
-(:func:`ktest.kind.records.take_spare`: one claimer wins, across processes and xdist
+(:func:`ktest.backends.kind.records.take_spare`: one claimer wins, across processes and xdist
 sessions), checked in one round (node containers running, API answering, nodes Ready,
 CoreDNS, kube-proxy, default ServiceAccount) and from then on the run's own cluster,
 deleted when it closes like one it created. Without a spare it creates one as usual.
 Either way, once the run's own cluster is up, it calls :func:`refill`: unless a spare
 of that fingerprint is ready or a filler runs, it starts a filler,
-``python -m ktest.kind.pool fill`` in a session of its own (no pytest file descriptor
+``python -m ktest.backends.kind.pool fill`` in a session of its own (no pytest file descriptor
 inherited, output in ``<cache>/kind/pool/filler.log``).
 
 A filler holds ``<records>/.filler.lock`` while it lives (an flock: the kernel releases
@@ -45,8 +45,8 @@ from ktest.base.janitor import write_private_text
 from ktest.base.janitor_client import JanitorHandle
 from ktest.base.procfs import process_alive, process_start_time
 from ktest.errors import KindError
-from ktest.kind import records
-from ktest.kind.cluster import KindCluster, create_cluster, delete_cluster, keep, usable_now
+from ktest.backends.kind import records
+from ktest.backends.kind.cluster import KindCluster, create_cluster, delete_cluster, keep, usable_now
 
 MAX_SPARES = 1
 """Spares kept at once, over all fingerprints (each holds a node's memory, about 1.2 GiB)."""
@@ -93,7 +93,7 @@ class SpareSpec:
 def _image_id(reference: str) -> str:
     from docker.errors import DockerException
 
-    from ktest.kind.engine import connect
+    from ktest.backends.kind.engine import connect
 
     try:
         return str(connect(check_runtime=False).images.get(reference).id)
@@ -173,7 +173,7 @@ def running_filler(directory: Path | None = None) -> Filler | None:
 
 
 def log_path() -> Path:
-    from ktest.kind.cache import KindCache
+    from ktest.backends.kind.cache import KindCache
 
     return KindCache.from_env().root / "pool" / "filler.log"
 
@@ -200,7 +200,7 @@ def refill(kind: Path, spec: SpareSpec, *, records_dir: Path | None = None) -> s
     command = [
         sys.executable,
         "-m",
-        "ktest.kind.pool",
+        "ktest.backends.kind.pool",
         "fill",
         "--spec",
         json.dumps(spec.to_json()),
@@ -291,7 +291,7 @@ def stop_filler(records_dir: Path | None = None, timeout: float = _STOP_TIMEOUT)
 
 def drain(kind: Path, *, records_dir: Path | None = None) -> list[str]:
     """Stop the filler and delete every ready spare, kept clusters left alone; one line per thing done."""
-    from ktest.kind.sweep import delete_spare
+    from ktest.backends.kind.sweep import delete_spare
 
     done = [line for line in [stop_filler(records_dir)] if line]
     for record in ready_spares(records_dir):
@@ -318,8 +318,8 @@ def status_lines(records_dir: Path | None = None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ktest.kind.pool fill --spec JSON --kind PATH [--records-dir DIR]`` (the filler)."""
-    parser = argparse.ArgumentParser(prog="python -m ktest.kind.pool")
+    """``python -m ktest.backends.kind.pool fill --spec JSON --kind PATH [--records-dir DIR]`` (the filler)."""
+    parser = argparse.ArgumentParser(prog="python -m ktest.backends.kind.pool")
     parser.add_argument("command", choices=["fill"])
     parser.add_argument("--spec", required=True, help="the SpareSpec as JSON")
     parser.add_argument("--kind", required=True, help="the kind binary")

@@ -83,8 +83,8 @@ def configured_node_image(
     from docker.errors import DockerException, ImageNotFound
 
     from ktest.assets.selectors import parse_selector
-    from ktest.kind import recipe
-    from ktest.kind.engine import connect
+    from ktest.backends.kind import recipe
+    from ktest.backends.kind.engine import connect
 
     client = connect()
     try:
@@ -150,7 +150,7 @@ def _kind_version_file(client: Any, image_id: str) -> str:
 def _have_or_pull(reference: str) -> bool:
     from docker.errors import DockerException, ImageNotFound
 
-    from ktest.kind.engine import connect
+    from ktest.backends.kind.engine import connect
 
     client = connect()
     try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ktest.errors import KindError
-from ktest.kind.kubectl import Kubectl, find_kubectl
+from ktest.backends.kind.kubectl import Kubectl, find_kubectl
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
@@ -44,14 +44,14 @@ class KindHandle:
 
     @property
     def nodes(self) -> list[str]:
-        from ktest.kind.cluster import run_kind
+        from ktest.backends.kind.cluster import run_kind
 
         output = run_kind(self.kind, ["get", "nodes", "--name", self.name], what="listing kind nodes")
         return sorted(line.strip() for line in output.splitlines() if line.strip())
 
     def pause_image(self) -> str:
         """The pause image every node already holds (pinned): a container that surely starts offline."""
-        from ktest.kind.load import node_images
+        from ktest.backends.kind.load import node_images
 
         for tags in node_images(self.nodes[0]).values():
             for tag in tags:
@@ -78,7 +78,7 @@ class KindHandle:
 
         An untagged/``:latest`` image is refused (the kubelet would try to pull it)
         unless ``allow_latest`` (the Pods then need ``imagePullPolicy: IfNotPresent``)."""
-        from ktest.kind.load import load_image
+        from ktest.backends.kind.load import load_image
 
         return load_image(self.kind, self.name, self.nodes, image, allow_latest=allow_latest)
 

@@ -3,14 +3,14 @@
 
 The ``kind`` CLI drives the lifecycle; the Docker SDK answers questions about
 node containers. Creation is recorded before ``kind create cluster`` runs (see
-:mod:`ktest.kind.records`), so a run killed mid-creation still leaves a record
+:mod:`ktest.backends.kind.records`), so a run killed mid-creation still leaves a record
 the next sweep finds. ``kind create cluster --wait`` is not used: it returns
 success even when its wait timed out. ktest waits itself, for what a test
 needs: every node Ready, CoreDNS available, kube-proxy running on every node
 and the ``default`` ServiceAccount present; it fails fast, with the reason,
 when a node container stops or a system image cannot be found in the node.
 CoreDNS's readiness probe is shortened by kubeadm as it creates the Deployment
-(:mod:`ktest.kind.kubeadm_patches`), so no pod is ever replaced.
+(:mod:`ktest.backends.kind.kubeadm_patches`), so no pod is ever replaced.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import yaml
 from ktest.base.janitor_client import JanitorHandle
 from ktest.base.procfs import write_private_file
 from ktest.errors import KindError
-from ktest.kind import records
-from ktest.kind.kubeadm_patches import with_kubeadm_patches, write_patches
-from ktest.kind.records import ClusterRecord
+from ktest.backends.kind import records
+from ktest.backends.kind.kubeadm_patches import with_kubeadm_patches, write_patches
+from ktest.backends.kind.records import ClusterRecord
 
 _LOG_TAIL_LINES = 20
 CREATE_TIMEOUT = 600.0
@@ -146,7 +146,7 @@ class KindCluster:
 
 def node_containers(name: str, client: Any = None) -> list[Any]:
     """The Docker containers of kind cluster ``name``'s nodes (running or not)."""
-    from ktest.kind.engine import connect
+    from ktest.backends.kind.engine import connect
 
     client = client or connect(check_runtime=False)
     return list(client.containers.list(all=True, filters={"label": f"{CLUSTER_LABEL}={name}"}))
@@ -221,7 +221,7 @@ def create_cluster(
 ) -> KindCluster:
     """Create a kind cluster named ``name`` and wait until tests can use it.
 
-    ``spare`` (a pool fingerprint) records the cluster as a spare being made (:mod:`ktest.kind.pool`).
+    ``spare`` (a pool fingerprint) records the cluster as a spare being made (:mod:`ktest.backends.kind.pool`).
 
     Raises KindError (after deleting whatever was created) when creation fails
     or the cluster does not become usable in ``timeout`` seconds.
@@ -361,7 +361,7 @@ def copy_from_node(node: str, path: str) -> bytes:
     """The content of one file inside a node container (Docker's archive API)."""
     from docker.errors import DockerException
 
-    from ktest.kind.engine import connect
+    from ktest.backends.kind.engine import connect
 
     try:
         stream, _ = connect().containers.get(node).get_archive(path)

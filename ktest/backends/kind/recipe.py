@@ -141,8 +141,8 @@ def required_cluster_config(
     ``cgroup_version`` None asks the Docker engine; ``k8s_version`` None assumes a recent release.
     """
     if cgroup_version is None:
-        from ktest.kind.engine import cgroup_version as engine_cgroup_version
-        from ktest.kind.engine import connect
+        from ktest.backends.kind.engine import cgroup_version as engine_cgroup_version
+        from ktest.backends.kind.engine import connect
 
         cgroup_version = engine_cgroup_version(connect(check_runtime=False))
     config: dict[str, Any] = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4"}

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from ktest.errors import KindError
-from ktest.kind.cluster import run_kind
+from ktest.backends.kind.cluster import run_kind
 
 
 def is_latest(image: str) -> bool:
@@ -42,7 +42,7 @@ def check_loadable_name(image: str) -> None:
 def docker_image_id(image: str) -> str:
     from docker.errors import DockerException, ImageNotFound
 
-    from ktest.kind.engine import connect
+    from ktest.backends.kind.engine import connect
 
     try:
         return str(connect().images.get(image).id)

@@ -9,7 +9,7 @@ name starts with ``ktest-`` **and** such a record exists; an orphan is one
 whose owner is gone and which was not kept on purpose (``ktest up``,
 ``--ktest-keep-cluster``). Clusters without a record are never touched.
 
-Spares of the warm pool (:mod:`ktest.kind.pool`) are records too: ``spare`` holds
+Spares of the warm pool (:mod:`ktest.backends.kind.pool`) are records too: ``spare`` holds
 the fingerprint that makes them interchangeable. While its filler creates it a
 spare is owned by the filler (so a killed filler's half-made cluster is an
 orphan); once usable it is kept (no owner) until a run claims it
@@ -88,7 +88,7 @@ class ClusterRecord:
     purpose: str = "run"
     created_at: float = 0.0
     spare: str = ""
-    """The pool fingerprint of a spare (:mod:`ktest.kind.pool`); empty for every other cluster."""
+    """The pool fingerprint of a spare (:mod:`ktest.backends.kind.pool`); empty for every other cluster."""
 
     @property
     def kubeconfig(self) -> Path:
