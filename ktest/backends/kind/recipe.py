@@ -1,7 +1,7 @@
 """The facts a ktest kind node image is built from, as data (one place to update).
 
-Checked against kind v0.33.0 and the kubeadm sources of each supported minor
-(``cmd/kubeadm/app/constants/constants.go``). A build re-checks the component
+Checked against kind v0.33.0; the per-minor versions (CoreDNS, pause, etcd) come from
+ktest/assets/minors.py, read from each minor's kubeadm sources. A build re-checks the component
 image names against what the freshly built ``kubeadm config images list``
 prints, so a stale entry here fails loudly instead of producing a node that
 tries to pull.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ktest.assets.gobuild import ETCD_SERVER_RELEASES
+from ktest.assets import minors as minor_facts
 from ktest.assets.selectors import KubeVersion
 from ktest.errors import KindError
 
@@ -67,18 +67,15 @@ class MinorRecipe:
         return f"{self.etcd_version}-0"
 
 
+# Per-minor versions come from ktest/assets/minors.py, the one table of what differs per minor.
 MINORS: dict[str, MinorRecipe] = {
-    minor: MinorRecipe(coredns=coredns, pause=pause, etcd_version=ETCD_SERVER_RELEASES[minor])
-    for minor, coredns, pause in (
-        ("1.35", "v1.13.1", "3.10.1"),
-        ("1.36", "v1.14.2", "3.10.2"),
-        ("1.37", "v1.14.6", "3.10.2"),
-    )
+    minor: MinorRecipe(coredns=facts.coredns, pause=facts.pause, etcd_version=facts.etcd)
+    for minor, facts in minor_facts.MINORS.items()
 }
 # One crictl for every minor: it speaks CRI v1, which every supported kubelet and containerd serve,
 # so the node images share one build (the newest release the Go module proxy serves).
 CRICTL_VERSION = "v1.37.0"
-DEFAULT_MINOR = "1.37"
+DEFAULT_MINOR = minor_facts.DEFAULT_MINOR
 
 DEBIAN_SUITE = "bookworm"
 # The node's userland: systemd as init, containerd + runc + CNI plugins from Debian, and the tools
