@@ -2,9 +2,10 @@
 value is rejected before anything starts.
 
 Taken from kube-controller-manager's ``--controllers`` list (its ``names`` package)
-for Kubernetes 1.35 to 1.37.  ktest also accepts the short form of each name
-(``garbagecollector`` for ``garbage-collector-controller``); the control plane
-maps both to the binary's own names when it starts.
+for Kubernetes 1.32 to 1.37; a name only some of those minors know is marked.
+ktest also accepts the short form of each name (``garbagecollector`` for
+``garbage-collector-controller``); the control plane maps both to the binary's
+own names when it starts.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ KNOWN_CONTROLLERS: tuple[str, ...] = (
     "certificatesigningrequest-approving-controller",
     "certificatesigningrequest-cleaner-controller",
     "certificatesigningrequest-signing-controller",
-    "cloud-node-lifecycle-controller",  # 1.35-1.36 only
+    "cloud-node-lifecycle-controller",  # up to 1.36
     "clusterrole-aggregation-controller",
     "cronjob-controller",
     "daemonset-controller",
     "deployment-controller",
-    "device-taint-eviction-controller",
+    "device-taint-eviction-controller",  # 1.33 on
     "disruption-controller",
     "endpoints-controller",
     "endpointslice-controller",
@@ -33,24 +34,24 @@ KNOWN_CONTROLLERS: tuple[str, ...] = (
     "namespace-controller",
     "node-ipam-controller",
     "node-lifecycle-controller",
-    "node-route-controller",  # 1.35-1.36 only
+    "node-route-controller",  # up to 1.36
     "persistentvolume-attach-detach-controller",
     "persistentvolume-binder-controller",
     "persistentvolume-expander-controller",
     "persistentvolume-protection-controller",
     "persistentvolumeclaim-protection-controller",
     "pod-garbage-collector-controller",
-    "podcertificaterequest-cleaner-controller",
-    "podgroup-protection-controller",  # 1.36-1.37 only
+    "podcertificaterequest-cleaner-controller",  # 1.34 on
+    "podgroup-protection-controller",  # 1.36 on
     "replicaset-controller",
     "replicationcontroller-controller",
     "resourceclaim-controller",
-    "resourcepoolstatusrequest-controller",  # 1.36-1.37 only
+    "resourcepoolstatusrequest-controller",  # 1.36 on
     "resourcequota-controller",
     "root-ca-certificate-publisher-controller",
     "selinux-warning-controller",
     "service-cidr-controller",
-    "service-lb-controller",  # 1.35-1.36 only
+    "service-lb-controller",  # up to 1.36
     "serviceaccount-controller",
     "serviceaccount-token-controller",
     "statefulset-controller",
