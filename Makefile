@@ -23,13 +23,16 @@ all: venv binaries
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml offline/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	@# pytest-kind-ng replaced pytest-kind in the dev extra; both install the module pytest_kind, so an
 	@# older venv's pytest-kind goes (with the fork, whose files its removal takes) before the install.
 	$(BIN)/pip uninstall --quiet --yes pytest-kind pytest-kind-ng 2>/dev/null
 	$(BIN)/pip install --quiet -e '.[dev]'
+	@# ktest's offline builders (offline/, the ktest-offline distribution): this machine builds the
+	@# binaries and kind node images from Go modules when it cannot download them.
+	$(BIN)/pip install --quiet -e ./offline
 	touch $@
 
 binaries: venv

@@ -40,11 +40,11 @@ sys.path.insert(0, str(ROOT))
 
 import ktest.backends.kind.cluster as kind_cluster  # noqa: E402
 from ktest.backends.kind.backend import KindBackend  # noqa: E402
-from ktest.config import Settings  # noqa: E402
-from ktest.kind.binary import resolve_kind  # noqa: E402
+from ktest.backends.kind.binary import resolve_kind  # noqa: E402
 from ktest.backends.kind.engine import cgroup_version, connect  # noqa: E402
 from ktest.backends.kind.node_choice import choose_node_image  # noqa: E402
 from ktest.backends.kind.recipe import required_cluster_config  # noqa: E402
+from ktest.config import Settings  # noqa: E402
 
 MAX_RUNS = 9
 

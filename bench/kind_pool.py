@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 from kind_cluster import ATTACH_TEST, kind_pytest  # noqa: E402  (bench/ is the script's directory)
 
 from ktest.backends.kind.backend import open_kind  # noqa: E402
+from ktest.backends.kind.binary import resolve_kind  # noqa: E402
 from ktest.config import Settings  # noqa: E402
 from ktest.kind import pool  # noqa: E402
-from ktest.kind.binary import resolve_kind  # noqa: E402
 
 FILL_TIMEOUT = 900.0
 

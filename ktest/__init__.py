@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from ktest.assertions import stale_copy as stale_copy
     from ktest.assets import Assets as Assets
     from ktest.assets import resolve_assets as resolve_assets
+    from ktest.backends.kind.binary_image import image_from_binary as image_from_binary
+    from ktest.backends.kind.handle import KindHandle as KindHandle
     from ktest.cluster import Cluster as Cluster
     from ktest.cluster import ObjectRef as ObjectRef
     from ktest.cluster import load_manifests as load_manifests
@@ -54,8 +56,6 @@ if TYPE_CHECKING:
     from ktest.errors import ManifestError as ManifestError
     from ktest.errors import OperatorError as OperatorError
     from ktest.errors import WebhookError as WebhookError
-    from ktest.kind.binary_image import image_from_binary as image_from_binary
-    from ktest.backends.kind.handle import KindHandle as KindHandle
     from ktest.wait import assert_matches as assert_matches
     from ktest.wait import consistently as consistently
     from ktest.wait import eventually as eventually

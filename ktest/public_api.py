@@ -77,7 +77,7 @@ TOP_LEVEL: dict[str, str] = {
     "ApiError": "ktest.api_error",
     "KindHandle": "ktest.backends.kind.handle",
     "Webhooks": "ktest.webhooks",
-    "image_from_binary": "ktest.kind.binary_image",
+    "image_from_binary": "ktest.backends.kind.binary_image",
 }
 """``import ktest; ktest.<name>``: name -> the module defining it (imported on first use)."""
 

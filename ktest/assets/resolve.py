@@ -4,11 +4,13 @@
 2. setup-envtest's store
 3. ktest's cache
 4. download (envtest index + official kube-controller-manager), SHA-512 verified
-5. build from Go modules when ``go`` is on PATH
+5. every binary source another distribution registers (:mod:`ktest.assets.sources`):
+   ``ktest-offline`` builds from Go modules (``build``) when ``go`` is on PATH
 6. otherwise one error saying what was tried and the three ways out.
 
-``source="download"`` or ``"build"`` restricts steps 4-5 to that one way (and
-skips the user/setup-envtest directories); the cache is always used.
+``source="download"`` or ``"build"`` (a registered source's name) restricts steps
+4-5 to that one way (and skips the user/setup-envtest directories); the cache is
+always used.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from ktest.assets import download, gobuild, probe, store, versions
+from ktest.assets import download, gotool, probe, sources, store, versions
 from ktest.assets.bundle import OPTIONAL_BINARIES, REQUIRED_BINARIES, Assets
 from ktest.assets.progress import Progress, as_progress
 from ktest.assets.selectors import Selector, parse_selector
@@ -66,7 +68,7 @@ class Resolution:
         self.tried: list[str] = []
         self.version_requested = True
         self.repair = False
-        self._go: gobuild.GoTool | None = None
+        self._go: gotool.GoTool | None = None
         self._go_looked_up = False
 
     @property
@@ -78,9 +80,10 @@ class Resolution:
         return self.source in ("auto", "build")
 
     @property
-    def go(self) -> gobuild.GoTool | None:
+    def go(self) -> gotool.GoTool | None:
+        """The ``go`` on PATH: it lists the releases on the Go module proxy."""
         if not self._go_looked_up:
-            self._go = gobuild.find_go()
+            self._go = gotool.find_go()
             self._go_looked_up = True
         return self._go
 
@@ -199,10 +202,20 @@ class Resolution:
             elif self.source in ("auto", "download"):
                 self.tried.append("download: disabled by KTEST_DOWNLOAD")
             if self.allows_build:
-                if self.go is None:
-                    self.tried.append("build from Go modules: `go` is not on PATH")
-                else:
-                    outcome = self._attempt("build", "build from Go modules", self._build, installer, version)
+                registered = sources.binary_sources()
+                if not registered:
+                    self.tried.append(sources.not_installed_note())
+                for binary_source in registered:
+                    if self.source not in ("auto", binary_source.name):
+                        continue
+                    reason = binary_source.unavailable()
+                    if reason is not None:
+                        self.tried.append(f"{binary_source.label}: {reason}")
+                        continue
+                    outcome = self._attempt(
+                        binary_source.name, binary_source.label, self._installing_from(binary_source),
+                        installer, version,
+                    )
                     if isinstance(outcome, Assets):
                         return outcome
         raise AssetsError(self._nothing_worked(version))
@@ -233,14 +246,16 @@ class Resolution:
             lambda scratch: download.download_binaries(version, self.locations.arch, scratch, downloader),
         )
 
-    def _build(self, installer: store.Installer, version: str) -> store.Entry:
-        assert self.go is not None
-        builder = gobuild.GoBuilder(self.go, self.locations.gobuild_dir, self.progress)
-        self.progress.note(
-            f"building Kubernetes {version} from Go modules with {self.go.version} "
-            "(first time only; takes minutes)"
-        )
-        return installer.install("build", lambda scratch: builder.build(version, scratch))
+    def _installing_from(
+        self, binary_source: sources.BinarySource
+    ) -> Callable[[store.Installer, str], store.Entry]:
+        def install(installer: store.Installer, version: str) -> store.Entry:
+            return installer.install(
+                binary_source.name,
+                lambda scratch: binary_source.install_kubernetes(version, scratch, self.progress),
+            )
+
+        return install
 
     def _download_hosts(self) -> str:
         hosts = dict.fromkeys(
@@ -260,8 +275,17 @@ class Resolution:
             f"  2. allow the download: make {self._download_hosts()} reachable (or set "
             "KTEST_ENVTEST_INDEX_URL / KTEST_K8S_RELEASE_URL to a mirror), then run "
             f"`ktest binaries install --k8s-version {quoted} --source download`;\n"
-            "  3. install Go (https://go.dev/dl/) with access to a Go module proxy, then "
-            f"`ktest binaries install --k8s-version {quoted}` builds them once (minutes)."
+            f"{self._build_remedy(version, quoted)}"
+        )
+
+    def _build_remedy(self, version: str, quoted: str) -> str:
+        registered = sources.binary_sources()
+        if registered:
+            return "\n".join(f"  3. {binary_source.remedy(version)}" for binary_source in registered)
+        return (
+            f"  3. build them from Go modules: {sources.INSTALL_OFFLINE}, install Go "
+            "(https://go.dev/dl/) with access to a Go module proxy, then\n"
+            f"     `ktest binaries install --k8s-version {quoted}` builds them once (minutes)."
         )
 
 

@@ -116,7 +116,7 @@ def plan_go_build(
     reproducible: bool = False,
 ) -> GoBuild:
     """The cache location and build command for ``package`` of the Go module at ``source_dir``."""
-    from ktest.assets.gobuild import find_go
+    from ktest.assets.gotool import find_go
 
     source = Path(source_dir).expanduser().resolve()
     if not (source / "go.mod").is_file():

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from ktest.assets import resolve_assets, store
-from ktest.assets.gobuild import (
+from ktest.assets.gotool import find_go
+from ktest_offline.kubernetes import (
     ETCD_SERVER_RELEASES,
-    find_go,
     kubernetes_go_mod,
     read_kubernetes_module,
 )

@@ -20,8 +20,8 @@ import yaml
 from kind_helpers import KindTestCluster  # type: ignore[import-not-found]
 
 from ktest.backends.kind import engine, recipe
-from ktest.kind.binary import resolve_kind
-from ktest.kind.image import build_node_image, resolve_version
+from ktest.backends.kind.binary import resolve_kind
+from ktest.backends.kind.image_sources import build_node_image, resolve_version
 
 CREATE_TIMEOUT_SECONDS = 300
 

@@ -15,14 +15,15 @@ import pytest
 from processes import with_default_sigint
 
 import ktest
-from ktest.assets.gobuild import find_go
+from ktest.assets.gotool import find_go
 from ktest.assets.progress import Progress
-from ktest.errors import KindError
 from ktest.backends.kind import engine, recipe
 from ktest.backends.kind.cache import KindCache
-from ktest.kind.goinstall import go_install
-from ktest.kind.image import build_node_image, find_node_image, list_node_images, resolve_version
-from ktest.kind.image.build import build
+from ktest.backends.kind.image_sources import resolve_version
+from ktest.errors import KindError
+from ktest_offline.go_install import go_install
+from ktest_offline.node_image import build_node_image, find_node_image, list_node_images
+from ktest_offline.node_image.build import build
 
 pytestmark = pytest.mark.slow
 
@@ -165,7 +166,7 @@ def test_a_failed_go_build_shows_the_log_tail_and_where_the_log_is(tmp_path: Pat
 def test_missing_disk_space_is_reported_before_building(tmp_path: Path, docker_client: Any) -> None:
     """A cache on a 16 MiB file system cannot take a root filesystem: refused up front, naming it."""
     from ktest.assets.store import Locations
-    from ktest.kind.image.build import check_disk
+    from ktest_offline.node_image.build import check_disk
 
     mount = tmp_path / "small"
     mount.mkdir()

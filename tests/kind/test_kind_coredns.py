@@ -24,13 +24,13 @@ import pytest
 
 from ktest import ControlPlane, eventually
 from ktest.assets.progress import Progress
-from ktest.base.ports import free_ports
-from ktest.errors import KindError
 from ktest.backends.kind import recipe
 from ktest.backends.kind.cache import KindCache
-from ktest.kind.goinstall import require_go
-from ktest.kind.image import coredns
-from ktest.kind.image.labels import LABEL_COREDNS, expected_labels
+from ktest.base.ports import free_ports
+from ktest.errors import KindError
+from ktest_offline.go_install import require_go
+from ktest_offline.node_image import coredns
+from ktest_offline.node_image.labels import LABEL_COREDNS, expected_labels
 
 RECIPE_COREDNS = sorted({minor.coredns for minor in recipe.MINORS.values()})
 PREFIX = coredns.PLUGIN_PREFIX

@@ -19,7 +19,7 @@ from kind_helpers import KindTestCluster  # type: ignore[import-not-found]
 import ktest
 from ktest.assets.progress import Progress
 from ktest.backends.kind import recipe
-from ktest.kind.image import expected_labels, find_node_image, list_node_images, node_image_tag
+from ktest_offline.node_image import expected_labels, find_node_image, list_node_images, node_image_tag
 
 pytestmark = pytest.mark.slow
 
@@ -130,7 +130,7 @@ def test_the_build_sweep_leaves_cluster_nodes_made_from_the_image_alone(
 ) -> None:
     """Node containers inherit the image's labels; the leftover sweep must never take them for its own."""
     from ktest.backends.kind.cache import KindCache
-    from ktest.kind.image.build import build_lock, sweep_build_containers
+    from ktest_offline.node_image.build import build_lock, sweep_build_containers
 
     node = docker_client.containers.get(f"{kind_cluster.name}-control-plane")
     assert node.labels[recipe.LABEL_BUILD_CONTAINER] == recipe.BUILD_COMMITTED

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ktest.kind.binary_image import image_from_binary
+from ktest.backends.kind.binary_image import image_from_binary
 from ktest.operators import build_go_binary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ktest.errors import KindError
 from ktest.backends.kind.node_choice import load_extra_config, merge_config
 from ktest.backends.kind.records import check_cluster_name
+from ktest.errors import KindError
 
 REQUIRED = {
     "kind": "Cluster",
@@ -95,14 +95,14 @@ def test_ktest_cluster_names_are_accepted() -> None:
 
 
 def test_image_from_a_dynamically_linked_binary_is_refused() -> None:
-    from ktest.kind.binary_image import image_from_binary
+    from ktest.backends.kind.binary_image import image_from_binary
 
     with pytest.raises(KindError, match=r"/bin/ls is dynamically linked \(it needs /lib64/ld-linux"):
         image_from_binary("/bin/ls", "ktest-fixtures/ls:v1")
 
 
 def test_image_tags_that_would_be_pulled_are_refused(tmp_path: Path) -> None:
-    from ktest.kind.binary_image import image_from_binary
+    from ktest.backends.kind.binary_image import image_from_binary
 
     with pytest.raises(KindError, match=r"give 'ktest-fixtures/x:latest' a version tag other than latest"):
         image_from_binary("/bin/ls", "ktest-fixtures/x:latest")

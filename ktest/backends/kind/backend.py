@@ -18,13 +18,13 @@ from functools import cached_property, partial
 from pathlib import Path
 
 from ktest.backend_registry import LogExport
-from ktest.cluster import Cluster, UserIssuer
-from ktest.config import Settings
-from ktest.errors import KindError
 from ktest.backends.kind import records
 from ktest.backends.kind.cluster import KindCluster, create_cluster, keep
 from ktest.backends.kind.handle import KindHandle
 from ktest.backends.kind.pool import SpareSpec
+from ktest.cluster import Cluster, UserIssuer
+from ktest.config import Settings
+from ktest.errors import KindError
 from ktest.sessions.attached import AttachedBackend
 from ktest.sessions.backend import Backend, ClusterShare
 
@@ -62,7 +62,7 @@ class KindBackend(Backend):
         With ``settings.kind_pool`` (and not ``kept``): claim a matching spare instead when one
         is ready, then start the filler that makes the next one.
         """
-        from ktest.kind.binary import resolve_kind
+        from ktest.backends.kind.binary import resolve_kind
         from ktest.backends.kind.engine import cgroup_version, connect
         from ktest.backends.kind.node_choice import (
             choose_node_image,
@@ -199,7 +199,7 @@ class AttachedKindBackend(AttachedBackend):
     @cached_property
     def handle(self) -> KindHandle:
         """The node-level helpers (``load_image``, ``kubectl``...), made on first use."""
-        from ktest.kind.binary import resolve_kind
+        from ktest.backends.kind.binary import resolve_kind
 
         share = self.share()
         return KindHandle(
@@ -269,7 +269,7 @@ def require_kind_record(name: str) -> records.ClusterRecord:
 def find_kept(settings: Settings, notes: list[str] | None = None) -> KindBackend | None:
     """Attach to a kept kind cluster (``ktest up --backend kind``) matching the version, if one is usable."""
     from ktest.assets.selectors import parse_selector
-    from ktest.kind.binary import resolve_kind
+    from ktest.backends.kind.binary import resolve_kind
 
     selector = parse_selector(settings.k8s_version or "latest")
     candidates = [r for r in records.list_records() if r.kept and r.purpose == "up"]
@@ -316,8 +316,8 @@ def preflight(settings: Settings) -> None:
     """The extra kind config (``ktest_kind_config``) must be one ktest can merge."""
     if settings.kind_config is None:
         return
-    from ktest.errors import ConfigError, KindError
     from ktest.backends.kind.node_choice import load_extra_config
+    from ktest.errors import ConfigError, KindError
 
     try:
         load_extra_config(settings.kind_config)

@@ -121,10 +121,10 @@ def down_kind(name: str | None = None) -> list[str]:
     """Delete kept kind clusters (all, or the one named; spares of the warm pool too, its filler
     stopped) and orphans; one line per thing done. Without the docker package (the ``kind``
     extra) a KindError names the clusters left and how to install it."""
-    from ktest.errors import KindError
     from ktest.backends.kind import pool, records
-    from ktest.kind.binary import resolve_kind
+    from ktest.backends.kind.binary import resolve_kind
     from ktest.backends.kind.sweep import sweep_orphans
+    from ktest.errors import KindError
 
     if name is not None and records.read_record(name) is None:
         raise KindError(
@@ -214,7 +214,7 @@ def _print_help(parser: argparse.ArgumentParser) -> int:
 
 
 def _build_image(args: argparse.Namespace) -> int:
-    from ktest.kind.image import build_node_image
+    from ktest.backends.kind.image_sources import build_node_image
 
     print(build_node_image(args.k8s_version, force=args.force, progress=not args.quiet))
     return 0
@@ -222,7 +222,7 @@ def _build_image(args: argparse.Namespace) -> int:
 
 def _images(args: argparse.Namespace) -> int:
     from ktest.backends.kind import recipe
-    from ktest.kind.image import list_node_images
+    from ktest.backends.kind.image_sources import list_node_images
 
     found = list_node_images(include_unusable=args.all)
     if not found:
@@ -251,7 +251,7 @@ def _images(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from ktest.kind.binary import kind_version_of, resolve_kind
+    from ktest.backends.kind.binary import kind_version_of, resolve_kind
 
     path = resolve_kind(progress=not args.quiet)
     print(f"kind {kind_version_of(path) or '(unknown version)'}: {path}")

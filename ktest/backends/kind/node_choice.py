@@ -50,17 +50,17 @@ class NodeImage:
 def choose_node_image(selector: str | None) -> NodeImage:
     """The node image for ``selector`` (``1.37``, ``1.37.2``, None = newest available)."""
     from ktest.assets.selectors import parse_selector
-    from ktest.kind import image as ktest_images
+    from ktest.backends.kind import image_sources
 
     parsed = parse_selector(selector or "latest")
     local = sorted(
-        (found for found in ktest_images.list_node_images() if parsed.matches(found.k8s_version)),
+        (found for found in image_sources.list_node_images() if parsed.matches(found.k8s_version)),
         key=lambda found: tuple(int(p) for p in found.k8s_version.split(".")),
         reverse=True,
     )
     if local:
         return NodeImage(local[0].reference, local[0].k8s_version, True)
-    version = ktest_images.resolve_version(selector)
+    version = image_sources.resolve_version(selector)
     official = f"{OFFICIAL_REPOSITORY}:v{version}"
     if _have_or_pull(official):
         return NodeImage(official, version, False)

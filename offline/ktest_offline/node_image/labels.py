@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ktest.assets.selectors import KubeVersion
-from ktest.kind import recipe
-from ktest.kind.image import coredns
+from ktest.backends.kind import recipe
+from ktest.backends.kind.image_sources import NodeImageInfo
+from ktest_offline.node_image import coredns
 
 # Which CoreDNS the image holds: its version, lean build, which plugins it lacks.
 LABEL_COREDNS = recipe.LABEL_PREFIX + "coredns"
@@ -35,24 +35,6 @@ def expected_labels(k8s_version: str) -> dict[str, str]:
     return labels
 
 
-@dataclass(frozen=True)
-class NodeImageInfo:
-    """A local ktest node image and what its labels say."""
-
-    reference: str
-    image_id: str
-    k8s_version: str
-    kind_version: str
-    recipe_version: str
-    build_date: str
-    size: int
-
-    @property
-    def usable(self) -> bool:
-        """Made by this ktest's recipe for its kind version (else it would be rebuilt)."""
-        return self.kind_version == recipe.KIND_VERSION and self.recipe_version == recipe.RECIPE_VERSION
-
-
 def _info(reference: str, image: Any) -> NodeImageInfo:
     labels = image.labels or {}
     return NodeImageInfo(
@@ -74,7 +56,7 @@ def find_node_image(k8s_version: str, *, client: Any = None) -> str | None:
     """
     from docker.errors import ImageNotFound
 
-    from ktest.kind.engine import connect
+    from ktest.backends.kind.engine import connect
 
     client = client or connect(check_runtime=False)
     reference = node_image_tag(k8s_version)
@@ -90,7 +72,7 @@ def find_node_image(k8s_version: str, *, client: Any = None) -> str | None:
 
 def list_node_images(*, include_unusable: bool = False, client: Any = None) -> list[NodeImageInfo]:
     """Local images of ``ktest/kind-node``, newest Kubernetes first; usable ones only by default."""
-    from ktest.kind.engine import connect
+    from ktest.backends.kind.engine import connect
 
     client = client or connect(check_runtime=False)
     found = []

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ktest.assets.progress import Progress, format_duration, holding_lock
+from ktest.backends.kind import recipe
+from ktest.backends.kind.cache import KindCache
 from ktest.errors import KindError
-from ktest.kind import recipe
-from ktest.kind.cache import KindCache
-from ktest.kind.goinstall import require_go
-from ktest.kind.image import assemble, base, rootfs
-from ktest.kind.image.binaries import NODE_METADATA_FILE, NodeBinaries, node_binaries
-from ktest.kind.image.labels import expected_labels, find_node_image, node_image_tag
+from ktest_offline.go_install import require_go
+from ktest_offline.node_image import assemble, base, rootfs
+from ktest_offline.node_image.binaries import NODE_METADATA_FILE, NodeBinaries, node_binaries
+from ktest_offline.node_image.labels import expected_labels, find_node_image, node_image_tag
 
 GIB = 1024**3
 # Free space a step needs where it writes (measured on a cold build, rounded up).

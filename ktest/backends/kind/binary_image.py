@@ -33,7 +33,7 @@ def image_from_binary(
     """Build image ``tag`` holding ``binary`` as its entrypoint; returns the tag."""
     from docker.errors import BuildError, DockerException
 
-    from ktest.kind.engine import connect
+    from ktest.backends.kind.engine import connect
 
     if ":" not in tag.rsplit("/", 1)[-1] or tag.endswith(":latest"):
         raise KindError(

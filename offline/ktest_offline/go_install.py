@@ -1,23 +1,18 @@
-"""Go builds into a cache directory, atomically, with a kept log.
+"""Tools installed with ``go install module/package@version`` (kind, crictl) into ktest's cache.
 
-kind and crictl are built with ``go install module/package@version``; CoreDNS
-with ``go build`` of a generated main module (:mod:`ktest.kind.image.coredns`).
-Either way the build writes into a scratch directory next to the destination
-under the destination's file lock, and the binary is renamed into place only
-once the build succeeded, so the cache never holds a half-written binary.
+Through the one Go runner (:mod:`ktest.assets.gotool`): the build writes into a
+scratch directory next to the destination under the destination's file lock,
+and the binary is renamed into place only once the build succeeded, so the
+cache never holds a half-written binary. CoreDNS is built the same way with
+``go build`` of a generated main module (:mod:`ktest_offline.node_image.coredns`).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
-import filelock
-
-from ktest.assets.gobuild import GO_BUILD_FLAGS, GoTool, find_go, run_logged_go
+from ktest.assets.gotool import GO_BUILD_FLAGS, GoTool, build_atomically, find_go, go_env, run_logged_go
 from ktest.assets.progress import Progress
 from ktest.errors import KindError
 
@@ -38,41 +33,6 @@ def require_go(what: str, env: Mapping[str, str] | None = None) -> GoTool:
             "then run the command again."
         )
     return go
-
-
-def go_env(extra_env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a tool build: modules on, no workspace, go.mod updates allowed, static."""
-    return {
-        **os.environ,
-        "GO111MODULE": "on",
-        "GOWORK": "off",
-        "GOFLAGS": "-mod=mod",
-        "CGO_ENABLED": "0",
-        **(extra_env or {}),
-    }
-
-
-def build_atomically(destination: Path, build: Callable[[Path, Path], Path]) -> Path:
-    """``destination``, built by ``build(scratch, log)`` unless it is already there.
-
-    Under the lock ``<destination>.lock``: ``build`` gets a fresh scratch directory
-    next to ``destination`` (removed afterwards) and the log path ``<destination>.log``,
-    and returns the file it made, which is renamed to ``destination``. Companion files
-    ``build`` writes next to ``destination`` must come first: the binary marks the end.
-    """
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(str(destination.with_name(destination.name + ".lock")))
-    with lock:
-        if destination.is_file() and os.access(destination, os.X_OK):
-            return destination
-        log = destination.with_name(destination.name + ".log")
-        scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{destination.name}-", dir=destination.parent))
-        try:
-            built = build(scratch, log)
-            os.replace(built, destination)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return destination
 
 
 def run_go(command: list[str], scratch: Path, env: Mapping[str, str], log: Path, what: str) -> None:

@@ -24,19 +24,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import filelock
 
+from ktest.assets.gotool import GO_BUILD_FLAGS, LOG_TAIL_LINES, GoTool, run_logged_go, version_numbers
 from ktest.assets.minors import MINORS
 from ktest.assets.progress import Progress
-from ktest.errors import AssetsError, KtestError
+from ktest.errors import AssetsError
 
 KUBERNETES_MODULE = "k8s.io/kubernetes"
 ETCD_MODULE = "go.etcd.io/etcd/server/v3"
@@ -49,57 +49,10 @@ KUBERNETES_MODULE_COMMANDS = (
 # The etcd server release each minor's kubeadm runs (ktest/assets/minors.py). The go.mod only
 # names the client library's version (e.g. 3.6.5 for 1.35, whose kubeadm runs 3.6.6).
 ETCD_SERVER_RELEASES = {minor: facts.etcd for minor, facts in MINORS.items()}
-# Flags of every release build: reproducible paths, no VCS stamping, no DWARF (it is stripped by
-# ``-s -w`` at link time anyway; not generating it makes a cold build faster).
-GO_BUILD_FLAGS = ("-trimpath", "-buildvcs=false", "-gcflags=all=-dwarf=false")
 _ETCD_REQUIREMENTS = (ETCD_MODULE, "go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/api/v3")
 _VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 # The module proxy does not say which git commit a release was tagged from.
 PLACEHOLDER_COMMIT = "0" * 40
-_LOG_TAIL_LINES = 15
-
-
-@dataclass(frozen=True)
-class GoTool:
-    """The ``go`` command found on PATH and what it reports."""
-
-    path: str
-    version: str
-    toolchain: str
-
-    def go_version_tuple(self) -> tuple[int, ...]:
-        return _numbers(self.version.removeprefix("go"))
-
-
-def _numbers(text: str) -> tuple[int, ...]:
-    parts = []
-    for piece in text.split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
-
-
-def find_go(env: Mapping[str, str] | None = None) -> GoTool | None:
-    """The ``go`` on PATH, or None when there is none (or it does not run)."""
-    env = os.environ if env is None else env
-    path = shutil.which("go", path=env.get("PATH"))
-    if path is None:
-        return None
-    try:
-        finished = subprocess.run(
-            [path, "env", "GOVERSION", "GOTOOLCHAIN"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = [*finished.stdout.splitlines(), "", ""]
-    return GoTool(path=path, version=lines[0].strip(), toolchain=lines[1].strip())
 
 
 @dataclass(frozen=True)
@@ -139,7 +92,7 @@ def _run_go(go: GoTool, args: Sequence[str], cwd: Path, what: str, timeout: floa
     except (OSError, subprocess.TimeoutExpired) as error:
         raise AssetsError(f"{what} failed: {error}") from error
     if finished.returncode != 0:
-        detail = "\n".join(finished.stderr.strip().splitlines()[-_LOG_TAIL_LINES:])
+        detail = "\n".join(finished.stderr.strip().splitlines()[-LOG_TAIL_LINES:])
         raise AssetsError(f"{what} failed:\n{detail}")
     return finished.stdout
 
@@ -242,7 +195,7 @@ def _etcd_go_mod(etcd_version: str, go_directive: str) -> str:
     )
 
 
-class GoBuilder:
+class KubernetesBuilder:
     """Builds one Kubernetes release's binaries into a directory, with progress."""
 
     def __init__(self, go: GoTool, workspace_root: Path, progress: Progress) -> None:
@@ -330,7 +283,7 @@ class GoBuilder:
         return durations
 
     def _check_go_version(self, module: KubernetesModule) -> None:
-        needed = _numbers(module.go_directive)
+        needed = version_numbers(module.go_directive)
         have = self.go.go_version_tuple()
         if have and needed and have < needed and self.go.toolchain.startswith("local"):
             raise AssetsError(
@@ -394,46 +347,6 @@ class GoBuilder:
         self, args: list[str], cwd: Path, log: Path, what: str, timeout: float
     ) -> None:
         run_logged_go([self.go.path, *args], cwd=cwd, env=_go_env(), log=log, what=what, timeout=timeout)
-
-
-def run_logged_go(
-    command: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    log: Path,
-    what: str,
-    timeout: float,
-    error: type[KtestError] = AssetsError,
-    hint: str = "",
-) -> None:
-    """Run a ``go`` command with its output in ``log``; on failure raise ``error`` naming the
-    command, the exit status or the cause, the log's last lines and path (then kept), and
-    ``hint``; on success the log is removed (it is kept only when it explains a failure)."""
-    verb = f"go {command[1]}" if len(command) > 1 else "go"
-    with log.open("w") as out:
-        try:
-            finished = subprocess.run(
-                list(command), cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, timeout=timeout, check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as cause:
-            raise error(f"{what}: `{verb}` failed: {cause} (log: {log})") from cause
-    if finished.returncode != 0:
-        raise error(
-            f"{what}: `{verb}` exited with {finished.returncode}.\n"
-            f"Last lines of the build log (full log: {log}):\n{log_tail(log)}" + (f"\n{hint}" if hint else "")
-        )
-    log.unlink(missing_ok=True)
-
-
-def log_tail(log: Path, lines: int = _LOG_TAIL_LINES) -> str:
-    """The last ``lines`` lines of a log file, indented (or a note that it cannot be read)."""
-    try:
-        text = log.read_text(errors="replace")
-    except OSError as cause:
-        return f"  (cannot read {log}: {cause.strerror or cause})"
-    return "\n".join(f"  {line}" for line in text.strip().splitlines()[-lines:])
 
 
 def _workspace_lock(workspace: Path) -> filelock.FileLock:

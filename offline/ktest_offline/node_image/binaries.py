@@ -6,7 +6,7 @@
 * kubelet, kubeadm, kube-scheduler, kube-proxy: the same Go workspace and build
   cache as ``ktest binaries``, into ``<cache>/kind/k8s/<version>-linux-<arch>/``.
 * crictl: ``go install`` at the recipe's version; CoreDNS: the recipe's version with a lean
-  plugin set (:mod:`ktest.kind.image.coredns`); pause: our own C program.
+  plugin set (:mod:`ktest_offline.node_image.coredns`); pause: our own C program.
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktest.assets import resolve_assets
-from ktest.assets.gobuild import GoBuilder
 from ktest.assets.progress import Progress, holding_lock
 from ktest.assets.store import read_cache_entry
+from ktest.backends.kind import recipe
+from ktest.backends.kind.cache import KindCache
 from ktest.errors import AssetsError, KindError
-from ktest.kind import recipe
-from ktest.kind.cache import KindCache
-from ktest.kind.goinstall import go_install, require_go
-from ktest.kind.image.coredns import coredns_binary
-from ktest.kind.image.pause import build_pause
+from ktest_offline.go_install import go_install, require_go
+from ktest_offline.kubernetes import KubernetesBuilder
+from ktest_offline.node_image.coredns import coredns_binary
+from ktest_offline.node_image.pause import build_pause
 
 NODE_METADATA_FILE = "ktest-node-binaries.json"
 CONTROL_PLANE_BINARIES = ("kube-apiserver", "kube-controller-manager", "kubectl", "etcd")
@@ -89,7 +89,7 @@ def kubernetes_node_binaries(version: str, cache: KindCache, progress: Progress)
         if (directory / NODE_METADATA_FILE).is_file() and all(p.is_file() for p in paths.values()):
             return paths
         go = require_go(f"building Kubernetes {version}'s node binaries")
-        builder = GoBuilder(go, cache.locations.gobuild_dir, progress)
+        builder = KubernetesBuilder(go, cache.locations.gobuild_dir, progress)
         scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{directory.name}-", dir=directory.parent))
         try:
             try:
@@ -122,7 +122,7 @@ def etcd_binary(version: str, control_plane_etcd: Path, cache: KindCache, progre
     if destination.is_file():
         return destination
     go = require_go(f"building etcd {wanted}")
-    builder = GoBuilder(go, cache.locations.gobuild_dir, progress)
+    builder = KubernetesBuilder(go, cache.locations.gobuild_dir, progress)
     destination.parent.mkdir(parents=True, exist_ok=True)
     with holding_lock(
         destination.with_name("etcd.lock"), progress, f"another process is building etcd {wanted}"

@@ -23,10 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ktest.assets.gobuild import GoTool
+from ktest.assets.gotool import GoTool
 from ktest.assets.progress import Progress
+from ktest.backends.kind import recipe
 from ktest.errors import KindError
-from ktest.kind import recipe
 
 OUR_FILES = Path(__file__).with_name("files")
 _EXECUTABLE_DIRECTORIES = ("usr/local/bin", "kind/bin")

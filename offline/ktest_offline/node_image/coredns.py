@@ -52,12 +52,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from ktest.assets.gobuild import GO_BUILD_FLAGS, GoTool, log_tail
+from ktest.assets.gotool import GO_BUILD_FLAGS, GoTool, build_atomically, go_env, log_tail
 from ktest.assets.progress import Progress
+from ktest.backends.kind import recipe
+from ktest.backends.kind.cache import KindCache
 from ktest.errors import KindError
-from ktest.kind import recipe
-from ktest.kind.cache import KindCache
-from ktest.kind.goinstall import GO_TIMEOUT_SECONDS, PROXY_HINT, build_atomically, go_env, require_go, run_go
+from ktest_offline.go_install import GO_TIMEOUT_SECONDS, PROXY_HINT, require_go, run_go
 
 MAIN_MODULE = "ktest.local/coredns"
 PLUGIN_PREFIX = f"{recipe.COREDNS_MODULE}/plugin/"

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from ktest.assets.progress import Progress
+from ktest.backends.kind import recipe
 from ktest.base.interrupts import interrupts_held
 from ktest.errors import KindError
-from ktest.kind import recipe
-from ktest.kind.image.archive import ImageSpec, write_binary_layer, write_image_archive
-from ktest.kind.image.binaries import NodeBinaries
+from ktest_offline.node_image.archive import ImageSpec, write_binary_layer, write_image_archive
+from ktest_offline.node_image.binaries import NodeBinaries
 
 PRELOAD_SCRIPT = Path(__file__).with_name("preload.sh")
 ENTRYPOINT = '["/usr/local/bin/entrypoint", "/sbin/init"]'

@@ -17,10 +17,10 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from ktest.assets.gobuild import log_tail
+from ktest.assets.gotool import log_tail
 from ktest.assets.progress import Progress, holding_lock
+from ktest.backends.kind import recipe
 from ktest.errors import KindError
-from ktest.kind import recipe
 
 MIRROR_ENV = "KTEST_DEBIAN_MIRROR"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"

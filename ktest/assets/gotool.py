@@ -1,0 +1,144 @@
+"""The one Go runner: find ``go``, run a logged ``go`` command, build a file atomically.
+
+Every Go build ktest does goes through here: the user's Go operator
+(:mod:`ktest.operators.gobuild`) and, in the separate ``ktest-offline``
+distribution, Kubernetes, etcd, kind, crictl and CoreDNS from Go modules.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import filelock
+
+from ktest.errors import AssetsError, KtestError
+
+# Flags of every release build: reproducible paths, no VCS stamping, no DWARF (it is stripped by
+# ``-s -w`` at link time anyway; not generating it makes a cold build faster).
+GO_BUILD_FLAGS = ("-trimpath", "-buildvcs=false", "-gcflags=all=-dwarf=false")
+LOG_TAIL_LINES = 15
+
+
+@dataclass(frozen=True)
+class GoTool:
+    """The ``go`` command found on PATH and what it reports."""
+
+    path: str
+    version: str
+    toolchain: str
+
+    def go_version_tuple(self) -> tuple[int, ...]:
+        return version_numbers(self.version.removeprefix("go"))
+
+
+def version_numbers(text: str) -> tuple[int, ...]:
+    """``(1, 25, 3)`` for ``1.25.3`` (or ``1.25rc1`` -> ``(1, 25)``): the leading numeric parts."""
+    parts = []
+    for piece in text.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def find_go(env: Mapping[str, str] | None = None) -> GoTool | None:
+    """The ``go`` on PATH, or None when there is none (or it does not run)."""
+    env = os.environ if env is None else env
+    path = shutil.which("go", path=env.get("PATH"))
+    if path is None:
+        return None
+    try:
+        finished = subprocess.run(
+            [path, "env", "GOVERSION", "GOTOOLCHAIN"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [*finished.stdout.splitlines(), "", ""]
+    return GoTool(path=path, version=lines[0].strip(), toolchain=lines[1].strip())
+
+
+def go_env(extra_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a tool build: modules on, no workspace, go.mod updates allowed, static."""
+    return {
+        **os.environ,
+        "GO111MODULE": "on",
+        "GOWORK": "off",
+        "GOFLAGS": "-mod=mod",
+        "CGO_ENABLED": "0",
+        **(extra_env or {}),
+    }
+
+
+def run_logged_go(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    log: Path,
+    what: str,
+    timeout: float,
+    error: type[KtestError] = AssetsError,
+    hint: str = "",
+) -> None:
+    """Run a ``go`` command with its output in ``log``; on failure raise ``error`` naming the
+    command, the exit status or the cause, the log's last lines and path (then kept), and
+    ``hint``; on success the log is removed (it is kept only when it explains a failure)."""
+    verb = f"go {command[1]}" if len(command) > 1 else "go"
+    with log.open("w") as out:
+        try:
+            finished = subprocess.run(
+                list(command), cwd=cwd, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, timeout=timeout, check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as cause:
+            raise error(f"{what}: `{verb}` failed: {cause} (log: {log})") from cause
+    if finished.returncode != 0:
+        raise error(
+            f"{what}: `{verb}` exited with {finished.returncode}.\n"
+            f"Last lines of the build log (full log: {log}):\n{log_tail(log)}" + (f"\n{hint}" if hint else "")
+        )
+    log.unlink(missing_ok=True)
+
+
+def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of a log file, indented (or a note that it cannot be read)."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError as cause:
+        return f"  (cannot read {log}: {cause.strerror or cause})"
+    return "\n".join(f"  {line}" for line in text.strip().splitlines()[-lines:])
+
+
+def build_atomically(destination: Path, build: Callable[[Path, Path], Path]) -> Path:
+    """``destination``, built by ``build(scratch, log)`` unless it is already there.
+
+    Under the lock ``<destination>.lock``: ``build`` gets a fresh scratch directory
+    next to ``destination`` (removed afterwards) and the log path ``<destination>.log``,
+    and returns the file it made, which is renamed to ``destination``. Companion files
+    ``build`` writes next to ``destination`` must come first: the binary marks the end.
+    """
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    lock = filelock.FileLock(str(destination.with_name(destination.name + ".lock")))
+    with lock:
+        if destination.is_file() and os.access(destination, os.X_OK):
+            return destination
+        log = destination.with_name(destination.name + ".log")
+        scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{destination.name}-", dir=destination.parent))
+        try:
+            built = build(scratch, log)
+            os.replace(built, destination)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return destination
