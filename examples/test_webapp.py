@@ -27,8 +27,8 @@ from ktest.assertions import (
     assert_quiescent,
     assert_survives_concurrent_writes,
 )
-from ktest.cluster import Cluster
 from ktest.backends.kind.handle import KindHandle
+from ktest.cluster import Cluster
 from ktest.operators import OperatorContext, run_callable
 from ktest.wait import assert_matches, consistently, eventually
 

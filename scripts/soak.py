@@ -663,7 +663,7 @@ class Run:
 
         def daemon_started() -> bool:
             for pid, command in marked_processes(self.sandbox.run_id):
-                if "ktest.backends.bare_daemon" in command:
+                if "ktest.backends.bare.daemon" in command:
                     found.append(pid)
                     return any(self.sandbox.run.glob("ktest-cp-*"))
             return up.poll() is not None

@@ -83,7 +83,7 @@ def test_the_users_admission_configuration_replaces_it(k8s_assets: Assets, tmp_p
 def test_a_process_attached_to_the_plane_knows_the_ca_too(plane: ControlPlane) -> None:
     """xdist workers and `ktest up` sessions attach to a plane another process runs: their
     webhook sets must require the same certificate."""
-    from ktest.backends.bare import share_of
+    from ktest.backends.bare.backend import share_of
     from ktest.sessions.attached import AttachedBackend
 
     attached = AttachedBackend(share_of(plane, "the session's plane"))

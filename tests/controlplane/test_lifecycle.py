@@ -224,7 +224,7 @@ def test_an_attached_session_sees_the_owners_restarted_controller_manager(assets
     """pytest-xdist workers ask the process that owns the plane which components died: the pid
     in their share goes stale when kube-controller-manager restarts (after new CRDs), and a
     failing test's report must not say it died when it runs."""
-    from ktest.backends.bare import BareBackend
+    from ktest.backends.bare.backend import BareBackend
     from ktest.sessions.attached import AttachedBackend
     from ktest.sessions.shared import ClusterServer, request_restart_controllers
 

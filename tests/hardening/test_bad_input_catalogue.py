@@ -216,7 +216,7 @@ ALIAS_BOMB = (
 
 def existing(server: str) -> Callable[[Sandbox], Any]:
     def trigger(box: Sandbox) -> Any:
-        from ktest.backends.existing import ExistingBackend
+        from ktest.backends.existing.backend import ExistingBackend
         from ktest.base.certs import CertificateAuthority
         from ktest.base.kubeconfig import write_kubeconfig
 
@@ -299,7 +299,7 @@ def existing_as(user: dict[str, Any], plugin: str = "") -> Callable[[Sandbox], A
     def trigger(box: Sandbox) -> Any:
         import yaml
 
-        from ktest.backends.existing import ExistingBackend
+        from ktest.backends.existing.backend import ExistingBackend
         from ktest.controlplane import ControlPlane
 
         credentials = user

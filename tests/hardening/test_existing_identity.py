@@ -20,7 +20,7 @@ import yaml
 from hardening_helpers import sandbox_env
 
 from ktest.assets.bundle import Assets
-from ktest.backends.existing import ExistingBackend
+from ktest.backends.existing.backend import ExistingBackend
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 from ktest.errors import ClusterError

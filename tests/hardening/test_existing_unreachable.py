@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ktest.backends.existing import ExistingBackend
+from ktest.backends.existing.backend import ExistingBackend
 from ktest.base.certs import CertificateAuthority
 from ktest.base.kubeconfig import write_kubeconfig
 from ktest.controlplane import ControlPlane

@@ -92,7 +92,7 @@ def test_ktest_up_state_and_daemon_files_are_private(assets: Assets, tmp_path: P
 
 def test_an_older_state_directory_is_made_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A state directory an older ktest created 0755 becomes 0700 at the next write."""
-    from ktest.sessions import reuse
+    from ktest.backends.bare import reuse
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     old = tmp_path / "ktest" / "up"
@@ -139,8 +139,8 @@ esac
 def test_a_kind_clusters_config_and_patches_are_private(tmp_path: Path, loose_umask: None) -> None:
     """Was: ``kind-config.yaml`` 0644, ``kubeadm-patches/`` 0755 and its patch 0644 in the cluster's
     0700 directory. The stand-in for the kind binary reports what it was given to read."""
-    from ktest.errors import KindError
     from ktest.backends.kind.cluster import create_cluster
+    from ktest.errors import KindError
 
     kind = tmp_path / "kind"
     kind.write_text(STAND_IN_KIND)

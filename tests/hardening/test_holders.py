@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from ktest.backends.bare import reuse
+from ktest.backends.kind import records
 from ktest.base import holders, janitor
 from ktest.base.procfs import Holder, process_start_time
-from ktest.backends.kind import records
-from ktest.sessions import reuse
 
 
 @pytest.fixture

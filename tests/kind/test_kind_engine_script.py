@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ktest.errors import KindError
 from ktest.backends.kind import engine
+from ktest.errors import KindError
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "docker-engine"
 DAEMON_JSON = Path("/etc/docker/daemon.json")

@@ -25,14 +25,14 @@ from typing import Any
 
 import pytest
 
-from ktest.config import resolve_settings
-from ktest.errors import ConfigError
 from ktest.backends.kind import pool, records
 from ktest.backends.kind.cluster import existing_clusters
 from ktest.backends.kind.kubeadm_patches import NODE_PATCHES_DIRECTORY, with_kubeadm_patches
 from ktest.backends.kind.pool import SpareSpec
 from ktest.backends.kind.recipe import required_cluster_config
 from ktest.backends.kind.sweep import sweep_orphans
+from ktest.config import resolve_settings
+from ktest.errors import ConfigError
 from ktest.wait import eventually
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ktest.errors import KindError
 from ktest.backends.kind import recipe
+from ktest.errors import KindError
 
 
 def test_expected_images_follow_kubeadm_naming() -> None:

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from ktest.errors import KindError
 from ktest.backends.kind import records
 from ktest.backends.kind.cluster import existing_clusters
 from ktest.backends.kind.engine import connect
 from ktest.backends.kind.handle import KindHandle
 from ktest.backends.kind.node_choice import configured_node_image
+from ktest.errors import KindError
 
 pytestmark = [pytest.mark.xdist_group("kind-clusters"), pytest.mark.timeout(1800)]
 ALIAS_REPOSITORY = "ktest-test/configured-node"

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from ktest.backends.kind.backend import KindBackend
-from ktest.config import Settings
-from ktest.errors import KindError
 from ktest.backends.kind import records
+from ktest.backends.kind.backend import KindBackend
 from ktest.backends.kind.cluster import KindCluster, create_cluster, existing_clusters
 from ktest.backends.kind.handle import KindHandle
 from ktest.backends.kind.sweep import sweep_orphans
+from ktest.config import Settings
+from ktest.errors import KindError
 from ktest.wait import eventually
 
 ROOT = Path(__file__).resolve().parents[2]

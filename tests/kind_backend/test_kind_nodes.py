@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from ktest.cluster import Cluster
-from ktest.errors import KindError
 from ktest.backends.kind.handle import KindHandle
 from ktest.backends.kind.kubeadm_patches import COREDNS_PROBE_PERIOD
 from ktest.backends.kind.recipe import IMAGE_REGISTRY, minor_recipe
+from ktest.cluster import Cluster
+from ktest.errors import KindError
 from ktest.wait import eventually
 from tests.kind_backend.conftest import echo_deployment, one_shot_pod, service
 

@@ -11,9 +11,9 @@ from cryptography import x509
 from webhook_handlers import GADGETS_CRD, gadget_conversion
 
 from ktest.assertions import assert_converts, assert_rejected
-from ktest.cluster import Cluster
 from ktest.backends.kind.handle import KindHandle
 from ktest.backends.kind.network import host_gateway
+from ktest.cluster import Cluster
 from ktest.webhooks import AdmissionRequest, Denied
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ktest.backends.kind.pytest_kind_compat import KindClusterCompat, LatestImageWarning
 from ktest.backends.kind.handle import KindHandle
+from ktest.backends.kind.pytest_kind_compat import KindClusterCompat, LatestImageWarning
 
 pytestmark = pytest.mark.ktest_nodes
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ktest.backends.kind.handle import KindHandle
 from ktest.backends.kind.pytest_kind_compat import KindClusterCompat
 from ktest.controlplane import ControlPlane
-from ktest.backends.kind.handle import KindHandle
 
 KTEST = Path(__file__).resolve().parents[2] / "ktest"
 

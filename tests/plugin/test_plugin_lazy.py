@@ -27,7 +27,7 @@ import sys
 
 def test_plain():
     heavy = [m for m in ("kubernetes", "urllib3", "yaml", "tenacity", "ktest.wait.sync", "ktest.cluster",
-                         "ktest.sessions", "ktest.backends.bare", "ktest.backends.kind.backend",
+                         "ktest.sessions", "ktest.backends.bare.backend", "ktest.backends.kind.backend",
                          "ktest.assets.resolve", "filelock") if m in sys.modules]
     print("HEAVY", heavy)
 """

@@ -1,4 +1,4 @@
-"""Reuse (ktest.sessions.reuse): ``ktest up`` keeps a control plane warm; test runs attach and
+"""Reuse (ktest.backends.bare.reuse): ``ktest up`` keeps a control plane warm; test runs attach and
 leave it; ``ktest down`` stops it."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from builders import crd_yaml
 from inner_runs import GC_OF_NEW_KIND_TEST, printed
 
-from ktest.sessions import reuse
+from ktest.backends.bare import reuse
 
 ATTACHING_TESTS = """
 import os

@@ -31,12 +31,12 @@ from typing import Any
 
 import yaml
 
-from ktest.base.janitor_client import JanitorHandle
-from ktest.base.procfs import write_private_file
-from ktest.errors import KindError
 from ktest.backends.kind import records
 from ktest.backends.kind.kubeadm_patches import with_kubeadm_patches, write_patches
 from ktest.backends.kind.records import ClusterRecord
+from ktest.base.janitor_client import JanitorHandle
+from ktest.base.procfs import write_private_file
+from ktest.errors import KindError
 
 _LOG_TAIL_LINES = 20
 CREATE_TIMEOUT = 600.0
@@ -221,7 +221,8 @@ def create_cluster(
 ) -> KindCluster:
     """Create a kind cluster named ``name`` and wait until tests can use it.
 
-    ``spare`` (a pool fingerprint) records the cluster as a spare being made (:mod:`ktest.backends.kind.pool`).
+    ``spare`` (a pool fingerprint) records the cluster as a spare being made
+    (:mod:`ktest.backends.kind.pool`).
 
     Raises KindError (after deleting whatever was created) when creation fails
     or the cluster does not become usable in ``timeout`` seconds.

@@ -37,10 +37,10 @@ def watch_nodes(backend: Backend) -> None:
     name = cluster_name_of(backend)
     if not name:
         return
-    from ktest.context import add_health_check
-    from ktest.errors import KindError
     from ktest.backends.kind.cluster import cluster_stopped
     from ktest.backends.kind.engine import connect
+    from ktest.context import add_health_check
+    from ktest.errors import KindError
 
     client = connect(check_runtime=False)  # one connection for the session, whatever tests do to DOCKER_HOST
 

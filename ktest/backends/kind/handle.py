@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from ktest.errors import KindError
 from ktest.backends.kind.kubectl import Kubectl, find_kubectl
+from ktest.errors import KindError
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster

@@ -14,8 +14,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from ktest.errors import KindError
 from ktest.backends.kind.cluster import run_kind
+from ktest.errors import KindError
 
 
 def is_latest(image: str) -> bool:

@@ -41,12 +41,12 @@ from typing import Any
 
 import filelock
 
+from ktest.backends.kind import records
+from ktest.backends.kind.cluster import KindCluster, create_cluster, delete_cluster, keep, usable_now
 from ktest.base.janitor import write_private_text
 from ktest.base.janitor_client import JanitorHandle
 from ktest.base.procfs import process_alive, process_start_time
 from ktest.errors import KindError
-from ktest.backends.kind import records
-from ktest.backends.kind.cluster import KindCluster, create_cluster, delete_cluster, keep, usable_now
 
 MAX_SPARES = 1
 """Spares kept at once, over all fingerprints (each holds a node's memory, about 1.2 GiB)."""
@@ -318,7 +318,7 @@ def status_lines(records_dir: Path | None = None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ktest.backends.kind.pool fill --spec JSON --kind PATH [--records-dir DIR]`` (the filler)."""
+    """The filler: ``python -m ktest.backends.kind.pool fill --spec JSON --kind PATH [--records-dir DIR]``."""
     parser = argparse.ArgumentParser(prog="python -m ktest.backends.kind.pool")
     parser.add_argument("command", choices=["fill"])
     parser.add_argument("--spec", required=True, help="the SpareSpec as JSON")

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ktest.base.process import popen_bound
 from ktest.backends.kind.kubectl import forwarded_port, stop_forwarding
+from ktest.base.process import popen_bound
 
 if TYPE_CHECKING:
     from ktest.backends.kind.handle import KindHandle

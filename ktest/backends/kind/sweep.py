@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ktest.errors import KindError
 from ktest.backends.kind import records
 from ktest.backends.kind.cluster import delete_cluster, existing_clusters
 from ktest.backends.kind.records import ClusterRecord
+from ktest.errors import KindError
 
 
 def sweep_orphans(

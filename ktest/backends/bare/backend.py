@@ -113,7 +113,7 @@ def open_bare(settings: Settings, notes: list[str]) -> Backend:
     """The bare backend: a warm ``ktest up`` control plane when reuse is on and one matches,
     else a control plane of the session's own."""
     if settings.reuse:
-        from ktest.sessions import reuse
+        from ktest.backends.bare import reuse
 
         record, removed = reuse.find_compatible(settings)
         notes.extend(removed)

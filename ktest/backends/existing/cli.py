@@ -27,7 +27,7 @@ def register(subparsers: Any, parsers: dict[str, argparse.ArgumentParser]) -> No
 
 def down_from_args(args: argparse.Namespace) -> int:
     """The registry's ``down``: sweep the namespaces of dead sessions from the named context's cluster."""
-    from ktest.backends.existing import ExistingBackend
+    from ktest.backends.existing.backend import ExistingBackend
     from ktest.config import default_kubeconfig
 
     context = getattr(args, "context", None)

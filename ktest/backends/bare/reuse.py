@@ -1,6 +1,6 @@
 """Warm control planes kept between test runs: ``ktest up`` records, health, attach, stop.
 
-``ktest up`` starts :mod:`ktest.backends.bare_daemon` in its own session; the daemon
+``ktest up`` starts :mod:`ktest.backends.bare.daemon` in its own session; the daemon
 runs a :class:`ControlPlane` (whose processes are bound to the daemon, not to
 ``ktest up``) and writes a record to
 ``${XDG_STATE_HOME:-~/.local/state}/ktest/up/<name>.json`` once it is ready.
@@ -38,7 +38,7 @@ from ktest.sessions.attached import AttachedBackend
 from ktest.sessions.backend import ClusterShare
 
 DEFAULT_NAME = "default"
-DAEMON_MODULE = "ktest.backends.bare_daemon"
+DAEMON_MODULE = "ktest.backends.bare.daemon"
 _READY_ATTEMPTS = 3
 
 

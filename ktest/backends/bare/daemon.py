@@ -1,11 +1,11 @@
 """The background process behind ``ktest up`` (backend bare): runs one ControlPlane until SIGTERM.
 
-Run as ``python -m ktest.backends.bare_daemon --record PATH --name NAME ...``. The
+Run as ``python -m ktest.backends.bare.daemon --record PATH --name NAME ...``. The
 control plane's processes are bound to this daemon (parent-death signal,
 janitor), so they outlive the ``ktest up`` that started it and die with it.
 The record is written once the control plane is ready and removed on exit.
 It serves the plane as a :class:`BareBackend`, so it stands with the bare backend;
-the records and attaching (:mod:`ktest.sessions.reuse`) name it by module only.
+the records and attaching (:mod:`ktest.backends.bare.reuse`) name it by module only.
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from ktest.backends.bare import BareBackend
+from ktest.backends.bare.backend import BareBackend
+from ktest.backends.bare.reuse import UpRecord, read_record, write_record
 from ktest.base.procfs import process_start_time
 from ktest.controlplane import ControlPlane
 from ktest.errors import KtestError
-from ktest.sessions.reuse import UpRecord, read_record, write_record
 from ktest.sessions.shared import ClusterServer
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ktest.backends.bare_daemon")
+    parser = argparse.ArgumentParser(prog="python -m ktest.backends.bare.daemon")
     parser.add_argument("--record", required=True, type=Path)
     parser.add_argument("--name", required=True)
     parser.add_argument("--k8s-version", default=None)

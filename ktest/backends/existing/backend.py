@@ -33,6 +33,7 @@ from urllib.parse import urlparse
 import urllib3
 import yaml
 
+from ktest.backends.existing.private_kubeconfig import PrivateKubeconfig
 from ktest.cluster import Cluster
 from ktest.cluster.namespaces import sweep_dead_namespaces
 from ktest.cluster.rest import auth_headers
@@ -40,7 +41,6 @@ from ktest.config import Settings
 from ktest.controlplane.plane import default_base_directory
 from ktest.errors import ClusterError, ConfigError
 from ktest.sessions.backend import Backend, ClusterShare
-from ktest.sessions.private_kubeconfig import PrivateKubeconfig
 
 DEFAULT_PROBE_TIMEOUT = 10.0
 
