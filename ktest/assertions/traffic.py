@@ -29,7 +29,7 @@ from ktest.wait.report import plural
 
 if TYPE_CHECKING:
     from ktest.cluster.refs import RefLike
-    from ktest.operators.handle import OperatorHandle
+    from ktest.operators.operator import OperatorHandle
     from ktest.proxy.traffic import Call, Traffic
 
 RULE_NO_HOT_LOOP = (

@@ -26,13 +26,13 @@ if TYPE_CHECKING:
     from ktest.operators.denials import find_denials as find_denials
     from ktest.operators.gobuild import build_go_binary as build_go_binary
     from ktest.operators.gobuild import plan_go_build as plan_go_build
-    from ktest.operators.handle import ExpectedCrash as ExpectedCrash
-    from ktest.operators.handle import OperatorHandle as OperatorHandle
     from ktest.operators.inprocess import CallableOperator as CallableOperator
     from ktest.operators.inprocess import OperatorContext as OperatorContext
     from ktest.operators.inprocess import run_callable as run_callable
     from ktest.operators.kopf_runner import KopfOperator as KopfOperator
     from ktest.operators.kopf_runner import run_kopf as run_kopf
+    from ktest.operators.operator import ExpectedCrash as ExpectedCrash
+    from ktest.operators.operator import OperatorHandle as OperatorHandle
     from ktest.operators.process_runner import ProcessOperator as ProcessOperator
     from ktest.operators.process_runner import run_subprocess as run_subprocess
     from ktest.operators.pytest_fixtures import finalize_cluster_objects as finalize_cluster_objects
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ktest.operators.run_threads import OperatorCrash as OperatorCrash
 
 _NAMES_BY_MODULE = {
-    "handle": ("OperatorHandle", "ExpectedCrash"),
+    "operator": ("OperatorHandle", "ExpectedCrash"),
     "inprocess": ("OperatorContext", "CallableOperator", "run_callable"),
     "kopf_runner": ("KopfOperator", "run_kopf"),
     "process_runner": ("ProcessOperator", "run_subprocess"),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktest.errors import OperatorError
-from ktest.operators.handle import launch
+from ktest.operators.operator import launch
 from ktest.operators.run_threads import OperatorCrash, RunThreads
 from ktest.operators.thread_runner import ThreadOperator, ThreadRun
 from ktest.operators.threads import call_in_loop, close_loop
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ktest.cluster import Cluster
-    from ktest.operators.handle import InProcessOptions
+    from ktest.operators.operator import InProcessOptions
 
 ReadyCheck = Callable[[], bool]
 """Returns True (without raising) once the operator is ready."""
@@ -199,7 +199,7 @@ def run_callable(
     then waits before it stops only for deletions of those namespaces. ``proxy``
     (default: the ``ktest_operator_proxy`` setting, on) gives the operator a kubeconfig
     through ktest's API proxy: ``op.traffic``, ``op.faults``. The other keyword arguments:
-    :class:`~ktest.operators.handle.InProcessOptions`. Use the result as a context manager
+    :class:`~ktest.operators.operator.InProcessOptions`. Use the result as a context manager
     to stop it::
 
         with run_callable(my_operator, cluster) as op:

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 from ktest.base.delegation import Delegated
 from ktest.errors import OperatorError
 from ktest.operators import client_defaults
-from ktest.operators.handle import launch
 from ktest.operators.kopf_liveness import answers, read_probe
 from ktest.operators.kopf_loading import SiblingModules, Source, describe_sources, is_path, load_registry
 from ktest.operators.kopf_retries import (
@@ -42,6 +41,7 @@ from ktest.operators.kopf_retries import (
     RetryTracker,
 )
 from ktest.operators.kopf_settings import configure_pinned
+from ktest.operators.operator import launch
 from ktest.operators.run_threads import RunThreads
 from ktest.operators.thread_runner import ThreadOperator, ThreadRun
 from ktest.operators.threads import call_in_loop, close_loop
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ktest.cluster import Cluster
-    from ktest.operators.handle import InProcessOptions
+    from ktest.operators.operator import InProcessOptions
 
 _LOGIN_ID = "ktest-test-cluster-login"
 _RESOURCE_REGISTRIES = ("_indexing", "_watching", "_spawning", "_changing")
@@ -465,7 +465,7 @@ def run_kopf(
     s after the test ended, fails the test (with ``fail_on_errors``, the default).
     ``proxy`` (default: the ``ktest_operator_proxy`` setting, on) routes the operator's
     API calls through ktest's proxy: ``op.traffic``, ``op.faults``. The other keyword
-    arguments: :class:`~ktest.operators.handle.InProcessOptions`.
+    arguments: :class:`~ktest.operators.operator.InProcessOptions`.
     """
     wait = options.pop("wait", True)
     sources = [modules_or_paths] if isinstance(modules_or_paths, (str, Path)) else list(modules_or_paths)

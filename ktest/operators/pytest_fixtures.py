@@ -54,7 +54,7 @@ from ktest.errors import ClusterError, OperatorError
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
     from ktest.cluster.discovery import ResourceInfo
-    from ktest.operators.handle import OperatorHandle
+    from ktest.operators.operator import OperatorHandle
 
 
 @contextlib.contextmanager
@@ -128,11 +128,11 @@ def operator_for_test(
     this operator's concern, even for a cluster-wide one).
 
     Right after the test, work the operator still retries by design is judged
-    (:meth:`~ktest.operators.handle.OperatorHandle.settle`: a kopf handler still failing with
+    (:meth:`~ktest.operators.operator.OperatorHandle.settle`: a kopf handler still failing with
     ``TemporaryError`` fails the test). ``before_cleanup`` runs next (e.g. make a fake backend
     healthy again so deletions can succeed). An operator the test crashed or stopped is
     restarted for the clean-up only if some object to clean up still carries a finalizer it
-    owns (:meth:`~ktest.operators.handle.OperatorHandle.owns_finalizer`), since only a running
+    owns (:meth:`~ktest.operators.operator.OperatorHandle.owns_finalizer`), since only a running
     operator removes its finalizers; otherwise the deletions need no operator and it stays
     stopped. ``cluster`` must be allowed to list and delete them (the admin cluster). An
     object still present after ``timeout`` seconds fails the teardown, naming it and its

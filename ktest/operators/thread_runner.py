@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ktest.operators import client_defaults, logs
-from ktest.operators.handle import OperatorHandle
+from ktest.operators.operator import OperatorHandle
 from ktest.operators.run_threads import OperatorCrash, RunThreads
 from ktest.operators.threads import (
     call_in_loop,
