@@ -48,6 +48,7 @@ from ktest.controlplane.run_directory import (
     says_disk_full,
     writing_in,
 )
+from ktest.controlplane.upgrade import UpgradeReport, upgrade_plane
 from ktest.errors import ControlPlaneError
 
 __all__ = ["ControlPlane", "default_base_directory"]
@@ -132,6 +133,7 @@ class ControlPlane:
         self._controllers_waited_for = False
         self._version = ""
         self._started = False
+        self.shared_by: str | None = None  # who else uses it (upgrade() refuses then)
 
     # -- public state ------------------------------------------------------------
     @property
@@ -310,6 +312,10 @@ class ControlPlane:
             except BaseException:
                 manager.halt()  # still listed, dead, with its log
                 raise
+
+    def upgrade(self, to: str, *, assets: Assets | Path | str | None = None) -> UpgradeReport:
+        """Upgrade in place to the next minor: see :func:`ktest.controlplane.upgrade.upgrade_plane`."""
+        return upgrade_plane(self, to, assets=assets)
 
     def add_user(self, name: str, groups: Iterable[str] = ()) -> Path:
         """A kubeconfig for a client-certificate identity (CN=name, O=groups)."""
