@@ -145,10 +145,15 @@ def test_nothing_outside_the_registry_compares_a_backend_name() -> None:
 
 
 KIND_IN_CLI_OR_PLUGIN = {
-    "ktest.cli.versions": {"ktest.backends.kind", "ktest.backends.kind.recipe"},
+    "ktest.cli.versions": {
+        "ktest.backends.kind", "ktest.backends.kind.recipe", "ktest.backends.kind.node_images",
+        "ktest.backends.kind.node_images.node_image_inventory",
+        "ktest.backends.kind.node_images.NodeImageInventory",
+    },
     "ktest.cli.init": {"ktest.backends.kind.recipe", "ktest.backends.kind.recipe.KIND_VERSION"},
 }
-"""Allowed: ``ktest versions`` reads the supported minors from the kind node-image recipe, and
+"""Allowed: ``ktest versions`` reads kind's version from the kind node-image recipe and asks kind's
+node-image inventory which node images the Docker engine holds per minor, and
 ``ktest init github-actions`` keys the workflow's node-image cache on kind's version."""
 
 

@@ -1,9 +1,13 @@
-"""``ktest versions [--json] [--resolve] [--k8s-version V ...]``: which Kubernetes versions ktest supports.
+"""``ktest versions [--json] [--resolve] [--k8s-version V ...]``: which Kubernetes versions ktest
+supports, and for each minor what this machine has and how it would get the rest.
 
-The supported minors and the default come from ktest itself (no network), so a
-CI workflow can build its matrix from them (``fromJSON``). Patch releases are
-resolved from the installed binaries; ``--resolve`` also asks the remote
-listings (Go module proxy, envtest index; cached for hours in ``versions.json``).
+Per supported minor (ktest/assets/minors.py): the etcd its kubeadm runs, the patch it resolves
+to, the binaries installed here, the kind node images the Docker engine holds, and how
+``ktest binaries install`` would obtain it (reuse, envtest download, Go build from the module
+proxy, or not here and why). The supported minors and the default come from ktest itself (no
+network), so a CI workflow can build its matrix from ``--json`` (``fromJSON``). Patch releases
+are resolved from the installed binaries; ``--resolve`` also asks the remote listings (Go module
+proxy, envtest index; cached for hours in ``versions.json``).
 """
 
 from __future__ import annotations
@@ -12,21 +16,31 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ktest import backend_registry as registry
+from ktest.assets import minors
 from ktest.errors import AssetsError
+
+if TYPE_CHECKING:
+    from ktest.assets.gotool import GoTool
+    from ktest.assets.sources import BinarySource
+    from ktest.assets.versions import KnownVersions
+    from ktest.backends.kind.node_images import NodeImageInventory
 
 
 def register(subparsers: Any) -> None:
     """Add ``versions`` to the ``ktest`` parser."""
     parser = subparsers.add_parser(
         "versions",
-        help="supported and default Kubernetes versions (--json for CI matrices)",
+        help="supported Kubernetes minors, what is installed here and how the rest is obtained "
+        "(--json for CI matrices)",
         description=(
-            "Print the Kubernetes minor versions ktest supports, the default, and the patch "
-            "release each one resolves to where known. Unknown or unsupported --k8s-version "
-            "selectors exit 2 with the list of supported ones."
+            "Print the Kubernetes minor versions ktest supports, the default, and per minor: the "
+            "etcd it runs, the patch release it resolves to where known, the binaries installed "
+            "here, the kind node images the Docker engine holds, and how `ktest binaries install` "
+            "would obtain it. Unknown or unsupported --k8s-version selectors exit 2 with the "
+            "list of supported ones."
         ),
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -46,32 +60,72 @@ def register(subparsers: Any) -> None:
 
 
 @dataclass
+class MinorStatus:
+    """One supported minor on this machine: ``ktest versions``' row."""
+
+    minor: str
+    role: str  # "default", "older" (the second minor CI tests) or ""
+    etcd: str
+    patch: str | None
+    installed: list[str]
+    node_images: list[str]
+    node_images_unknown: str  # why node images could not be looked for ("" when they could)
+    obtain: str  # "installed", "download", "build" or "none"
+    obtain_detail: str
+
+    @property
+    def node_image_text(self) -> str:
+        if self.node_images_unknown:
+            return self.node_images_unknown
+        if self.node_images:
+            return ", ".join(self.node_images)
+        return f"none (`ktest kind build-image --k8s-version {self.minor}`)"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "minor": self.minor,
+            "supported": True,
+            "role": self.role,
+            "etcd": self.etcd,
+            "patch": self.patch,
+            "installed": self.installed,
+            # None: unknown (no Docker engine); else the references found, [] for none.
+            "node_images": None if self.node_images_unknown else self.node_images,
+            "node_images_note": self.node_images_unknown,
+            "obtain": self.obtain,
+            "obtain_detail": self.obtain_detail,
+        }
+
+
+@dataclass
 class VersionReport:
     """What ``ktest versions`` prints."""
 
     ktest_version: str
     default: str
+    older: str
     supported: list[str]
     kind_version: str
     resolved: dict[str, str | None] = field(default_factory=dict)
+    minors: list[MinorStatus] = field(default_factory=list)
     sources: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {
             "ktest_version": self.ktest_version,
             "default": self.default,
+            "older": self.older,
             "supported": self.supported,
             "backends": list(registry.matrix_names()),
             "kind_version": self.kind_version,
             "resolved": self.resolved,
+            "minors": [status.as_json() for status in self.minors],
         }
 
 
 def supported_minors() -> list[str]:
     """Minor versions ktest supports on every backend, newest first."""
-    from ktest.backends.kind import recipe
-
-    return sorted(recipe.MINORS, key=lambda minor: tuple(int(p) for p in minor.split(".")), reverse=True)
+    return minors.supported_minors()
 
 
 def check_selector(text: str, supported: list[str]) -> str:
@@ -91,10 +145,86 @@ def check_selector(text: str, supported: list[str]) -> str:
     return minor
 
 
-def build_report(selectors: list[str] | None, *, remote: bool) -> VersionReport:
-    """Supported/default versions and the patch each selector resolves to (None when unknown)."""
-    from ktest.assets import download, store, versions
-    from ktest.assets.gobuild import find_go
+def _newest_first(versions: list[str]) -> list[str]:
+    return sorted(versions, key=lambda v: tuple(int(p) for p in v.split(".")), reverse=True)
+
+
+def how_obtained(
+    minor: str,
+    *,
+    installed: list[str],
+    known: KnownVersions,
+    remote: bool,
+    downloads_enabled: bool,
+    builders: tuple[BinarySource, ...],
+    go: GoTool | None,
+) -> tuple[str, str]:
+    """How ``ktest binaries install --k8s-version <minor>`` would get this minor here, in the order
+    it tries (reuse, envtest download, a registered binary source such as ktest-offline's Go
+    build): ``(way, explanation)``; way ``none`` says why not."""
+    from ktest.assets.selectors import parse_selector
+
+    if installed:
+        return "installed", f"installed here: {', '.join(installed)}"
+    build, build_unavailable = _build_plan(minor, known=known, remote=remote, builders=builders, go=go)
+    why_not: list[str] = []
+    if not downloads_enabled:
+        why_not.append("downloads are off (KTEST_DOWNLOAD)")
+    elif remote and "envtest index" in known.failures:
+        why_not.append(f"the envtest index is unreachable ({known.failures['envtest index']})")
+    elif remote:
+        listed = parse_selector(minor).newest_match(known.by_source.get("envtest index", []))
+        if listed is not None:
+            return "download", f"envtest download of {listed} (kube-controller-manager from the release site)"
+        why_not.append(f"the envtest index lists no {minor} release")
+    else:
+        fallback = f"else {build}" if build else f"no build either: {build_unavailable}"
+        return "download", f"envtest download if the envtest index lists it (--resolve checks); {fallback}"
+    if build:
+        return "build", build
+    return "none", "not obtainable here: " + "; ".join([*why_not, build_unavailable])
+
+
+def _build_plan(
+    minor: str,
+    *,
+    known: KnownVersions,
+    remote: bool,
+    builders: tuple[BinarySource, ...],
+    go: GoTool | None,
+) -> tuple[str, str]:
+    """``(how a build would go, "")`` or ``("", why no build can run here)``."""
+    from ktest.assets.selectors import parse_selector
+    from ktest.assets.sources import not_installed_note
+
+    facts = minors.facts(minor)
+    available = [source for source in builders if not source.unavailable()]
+    if not builders:
+        return "", not_installed_note()
+    if not available:
+        return "", "; ".join(f"{source.label}: {source.unavailable()}" for source in builders)
+    if go is None:
+        return "", "no `go` on PATH for a Go build"
+    if go.go_version_tuple() < tuple(int(p) for p in facts.go.split(".")) and go.toolchain == "local":
+        return "", f"{go.version} is older than the Go {facts.go} {minor}'s go.mod needs (GOTOOLCHAIN=local)"
+    if remote and "Go module proxy" in known.failures:
+        return "", f"the Go module proxy is unreachable ({known.failures['Go module proxy']})"
+    patch = parse_selector(minor).newest_match(known.by_source.get("Go module proxy", []))
+    target = f"k8s.io/kubernetes v{patch}" if patch else f"k8s.io/kubernetes v{minor}.x"
+    return (
+        f"{available[0].label} via the Go module proxy ({target} and etcd {facts.etcd} with "
+        f"{go.version}; about 10-15 min the first time on 2 cores)",
+        "",
+    )
+
+
+def build_report(
+    selectors: list[str] | None, *, remote: bool, node_images: NodeImageInventory | None = None
+) -> VersionReport:
+    """Supported/default versions, the patch each selector resolves to (None when unknown) and
+    each minor's status here. ``node_images`` None asks the Docker engine."""
+    from ktest.assets import download, sources, store, versions
+    from ktest.assets.gotool import find_go
     from ktest.assets.progress import as_progress
     from ktest.assets.selectors import parse_selector
     from ktest.backends.kind import recipe
@@ -102,18 +232,18 @@ def build_report(selectors: list[str] | None, *, remote: bool) -> VersionReport:
 
     supported = supported_minors()
     wanted = selectors if selectors else supported
-    for text in wanted:
-        check_selector(text, supported)
+    wanted_minors = list(dict.fromkeys(check_selector(text, supported) for text in wanted))
     # Exact releases need no listing: ask the remote listings only for what is left open.
     remote = remote and not all(parse_selector(text).is_exact for text in wanted)
-    go = find_go() if remote else None
+    go = find_go()
     settings = download.DownloadSettings.from_env()
     downloader = (
         download.Downloader(settings, as_progress(False)) if remote and settings.enabled else None
     )
+    locations = store.Locations.from_env()
     known = versions.known_versions(
-        store.Locations.from_env(),
-        go=go.path if go is not None else None,
+        locations,
+        go=go.path if remote and go is not None else None,
         downloader=downloader,
         progress=as_progress(False),
     )
@@ -125,14 +255,48 @@ def build_report(selectors: list[str] | None, *, remote: bool) -> VersionReport:
             resolved[text] = selector.exact_version
         else:
             # "latest" means the newest supported minor, not whatever the proxy lists first.
-            minor = parse_selector(check_selector(text, supported))
-            resolved[text] = minor.newest_match(candidates)
+            newest_supported = parse_selector(check_selector(text, supported))
+            resolved[text] = newest_supported.newest_match(candidates)
+    if node_images is None:
+        from ktest.backends.kind.node_images import node_image_inventory
+
+        node_images = node_image_inventory()
+    installed_here = known.by_source.get("installed", [])
+    builders = sources.binary_sources()
+    statuses = []
+    for minor in wanted_minors:
+        installed = _newest_first([v for v in installed_here if v.startswith(minor + ".")])
+        way, detail = how_obtained(
+            minor,
+            installed=installed,
+            known=known,
+            remote=remote,
+            downloads_enabled=settings.enabled,
+            builders=builders,
+            go=go,
+        )
+        role = {minors.DEFAULT_MINOR: "default", minors.OLDER_MINOR: "older"}.get(minor, "")
+        statuses.append(
+            MinorStatus(
+                minor=minor,
+                role=role,
+                etcd=minors.facts(minor).etcd,
+                patch=parse_selector(minor).newest_match(candidates),
+                installed=installed,
+                node_images=node_images.for_minor(minor),
+                node_images_unknown=node_images.unknown,
+                obtain=way,
+                obtain_detail=detail,
+            )
+        )
     return VersionReport(
         ktest_version=VERSION,
-        default=recipe.DEFAULT_MINOR,
+        default=minors.DEFAULT_MINOR,
+        older=minors.OLDER_MINOR,
         supported=supported,
         kind_version=recipe.KIND_VERSION,
         resolved=resolved,
+        minors=statuses,
         sources=known.describe(),
     )
 
@@ -144,10 +308,21 @@ def _versions(args: argparse.Namespace) -> int:
         print()
         return 0
     print(f"ktest {report.ktest_version}; kind backend uses kind {report.kind_version}")
-    print(f"supported Kubernetes minors: {', '.join(report.supported)} (default {report.default})")
+    print(
+        f"supported Kubernetes minors: {', '.join(report.supported)} "
+        f"(default {report.default}; CI also tests {report.older})"
+    )
+    for status in report.minors:
+        role = f" ({status.role})" if status.role else ""
+        print(f"{status.minor}{role}: supported; etcd {status.etcd}; patch {status.patch or 'unknown here'}")
+        print(f"  installed here: {', '.join(status.installed) or 'no'}")
+        print(f"  kind node image: {status.node_image_text}")
+        print(f"  obtained by: {status.obtain_detail}")
     for selector, patch in report.resolved.items():
+        if selector in report.supported:
+            continue  # shown above
         shown = patch or "unknown here (try --resolve, or `ktest binaries install --k8s-version ...`)"
-        print(f"  {selector}: {shown}")
+        print(f"{selector}: {shown}")
     if report.sources:
         print(f"known releases: {report.sources}")
     return 0
