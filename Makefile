@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 K8S_VERSION ?=
 # The suite also checks that an older minor runs (tests/controlplane/test_versions.py).
-OLDER_K8S_VERSION ?= 1.35
+OLDER_K8S_VERSION ?= 1.36
 # ktest's tests and the demo suite, on two xdist workers (control planes and tests overlap
 # well on 2 cores).
 TEST_WORKERS ?= 2

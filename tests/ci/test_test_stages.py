@@ -82,7 +82,7 @@ def _stand_ins(
         **os.environ,
         "BIN": str(bin_dir),
         "MAKE": str(make),
-        "OLDER_K8S_VERSION": "1.35",
+        "OLDER_K8S_VERSION": "1.36",
         "BACKGROUND_LOG_PREFIX": str(tmp_path / "background-"),
     }
 
@@ -107,10 +107,10 @@ def _calls(tmp_path: Path) -> list[str]:
 
 OLDER_TEST_CALL = "python -m pytest tests/controlplane/test_versions.py"
 BACKGROUND = {
-    "make --no-print-directory binaries-older OLDER_K8S_VERSION=1.35 nice=19",
-    "make --no-print-directory kind-image OLDER_K8S_VERSION=1.35 nice=10",
-    "make --no-print-directory test-floors OLDER_K8S_VERSION=1.35 nice=5",
-    "make --no-print-directory test-example OLDER_K8S_VERSION=1.35 nice=5",
+    "make --no-print-directory binaries-older OLDER_K8S_VERSION=1.36 nice=19",
+    "make --no-print-directory kind-image OLDER_K8S_VERSION=1.36 nice=10",
+    "make --no-print-directory test-floors OLDER_K8S_VERSION=1.36 nice=5",
+    "make --no-print-directory test-example OLDER_K8S_VERSION=1.36 nice=5",
 }
 
 
@@ -122,7 +122,7 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
     # B starts before the default version's binaries build, A only after it.
     assert "B started before binaries: yes" in calls
     assert calls.index("B started before binaries: yes") < calls.index(
-        "make --no-print-directory kind-image OLDER_K8S_VERSION=1.35 nice=10"
+        "make --no-print-directory kind-image OLDER_K8S_VERSION=1.36 nice=10"
     )
     foreground = [
         call for call in calls
@@ -141,7 +141,7 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
     assert foreground[2].startswith("make --no-print-directory test-kind")
     # The kind layer's own tests: the default version only (no older node image is built).
     assert foreground[3] == "python -m pytest tests/kind older=unset"
-    assert foreground[4] == "python -m pytest tests/controlplane/test_versions.py older=1.35"
+    assert foreground[4] == "python -m pytest tests/controlplane/test_versions.py older=1.36"
     assert len(foreground) == 5
 
 

@@ -1,20 +1,20 @@
 """A second, older Kubernetes minor runs too: users test a matrix of versions.
 
 ``make test`` installs the default version and ``KTEST_OLDER_K8S_VERSION``
-(1.35 unless set); the whole suite also runs on any version with
-``make test K8S_VERSION=1.35``.
+(the previous minor, ``ktest.assets.minors.OLDER_MINOR``, unless set); the whole suite
+also runs on any supported version with ``make test K8S_VERSION=1.34``.
 """
 
 from __future__ import annotations
 
 import os
 
-from ktest.assets import resolve_assets
+from ktest.assets import minors, resolve_assets
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 from ktest.wait import eventually
 
-OLDER = os.environ.get("KTEST_OLDER_K8S_VERSION", "1.35")
+OLDER = os.environ.get("KTEST_OLDER_K8S_VERSION", minors.OLDER_MINOR)
 
 
 def test_older_minor_starts_with_controllers_and_collects_garbage() -> None:
