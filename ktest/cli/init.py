@@ -8,7 +8,8 @@ Otherwise (ktest installed from PyPI, or a checkout without a GitHub ``origin``)
 writes a self-contained workflow instead: a matrix job that installs the same ktest
 release from PyPI (the ``kind`` extra only in kind cells), caches the binaries by
 their exact version and the kind node image, and runs pytest (only GitHub's own
-actions, pinned by commit). Either workflow runs on push and on pull requests from
+actions, pinned by commit); a failed run uploads the failed tests' timelines
+(``timelines-<cell>``) and names them in the job summary, as the reusable workflow does. Either workflow runs on push and on pull requests from
 forks (a pull request from a branch of the repository already ran on its push).
 Kubernetes versions ktest does not support are refused. An existing file is left
 alone unless ``--force``.
@@ -20,6 +21,7 @@ import argparse
 import json
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -176,19 +178,21 @@ def render_standalone_workflow(options: WorkflowOptions) -> str:
             "commit (installed from PyPI, or a checkout without a GitHub 'origin'); pass --repository "
             "OWNER/ktest --ref <commit SHA>, or drop --shards"
         )
-    from ktest.backends.kind.recipe import KIND_VERSION
-
     versions: list[str] = []
     for version in options.k8s_versions:
         if version == "supported":
             versions.extend(supported_minors())
         else:
             versions.append("latest" if version == "default" else str(parse_selector(version)))
-    kind = "kind" in options.backends
-    plain, with_kind = f"ktest=={options.ktest_version}", f"ktest[kind]=={options.ktest_version}"
+    plain = f"ktest=={options.ktest_version}"
     pytest_command = f"python -m pytest {options.pytest_args}".rstrip()
     platform = "${{ runner.os }}-${{ runner.arch }}"
     release = "${{ steps.k8s.outputs.version }}"
+    context = registry.CiContext(platform, release, cache_action=CACHE, upload_action=UPLOAD_ARTIFACT)
+    cells = _backend_ci_steps(options.backends, context)
+    extras = [
+        (name, f"ktest[{found.extra}]=={options.ktest_version}") for name, found in cells if found.extra
+    ]
     binaries_key = f"ktest-binaries-{platform}-k8s{release}-${{{{ matrix.backend }}}}"
     lines = [
         "# Kubernetes integration tests with ktest: every Kubernetes version x backend below runs",
@@ -216,14 +220,13 @@ def render_standalone_workflow(options: WorkflowOptions) -> str:
         "      - name: Install ktest (the kind extra in kind cells) and the project under test",
         "        run: |",
     ]
-    if kind:
+    for number, (name, requirement) in enumerate(extras):
         lines += [
-            '          if [ "$KTEST_BACKEND" = kind ]; then',
-            f"            python -m pip install {_shell_word(with_kind)}",
-            "          else",
-            f"            python -m pip install {_shell_word(plain)}",
-            "          fi",
+            f'          {"elif" if number else "if"} [ "$KTEST_BACKEND" = {name} ]; then',
+            f"            python -m pip install {_shell_word(requirement)}",
         ]
+    if extras:
+        lines += ["          else", f"            python -m pip install {_shell_word(plain)}", "          fi"]
     else:
         lines.append(f"          python -m pip install {_shell_word(plain)}")
     lines += [
@@ -256,44 +259,66 @@ def render_standalone_workflow(options: WorkflowOptions) -> str:
         '          assets="$(ktest binaries path --k8s-version "$KTEST_K8S_VERSION" --quiet)"',
         '          echo "KUBEBUILDER_ASSETS=$assets" >> "$GITHUB_ENV"',
     ]
-    if kind:
-        lines += [
-            "      - name: kind",
-            "        if: matrix.backend == 'kind'",
-            "        run: ktest kind install",
-            f"      - uses: {CACHE}",
-            "        if: matrix.backend == 'kind'",
-            "        with:",
-            "          path: ~/.cache/ktest-ci/node-image.tar",
-            f"          key: ktest-kind-node-{platform}-kind{KIND_VERSION}-k8s{release}",
-            "      - name: kind node image (loaded from the cache, else pulled and archived for it)",
-            "        if: matrix.backend == 'kind'",
-            "        run: |",
-            '          image="kindest/node:v$KTEST_K8S_VERSION"',
-            "          archive=~/.cache/ktest-ci/node-image.tar",
-            '          if [ -f "$archive" ]; then',
-            '            docker load --input "$archive"',
-            "          else",
-            '            docker pull "$image"',
-            '            mkdir -p "$(dirname "$archive")"',
-            '            docker save --output "$archive" "$image"',
-            "          fi",
-        ]
+    for _name, steps in cells:
+        lines += steps.before_tests
     lines += [
         "      - name: pytest",
         f"        run: {_yaml_string(pytest_command)}",
+        *_TIMELINE_STEPS,
     ]
-    if kind:
-        lines += [
-            "      - name: Upload the kind logs of a failed run",
-            "        if: failure() && matrix.backend == 'kind'",
-            f"        uses: {UPLOAD_ARTIFACT}",
-            "        with:",
-            "          name: kind-logs-${{ matrix.backend }}-${{ matrix.k8s-version }}",
-            "          path: .ktest-artifacts/kind-logs/",
-            "          if-no-files-found: ignore",
-        ]
+    for _name, steps in cells:
+        lines += steps.after_failure
     return "\n".join(lines) + "\n"
+
+
+# A failing test's timeline (setting ktest_timeline, on failure by default): one self-contained
+# HTML page per test under .ktest-artifacts/timelines, uploaded and named in the job summary.
+_TIMELINE_ARTIFACT = "timelines-${{ matrix.backend }}-${{ matrix.k8s-version }}"
+_TIMELINE_STEPS = (
+    "      - name: Upload the timelines of failed tests",
+    "        id: timelines",
+    "        if: failure()",
+    f"        uses: {UPLOAD_ARTIFACT}",
+    "        with:",
+    f"          name: {_TIMELINE_ARTIFACT}",
+    "          path: .ktest-artifacts/timelines/",
+    "          if-no-files-found: ignore",
+    "      - name: Name the timelines in the job summary",
+    "        if: failure()",
+    "        env:",
+    f"          ARTIFACT: {_TIMELINE_ARTIFACT}",
+    "          ARTIFACT_URL: ${{ steps.timelines.outputs.artifact-url }}",
+    "        run: |",
+    *(
+        f"          {line}"
+        for line in (
+            "pages=\"$(find .ktest-artifacts/timelines -name '*.html' -printf '- `%P`\\n' 2>/dev/null "
+            '| sort)"',
+            'if [ -n "$pages" ]; then',
+            "  {",
+            '    echo "### Failure timelines"',
+            "    echo",
+            '    echo "One HTML page per failed test in the artifact [$ARTIFACT]($ARTIFACT_URL): open it in '
+            'any browser (it needs no network)."',
+            "    echo",
+            '    echo "$pages"',
+            '  } >> "$GITHUB_STEP_SUMMARY"',
+            "fi",
+        )
+    ),
+)
+
+
+def _backend_ci_steps(
+    backends: Sequence[str], context: registry.CiContext
+) -> list[tuple[str, registry.CiSteps]]:
+    """Each matrix backend's own steps (the ``ci_steps`` part of its spec), in the matrix's order."""
+    found = []
+    for name in backends:
+        part = registry.spec(name).load("ci_steps")
+        if part is not None:
+            found.append((name, part(context)))
+    return found
 
 
 def _shell_word(text: str) -> str:

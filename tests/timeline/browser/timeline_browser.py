@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Page, Route
 
 CHROMIUM = Path("/usr/bin/chromium")
+"""Debian's chromium (``make browser``); ``KTEST_CHROMIUM`` names another Chromium-family browser."""
 LOCAL_SCHEMES = ("file:", "data:", "about:")
 # A page that does not load or answer within this long is a failure, not a wait.
 PAGE_TIMEOUT_MS = 15_000
@@ -32,7 +33,8 @@ def chromium_missing_message(path: Path) -> str:
     return (
         f"Chromium is not installed at {path}: the timeline's browser tests drive Debian's chromium "
         "package headless through Playwright (its own browser downloads are not used). Install it "
-        "with `make browser` (scripts/browser, as root), which `make test` runs first."
+        "with `make browser` (scripts/browser, as root), which `make test` runs first, or set "
+        "KTEST_CHROMIUM to an installed Chromium-family browser."
     )
 
 
@@ -70,11 +72,12 @@ class TimelinePage:
 
 
 @contextmanager
-def timeline_page(chromium: Path = CHROMIUM) -> Iterator[TimelinePage]:
+def timeline_page(chromium: Path | None = None) -> Iterator[TimelinePage]:
     """A fresh headless browser with one offline page; closed (browser and all) on exit.
 
     Raises :class:`BrowserMissing` naming ``make browser`` when Chromium or Playwright is missing.
     """
+    chromium = chromium or Path(os.environ.get("KTEST_CHROMIUM") or CHROMIUM)
     if not chromium.is_file() or not os.access(chromium, os.X_OK):
         raise BrowserMissing(chromium_missing_message(chromium))
     try:
@@ -107,9 +110,9 @@ def timeline_page(chromium: Path = CHROMIUM) -> Iterator[TimelinePage]:
                 page.on("websocket", lambda socket: recorded.requests.append(socket.url))
                 page.on(
                     "console",
-                    lambda message: recorded.console_errors.append(message.text)
-                    if message.type == "error"
-                    else None,
+                    lambda message: (
+                        recorded.console_errors.append(message.text) if message.type == "error" else None
+                    ),
                 )
                 page.on("pageerror", lambda error: recorded.console_errors.append(f"uncaught: {error}"))
                 yield recorded
