@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -71,7 +72,8 @@ def test_refuses_to_overwrite_without_force(user_repo: Path, capsys: pytest.Capt
         (["--backends", "docker"], "--backends: 'docker' is not one of bare, kind"),
         (["--shards", "0"], "--shards must be between 1 and 32"),
         (["--k8s-versions", "1.37,1.20"], "--k8s-versions: Kubernetes 1.20 is not supported by this ktest: "
-                                          "the supported minors are 1.37, 1.36, 1.35 (`ktest versions` lists "
+                                          "the supported minors are 1.37, 1.36, 1.35, 1.34, 1.33, 1.32 "
+                                          "(`ktest versions` lists "
                                           "them); give one of those (e.g. 1.37)"),
         (["--k8s-versions", "1.20.4"], "--k8s-versions: Kubernetes 1.20.4 is not supported by this ktest"),
         (["--python-version", "three"], "--python-version 'three' is not a Python version like 3.12"),
@@ -309,3 +311,25 @@ def test_the_default_versions_are_the_two_newest_supported(user_repo: Path) -> N
     newest = supported_minors()[:2]
     expected = "k8s-versions: '[" + ", ".join(f'"{v}"' for v in newest) + "]'"
     assert expected in (user_repo / ".github/workflows/ktest.yml").read_text()
+
+
+def test_supported_spans_every_minor_from_1_32_in_both_kinds_of_workflow(
+    user_repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reusable workflow expands "supported" from `ktest versions --json` (scripts/ci/matrix.py);
+    the self-contained one lists the minors itself."""
+    import matrix
+
+    every = ["1.37", "1.36", "1.35", "1.34", "1.33", "1.32"]
+    assert main([*ARGS, "--k8s-versions", "supported"]) == 0
+    workflow = yaml.safe_load((user_repo / ".github/workflows/ktest.yml").read_text())
+    assert workflow["jobs"]["ktest"]["with"]["k8s-versions"] == '["supported"]'
+    capsys.readouterr()
+    assert main(["versions", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    cells = matrix.build_matrix(["supported"], ["bare"], 1, report)
+    assert [cell["k8s-version"] for cell in cells] == every
+    monkeypatch.setattr(init, "installed_origin", lambda: (None, None))
+    assert main(["init", "github-actions", "--force", "--k8s-versions", "supported"]) == 0
+    standalone = yaml.safe_load((user_repo / ".github/workflows/ktest.yml").read_text())
+    assert standalone["jobs"]["ktest"]["strategy"]["matrix"]["k8s-version"] == every
