@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ktest.operators.rbac import OperatorIdentity as OperatorIdentity
     from ktest.operators.rbac import load_roles as load_roles
     from ktest.operators.rbac import operator_identity as operator_identity
-    from ktest.operators.run_threads import OperatorCrash as OperatorCrash
+    from ktest.operators.threads import OperatorCrash as OperatorCrash
 
 _NAMES_BY_MODULE = {
     "operator": ("OperatorHandle", "ExpectedCrash"),
@@ -51,7 +51,7 @@ _NAMES_BY_MODULE = {
     "process_runner": ("ProcessOperator", "run_subprocess"),
     "rbac": ("OperatorIdentity", "operator_identity", "load_roles"),
     "gobuild": ("build_go_binary", "plan_go_build"),
-    "run_threads": ("OperatorCrash",),
+    "threads": ("OperatorCrash",),
     "pytest_fixtures": (
         "namespace_for",
         "operator_for_test",

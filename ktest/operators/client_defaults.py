@@ -5,7 +5,7 @@ Operators configure the official client once (``load_kube_config()``,
 no argument (``kubernetes.client.CoreV1Api()``). In a test process those
 defaults lead nowhere (``No host specified``) or, worse, to the developer's
 ``~/.kube/config``. While at least one in-process operator runs, the code of
-each operator (its threads, see ``run_threads``, and the import of its modules)
+each operator (its threads, see ``threads``, and the import of its modules)
 sees, instead of the process's own:
 
 * ``Configuration.get_default_copy()``/``get_default()``/``set_default()`` and
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ktest.base.proxies import choose_proxy
-from ktest.operators.run_threads import current_run
+from ktest.operators.threads import current_run
 
 _VARIABLE = "KUBECONFIG"
 

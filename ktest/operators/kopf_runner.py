@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ktest.base.delegation import Delegated
 from ktest.errors import OperatorError
 from ktest.operators import client_defaults
+from ktest.operators.inprocess import ThreadOperator, ThreadRun
 from ktest.operators.kopf_liveness import answers, read_probe
 from ktest.operators.kopf_loading import SiblingModules, Source, describe_sources, is_path, load_registry
 from ktest.operators.kopf_retries import (
@@ -42,9 +43,7 @@ from ktest.operators.kopf_retries import (
 )
 from ktest.operators.kopf_settings import configure_pinned
 from ktest.operators.operator import launch
-from ktest.operators.run_threads import RunThreads
-from ktest.operators.thread_runner import ThreadOperator, ThreadRun
-from ktest.operators.threads import call_in_loop, close_loop
+from ktest.operators.threads import RunThreads, call_in_loop, close_loop
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

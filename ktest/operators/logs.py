@@ -33,7 +33,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from ktest.operators.run_threads import RecordSink, current_run
+from ktest.operators.threads import RecordSink, current_run
 
 TAIL_LINES = 40
 _FORMAT = "%(asctime)s.%(msecs)03d %(levelname)-7s %(name)s: %(message)s"
