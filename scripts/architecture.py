@@ -29,6 +29,7 @@ FLOORS: list[list[str]] = [
     ["proxy", "faults", "webhooks"],
     ["operators"],
     ["assertions"],
+    ["timeline"],
     ["config", "config_values"],
     ["sessions"],
     ["backends"],
@@ -222,6 +223,57 @@ def _short(module: str) -> str:
     room = room_of_module(module)
     prefix = f"ktest.{room}."
     return module[len(prefix):] if module.startswith(prefix) else "__init__"
+
+
+def _named(node: ast.AST, names: frozenset[str]) -> str | None:
+    """The backend name ``node`` is, as a string constant (``"kind"``), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+        return node.value
+    return None
+
+
+def _table_names(node: ast.AST, names: frozenset[str]) -> list[str]:
+    """The backend names of a string table: a tuple, list or set literal (or a dict literal's keys)
+    whose strings are all backend names. ``("apiVersion", "kind")`` is a Kubernetes object's
+    fields, not a table of backends; ``("bare", "kind")`` is one."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        members: list[ast.expr | None] = list(node.elts)
+    elif isinstance(node, ast.Dict):
+        members = list(node.keys)
+    else:
+        return []
+    strings = [m for m in members if isinstance(m, ast.Constant) and isinstance(m.value, str)]
+    named = [found for member in strings if (found := _named(member, names))]
+    return named if strings and len(named) == len(strings) else []
+
+
+def backend_names_outside(names: Iterable[str], root: Path = KTEST) -> list[str]:
+    """Where a module names a backend outside that backend's package (``ktest/backends/<name>/``)
+    and the registry: compared by ``==``, ``!=``, ``in``/``not in`` or ``match``, or held in a string
+    table (a tuple, list, set or dict literal). A backend's differences belong to its spec's parts."""
+    wanted = frozenset(names)
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if relative.parts == ("backend_registry.py",):
+            continue
+        home = relative.parts[1] if relative.parts[0] == "backends" and len(relative.parts) > 2 else None
+        allowed = wanted & {home} if home else frozenset()
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse(path.read_text())):
+            named: list[str] = []
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                for op, left, right in zip(node.ops, operands, operands[1:]):
+                    if isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+                        named += [n for side in (left, right) if (n := _named(side, wanted))]
+            elif isinstance(node, ast.MatchValue):
+                named += [n for n in [_named(node.value, wanted)] if n]
+            named += _table_names(node, wanted)
+            for name in sorted(set(named) - allowed):
+                line = getattr(node, "lineno", 0)
+                found.append(f"{relative}:{line}: {name!r} in {lines[line - 1].strip() if line else '?'}")
+    return sorted(set(found))
 
 
 def main() -> int:

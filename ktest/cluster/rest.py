@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -57,6 +58,12 @@ FIRST_RETRY_WAIT = 0.05  # seconds; doubled on each retry, never beyond Retry-Af
 # urllib3's default, less its own Retry-After handling: it would sleep the full seconds asked,
 # and only for the methods it deems idempotent (this module decides, for every method)
 _CONNECTION_RETRIES = urllib3.Retry(3, respect_retry_after_header=False)
+
+RequestObserver = Callable[[str, str, str, int, float], None]
+"""Called after each answered request: (server URL, method, path with query, status, seconds taken)."""
+
+request_observers: ContextVar[tuple[RequestObserver, ...]] = ContextVar("ktest_request_observers", default=())
+"""Who is told of the requests sent in this context (a timeline recording: see ktest.timeline)."""
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +165,9 @@ class Rest:
             )
             time.sleep(wait)
         data = response.data
+        for observe in request_observers.get():
+            sent = url[len(config.host.rstrip("/")) :]
+            observe(config.host, method, sent, response.status, time.monotonic() - started)
         if not 200 <= response.status < 300:
             text = data.decode("utf-8", "replace") if data else ""
             note = ""

@@ -18,6 +18,7 @@ import re
 import struct
 import threading
 import time
+import weakref
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -178,6 +179,9 @@ class EventCounter:
 class Traffic:
     """Every call of one operator, in order; safe to read while the operator runs."""
 
+    live: weakref.WeakSet[Traffic] = weakref.WeakSet()
+    """Every record still in use (a timeline recording reads the operators running meanwhile)."""
+
     def __init__(self, name: str, resolve_kind: KindResolver | None = None) -> None:
         self.name = name
         self._resolve_kind = resolve_kind
@@ -186,6 +190,7 @@ class Traffic:
         self._lock = threading.Lock()
         self.started = time.monotonic()
         self._notes: list[tuple[float, str]] = []
+        Traffic.live.add(self)
 
     # ------------------------------------------------------------ recording
 

@@ -14,6 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -63,6 +64,13 @@ class Attempt:
     error: BaseException | None = None
     seen: dict[str, Any] = field(default_factory=dict)  # the check's locals when it raised
     message: str = ""  # how it ended, in words
+
+
+AttemptObserver = Callable[["WaitRun", Attempt], None]
+"""Called after each attempt of an ``eventually``/``consistently`` (a timeline recording)."""
+
+attempt_observers: ContextVar[tuple[AttemptObserver, ...]] = ContextVar("ktest_attempt_observers", default=())
+"""Who is told of the attempts made in this context (see ktest.timeline)."""
 
 
 class wait_within(wait_base):
@@ -175,6 +183,8 @@ class WaitRun:
         if verdict is Verdict.PASSED:
             self.passed += 1
             self.last_passed = attempt
+        for observe in attempt_observers.get():
+            observe(self, attempt)
         return attempt
 
     def _describe_outcome(self, value: Any, error: BaseException | None) -> str:

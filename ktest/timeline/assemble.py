@@ -1,0 +1,343 @@
+"""Building a timeline's events from what a recording collected: the operators' calls and log
+lines (read from their marks on), the API server's watch events (diffs between consecutive
+resourceVersions of each object, deletions the garbage collector or the namespace controller made),
+Events. Kept apart from :mod:`ktest.timeline.recorder`, which only collects."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ktest.operators.logs import OperatorLog
+from ktest.proxy.requests import WRITE_VERBS, ApiRequest
+from ktest.proxy.traffic import Call, Traffic
+from ktest.timeline.model import Event, TimelineData, cut, object_diff
+from ktest.timeline.watches import ResourceKey, Seen
+
+MAX_LOG_LINES = 3000
+"""Per operator: the latest log lines kept."""
+MAX_DELIVERIES = 2000
+"""Per operator: the latest watch events delivered to it that are shown."""
+_CONTROLLER_MANAGERS = ("kube-controller-manager",)
+_CLOCK = re.compile(r"(\d{2}):(\d{2}):(\d{2})[.,](\d{1,6})")
+
+
+@dataclass
+class Marks:
+    """Where each operator's record stood when the recording started (by ``id``)."""
+
+    traffic: dict[int, int] = field(default_factory=dict)
+    logs: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
+class Assembly:
+    """The events of one timeline being put together."""
+
+    started: float
+    started_wall: float
+    _marks: Marks
+
+    def add_operator(
+        self,
+        timeline: TimelineData,
+        traffic: Traffic,
+        operators: list[str],
+        touched: set[tuple[str | None, str | None]],
+        namespaces: set[str],
+        deleted: set[tuple[str, str | None, str | None]],
+    ) -> None:
+        known = id(traffic) in self._marks.traffic
+        calls = traffic.calls(since=self._marks.traffic.get(id(traffic), 0))
+        notes = [(at, text) for at, text in traffic.notes() if traffic.started + at >= self.started]
+        if not calls and not notes and known:
+            return
+        lane = f"operator:{traffic.name}"
+        if traffic.name not in operators:
+            operators.append(traffic.name)
+        offset = traffic.started - self.started
+        deliveries: list[Event] = []
+        for call in calls:
+            request = call.request
+            note_request(request, touched, namespaces, deleted)
+            timeline.events.append(
+                Event(lane, "request", call.at + offset, _call_label(call), _call_detail(call))
+            )
+            if call.fault:
+                timeline.events.append(
+                    Event(
+                        "faults",
+                        "fault",
+                        call.at + offset,
+                        f"{call.fault}: {request.describe()} -> {call.status}",
+                        {
+                            "fault": call.fault,
+                            "operator": traffic.name,
+                            "request": request.describe(),
+                            "code": call.status,
+                        },
+                    )
+                )
+            for at, namespace, name in list(call.event_objects):
+                deliveries.append(
+                    Event(
+                        lane,
+                        "watch-event",
+                        at + offset,
+                        f"watch event to {traffic.name}: {request.resource} "
+                        f"{namespace + '/' if namespace else ''}{name}",
+                        {
+                            "resource": request.resource,
+                            "namespace": namespace,
+                            "name": name,
+                            "delivered_to": traffic.name,
+                        },
+                    )
+                )
+        timeline.events += deliveries[-MAX_DELIVERIES:]
+        for at, text in notes:
+            target = lane if text.startswith("restart") else "faults"
+            kind = "log" if target == lane else "fault"
+            timeline.events.append(
+                Event(target, kind, at + offset, text, {"note": text, "operator": traffic.name})
+            )
+
+    def add_log(self, timeline: TimelineData, log: OperatorLog, operators: list[str], end: float) -> None:
+        known = id(log) in self._marks.logs
+        text = log.since(self._marks.logs.get(id(log), 0))
+        lines = [line for line in text.splitlines() if line.strip()]
+        if not lines and known:
+            return
+        if log.name not in operators:
+            operators.append(log.name)
+        lane = f"operator:{log.name}"
+        day = time.localtime(self.started_wall)
+        last = 0.0
+        for line in lines[-MAX_LOG_LINES:]:
+            at = _line_time(line, day, self.started_wall, end)
+            last = at if at is not None else last
+            timeline.events.append(
+                Event(lane, "log", last, line, {"line": cut(line, 2000), "time_from_line": at is not None})
+            )
+
+    def add_api_view(
+        self,
+        timeline: TimelineData,
+        seen: list[tuple[ResourceKey, Seen]],
+        operators: list[str],
+        touched: set[tuple[str | None, str | None]],
+        namespaces: set[str],
+        deleted: set[tuple[str, str | None, str | None]],
+    ) -> None:
+        previous: dict[tuple[ResourceKey, str | None, str | None], dict[str, Any]] = {}
+        for key, event in sorted(seen, key=lambda item: _version_order(item[1])):
+            meta = event.obj.get("metadata") or {}
+            namespace, name = meta.get("namespace"), meta.get("name")
+            if namespace is not None and namespace not in namespaces:
+                continue
+            if namespace is None and (None, name) not in touched and key.resource != "namespaces":
+                continue
+            if key.resource == "namespaces" and name not in namespaces:
+                continue
+            at = self._when(event)
+            if key.resource == "events":
+                timeline.events.append(_k8s_event(event.obj, at, operators))
+                continue
+            object_key = (key, namespace, name)
+            old = previous.get(object_key)
+            previous[object_key] = event.obj
+            rows, more = object_diff(
+                old if event.type != "ADDED" else None, event.obj if event.type != "DELETED" else None
+            )
+            where = f"{namespace}/{name}" if namespace else str(name)
+            changed = ", ".join(row["path"] for row in rows[:3]) + (" …" if len(rows) > 3 else "")
+            detail = {
+                "type": event.type,
+                "resource": str(key),
+                "object": f"{key.resource} {where}",
+                "resourceVersion": meta.get("resourceVersion"),
+                "previousResourceVersion": (old.get("metadata") or {}).get("resourceVersion")
+                if old
+                else None,
+                "diff": rows,
+                "diffCut": more,
+                "approximate": event.replayed,
+            }
+            label = f"{event.type} {key.resource} {where} rv {meta.get('resourceVersion')}"
+            if event.type == "MODIFIED" and changed:
+                label += f" ({changed})"
+            timeline.events.append(Event("apiserver", "watch-event", at, label, detail))
+            if event.type == "DELETED" and (key.resource, namespace, name) not in deleted:
+                by = _deleted_by(event.obj, namespace, deleted)
+                if by:
+                    timeline.events.append(
+                        Event(
+                            "controllers",
+                            "gc",
+                            at,
+                            f"{by} deleted {key.resource} {where}",
+                            {
+                                "by": by,
+                                "object": f"{key.resource} {where}",
+                                "owners": [
+                                    f"{ref.get('kind')}/{ref.get('name')}"
+                                    for ref in meta.get("ownerReferences") or ()
+                                ],
+                            },
+                        )
+                    )
+            elif event.type == "MODIFIED" and _written_by_controllers(event.obj):
+                timeline.events.append(
+                    Event(
+                        "controllers",
+                        "gc",
+                        at,
+                        f"kube-controller-manager wrote {key.resource} {where}",
+                        {
+                            "by": "kube-controller-manager",
+                            "object": f"{key.resource} {where}",
+                            "diff": rows,
+                            "diffCut": more,
+                        },
+                    )
+                )
+
+    def _when(self, event: Seen) -> float:
+        at = event.arrived - self.started
+        if not event.replayed:
+            return at
+        stamped = _latest_stamp(event.obj)
+        return min(at, max(0.0, stamped - self.started_wall)) if stamped else at
+
+
+# -------------------------------------------------------------------- helpers
+
+
+def note_request(
+    request: ApiRequest,
+    touched: set[tuple[str | None, str | None]],
+    namespaces: set[str],
+    deleted: set[tuple[str, str | None, str | None]],
+) -> None:
+    if request.namespace:
+        namespaces.add(request.namespace)
+    if request.resource == "namespaces" and request.name:
+        namespaces.add(request.name)
+    if request.name:
+        touched.add((request.namespace, request.name))
+    if request.verb == "delete":
+        deleted.add((request.resource, request.namespace, request.name))
+        if request.resource == "namespaces":
+            deleted.add(("namespaces", None, request.name))
+
+
+def _call_label(call: Call) -> str:
+    answer = "no answer" if call.status is None else str(call.status)
+    return f"{call.request.describe()} -> {answer}" + (f" [{call.fault}]" if call.fault else "")
+
+
+def _call_detail(call: Call) -> dict[str, Any]:
+    request = call.request
+    detail: dict[str, Any] = {
+        "method": request.method,
+        "path": cut(request.path, 500),
+        "code": call.status,
+        "verb": request.verb,
+        "write": request.verb in WRITE_VERBS,
+    }
+    if call.latency is not None:
+        detail["latency_ms"] = round(call.latency * 1000, 1)
+    for name in ("fault", "error", "refused", "closed_by"):
+        value = getattr(call, name)
+        if value:
+            detail[name] = value
+    if request.field_manager:
+        detail["field_manager"] = request.field_manager
+    if call.user_agent:
+        detail["user_agent"] = cut(call.user_agent, 120)
+    if request.is_watch:
+        detail["events"] = call.events
+    return detail
+
+
+def _k8s_event(obj: dict[str, Any], at: float, operators: list[str]) -> Event:
+    involved = obj.get("involvedObject") or obj.get("regarding") or {}
+    source = (obj.get("source") or {}).get("component") or obj.get("reportingComponent") or ""
+    lane = "controllers"
+    for name in operators:
+        if source and (source == name or name in source or source in ("kopf", name)):
+            lane = f"operator:{name}"
+    message = obj.get("message") or obj.get("note") or ""
+    what = f"{involved.get('kind')}/{involved.get('name')}"
+    label = f"{obj.get('type', '')} {obj.get('reason', '')} {what}: {message}"
+    return Event(
+        lane,
+        "k8s-event",
+        at,
+        label,
+        {
+            "type": obj.get("type"),
+            "reason": obj.get("reason"),
+            "message": cut(message, 1000),
+            "object": f"{involved.get('kind')}/{involved.get('name')}",
+            "count": obj.get("count"),
+            "source": source,
+        },
+    )
+
+
+def _deleted_by(
+    obj: dict[str, Any], namespace: str | None, deleted: set[tuple[str, str | None, str | None]]
+) -> str:
+    if namespace is not None and ("namespaces", None, namespace) in deleted:
+        return "namespace controller"
+    if (obj.get("metadata") or {}).get("ownerReferences"):
+        return "garbage collector"
+    return ""
+
+
+def _written_by_controllers(obj: dict[str, Any]) -> bool:
+    fields = (obj.get("metadata") or {}).get("managedFields") or ()
+    newest = max(fields, key=lambda entry: entry.get("time") or "", default=None)
+    return bool(newest and newest.get("manager") in _CONTROLLER_MANAGERS)
+
+
+def _version_order(seen: Seen) -> tuple[float, int]:
+    version = (seen.obj.get("metadata") or {}).get("resourceVersion") or ""
+    return (seen.arrived if not seen.replayed else 0.0, int(version) if str(version).isdigit() else 0)
+
+
+def _latest_stamp(obj: dict[str, Any]) -> float | None:
+    from datetime import datetime
+
+    meta = obj.get("metadata") or {}
+    stamps = [entry.get("time") for entry in meta.get("managedFields") or ()]
+    stamps += [meta.get("creationTimestamp"), meta.get("deletionTimestamp")]
+    times = []
+    for stamp in stamps:
+        if stamp:
+            try:
+                times.append(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp())
+            except ValueError:
+                continue
+    return max(times) if times else None
+
+
+def _line_time(line: str, day: time.struct_time, started_wall: float, end: float) -> float | None:
+    """Seconds since the start of the time a log line names (HH:MM:SS.fff, local time or UTC)."""
+    import calendar
+
+    match = _CLOCK.search(line[:60])
+    if match is None:
+        return None
+    hours, minutes, seconds, fraction = match.groups()
+    clock = (int(hours), int(minutes), int(seconds))
+    fraction_seconds = int(fraction) / 10 ** len(fraction)
+    parts = (day.tm_year, day.tm_mon, day.tm_mday, *clock, 0, 0, -1)
+    local = time.mktime(parts) + fraction_seconds - started_wall
+    if -5 <= local <= end + 5:
+        return local
+    utc = calendar.timegm(parts[:6]) + fraction_seconds - started_wall
+    return utc if -5 <= utc <= end + 5 else None

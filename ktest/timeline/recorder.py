@@ -1,0 +1,352 @@
+"""Recording one test's timeline from the sources ktest already has.
+
+Nothing here slows the test down much: the operators' proxies record their traffic anyway
+(:class:`ktest.proxy.traffic.Traffic`), their logs are files anyway
+(:class:`ktest.operators.logs.OperatorLog`); both are read once, when the timeline is built, from
+the marks taken at the start. Live hooks are two ContextVar observers (the test's own requests in
+:mod:`ktest.cluster.rest`, ``eventually``'s attempts in :mod:`ktest.wait.run`) and the API server's
+view: one watch per resource the test or an operator touched (:mod:`ktest.timeline.watches`),
+plus one of Events. The bodies those watches deliver are kept as they come; diffs are computed
+only when a page is built.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from contextvars import Token
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ktest.cluster import rest
+from ktest.operators.logs import OperatorLog
+from ktest.proxy.requests import ApiRequest, parse_request
+from ktest.proxy.traffic import Traffic
+from ktest.timeline.assemble import Assembly, Marks, note_request
+from ktest.timeline.model import Event, TimelineData, cut
+from ktest.timeline.watches import ResourceKey, ResourceWatch, Seen, current_resource_version
+from ktest.wait import run as wait_run
+
+if TYPE_CHECKING:
+    from ktest.cluster import Cluster
+
+SCAN_INTERVAL = 0.2
+"""Seconds between looks at the operators' new calls for resources to watch."""
+SETTLE_QUIET = 0.05
+"""When the recording stops: the watches must have been quiet this long (the last writes are in)."""
+SETTLE_LIMIT = 1.0
+_UNWATCHABLE = {
+    "events",
+    "bindings",
+    "tokenreviews",
+    "subjectaccessreviews",
+    "selfsubjectaccessreviews",
+    "localsubjectaccessreviews",
+    "selfsubjectrulesreviews",
+    "selfsubjectreviews",
+    "tokenrequests",
+    "evictions",
+    "leases",
+}
+
+
+class Recorder:
+    """One recording: :meth:`start`, the test runs, :meth:`stop`, then :meth:`data` or :meth:`write`.
+
+    Also a context manager (:func:`recording`): an exception leaving the block marks the failure."""
+
+    def __init__(
+        self, cluster: Cluster | None = None, *, test: str = "", resources: Iterable[str] = ()
+    ) -> None:
+        self.cluster = cluster
+        self.test = test
+        self.started = 0.0
+        self.started_wall = 0.0
+        self.stopped: float | None = None
+        self.outcome = "recorded"
+        self._resources_wanted = list(resources)
+        self._marks = Marks()
+        self._lock = threading.Lock()
+        self._events: list[Event] = []
+        self._seen: list[tuple[ResourceKey, Seen]] = []
+        self._watches: dict[ResourceKey, ResourceWatch] = {}
+        self._start_version: str | None = None
+        self._failure: tuple[float, str] | None = None
+        self._cut: tuple[float, str] | None = None
+        self._problems: list[str] = []
+        self._tokens: list[tuple[Any, Token[Any]]] = []
+        self._scanned: dict[int, int] = {}
+        self._scanner: threading.Thread | None = None
+        self._scanning = threading.Event()
+        self._host = cluster.api_client.configuration.host.rstrip("/") if cluster is not None else None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> Recorder:
+        self.started = time.monotonic()
+        self.started_wall = time.time()
+        self._marks.traffic = {id(traffic): len(traffic) for traffic in list(Traffic.live)}
+        self._marks.logs = {id(log): log.mark() for log in list(OperatorLog.live)}
+        self._scanned = dict(self._marks.traffic)
+        if self.cluster is not None:
+            try:
+                self._start_version = current_resource_version(self.cluster)
+            except Exception as error:
+                self._problems.append(f"the API server's view is missing: {type(error).__name__}: {error}")
+            if self._start_version is not None:
+                self._watch(ResourceKey("", "v1", "events"))
+                for traffic in list(Traffic.live):  # what running operators already watch
+                    for call in traffic.open_watches():
+                        self._watch_request(call.request)
+                for name in self._resources_wanted:
+                    self._watch_resource_name(name)
+                self._scanner = threading.Thread(
+                    target=self._scan_loop, name="ktest-timeline-scan", daemon=True
+                )
+                self._scanner.start()
+        self._tokens = [
+            (
+                rest.request_observers,
+                rest.request_observers.set((*rest.request_observers.get(), self._on_request)),
+            ),
+            (
+                wait_run.attempt_observers,
+                wait_run.attempt_observers.set((*wait_run.attempt_observers.get(), self._on_attempt)),
+            ),
+        ]
+        return self
+
+    def stop(self, outcome: str | None = None, *, settle: bool = True) -> None:
+        """End the recording. ``settle``: first let the watches deliver the last writes (a page
+        will be built); without it the recording ends at once (it will be thrown away)."""
+        if self.stopped is not None:
+            return
+        if outcome is not None:
+            self.outcome = outcome
+        for variable, token in reversed(self._tokens):
+            try:
+                variable.reset(token)
+            except ValueError:  # stopped from another context: remove our observer from it instead
+                variable.set(
+                    tuple(o for o in variable.get() if o not in (self._on_request, self._on_attempt))
+                )
+        self._tokens = []
+        self._scanning.set()
+        if self._scanner is not None:
+            self._scanner.join(timeout=2.0)
+        self.stopped = time.monotonic()
+        if settle and self._start_version is not None:
+            self._scan()
+            self._settle()
+        for watch in list(self._watches.values()):
+            watch.stop()
+
+    def fail(self, message: str, at: float | None = None) -> None:
+        """Mark the failing assertion (``at``: a monotonic time; default now)."""
+        when = (time.monotonic() if at is None else at) - self.started
+        self._failure = (when, message)
+        self.outcome = "failed"
+
+    def cut(self, reason: str, at: float | None = None) -> None:
+        """Say the recording stops early (a crash, an interrupt): the page shows where and why."""
+        when = (time.monotonic() if at is None else at) - self.started
+        if self._cut is None or when < self._cut[0]:
+            self._cut = (when, reason)
+
+    def problem(self, text: str) -> None:
+        self._problems.append(text)
+
+    def __enter__(self) -> Recorder:
+        return self.start() if not self.started else self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if error is None:
+            self.stop("passed" if self.outcome == "recorded" else None)
+            return
+        if isinstance(error, AssertionError | Exception):
+            self.fail(f"{type(error).__name__}: {error}")
+        else:  # KeyboardInterrupt, SystemExit: the test was cut, not failed
+            self.cut(f"interrupted by {type(error).__name__}")
+        self.stop("failed" if isinstance(error, Exception) else "interrupted")
+
+    # ------------------------------------------------------------ live hooks
+
+    def _on_request(self, host: str, method: str, path: str, status: int, seconds: float) -> None:
+        if self._host is None or host.rstrip("/") != self._host:
+            return
+        request = parse_request(method, path)
+        began = time.monotonic() - seconds - self.started
+        label = f"{request.describe()} -> {status}"
+        with self._lock:
+            self._events.append(
+                Event(
+                    "test",
+                    "request",
+                    began,
+                    label,
+                    {
+                        "method": method,
+                        "path": cut(path, 500),
+                        "code": status,
+                        "latency_ms": round(seconds * 1000, 1),
+                    },
+                )
+            )
+        if self._start_version is not None:
+            self._watch_request(request)
+
+    def _on_attempt(self, run: wait_run.WaitRun, attempt: wait_run.Attempt) -> None:
+        from ktest.wait.report import short_value
+
+        verdict = attempt.verdict.name.lower()
+        value = None if attempt.value is wait_run.NO_VALUE else short_value(attempt.value)
+        with self._lock:
+            self._events.append(
+                Event(
+                    "test",
+                    "attempt",
+                    run.started + attempt.at - self.started,
+                    f"{run.kind} attempt {attempt.number} {verdict}: {run.description}",
+                    {
+                        "check": run.description,
+                        "wait": run.kind,
+                        "number": attempt.number,
+                        "verdict": verdict,
+                        "message": cut(attempt.message, 1000),
+                        "value": value,
+                    },
+                )
+            )
+
+    # ------------------------------------------------------------ watches
+
+    def _watch_request(self, request: ApiRequest) -> None:
+        if request.resource and request.version:
+            self._watch(ResourceKey(request.group, request.version, request.resource))
+
+    def _watch_resource_name(self, name: str) -> None:
+        assert self.cluster is not None
+        for api_version in self.cluster.discovery.all_api_versions():
+            for info in self.cluster.discovery.group_version_resources(api_version).values():
+                group = api_version.rpartition("/")[0]
+                if name in (info.plural, info.kind, f"{info.plural}.{group}"):
+                    self._watch(ResourceKey(group, api_version.rpartition("/")[2], info.plural))
+                    return
+
+    def _watch(self, key: ResourceKey) -> None:
+        if self.cluster is None or self._start_version is None or self.stopped is not None:
+            return
+        if key.resource in _UNWATCHABLE and key != ResourceKey("", "v1", "events"):
+            return
+        with self._lock:
+            if key in self._watches:
+                return
+            late = time.monotonic() - self.started > 0.05
+            watch = ResourceWatch(self.cluster, key, self._start_version, self._on_seen, late=late)
+            self._watches[key] = watch
+        watch.start()
+
+    def _on_seen(self, key: ResourceKey, seen: Seen) -> None:
+        with self._lock:
+            self._seen.append((key, seen))
+
+    def _scan_loop(self) -> None:
+        while not self._scanning.wait(SCAN_INTERVAL):
+            self._scan()
+
+    def _scan(self) -> None:
+        """Watch the resources the operators' new calls were about."""
+        for traffic in list(Traffic.live):
+            since = self._scanned.get(id(traffic), 0)
+            calls = traffic.calls(since=since)
+            self._scanned[id(traffic)] = since + len(calls)
+            for call in calls:
+                self._watch_request(call.request)
+
+    def _settle(self) -> None:
+        deadline = time.monotonic() + SETTLE_LIMIT
+        watches = list(self._watches.values())
+        for watch in watches:
+            watch.connected.wait(max(0.0, deadline - time.monotonic()))
+        while time.monotonic() < deadline:
+            newest = max((watch.last_arrival for watch in watches), default=0.0)
+            quiet = time.monotonic() - max(newest, self.stopped or 0.0)
+            if quiet >= SETTLE_QUIET:
+                return
+            time.sleep(SETTLE_QUIET - quiet)
+
+    # ------------------------------------------------------------ the data
+
+    def data(self) -> TimelineData:
+        """Everything recorded, as the page shows it (call after :meth:`stop`, or during, for a
+        partial timeline)."""
+        end = (self.stopped or time.monotonic()) - self.started
+        timeline = TimelineData(self.test, self.started_wall, duration=end, outcome=self.outcome)
+        with self._lock:
+            timeline.events = list(self._events)
+            seen = list(self._seen)
+        operators: list[str] = []
+        touched: set[tuple[str | None, str | None]] = set()  # (namespace, name) the test or operators wrote
+        namespaces: set[str] = set()
+        deleted: set[tuple[str, str | None, str | None]] = set()
+        assembly = Assembly(self.started, self.started_wall, self._marks)
+        for event in timeline.events:
+            if event.kind == "request":
+                request = parse_request(event.detail["method"], event.detail["path"])
+                note_request(request, touched, namespaces, deleted)
+        for traffic in list(Traffic.live):
+            try:
+                assembly.add_operator(timeline, traffic, operators, touched, namespaces, deleted)
+            except Exception as error:
+                timeline.problems.append(
+                    f"the calls of operator {traffic.name}: {type(error).__name__}: {error}"
+                )
+        for log in list(OperatorLog.live):
+            try:
+                assembly.add_log(timeline, log, operators, end)
+            except Exception as error:
+                timeline.problems.append(f"the log of operator {log.name}: {type(error).__name__}: {error}")
+        timeline.operators = operators
+        assembly.add_api_view(timeline, seen, operators, touched, namespaces, deleted)
+        if self._failure is not None:
+            timeline.failure = self._failure
+            timeline.events.append(
+                Event(
+                    "test",
+                    "assertion-failure",
+                    self._failure[0],
+                    self._failure[1].splitlines()[0] if self._failure[1] else "failed",
+                    {"message": cut(self._failure[1], 8000)},
+                )
+            )
+        truncated = self._cut
+        for watch in self._watches.values():
+            if watch.problem and watch.problem_at is not None:
+                at = watch.problem_at - self.started
+                if truncated is None or at < truncated[0]:
+                    truncated = (at, watch.problem)
+            if watch.gap:
+                timeline.problems.append(watch.gap)
+        timeline.truncated = truncated
+        timeline.problems += self._problems
+        return timeline
+
+    # ------------------------------------------------------------ output
+
+    def write(self, path: str | Path) -> Path:
+        """Write the page (self-contained HTML) to ``path``; returns it. Raises OSError."""
+        from ktest.timeline.render import write_page
+
+        return write_page(self.data(), Path(path))
+
+
+def recording(cluster: Cluster | None = None, *, test: str = "", resources: Iterable[str] = ()) -> Recorder:
+    """``with recording(cluster) as rec: ...`` then ``rec.write("timeline.html")``.
+
+    ``resources``: names (``webapps``, ``WebApp``, ``webapps.example.com``) to watch from the start,
+    besides those the test and the operators turn out to touch."""
+    return Recorder(cluster, test=test, resources=resources)

@@ -1,0 +1,192 @@
+"""The API server's view for a timeline: one watch per resource, replayed from where the recording
+began.
+
+Every watch starts from the resourceVersion read when the recording started, so a watch opened
+later (a resource first seen a second into the test) still delivers the writes made since the
+start, in order, with the bodies the API server stored (what object diffs are computed from). A
+watch whose start is too old for the server's watch cache (410 Gone) lists, then watches from the
+list: the writes between the start and the list are then missing, which the page says.
+
+The watches are raw streams on the cluster's own connection pool (its TLS and credentials):
+stopping one shuts its socket down at once, with no read timeout to wait out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+import urllib3
+
+from ktest.cluster.rest import auth_headers
+
+if TYPE_CHECKING:
+    from ktest.cluster import Cluster
+
+_SERVER_TIMEOUT = 300
+_CONNECT_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class ResourceKey:
+    """A resource as its REST path names it: group ("" for core), version, plural."""
+
+    group: str
+    version: str
+    resource: str
+
+    def path(self) -> str:
+        base = f"/api/{self.version}" if not self.group else f"/apis/{self.group}/{self.version}"
+        return f"{base}/{self.resource}"
+
+    def __str__(self) -> str:
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+
+@dataclass
+class Seen:
+    """One event a watch delivered: when it arrived (monotonic), its type and object."""
+
+    arrived: float
+    type: str
+    obj: dict[str, Any]
+    replayed: bool
+    """Arrived in the first burst of a watch opened late: ``arrived`` is not when it happened."""
+
+
+Sink = Callable[[ResourceKey, Seen], None]
+
+
+class ResourceWatch:
+    """A cluster-wide watch of one resource on a thread, from ``resource_version`` on."""
+
+    def __init__(
+        self, cluster: Cluster, key: ResourceKey, resource_version: str, sink: Sink, *, late: bool
+    ) -> None:
+        self.cluster = cluster
+        self.key = key
+        self.resource_version = resource_version
+        self.sink = sink
+        self.late = late
+        self.problem: str | None = None
+        """Why the watch stopped before it was asked to (shown as where the recording stops)."""
+        self.problem_at: float | None = None
+        self.gap: str | None = None
+        self.last_arrival = 0.0
+        self.connected = threading.Event()
+        self._stopping = threading.Event()
+        self._response: Any = None
+        self._opened = 0.0
+        self._thread = threading.Thread(target=self._run, name=f"ktest-timeline-watch-{key}", daemon=True)
+
+    def start(self) -> ResourceWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        response = self._response
+        if response is not None:
+            with contextlib.suppress(Exception):  # already closed
+                response.shutdown()
+        self._thread.join(timeout=2.0)
+
+    # ------------------------------------------------------------ the stream
+
+    def _run(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                status, body = self._stream()
+                if self._stopping.is_set():
+                    return
+                if status == 410:
+                    self._relist()
+                    continue
+                if status is not None and status != 200:
+                    if status in (404, 405):  # not watchable (a review, a virtual resource)
+                        return
+                    raise RuntimeError(f"{status}: {body[:200]!r}")
+        except Exception as error:
+            if not self._stopping.is_set():
+                self.problem = f"the watch of {self.key} ended: {type(error).__name__}: {error}"
+                self.problem_at = time.monotonic()
+        finally:
+            self.connected.set()
+
+    def _stream(self) -> tuple[int | None, bytes]:
+        configuration = self.cluster.api_client.configuration
+        query = {
+            "watch": "1",
+            "resourceVersion": self.resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(_SERVER_TIMEOUT),
+        }
+        url = configuration.host.rstrip("/") + self.key.path() + "?" + urlencode(query)
+        headers = {"Accept": "application/json", **auth_headers(configuration)}
+        pool = self.cluster.api_client.rest_client.pool_manager
+        response = pool.request(
+            "GET",
+            url,
+            headers=headers,
+            preload_content=False,
+            retries=False,
+            timeout=urllib3.Timeout(connect=_CONNECT_TIMEOUT, read=None),
+        )
+        self._response = response
+        self._opened = time.monotonic()
+        self.connected.set()
+        try:
+            if response.status != 200:
+                return response.status, response.read()
+            pending = b""
+            for chunk in response.stream(65536):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        status = self._deliver(json.loads(line))
+                        if status is not None:
+                            return status, b""
+            return None, b""
+        except (urllib3.exceptions.HTTPError, OSError):
+            if self._stopping.is_set():
+                return None, b""
+            raise
+        finally:
+            response.release_conn()
+
+    def _deliver(self, event: dict[str, Any]) -> int | None:
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == "ERROR":
+            return int(obj.get("code") or 500)
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if version:
+            self.resource_version = str(version)
+        if kind == "BOOKMARK":
+            return None
+        now = time.monotonic()
+        self.last_arrival = now
+        replayed = self.late and now - self._opened < 0.2
+        self.sink(self.key, Seen(now, str(kind), obj, replayed))
+        return None
+
+    def _relist(self) -> None:
+        answer = self.cluster.rest.request("GET", self.key.path(), query={"limit": 1})
+        self.resource_version = str(answer["metadata"]["resourceVersion"])
+        self.gap = (
+            f"the API server no longer had the writes of {self.key} since the recording began (410 Gone): "
+            "writes before its watch opened are missing"
+        )
+
+
+def current_resource_version(cluster: Cluster) -> str:
+    """The cluster's newest resourceVersion (a list of one namespace returns it)."""
+    answer = cluster.rest.request("GET", "/api/v1/namespaces", query={"limit": 1})
+    return str(answer["metadata"]["resourceVersion"])

@@ -1,0 +1,185 @@
+"""The data a timeline embeds, recorded from a real operator on the real control plane: lanes, the
+diff of a changed field, eventually's attempts, the failure marker, garbage collection, faults,
+truncation, the size cap."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any
+
+import pytest
+from builders import configmap, configmap_ref
+
+from ktest import faults
+from ktest.cluster import Cluster
+from ktest.operators import run_callable
+from ktest.timeline import recording
+from ktest.timeline.render import render
+from ktest.wait import eventually
+
+LABEL = "ktest.dev/scale"
+
+
+def scaler(ctx: Any) -> None:
+    """Sets ``data.replicas`` of each labelled ConfigMap to "3" and gives it a child; logs each step."""
+    import logging
+
+    log = logging.getLogger("scaler")
+    cluster: Cluster = ctx.cluster
+    done: set[str] = set()
+    ctx.ready()
+    while not ctx.stop.wait(0.05):
+        for item in cluster.list("v1", "ConfigMap", namespace=ctx.namespaces[0], label_selector=LABEL):
+            name = item["metadata"]["name"]
+            if name in done or item["metadata"].get("deletionTimestamp"):
+                continue
+            try:
+                cluster.patch(item, {"data": {"replicas": "3"}})
+            except Exception as error:  # a conflict injected by the test: tried again next round
+                log.info("patch of %s failed: %s", name, error)
+                continue
+            cluster.create(configmap(f"{name}-child", ctx.namespaces[0], {}, owner=item))
+            log.info("scaled %s to 3", name)
+            done.add(name)
+
+
+def events(data: dict[str, Any], lane: str | None = None, kind: str | None = None) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in data["events"]
+        if (lane is None or e["lane"] == lane) and (kind is None or e["kind"] == kind)
+    ]
+
+
+@pytest.fixture
+def recorded(admin: Cluster, ns: str) -> dict[str, Any]:
+    """One recording: the scaler reconciles a ConfigMap past an injected conflict, the source is
+    deleted (its child garbage-collected), then an eventually fails."""
+    rec = recording(admin, test="scenario")
+    with run_callable(scaler, admin, name="scaler", namespaces=[ns]) as op:  # noqa: SIM117
+        with op.faults.inject(faults.conflict("configmaps", times=1)):
+            with pytest.raises(AssertionError), rec:
+                admin.create(configmap("web", ns, {"replicas": "1"}, labels={LABEL: "yes"}))
+                eventually(lambda: admin.get(configmap_ref("web", ns))["data"]["replicas"] == "3", timeout=10)
+                eventually(lambda: admin.exists(configmap_ref("web-child", ns)), timeout=10)
+                admin.delete(configmap_ref("web", ns))
+                eventually(lambda: not admin.exists(configmap_ref("web-child", ns)), timeout=20)
+                eventually(lambda: admin.get_or_none(configmap_ref("web", ns)) == "never", timeout=0.3)
+    return rec.data().as_json()
+
+
+def test_lanes_are_the_test_each_operator_the_api_server_controllers_and_faults(
+    recorded: dict[str, Any],
+) -> None:
+    assert [lane["id"] for lane in recorded["lanes"]] == [
+        "test",
+        "operator:scaler",
+        "apiserver",
+        "controllers",
+        "faults",
+    ]
+    assert recorded["schema"] == 1 and recorded["test"] == "scenario" and recorded["outcome"] == "failed"
+    operator_requests = events(recorded, "operator:scaler", "request")
+    assert {"PATCH", "POST"} <= {e["detail"]["method"] for e in operator_requests}
+    assert any(e["detail"]["code"] == 201 for e in operator_requests)
+    assert any("scaled web to 3" in e["label"] for e in events(recorded, "operator:scaler", "log"))
+    assert any(e["detail"]["method"] == "DELETE" for e in events(recorded, "test", "request"))
+
+
+def test_a_changed_field_is_a_diff_between_two_resource_versions(recorded: dict[str, Any]) -> None:
+    changes = [
+        (e, row)
+        for e in events(recorded, "apiserver", "watch-event")
+        for row in e["detail"]["diff"]
+        if row["path"] == "data.replicas" and e["detail"]["type"] == "MODIFIED"
+    ]
+    assert len(changes) == 1, changes
+    event, row = changes[0]
+    assert (row["old"], row["new"]) == ('"1"', '"3"')
+    assert event["detail"]["object"] == f"configmaps {event['detail']['object'].split()[1]}"
+    assert int(event["detail"]["previousResourceVersion"]) < int(event["detail"]["resourceVersion"])
+    assert "metadata.managedFields" not in {r["path"].split("[")[0] for r in event["detail"]["diff"]}
+
+
+def test_attempts_carry_their_verdict_and_value(recorded: dict[str, Any]) -> None:
+    attempts = events(recorded, "test", "attempt")
+    assert {"passed", "failed"} <= {a["detail"]["verdict"] for a in attempts}
+    last = attempts[-1]
+    assert last["detail"]["verdict"] == "failed" and last["detail"]["value"] == "False"
+    assert all(0 <= a["t"] <= recorded["duration"] for a in attempts)
+
+
+def test_the_failing_assertion_is_marked_where_it_failed(recorded: dict[str, Any]) -> None:
+    (marker,) = events(recorded, "test", "assertion-failure")
+    assert recorded["failure"]["message"].startswith("AssertionError: eventually(")
+    assert "did not pass within 0.3s" in marker["label"]
+    assert marker["t"] >= max(a["t"] for a in events(recorded, "test", "attempt"))
+
+
+def test_garbage_collection_and_the_injected_fault_have_their_lanes(recorded: dict[str, Any]) -> None:
+    collected = events(recorded, "controllers", "gc")
+    assert any(
+        e["detail"]["by"] == "garbage collector" and e["detail"]["object"].endswith("/web-child")
+        for e in collected
+    ), collected
+    (fault,) = events(recorded, "faults", "fault")[:1]
+    assert "conflict" in fault["label"] and fault["detail"]["code"] == 409
+    assert any(e["detail"].get("code") == 409 for e in events(recorded, "operator:scaler", "request"))
+
+
+def test_the_page_embeds_the_data_and_reaches_for_nothing_outside(
+    admin: Cluster, recorded: dict[str, Any]
+) -> None:
+    from ktest.timeline.model import TimelineData
+
+    rec = recording(admin, test="</script><script>alert(1)</script>")
+    with rec:
+        admin.rest.request("GET", "/version")
+    page = render(rec.data())
+    embedded = re.search(
+        r'<script type="application/json" id="ktest-timeline-data">(.*?)</script>', page, re.S
+    )
+    assert embedded is not None
+    assert json.loads(embedded.group(1))["test"] == "</script><script>alert(1)</script>"
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "http://" not in page.replace('content="', "") and "https://" not in page
+    assert isinstance(rec.data(), TimelineData)
+
+
+def test_an_interrupted_recording_says_where_it_stops(admin: Cluster, ns: str) -> None:
+    rec = recording(admin, test="cut")
+    with pytest.raises(KeyboardInterrupt), rec:
+        admin.create(configmap("before", ns, {}))
+        raise KeyboardInterrupt
+    data = rec.data().as_json()
+    assert data["outcome"] == "interrupted"
+    assert data["truncated"]["reason"] == "interrupted by KeyboardInterrupt"
+    assert 0 < data["truncated"]["at"] <= data["duration"]
+    assert data["failure"] is None
+    assert any(e["detail"].get("type") == "ADDED" for e in events(data, "apiserver", "watch-event"))
+
+
+def test_a_thousand_call_test_makes_a_page_under_two_megabytes(
+    admin: Cluster, ns: str, tmp_path: Any
+) -> None:
+    go = threading.Event()
+
+    def busy(ctx: Any) -> None:
+        ctx.ready()
+        go.wait()
+        for index in range(1000):
+            patch = {"data": {"n": str(index), "pad": "x" * 2000}}
+            ctx.cluster.patch(configmap_ref("hot", ctx.namespaces[0]), patch)
+        ctx.stop.wait()
+
+    admin.create(configmap("hot", ns, {"n": "-1"}))
+    with run_callable(busy, admin, name="busy", namespaces=[ns]) as op, recording(admin, test="1000") as rec:
+        go.set()
+        eventually(lambda: len(op.traffic.writes(name="hot")) >= 1000, timeout=120, interval=0.5)
+    path = rec.write(tmp_path / "t.html")
+    data = rec.data().as_json()
+    assert len(events(data, "operator:busy", "request")) >= 1000
+    assert len(events(data, "apiserver", "watch-event")) >= 1000
+    assert path.stat().st_size <= 2 * 1024 * 1024, path.stat().st_size
