@@ -101,8 +101,10 @@ def install_conversion(
     except (CRDError, ApiError) as error:
         message = error.message if isinstance(error, ApiError) else str(error)
         raise WebhookError(f"cannot install the conversion webhook of CRD {name}: {message}") from None
-    installed.probes[route_path] = _conversion_probe(cluster, crd, namespace, probe_name)
-    installed.probe_names[route_path] = f"conversion webhook of CustomResourceDefinition {name}"
+    probe = _conversion_probe(cluster, crd, namespace, probe_name)
+    if probe is not None:  # one served version: nothing is converted yet, so nothing can call it
+        installed.probes[route_path] = probe
+        installed.probe_names[route_path] = f"conversion webhook of CustomResourceDefinition {name}"
 
 
 def _conversion_lock(cluster: Cluster, crd_name: str, timeout: float) -> Any:
@@ -183,13 +185,13 @@ def admission_probe(cluster: Cluster, namespace: str, probe_name: str, token: st
 
 def _conversion_probe(
     cluster: Cluster, crd: dict[str, Any], namespace: str, probe_name: str
-) -> Callable[[], None]:
+) -> Callable[[], None] | None:
     spec = crd["spec"]
     versions = [v["name"] for v in spec.get("versions") or () if v.get("served", True)]
     storage = next((v["name"] for v in spec.get("versions") or () if v.get("storage")), None)
     other = next((v for v in versions if v != storage), None)
     if other is None:
-        return lambda: None  # one version: nothing is ever converted; ready once served
+        return None  # one version: nothing is ever converted; ready once served
     group, kind = spec["group"], spec["names"]["kind"]
     namespaced = spec.get("scope", "Namespaced") == "Namespaced"
     body = {"apiVersion": f"{group}/{other}", "kind": kind, "metadata": {"name": probe_name}}
