@@ -47,7 +47,11 @@ class OperatorLog:
     what was written since a given moment (a test start, a restart).
     """
 
+    live: weakref.WeakSet[OperatorLog] = weakref.WeakSet()
+    """Every log still in use (a timeline recording reads the operators running meanwhile)."""
+
     def __init__(self, name: str, directory: Path | None = None) -> None:
+        self.name = name
         self._own_directory = directory is None
         base = Path(tempfile.mkdtemp(prefix="ktest-operator-")) if directory is None else Path(directory)
         base.mkdir(parents=True, exist_ok=True)
@@ -61,6 +65,7 @@ class OperatorLog:
             self._remove = weakref.finalize(self, shutil.rmtree, base, True)
         self._lock = threading.Lock()
         self._frozen: bytes | None = None
+        OperatorLog.live.add(self)
 
     def write(self, text: str) -> None:
         """Append text (in-process operators); a newline is added when missing."""
