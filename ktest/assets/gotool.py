@@ -1,8 +1,12 @@
-"""The one Go runner: find ``go``, run a logged ``go`` command, build a file atomically.
+"""The one Go runner: find ``go``, run a logged ``go`` command, build a file atomically,
+``go install`` a tool into ktest's cache.
 
 Every Go build ktest does goes through here: the user's Go operator
-(:mod:`ktest.operators.gobuild`) and, in the separate ``ktest-offline``
-distribution, Kubernetes, etcd, kind, crictl and CoreDNS from Go modules.
+(:mod:`ktest.operators.gobuild`), the kind binary (:mod:`ktest.backends.kind.binary`) and, in
+the separate ``ktest-offline`` distribution, Kubernetes, etcd, crictl and CoreDNS from Go
+modules. A tool build writes into a scratch directory next to its destination under the
+destination's file lock, and the binary is renamed into place only once the build succeeded,
+so the cache never holds a half-written binary.
 """
 
 from __future__ import annotations
@@ -17,12 +21,18 @@ from pathlib import Path
 
 import filelock
 
-from ktest.errors import AssetsError, KtestError
+from ktest.assets.progress import Progress
+from ktest.errors import AssetsError, KindError, KtestError
 
 # Flags of every release build: reproducible paths, no VCS stamping, no DWARF (it is stripped by
 # ``-s -w`` at link time anyway; not generating it makes a cold build faster).
 GO_BUILD_FLAGS = ("-trimpath", "-buildvcs=false", "-gcflags=all=-dwarf=false")
 LOG_TAIL_LINES = 15
+GO_TIMEOUT_SECONDS = 3600.0
+PROXY_HINT = (
+    "Check that the Go module proxy (GOPROXY) serves this version and that Go is "
+    "recent enough, then run the command again."
+)
 
 
 @dataclass(frozen=True)
@@ -142,3 +152,63 @@ def build_atomically(destination: Path, build: Callable[[Path, Path], Path]) -> 
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return destination
+
+
+def require_go(
+    what: str, env: Mapping[str, str] | None = None, error: type[KtestError] = KindError
+) -> GoTool:
+    """The ``go`` tool, or ``error`` saying that ``what`` needs it (KindError: the tool builds
+    are the kind binary's and the node images')."""
+    go = find_go(env)
+    if go is None:
+        raise error(
+            f"{what} needs the Go toolchain, but `go` is not on PATH.\n"
+            "Install Go (https://go.dev/dl/) with access to a Go module proxy (GOPROXY), "
+            "then run the command again."
+        )
+    return go
+
+
+def run_go(
+    command: list[str], scratch: Path, env: Mapping[str, str], log: Path, what: str,
+    error: type[KtestError] = KindError,
+) -> None:
+    """One ``go`` command of a tool build in ``scratch``, logged to ``log``; ``error`` (with the
+    log's tail and the module proxy hint) when it fails."""
+    run_logged_go(
+        command, cwd=scratch, env=env, log=log, what=what, timeout=GO_TIMEOUT_SECONDS, error=error,
+        hint=PROXY_HINT,
+    )
+
+
+def go_install(
+    go: GoTool,
+    target: str,
+    binary_name: str,
+    destination: Path,
+    progress: Progress,
+    what: str,
+    extra_env: Mapping[str, str] | None = None,
+    ldflags: str = "",
+) -> Path:
+    """Run ``go install <target>`` (``pkg@version``) and move ``binary_name`` to ``destination``.
+
+    ``destination`` is the final file path; ``ldflags`` are added to ``-s -w`` (e.g. ``-X`` version
+    stamps). The build log stays next to it
+    (``<destination>.log``); a failure raises KindError with the log's tail and path.
+    """
+
+    def install(scratch: Path, log: Path) -> Path:
+        env = go_env({"GOBIN": str(scratch), **(extra_env or {})})
+        command = [go.path, "install", *GO_BUILD_FLAGS, "-ldflags", f"-s -w {ldflags}".strip(), target]
+        with progress.step(what):
+            run_go(command, scratch, env, log, f"{what} ({target})")
+        built = scratch / binary_name
+        if not built.is_file():
+            raise KindError(
+                f"{what}: `go install {target}` succeeded but produced no {binary_name!r} "
+                f"in {scratch} (log: {log})."
+            )
+        return built
+
+    return build_atomically(destination, install)

@@ -1,4 +1,4 @@
-"""Binary sources from other distributions: how ``ktest binaries install`` and kind's binary grow.
+"""Binary sources from other distributions: how ``ktest binaries install`` grows.
 
 ktest itself finds binaries a user points at, reuses its cache and downloads
 envtest's releases. A machine that cannot download needs another way: a
@@ -10,7 +10,7 @@ resolution gets that far, and the core never imports a source's package.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -41,12 +41,6 @@ class BinarySource(Protocol):
     def install_kubernetes(self, version: str, destination: Path, progress: Progress) -> dict[str, Any]:
         """Put kube-apiserver, kube-controller-manager, kubectl and etcd of ``version`` into the
         directory ``destination``; returns facts for the cache entry's metadata. Raises AssetsError."""
-
-    def install_kind(
-        self, version: str, destination: Path, progress: Progress, env: Mapping[str, str]
-    ) -> Path:
-        """Put the kind binary of ``version`` (``v0.31.0``) at ``destination``, with the tools
-        ``env``'s PATH offers. Raises KindError."""
 
     def remedy(self, version: str) -> str:
         """How a user makes this source work, for the error when nothing worked."""

@@ -6,7 +6,8 @@ Registered in this distribution's ``pyproject.toml`` under the entry-point group
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from ktest.backends.kind.image_sources import NodeImageInfo
 
 
 class GoModules:
-    """Kubernetes, etcd and kind built from the Go module proxy with the ``go`` on PATH."""
+    """Kubernetes and etcd built from the Go module proxy with the ``go`` on PATH."""
 
     name = "build"
     label = "build from Go modules"
@@ -38,26 +39,10 @@ class GoModules:
         )
         return KubernetesBuilder(go, Locations.from_env().gobuild_dir, progress).build(version, destination)
 
-    def install_kind(
-        self, version: str, destination: Path, progress: Progress, env: Mapping[str, str]
-    ) -> Path:
-        from ktest.backends.kind import recipe
-        from ktest_offline.go_install import go_install, require_go
-
-        go = require_go(f"building kind {version}", env)
-        return go_install(
-            go,
-            f"{recipe.KIND_MODULE}@{version}",
-            "kind",
-            destination,
-            progress,
-            f"building kind {version} from Go modules, first time only",
-        )
-
     def remedy(self, version: str) -> str:
         return (
             "install Go (https://go.dev/dl/) with access to a Go module proxy, then "
-            f"`ktest binaries install --k8s-version {version}` builds them once (minutes)."
+            f"`ktest binaries install --k8s-version {shlex.quote(version)}` builds them once (minutes)."
         )
 
 

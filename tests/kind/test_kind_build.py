@@ -15,13 +15,12 @@ import pytest
 from processes import with_default_sigint
 
 import ktest
-from ktest.assets.gotool import find_go
+from ktest.assets.gotool import find_go, go_install
 from ktest.assets.progress import Progress
 from ktest.backends.kind import engine, recipe
 from ktest.backends.kind.cache import KindCache
 from ktest.backends.kind.image_sources import resolve_version
 from ktest.errors import KindError
-from ktest_offline.go_install import go_install
 from ktest_offline.node_image import build_node_image, find_node_image, list_node_images
 from ktest_offline.node_image.build import build
 

@@ -1,9 +1,9 @@
-"""Find the ``kind`` binary, or have a binary source build it into ktest's cache.
+"""Find the ``kind`` binary, or build it from the Go module proxy into ktest's cache.
 
 Order: ``KTEST_KIND`` (used as given), ``kind`` on PATH when it is the pinned
-version, ktest's cache, else the first registered binary source
-(:mod:`ktest.assets.sources`; ``ktest-offline`` runs ``go install
-sigs.k8s.io/kind@<pinned>`` into the cache, about half a minute).
+version, ktest's cache, else ``go install sigs.k8s.io/kind@<pinned>`` into
+the cache (about half a minute; ktest has no download of kind, so this stays
+in the core, online or not).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from ktest.assets.gotool import go_install, require_go
 from ktest.assets.progress import Progress, as_progress
-from ktest.assets.sources import INSTALL_OFFLINE, binary_sources
 from ktest.backends.kind import recipe
 from ktest.backends.kind.cache import KindCache
 from ktest.errors import KindError
@@ -68,12 +68,12 @@ def resolve_kind(progress: bool | Progress = True, env: Mapping[str, str] | None
     cached = KindCache.from_env(env).kind_binary(recipe.KIND_VERSION)
     if cached.is_file() and os.access(cached, os.X_OK):
         return cached
-    sources = binary_sources()
-    if not sources:
-        raise KindError(
-            f"the kind backend needs kind {recipe.KIND_VERSION}, and there is none: not on PATH "
-            f"(or another version), not in ktest's cache ({cached}).\nInstall kind {recipe.KIND_VERSION} "
-            f"on PATH (https://kind.sigs.k8s.io/docs/user/quick-start/#installation), point {KIND_ENV} "
-            f"at one, or let ktest build it from Go modules: {INSTALL_OFFLINE}."
-        )
-    return sources[0].install_kind(recipe.KIND_VERSION, cached, progress, env)
+    go = require_go(f"building kind {recipe.KIND_VERSION}", env)
+    return go_install(
+        go,
+        f"{recipe.KIND_MODULE}@{recipe.KIND_VERSION}",
+        "kind",
+        cached,
+        progress,
+        f"building kind {recipe.KIND_VERSION} from Go modules, first time only",
+    )

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktest.assets import resolve_assets
+from ktest.assets.gotool import go_install, require_go
 from ktest.assets.progress import Progress, holding_lock
 from ktest.assets.store import read_cache_entry
 from ktest.backends.kind import recipe
 from ktest.backends.kind.cache import KindCache
 from ktest.errors import AssetsError, KindError
-from ktest_offline.go_install import go_install, require_go
 from ktest_offline.kubernetes import KubernetesBuilder
 from ktest_offline.node_image.coredns import coredns_binary
 from ktest_offline.node_image.pause import build_pause

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ktest.assets.gotool import require_go
 from ktest.assets.progress import Progress, format_duration, holding_lock
 from ktest.backends.kind import recipe
 from ktest.backends.kind.cache import KindCache
 from ktest.errors import KindError
-from ktest_offline.go_install import require_go
 from ktest_offline.node_image import assemble, base, rootfs
 from ktest_offline.node_image.binaries import NODE_METADATA_FILE, NodeBinaries, node_binaries
 from ktest_offline.node_image.labels import expected_labels, find_node_image, node_image_tag
@@ -143,7 +143,7 @@ def check_kubeadm_images(kubeadm: Path, version: str) -> None:
         raise KindError(
             f"kubeadm v{version} expects other component images than ktest's recipe preloads.\n"
             f"  kubeadm config images list: {', '.join(listed) or finished.stderr.strip()[-300:]}\n"
-            f"  recipe (ktest/kind/recipe.py MINORS[{recipe.minor_of(version)!r}]): {', '.join(expected)}\n"
+            f"  recipe (ktest/assets/minors.py MINORS[{recipe.minor_of(version)!r}]): {', '.join(expected)}\n"
             "Update the recipe's versions for this minor (and bump RECIPE_VERSION)."
         )
 
