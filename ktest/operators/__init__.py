@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ktest.lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from ktest.operators.crash_expectation import ExpectedCrash as ExpectedCrash
     from ktest.operators.denials import Denial as Denial
     from ktest.operators.denials import find_denials as find_denials
     from ktest.operators.gobuild import build_go_binary as build_go_binary
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from ktest.operators.inprocess import run_callable as run_callable
     from ktest.operators.kopf_runner import KopfOperator as KopfOperator
     from ktest.operators.kopf_runner import run_kopf as run_kopf
-    from ktest.operators.operator import ExpectedCrash as ExpectedCrash
     from ktest.operators.operator import OperatorHandle as OperatorHandle
     from ktest.operators.process_runner import ProcessOperator as ProcessOperator
     from ktest.operators.process_runner import run_subprocess as run_subprocess
@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from ktest.operators.threads import OperatorCrash as OperatorCrash
 
 _NAMES_BY_MODULE = {
-    "operator": ("OperatorHandle", "ExpectedCrash"),
+    "operator": ("OperatorHandle",),
+    "crash_expectation": ("ExpectedCrash",),
     "inprocess": ("OperatorContext", "CallableOperator", "run_callable"),
     "kopf_runner": ("KopfOperator", "run_kopf"),
     "process_runner": ("ProcessOperator", "run_subprocess"),

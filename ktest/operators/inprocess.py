@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ktest.cluster import Cluster
-    from ktest.operators.operator import InProcessOptions
+    from ktest.operators.options import InProcessOptions
 
 
 def start_operator_thread(
@@ -406,7 +406,7 @@ def run_callable(
     then waits before it stops only for deletions of those namespaces. ``proxy``
     (default: the ``ktest_operator_proxy`` setting, on) gives the operator a kubeconfig
     through ktest's API proxy: ``op.traffic``, ``op.faults``. The other keyword arguments:
-    :class:`~ktest.operators.operator.InProcessOptions`. Use the result as a context manager
+    :class:`~ktest.operators.options.InProcessOptions`. Use the result as a context manager
     to stop it::
 
         with run_callable(my_operator, cluster) as op:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ktest.cluster import Cluster
-    from ktest.operators.operator import InProcessOptions
+    from ktest.operators.options import InProcessOptions
 
 _LOGIN_ID = "ktest-test-cluster-login"
 _RESOURCE_REGISTRIES = ("_indexing", "_watching", "_spawning", "_changing")
@@ -252,9 +252,9 @@ class KopfOperator(ThreadOperator):
         return record.levelno >= self.log_level
 
     def _observe(self, run: ThreadRun, record: logging.LogRecord, text: str) -> bool:
-        if not isinstance(run, _KopfRun) or not self.fail_on_errors or self._expecting_crash:
+        if not isinstance(run, _KopfRun) or not self.fail_on_errors or self._crashes.expecting:
             return False  # inside expect_crash() a temporary failure is the expected failure
-        if self._aftermath_open() or self._failure is not None:
+        if self._crashes.aftermath_open() or self._failure is not None:
             return False  # kopf's "failed temporarily" after the handler's own error: the same failure
         retry = run.retries.observe(record)
         if retry is None:
@@ -464,7 +464,7 @@ def run_kopf(
     s after the test ended, fails the test (with ``fail_on_errors``, the default).
     ``proxy`` (default: the ``ktest_operator_proxy`` setting, on) routes the operator's
     API calls through ktest's proxy: ``op.traffic``, ``op.faults``. The other keyword
-    arguments: :class:`~ktest.operators.operator.InProcessOptions`.
+    arguments: :class:`~ktest.operators.options.InProcessOptions`.
     """
     wait = options.pop("wait", True)
     sources = [modules_or_paths] if isinstance(modules_or_paths, (str, Path)) else list(modules_or_paths)

@@ -19,77 +19,30 @@ import fnmatch
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar, TypedDict, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from ktest import context
 from ktest.errors import OperatorError
+from ktest.operators.crash_expectation import (
+    DEFAULT_CRASH_AFTERMATH,
+    POLL,
+    CrashExpectation,
+    ExpectedCrash,
+    FailureProbe,
+)
 from ktest.operators.denials import Denial, find_denials
 from ktest.operators.logs import TAIL_LINES, OperatorLog, readable_api_dumps
+from ktest.operators.options import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, checked_namespaces
+from ktest.operators.reports import attach_reports
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
     from ktest.cluster import Cluster
     from ktest.proxy import Faults, OperatorProxy, Traffic
-
-DEFAULT_READY_TIMEOUT = 60.0
-DEFAULT_STOP_TIMEOUT = 10.0
-DEFAULT_CRASH_AFTERMATH = 2.0
-"""Seconds after an expected crash during which the operator's further ERROR records belong to it."""
-_POLL = 0.02
-
-
-class OperatorOptions(TypedDict, total=False):
-    """The keyword arguments every runner (``run_callable``, ``run_kopf``, ``run_subprocess``)
-    takes, declared once.
-
-    ``name``: the operator's name in logs, reports and field managers. ``namespaces``
-    (names or globs) / ``cluster_wide``: what it serves (see :class:`OperatorHandle`).
-    ``wait``: return once it is ready (default True). ``ready_timeout`` / ``stop_timeout``:
-    seconds. ``fail_on_forbidden``: an RBAC refusal in its output fails the test.
-    ``log_dir``: where its log file goes. ``proxy``: run it behind ktest's API proxy
-    (default: the ``ktest_operator_proxy`` setting, on): ``op.traffic``, ``op.faults``.
-    """
-
-    name: str | None
-    namespaces: Sequence[str] | None
-    cluster_wide: bool
-    wait: bool
-    ready_timeout: float
-    stop_timeout: float
-    fail_on_forbidden: bool
-    log_dir: Path | str | None
-    proxy: bool | None
-
-
-class InProcessOptions(OperatorOptions, total=False):
-    """What the in-process runners (``run_callable``, ``run_kopf``) take beside
-    :class:`OperatorOptions`: ``fail_on_errors`` (an ERROR log record fails the test; for kopf,
-    a handler's ``kopf.TemporaryError`` retries fail it only when they do not end in success,
-    see :func:`~ktest.operators.kopf_runner.run_kopf`) and ``log_level`` (the lowest level
-    written to its log)."""
-
-    fail_on_errors: bool
-    log_level: int
-
-
-@dataclass
-class ExpectedCrash:
-    """What :meth:`OperatorHandle.expect_crash` saw: the operator's error, once the block ended."""
-
-    error: OperatorError | None = None
-    aftermath: list[str] = field(default_factory=list)
-    """ERROR records the operator logged right after the failure (kopf logs a handler's exception,
-    then that the handler failed): part of the same expected crash, never a failure of their own."""
-
-    @property
-    def message(self) -> str:
-        return str(self.error) if self.error is not None else ""
-
 
 class OperatorHandle(abc.ABC):
     """A running operator under test: ``stop()``, ``crash()``, ``restart()``, ``logs``, ``alive``,
@@ -126,7 +79,7 @@ class OperatorHandle(abc.ABC):
         cluster_wide: bool = False,
         proxy: bool | None = None,
     ) -> None:
-        self.namespaces = _checked_namespaces(type(self).runner, namespaces, cluster_wide)
+        self.namespaces = checked_namespaces(type(self).runner, namespaces, cluster_wide)
         if proxy is None:
             from ktest.proxy.defaults import operator_proxy_default
 
@@ -155,10 +108,7 @@ class OperatorHandle(abc.ABC):
         self._lock = threading.RLock()
         self._wake = threading.Event()
         self._cleanups: list[object] = []
-        self._expecting_crash = 0
-        self._aftermath: ExpectedCrash | None = None
-        self._following: list[str] = []
-        self._aftermath_until = 0.0
+        self._crashes = CrashExpectation(self._lock)
         self._reported: tuple[OperatorError, object] | None = None
         self.wait_for_namespaces: bool | Sequence[str] = True
         """Which background namespace deletions :meth:`close` waits for before it stops the
@@ -300,7 +250,7 @@ class OperatorHandle(abc.ABC):
         wait, ``operator_for_test``'s clean-up) do not report it again.
         """
         __tracebackhide__ = True
-        if self._expecting_crash:
+        if self._crashes.expecting:
             return
         failure = self.error
         if failure is None:
@@ -318,14 +268,13 @@ class OperatorHandle(abc.ABC):
             failure = self.error
             return None if failure is None or self._failure_raised else failure
 
-    @contextlib.contextmanager
     def expect_crash(
         self,
         match: str | re.Pattern[str] | None = None,
         *,
         timeout: float | None = None,
         aftermath: float = DEFAULT_CRASH_AFTERMATH,
-    ) -> Iterator[ExpectedCrash]:
+    ) -> contextlib.AbstractContextManager[ExpectedCrash]:
         """The block makes the operator fail on purpose; assert that it does, and how.
 
         Inside the block the operator's failure does not fail ``eventually`` or the
@@ -345,51 +294,19 @@ class OperatorHandle(abc.ABC):
             assert not op.alive
             op.restart()
         """
-        __tracebackhide__ = True
-        outcome = ExpectedCrash()
-        pattern = re.compile(match) if isinstance(match, str) else match
-        with self._lock:
-            self._expecting_crash += 1
-        try:
-            yield outcome
-            failure = self._wait_for_failure(self._crash_timeout(timeout))
-        finally:
-            with self._lock:
-                self._expecting_crash -= 1
-        wanted = f" with an error matching /{pattern.pattern}/" if pattern is not None else ""
-        if failure is None:
-            raise AssertionError(
-                f"operator {self.name!r} was expected to fail{wanted}, but it is still healthy "
-                f"({self._state}, {'alive' if self.alive else 'not running'}) "
-                f"{self._crash_timeout(timeout):g} s after the block.\n"
-                f"--- last lines of its log ---\n{self.log.tail(start=self._run_mark) or '(nothing logged)'}"
-            )
-        if pattern is not None and not pattern.search(str(failure)):
-            raise AssertionError(
-                f"operator {self.name!r} failed, but not as expected: /{pattern.pattern}/ is not in its "
-                f"error:\n{failure}"
-            )
-        with self._lock:
-            outcome.aftermath.extend(self._following)
-            outcome.error = self.acknowledge_error()
-            self._aftermath = outcome
-            self._aftermath_until = time.monotonic() + aftermath
-
-    def _crash_timeout(self, timeout: float | None) -> float:
-        if timeout is not None:
-            return timeout
-        from ktest.wait.defaults import current_defaults
-
-        return current_defaults().timeout
-
-    def _wait_for_failure(self, timeout: float) -> OperatorError | None:
-        deadline = time.monotonic() + timeout
-        while True:
-            failure = self.error
-            if failure is not None or time.monotonic() >= deadline:
-                return failure
-            self._wake.wait(_POLL)
-            self._wake.clear()
+        return self._crashes.expect(
+            FailureProbe(
+                self.name,
+                lambda: self.error,
+                self._wake,
+                lambda: f"{self._state}, {'alive' if self.alive else 'not running'}",
+                lambda: self.log.tail(start=self._run_mark),
+                self.acknowledge_error,
+            ),
+            match,
+            timeout,
+            aftermath,
+        )
 
     def settle(self, timeout: float | None = None) -> None:
         """The test is over: work the operator still retries by design fails it now.
@@ -447,7 +364,7 @@ class OperatorHandle(abc.ABC):
             self._run_mark = self._scanned = self.log.mark()
             self._failure = None
             self._failure_raised = False
-            self._aftermath = None
+            self._crashes.new_run()
             self._wake.clear()
             self._state = "running"
             self.starts += 1
@@ -488,7 +405,7 @@ class OperatorHandle(abc.ABC):
                     hint="If it is just slow, pass a larger ready_timeout; otherwise its log above "
                     "says what it is waiting for.",
                 )
-            self._wake.wait(_POLL)
+            self._wake.wait(POLL)
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop gracefully (stop signal, SIGTERM); an operator that ignores it is killed and
@@ -599,40 +516,9 @@ class OperatorHandle(abc.ABC):
             self.proxy = OperatorProxy(self.cluster, self.name, http2=self.proxy_http2).start()
             self._cleanups.append(self._close_proxy)
         self._cleanups.append(context.add_health_check(self.check))
-        current = context.current()
-        if current is not None and any(scope.is_test for scope in current.chain()):
-            # Started inside a test: its whole log belongs to that test.
-            context.add_report_section(f"operator {self.name} log", lambda: self.logs)
-            if self.proxy is not None:
-                context.add_report_section(f"operator {self.name} API calls", self._calls_since(0))
-        else:
-            # Session-scoped: attach to each failing test what was written during it.
-            self._cleanups.append(context.on_each_test(self._on_test_start))
-
-    def _on_test_start(self, test_context: context.RunContext) -> None:
-        mark = self.log.mark()
-        test_context.sections.append(
-            (f"operator {self.name} log during this test", lambda: self.log.since(mark))
-        )
-        if self.proxy is not None:
-            test_context.sections.append(
-                (
-                    f"operator {self.name} API calls during this test",
-                    self._calls_since(self.proxy.traffic.mark()),
-                )
-            )
-
-    def _calls_since(self, mark: int) -> Callable[[], str]:
-        def describe() -> str:
-            if self.proxy is None:
-                return ""
-            traffic = self.proxy.traffic
-            return (
-                f"last calls (of {len(traffic) - mark}; counts: {traffic.summary(since=mark)}):\n"
-                + traffic.describe(since=mark)
-            )
-
-        return describe
+        detach = attach_reports(self.name, self.log, self.proxy)
+        if detach is not None:
+            self._cleanups.append(detach)
 
     def _close_proxy(self) -> None:
         if self.proxy is not None:
@@ -676,23 +562,10 @@ class OperatorHandle(abc.ABC):
                 if self._state == "running" and self._failure is None:
                     self._failure = self._denial_error(denials[0])
             self._wake.set()
-        elif self._in_aftermath(text):
+        elif self._crashes.take_into_aftermath(text):
             return
-        elif self.fail_on_errors or self._expecting_crash:
+        elif self.fail_on_errors or self._crashes.expecting:
             self._record_failure("logged an error", details=text, hint=hint)
-
-    def _aftermath_open(self) -> bool:
-        """Whether records logged now still belong to an expected crash (see :meth:`expect_crash`)."""
-        with self._lock:
-            return self._aftermath is not None and time.monotonic() <= self._aftermath_until
-
-    def _in_aftermath(self, text: str) -> bool:
-        """An ERROR record right after an expected crash: part of it (see :meth:`expect_crash`)."""
-        with self._lock:
-            if self._aftermath is None or time.monotonic() > self._aftermath_until:
-                return False
-            self._aftermath.aftermath.append(text)
-            return True
 
     def _record_failure(self, what: str, details: str = "", hint: str = "") -> None:
         """Mark the current run failed (first failure wins; what follows is kept with it, for
@@ -700,9 +573,9 @@ class OperatorHandle(abc.ABC):
         with self._lock:
             if self._state == "running" and self._failure is None:
                 self._failure = self._make_error(what, details=details, hint=hint)
-                self._following = []
+                self._crashes.following = []
             elif self._failure is not None:
-                self._following.append(details or what)
+                self._crashes.following.append(details or what)
         self._wake.set()
 
     def _make_error(self, what: str, *, details: str = "", hint: str = "") -> OperatorError:
@@ -732,25 +605,6 @@ class OperatorHandle(abc.ABC):
     def _quietly_end_run(self) -> None:
         if self._end_run("stopped") and not self._halt(self.stop_timeout):
             self._kill()
-
-
-def _checked_namespaces(
-    runner: str, namespaces: Sequence[str] | None, cluster_wide: bool
-) -> list[str] | None:
-    if namespaces is None:
-        return None
-    if isinstance(namespaces, str):
-        raise OperatorError(f"{runner}: namespaces must be a list such as [{namespaces!r}], not a string.")
-    if cluster_wide:
-        raise OperatorError(
-            f"{runner}: pass either namespaces=[...] or cluster_wide=True, not both "
-            "(an operator serves some namespaces or all of them)."
-        )
-    if not namespaces:
-        raise OperatorError(
-            f"{runner}: namespaces=[] serves nothing; pass names or globs, or cluster_wide=True."
-        )
-    return [str(namespace) for namespace in namespaces]
 
 
 H = TypeVar("H", bound=OperatorHandle)

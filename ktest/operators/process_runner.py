@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from ktest.base.proxies import is_loopback, without_proxy_for_loopback
 from ktest.errors import ControlPlaneError, OperatorError
-from ktest.operators.operator import OperatorHandle, OperatorOptions, launch
+from ktest.operators.operator import OperatorHandle, launch
+from ktest.operators.options import OperatorOptions
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -220,7 +221,7 @@ def _compile(pattern: str | re.Pattern[str] | None) -> re.Pattern[str] | None:
 
 
 class ProcessOptions(OperatorOptions, total=False):
-    """What ``run_subprocess`` takes beside :class:`~ktest.operators.operator.OperatorOptions`
+    """What ``run_subprocess`` takes beside :class:`~ktest.operators.options.OperatorOptions`
     (see :class:`ProcessOperator`)."""
 
     args: Sequence[str | Path]
@@ -243,7 +244,7 @@ def run_subprocess(
     becomes them, comma-separated, and the handle waits before it stops only for
     deletions of those namespaces. ``proxy`` (default: the ``ktest_operator_proxy``
     setting, on) points ``KUBECONFIG`` at ktest's API proxy: ``op.traffic``, ``op.faults``.
-    The other keyword arguments: :class:`~ktest.operators.operator.OperatorOptions`.
+    The other keyword arguments: :class:`~ktest.operators.options.OperatorOptions`.
     """
     wait = options.pop("wait", True)
     return launch(ProcessOperator(cmd, cluster, **options), wait)
