@@ -10,7 +10,8 @@ replaces it with what the code declares, so the pages cannot drift from it:
 * ``fixtures``: every fixture the plugin offers, read from a real pytest session's fixture
   manager (so the kind backend's and the webhook fixtures are there too);
 * ``cli``: every ``ktest`` command and subcommand with its ``--help``, from the argparse parsers;
-* ``assertions``: the ready assertions of ``public_api.ASSERTIONS``, a line each.
+* ``assertions``: the ready assertions of ``public_api.ASSERTIONS``, a line each;
+* ``versions``: the supported Kubernetes minors of ``ktest.assets.minors.MINORS`` and their facts.
 
 ``tests/docs/test_docs_reference.py`` builds the site and checks each name has its entry.
 """
@@ -237,6 +238,24 @@ def assertions_markdown() -> str:
     return "\n".join(lines)
 
 
+def versions_markdown() -> str:
+    """A table of every supported Kubernetes minor: ``ktest.assets.minors.MINORS``."""
+    from ktest.assets import minors
+
+    roles = {minors.DEFAULT_MINOR: "default", minors.OLDER_MINOR: "older (CI)"}
+    lines = [
+        "| minor | role | etcd (its kubeadm's) | CoreDNS | pause | Go a build needs | checked against |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for minor in minors.supported_minors():
+        facts = minors.MINORS[minor]
+        lines.append(
+            f"| {minor} | {roles.get(minor, '')} | {facts.etcd} | {facts.coredns} | {facts.pause} "
+            f"| {facts.go} | {facts.checked_patch} |"
+        )
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------------------- hooks
 
 GENERATORS = {
@@ -246,6 +265,7 @@ GENERATORS = {
     "fixtures": fixtures_markdown,
     "cli": cli_markdown,
     "assertions": assertions_markdown,
+    "versions": versions_markdown,
 }
 
 

@@ -105,6 +105,17 @@ def test_every_assertion_is_in_the_assertions_table(site: Path) -> None:
         assert f"#{hooks.anchor('ktest.assertions.' + name)}" in text, name
 
 
+def test_every_supported_minor_is_in_the_versions_table(site: Path) -> None:
+    from ktest.assets import minors
+
+    text = (site / "reference/versions/index.html").read_text()
+    for minor, facts in minors.MINORS.items():
+        row = f"<td>{minor}</td>"
+        assert row in text, minor
+        cells = text.split(row, 1)[1].split("</tr>", 1)[0]
+        assert f"<td>{facts.etcd}</td>" in cells and f"<td>{facts.checked_patch}</td>" in cells, minor
+
+
 def test_an_unknown_placeholder_is_an_error() -> None:
     with pytest.raises(ValueError, match=r"unknown reference placeholder .*known: api, settings"):
         hooks.render("<!-- ktest-reference: nonsense -->")
