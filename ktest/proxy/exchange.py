@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Protocol
 
+from ktest.proxy.api_request import ApiRequest, parse_request
 from ktest.proxy.faults import WatchStream
 from ktest.proxy.http1 import (
     COPY,
@@ -35,7 +36,6 @@ from ktest.proxy.http1 import (
     read_exactly,
     read_head,
 )
-from ktest.proxy.requests import ApiRequest, parse_request
 from ktest.proxy.traffic import EventCounter
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ktest.proxy.api_request import ApiRequest
 from ktest.proxy.http1 import shutdown
-from ktest.proxy.requests import ApiRequest
 from ktest.proxy.rules import FaultRuleError, Rule, RuleState
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypedDict
 
-from ktest.proxy.requests import READ_VERBS, VERBS, WRITE_VERBS, ApiRequest
+from ktest.proxy.api_request import READ_VERBS, VERBS, WRITE_VERBS, ApiRequest
 
 VERB_GROUPS: Mapping[str, frozenset[str]] = {
     "read": READ_VERBS,

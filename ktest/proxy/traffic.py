@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ktest.base.delegation import Delegated
-from ktest.proxy.requests import WRITE_VERBS, ApiRequest
+from ktest.proxy.api_request import WRITE_VERBS, ApiRequest
 
 TAIL_CALLS = 30
 """How many of the operator's last calls a failure report shows."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ktest.operators.logs import OperatorLog
-from ktest.proxy.requests import WRITE_VERBS, ApiRequest
+from ktest.proxy.api_request import WRITE_VERBS, ApiRequest
 from ktest.proxy.traffic import Call, Traffic
 from ktest.timeline.model import Event, TimelineData, cut, object_diff
 from ktest.timeline.watches import ResourceKey, Seen

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ktest.cluster import rest
 from ktest.operators.logs import OperatorLog
-from ktest.proxy.requests import ApiRequest, parse_request
+from ktest.proxy.api_request import ApiRequest, parse_request
 from ktest.proxy.traffic import Traffic
 from ktest.timeline.assemble import Assembly, Marks, note_request
 from ktest.timeline.model import Event, TimelineData, cut

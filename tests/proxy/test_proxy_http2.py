@@ -74,7 +74,7 @@ def test_events_of_a_gzip_compressed_protobuf_watch_are_counted() -> None:
     import gzip
     import struct
 
-    from ktest.proxy.requests import parse_request
+    from ktest.proxy.api_request import parse_request
     from ktest.proxy.traffic import Call, EventCounter
 
     frames = [struct.pack(">I", len(body)) + body for body in (b"k8s\x00one", b"k8s\x00second event")]

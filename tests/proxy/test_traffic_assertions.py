@@ -266,7 +266,7 @@ def test_a_watch_reopened_before_the_cut_one_was_recorded_as_ended_counts() -> N
     """CI saw this order: the client re-opened its watch a moment before the proxy noted the
     cut stream's end. The re-opened watch still counts; a client that never re-opens does not."""
     from ktest.assertions.traffic import _recovery_gaps
-    from ktest.proxy.requests import parse_request
+    from ktest.proxy.api_request import parse_request
     from ktest.proxy.traffic import Call
 
     watch = parse_request("GET", "/api/v1/namespaces/a/configmaps?watch=true")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ktest.proxy import traffic as traffic_module
-from ktest.proxy.requests import parse_request
+from ktest.proxy.api_request import parse_request
 from ktest.proxy.traffic import Traffic
 
 
