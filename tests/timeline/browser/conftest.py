@@ -43,13 +43,32 @@ def failing_timelines(tmp_path_factory: pytest.TempPathFactory, binary_cache: Pa
     shutil.copytree(FAILING_SUITE, suite, ignore=shutil.ignore_patterns("__pycache__"))
     junit = base / "junit.xml"
     command = [
-        sys.executable, "-m", "pytest", str(suite), "--rootdir", str(suite), "-p", "no:cacheprovider",
-        "-W", "ignore::DeprecationWarning", f"--junitxml={junit}", "-o", "junit_family=xunit1",
-        "--ktest-timeline", "on-failure", "--ktest-artifacts", str(base / "artifacts"),
+        sys.executable,
+        "-m",
+        "pytest",
+        str(suite),
+        "--rootdir",
+        str(suite),
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore::DeprecationWarning",
+        f"--junitxml={junit}",
+        "-o",
+        "junit_family=xunit1",
+        "--ktest-timeline",
+        "on-failure",
+        "--ktest-artifacts",
+        str(base / "artifacts"),
     ]
     completed = subprocess.run(
-        command, cwd=suite, env=inner_environment(base / "state", binary_cache), capture_output=True,
-        text=True, timeout=INNER_RUN_TIMEOUT, check=False,
+        command,
+        cwd=suite,
+        env=inner_environment(base / "state", binary_cache),
+        capture_output=True,
+        text=True,
+        timeout=INNER_RUN_TIMEOUT,
+        check=False,
     )
     output = completed.stdout + completed.stderr
     assert junit.is_file(), (

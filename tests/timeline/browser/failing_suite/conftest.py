@@ -35,8 +35,11 @@ def start_webapp(
         def start(bug: str | None) -> OperatorHandle:
             def operator(ctx: OperatorContext) -> None:
                 webapp.run(
-                    str(ctx.kubeconfig), ctx.stop, ctx.ready,
-                    namespace_selector=worker_namespace_selector, seeded_bug_name=bug or "",
+                    str(ctx.kubeconfig),
+                    ctx.stop,
+                    ctx.ready,
+                    namespace_selector=worker_namespace_selector,
+                    seeded_bug_name=bug or "",
                 )
 
             return running.enter_context(run_callable(operator, cluster, name="webapp"))
@@ -60,9 +63,12 @@ def start_bucketclaim(
 
         def start(bug: str | None) -> OperatorHandle:
             operator = run_kopf(
-                "fixtures.operators.bucketclaim.operator", cluster, namespaces=[namespace],
+                "fixtures.operators.bucketclaim.operator",
+                cluster,
+                namespaces=[namespace],
                 memo={"storage": storage, "retry_delay": 0.5, "seeded_bug": bug or ""},
-                name="bucketclaim", fail_on_errors=False,
+                name="bucketclaim",
+                fail_on_errors=False,
             )
             running.enter_context(
                 operator_for_test(operator, cluster, namespace, before_cleanup=storage.recover)

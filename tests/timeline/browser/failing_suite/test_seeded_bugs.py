@@ -16,8 +16,12 @@ CLAIMS = "storage.example.com/v1alpha1"
 
 
 def web_app(name: str = "shop") -> dict[str, Any]:
-    return {"apiVersion": WEBAPPS, "kind": "WebApp", "metadata": {"name": name},
-            "spec": {"image": "nginx:1.27", "replicas": 1}}
+    return {
+        "apiVersion": WEBAPPS,
+        "kind": "WebApp",
+        "metadata": {"name": name},
+        "spec": {"image": "nginx:1.27", "replicas": 1},
+    }
 
 
 def reconciled(cluster: Cluster, namespace: str) -> None:
@@ -38,8 +42,12 @@ def test_conflict_storm(cluster: Cluster, namespace: str, start_webapp: Any) -> 
     operator = start_webapp("gives-up-on-conflict")
     storm = faults.conflict("webapps", namespace=namespace, subresource="status")
     assert_recovers(
-        operator, storm, action=lambda: cluster.create(web_app(), namespace=namespace), duration=1.0,
-        then=lambda: reconciled(cluster, namespace), timeout=8,
+        operator,
+        storm,
+        action=lambda: cluster.create(web_app(), namespace=namespace),
+        duration=1.0,
+        then=lambda: reconciled(cluster, namespace),
+        timeout=8,
     )
 
 
@@ -50,8 +58,15 @@ def test_finalizer_removed_before_cleanup_with_two_operators(
     start_bucketclaim("finalizer-removed-before-cleanup")
     cluster.create(web_app(), namespace=namespace)
     eventually(lambda: reconciled(cluster, namespace))
-    claim = cluster.create({"apiVersion": CLAIMS, "kind": "BucketClaim", "metadata": {"name": "photos"},
-                            "spec": {"region": "eu-west-1"}}, namespace=namespace)
+    claim = cluster.create(
+        {
+            "apiVersion": CLAIMS,
+            "kind": "BucketClaim",
+            "metadata": {"name": "photos"},
+            "spec": {"region": "eu-west-1"},
+        },
+        namespace=namespace,
+    )
     assert_condition(cluster, claim, "Ready", "True", reason="Provisioned")
 
     with storage.fail_deletes("storage backend unavailable (503)"):

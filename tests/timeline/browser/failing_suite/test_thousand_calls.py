@@ -10,8 +10,10 @@ CALLS = 1000
 
 
 def test_a_thousand_calls_then_a_failure(cluster: Cluster, namespace: str) -> None:
-    config = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "counter"},
-                             "data": {"calls": "0"}}, namespace=namespace)
+    config = cluster.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "counter"}, "data": {"calls": "0"}},
+        namespace=namespace,
+    )
 
     def operator(ctx: OperatorContext) -> None:
         ctx.ready()
