@@ -14,7 +14,7 @@ from ktest.lazy import lazy_attributes
 from ktest.public_api import TOP_LEVEL, VERSION
 
 if TYPE_CHECKING:
-    from ktest.api_error import ApiError as ApiError
+    from ktest.errors.api import ApiError as ApiError
     from ktest.assertions import ConcurrentWriter as ConcurrentWriter
     from ktest.assertions import assert_backs_off as assert_backs_off
     from ktest.assertions import assert_condition as assert_condition
@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from ktest.assertions import assert_recovers as assert_recovers
     from ktest.assertions import assert_rejected as assert_rejected
     from ktest.assertions import assert_relists_after_410 as assert_relists_after_410
+    from ktest.assertions import assert_round_trips as assert_round_trips
     from ktest.assertions import assert_status_subresource as assert_status_subresource
+    from ktest.assertions import assert_stored_as as assert_stored_as
     from ktest.assertions import assert_survives_concurrent_writes as assert_survives_concurrent_writes
     from ktest.assertions import assert_transition_time_stable as assert_transition_time_stable
     from ktest.assertions import finalizer_scenario as finalizer_scenario

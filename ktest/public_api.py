@@ -30,6 +30,8 @@ ASSERTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "assert_rejected": ("webhooks", ("action",)),
     "assert_defaulted": ("webhooks", ()),
     "assert_converts": ("webhooks", ()),
+    "assert_round_trips": ("crd_versions", ()),
+    "assert_stored_as": ("crd_versions", ()),
     "stale_copy": ("conflicts", ()),
     "assert_conflict_on_stale_update": ("conflicts", ("write",)),
     "assert_survives_concurrent_writes": ("conflicts", ("converged", "trigger")),
@@ -74,7 +76,7 @@ TOP_LEVEL: dict[str, str] = {
     "assert_matches": "ktest.wait",
     **{name: "ktest.assertions" for name in _ASSERTIONS_TOP_LEVEL},
     **{name: "ktest.errors" for name in _ERRORS},
-    "ApiError": "ktest.api_error",
+    "ApiError": "ktest.errors.api",
     "KindHandle": "ktest.backends.kind.handle",
     "Webhooks": "ktest.webhooks",
     "image_from_binary": "ktest.backends.kind.binary_image",
@@ -84,7 +86,7 @@ TOP_LEVEL: dict[str, str] = {
 PUBLIC: dict[str, tuple[str, ...]] = {
     "ktest": (*sorted(TOP_LEVEL), "__version__"),
     "ktest.errors": _ERRORS,
-    "ktest.api_error": ("ApiError",),
+    "ktest.errors.api": ("ApiError",),
     "ktest.assertions": (*ASSERTIONS, *ASSERTION_HELPERS, "aio"),
     "ktest.assertions.aio": _ASSERTIONS_TOP_LEVEL,
     "ktest.wait": (
@@ -102,8 +104,8 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "namespace_for", "operator_for_test", "finalize_namespace", "finalize_cluster_objects",
     ),
     "ktest.cluster": (
-        "FIELD_MANAGER", "Cluster", "KindRef", "ObjectRef", "RefLike", "UserIssuer", "as_kind", "as_ref",
-        "load_manifests",
+        "FIELD_MANAGER", "Cluster", "KindRef", "ObjectRef", "RefLike", "StorageMigration", "UserIssuer",
+        "as_kind", "as_ref", "evolve_crd", "load_manifests", "migrate_storage",
     ),
     "ktest.controlplane": ("ControlPlane", "ManagedProcess"),
     "ktest.assets": (
@@ -120,6 +122,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "ktest.webhooks": ("AdmissionRequest", "CallLog", "Denied", "Handlers", "WebhookCall", "Webhooks"),
     "ktest.context": ("run_context", "check_health", "current_test"),
+    "ktest.timeline": ("SCHEMA", "Event", "Recorder", "TimelineData", "recording", "render", "write_page"),
     "ktest.backends.kind.handle": ("KindHandle",),
 }
 """Module -> the public names it offers."""
@@ -127,7 +130,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
 MOVED: dict[str, dict[str, str]] = {
     # 0.1.0: ApiError left ktest.errors, so that the CLI and the control plane need not
     # import the kubernetes package.
-    "ktest.errors": {"ApiError": "ktest.api_error"},
+    "ktest.errors": {"ApiError": "ktest.errors.api"},
 }
 """Old module -> {name: the module that holds it now}: still importable from the old place, with a
 DeprecationWarning."""

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
         assert_survives_concurrent_writes as assert_survives_concurrent_writes,
     )
     from ktest.assertions.conflicts import stale_copy as stale_copy
+    from ktest.assertions.crd_versions import assert_round_trips as assert_round_trips
+    from ktest.assertions.crd_versions import assert_stored_as as assert_stored_as
     from ktest.assertions.finalizers import FinalizerScenario as FinalizerScenario
     from ktest.assertions.finalizers import assert_deletion_blocked as assert_deletion_blocked
     from ktest.assertions.finalizers import assert_gone as assert_gone

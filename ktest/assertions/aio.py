@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from ktest.assertions import (
     conditions,
     conflicts,
+    crd_versions,
     finalizers,
     ownership,
     quiescence,
@@ -66,7 +67,8 @@ def _threaded(sync: Callable[P, T], *, callbacks: tuple[str, ...] = ()) -> Calla
     return run
 
 
-_MODULES = {"conditions": conditions, "conflicts": conflicts, "finalizers": finalizers,
+_MODULES = {"conditions": conditions, "conflicts": conflicts, "crd_versions": crd_versions,
+            "finalizers": finalizers,
             "ownership": ownership, "quiescence": quiescence, "status": status, "traffic": traffic,
             "webhooks": webhooks}
 _twins: dict[str, Callable[..., Awaitable[Any]]] = {}

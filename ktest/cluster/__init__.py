@@ -1,5 +1,6 @@
-"""The cluster handle: clients, object helpers, CRDs, namespaces, users."""
+"""The cluster handle: clients, object helpers, CRDs (and their version evolution), namespaces, users."""
 
+from ktest.cluster.crd_evolution import StorageMigration, evolve_crd, migrate_storage
 from ktest.cluster.handle import FIELD_MANAGER, Cluster, UserIssuer
 from ktest.cluster.manifests import load_manifests
 from ktest.cluster.refs import KindRef, ObjectRef, RefLike, as_kind, as_ref
@@ -10,8 +11,11 @@ __all__ = [
     "KindRef",
     "ObjectRef",
     "RefLike",
+    "StorageMigration",
     "UserIssuer",
     "as_kind",
     "as_ref",
+    "evolve_crd",
     "load_manifests",
+    "migrate_storage",
 ]
