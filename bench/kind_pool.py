@@ -86,7 +86,7 @@ def main() -> None:
     args = parser.parse_args()
     timed = timed_pytest if args.pytest else timed_open
     what = "pytest start to first test" if args.pytest else "the backend's open"
-    warm = Settings(backend="kind", k8s_version=args.k8s_version, kind_pool=True)
+    warm = Settings(backend="kind", k8s_version=args.k8s_version).with_values(kind_pool=True)
     cold = Settings(backend="kind", k8s_version=args.k8s_version)
     kind = resolve_kind()
     print(

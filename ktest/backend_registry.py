@@ -20,7 +20,18 @@ this registry imports nothing and every layer may read it:
   ``ktest up``/``ktest down`` (``parsers`` by command name);
 * ``up(args, k8s_version) -> int``: ``ktest up --backend NAME`` (keep one warm between runs);
 * ``down(args) -> int``: ``ktest down --backend NAME``;
-* ``status() -> list[str]``: its lines of ``ktest status`` (one saying "none" when it has none).
+* ``status() -> list[str]``: its lines of ``ktest status`` (one saying "none" when it has none);
+* ``settings``: a tuple of its own setting rows (``ktest.config_values.Spec``), resolved by
+  ``ktest.config`` with every other setting and read as ``settings.<name>``;
+* ``describe(settings) -> list[str]``: its words in the session header's settings line;
+* ``ci_steps(context) -> list[str]``: the GitHub Actions steps ``ktest init github-actions`` adds
+  to a matrix cell of this backend before the test step (YAML lines, indented as steps);
+* ``on_death``: how the janitor cleans up after a holder killed before its own clean-up ran:
+  ktest's janitor runs the command line a holder registers with it (see
+  ``ktest.base.janitor_client.JanitorHandle.on_death``); this part names the function that
+  builds that command line, so a reader finds each backend's rule beside its other parts;
+* ``foreign_options``: a tuple of :class:`ForeignOption`, another plugin's options this backend
+  takes the place of (kind: pytest-kind's ``--keep-cluster``, ``--kind-image``...).
 
 Nothing outside this module compares a backend's name: code asks the spec
 (``starts_control_plane``, ``nodes``) or calls its parts.
@@ -54,6 +65,54 @@ class LogExport:
 
 
 @dataclass(frozen=True)
+class ForeignOption:
+    """An option of another pytest plugin that describes the cluster it creates (pytest-kind's,
+    for backend kind: a backend's ``foreign_options``).
+
+    Where ktest creates that cluster instead (backend kind, whose ``kind_cluster`` takes the place
+    of pytest-kind's), the option is taken as the ktest ``setting`` it means, or refused with
+    ``refusal`` (what to use instead), never ignored. On other backends it is the plugin's alone."""
+
+    dest: str
+    option: str
+    plugin: str
+    """The plugin whose option it is ("pytest-kind")."""
+    fixture: str
+    """ktest's fixture that takes the place of the plugin's ("kind_cluster")."""
+    setting: str | None = None
+    refusal: str = ""
+    default: Any = None
+    """The plugin's default: a value equal to it was not given (unless the option is spelled out)."""
+
+
+@dataclass(frozen=True)
+class CiContext:
+    """What a backend's ``ci_steps`` may use in the workflow ``ktest init github-actions`` writes."""
+
+    platform: str
+    """The runner's OS and architecture, as a GitHub expression (for cache keys)."""
+    release: str
+    """The cell's exact Kubernetes release, as a GitHub expression."""
+    cache_action: str
+    """The pinned ``actions/cache`` to use."""
+    upload_action: str
+    """The pinned ``actions/upload-artifact`` to use."""
+
+
+@dataclass(frozen=True)
+class CiSteps:
+    """A backend's part of that workflow, in the matrix cells of this backend (each step says
+    ``if: matrix.backend == '<name>'`` itself): YAML lines at step indentation."""
+
+    extra: str | None = None
+    """ktest's pip extra its cells install (``kind``), or None."""
+    before_tests: tuple[str, ...] = ()
+    """Steps between the Kubernetes binaries and pytest (its tools, its node image)."""
+    after_failure: tuple[str, ...] = ()
+    """Steps after a failed pytest run (uploading its cluster's logs)."""
+
+
+@dataclass(frozen=True)
 class BackendSpec:
     """One backend: its name, what it offers, and where its parts live."""
 
@@ -70,6 +129,11 @@ class BackendSpec:
     up: str | None = None
     down: str | None = None
     status: str | None = None
+    settings: str | None = None
+    describe: str | None = None
+    ci_steps: str | None = None
+    on_death: str | None = None
+    foreign_options: str | None = None
     starts_control_plane: bool = False
     """ktest starts the API server itself, so extra API server flags and feature gates apply."""
     nodes: Literal["always", "never", "ask"] = "ask"
@@ -79,7 +143,8 @@ class BackendSpec:
     one the user names by kubeconfig context."""
 
     def load(self, part: str) -> Callable[..., Any] | None:
-        """The callable ``part`` (``open``, ``check``, ``fixtures``, ``down``...) names, or None."""
+        """What ``part`` (``open``, ``check``, ``fixtures``, ``down``...) names, or None: a callable
+        (``settings``: the tuple of rows)."""
         target = getattr(self, part)
         if target is None:
             return None
@@ -100,6 +165,11 @@ PARTS = (
     "up",
     "down",
     "status",
+    "settings",
+    "describe",
+    "ci_steps",
+    "on_death",
+    "foreign_options",
 )
 """The fields of :class:`BackendSpec` that name a ``"module:attribute"``."""
 
@@ -129,6 +199,11 @@ BUILT_IN: tuple[BackendSpec, ...] = (
         up="ktest.backends.kind.cli:up_from_args",
         down="ktest.backends.kind.cli:down_from_args",
         status="ktest.backends.kind.cli:status_lines",
+        settings="ktest.backends.kind.settings:ROWS",
+        describe="ktest.backends.kind.settings:describe",
+        on_death="ktest.backends.kind.on_death:command",
+        ci_steps="ktest.backends.kind.ci:ci_steps",
+        foreign_options="ktest.backends.kind.settings:PYTEST_KIND_OPTIONS",
         nodes="always",
     ),
     BackendSpec(

@@ -5,8 +5,10 @@ cell (``KTEST_BACKEND=kind``, ``KTEST_K8S_VERSION=1.35``) overrides what the
 project's pyproject.toml or pytest.ini sets; the session header says where
 every value that is not a default came from.
 
-Each setting is declared once in :data:`SETTINGS` (its option, ini key,
-environment variable, default and parser); the pytest plugin registers the
+Each setting is declared once, in :data:`CORE_SETTINGS` or in its backend's package (the
+``settings`` part of its ``BackendSpec``: kind's rows live in ``ktest.backends.kind.settings``),
+with its option, ini key, environment variable, default and parser; :data:`SETTINGS` is all of
+them, core rows first. The pytest plugin registers the
 options and ini keys from that table, and plain-Python code calls
 :func:`resolve_settings` with whatever sources it has. A bad value raises
 :class:`~ktest.errors.ConfigError` naming where it came from and what is allowed.
@@ -18,7 +20,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ktest import backend_registry as registry
 from ktest.config_values import (  # noqa: F401  (apiserver_arguments, known_feature_gates: ktest.config's too)
@@ -72,10 +74,6 @@ class Settings:
     keep_namespaces: str = "never"
     namespace_deletion: str = "background"
     reuse: bool = False
-    kind_config: Path | None = None
-    kind_image: str | None = None
-    keep_cluster: bool = False
-    kind_pool: bool = False
     artifacts_dir: Path | None = None
     timeline: str = "on-failure"
     run_dir: Path | None = None
@@ -83,8 +81,36 @@ class Settings:
     operator_proxy_http2: bool = True
     apiserver_flags: tuple[str, ...] = ()
     feature_gates: tuple[str, ...] = ()
+    backend_values: Mapping[str, Any] = field(default_factory=dict)
+    """The values given for backends' own rows, by name; read them as attributes
+    (``settings.kind_image``): a row not given reads as its default (off, or None)."""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     """Where each non-default value came from (for messages), e.g. ``{"backend": "ini ktest_backend"}``."""
+
+    def __getattr__(self, name: str) -> Any:
+        """A backend's row (``kind_image``): its value, else its default; other names: AttributeError."""
+        if name.startswith("_") or name in ("backend_values", "sources"):
+            raise AttributeError(name)
+        if name in self.backend_values:
+            return self.backend_values[name]
+        row = backend_rows().get(name)
+        if row is None:
+            raise AttributeError(f"{type(self).__name__!r} has no setting {name!r}")
+        return row.default_text == "true" if row.flag else None
+
+    def with_values(self, **values: Any) -> Settings:
+        """A copy with ``values`` set, core settings and backends' rows alike."""
+        from dataclasses import fields, replace
+
+        core = {f.name for f in fields(self)}
+        extra = {name: value for name, value in values.items() if name not in core}
+        unknown = set(extra) - set(backend_rows())
+        if unknown:
+            raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+        own = {name: value for name, value in values.items() if name in core}
+        if extra:
+            own["backend_values"] = {**self.backend_values, **extra}
+        return replace(self, **own)
 
     @property
     def k8s_selector(self) -> Selector:
@@ -107,8 +133,8 @@ class Settings:
             parts.append(f"crds={len(self.crds)} path(s)")
         if self.reuse:
             parts.append("reuse=on")
-        if self.kind_pool:
-            parts.append("kind-pool=on")
+        for _backend, describe in registry.parts("describe"):
+            parts += describe(self)
         if self.keep_namespaces != "never":
             parts.append(f"keep-namespaces={self.keep_namespaces}")
         if self.namespace_deletion != "background":
@@ -125,7 +151,7 @@ class Settings:
         """Where each value that is not a default came from, for the session header."""
         given = [
             f"{spec.name}={shown(getattr(self, spec.name))} ({self.sources[spec.name]})"
-            for spec in SETTINGS
+            for spec in all_settings()
             if spec.name in self.sources
         ]
         return ", ".join(given) if given else "all defaults"
@@ -134,7 +160,7 @@ class Settings:
 # -------------------------------------------------------------------- the table
 
 # fmt: off
-SETTINGS: tuple[Spec, ...] = (
+CORE_SETTINGS: tuple[Spec, ...] = (
     setting("k8s_version", parse_version,
              "Kubernetes version: 1.37.2, 1.37 (newest patch) or latest", "latest", metavar="VERSION"),
     setting("backend", parse_backend,
@@ -171,19 +197,6 @@ SETTINGS: tuple[Spec, ...] = (
              metavar="HOW"),
     flag("reuse",
           "attach to a compatible control plane started by `ktest up` (never stopped by the tests)"),
-    setting("kind_config", parse_path,
-             "extra kind Cluster config (YAML file) merged with what ktest needs (backend kind)", "(none)",
-             metavar="PATH"),
-    setting("kind_image", parse_image_reference,
-             "node image of the kind cluster (backend kind): name:tag, or name:tag@sha256:<digest> to pin "
-             "it; it must be in the Docker engine or pullable", "a local ktest image for the version, else "
-             "kindest/node:v<version>", metavar="IMAGE"),
-    flag("keep_cluster",
-          "keep the kind cluster after the run and print how to attach or delete it (backend kind)"),
-    flag("kind_pool",
-          "warm pool (backend kind): claim a spare cluster made in the background by an earlier run "
-          "(attach in about a second), and make the next spare once this run's cluster is up; "
-          "`ktest down --kind` deletes spares"),
     setting("artifacts_dir", parse_path,
              "where diagnostics too big for a report go (kind export logs after a failed run)",
              ".ktest-artifacts in the rootdir", key="artifacts", metavar="DIR"),
@@ -209,55 +222,54 @@ SETTINGS: tuple[Spec, ...] = (
 )
 # fmt: on
 
-SPECS_BY_NAME = {spec.name: spec for spec in SETTINGS}
 
 
-@dataclass(frozen=True)
-class ForeignOption:
-    """An option of pytest-kind (and its fork pytest-kind-ng) that describes the cluster it creates.
-
-    Where ktest creates the cluster with nodes instead (backend kind, whose ``kind_cluster``
-    takes the place of pytest-kind's), the option is taken as the ktest ``setting`` it means,
-    or refused with ``refusal`` (what to use instead), never ignored. On other backends it is
-    pytest-kind's alone."""
-
-    dest: str
-    option: str
-    setting: str | None = None
-    refusal: str = ""
-    default: Any = None
-    """pytest-kind's default: a value equal to it was not given (unless the option is spelled out)."""
+def backend_rows() -> dict[str, Spec]:
+    """Every registered backend's own rows (the ``settings`` part of its spec), by name."""
+    rows: dict[str, Spec] = {}
+    for backend, part in registry.parts("settings"):
+        for row in cast("tuple[Spec, ...]", part):
+            if row.name in rows or any(row.name == core.name for core in CORE_SETTINGS):
+                raise ConfigError(
+                    f"backend {backend.name} registers the setting {row.name!r}, which another backend or "
+                    "ktest itself already has: rename it (prefix it with the backend's name)"
+                )
+            rows[row.name] = row
+    return rows
 
 
-# fmt: off
-FOREIGN_OPTIONS: tuple[ForeignOption, ...] = (
-    ForeignOption("keep_cluster", "--keep-cluster", "keep_cluster", default=False),
-    ForeignOption("kind_image", "--kind-image", "kind_image"),
-    ForeignOption("cluster_name", "--cluster-name", default="pytest-kind", refusal=(
-        "ktest names its kind clusters itself (ktest-run-<random>, so it never touches a cluster of yours "
-        "and parallel runs never collide); remove it. To keep the cluster after the run use "
-        "--ktest-keep-cluster; to use one cluster for many runs, `ktest up --backend kind` and "
-        "--ktest-reuse")),
-    ForeignOption("kubeconfig", "--kubeconfig", refusal=(
-        "ktest writes the cluster's kubeconfig into the cluster's private directory "
-        "(kind_cluster.kubeconfig_path names it); to test a cluster of yours instead use --ktest-backend "
-        "existing with --ktest-kubeconfig and --ktest-context")),
-    ForeignOption("kind_bin", "--kind-bin", refusal=(
-        "ktest runs the kind release its node images are made for (`ktest kind install`); to run another "
-        "kind binary set KTEST_KIND=<path>")),
-    ForeignOption("kind_kubectl_bin", "--kind-kubectl-bin", refusal=(
-        "ktest runs a kubectl matching the cluster's version (its binary cache); to run another set "
-        "KTEST_KUBECTL=<path>")),
-)
-# fmt: on
+def all_settings() -> tuple[Spec, ...]:
+    """Every setting: ktest's own rows, then each registered backend's."""
+    return CORE_SETTINGS + tuple(backend_rows().values())
+
+
+def specs_by_name() -> dict[str, Spec]:
+    """Every setting by name."""
+    return {spec.name: spec for spec in all_settings()}
+
+
+if TYPE_CHECKING:  # read through __getattr__ below, typed for the checker
+    SETTINGS: tuple[Spec, ...]
+    SPECS_BY_NAME: dict[str, Spec]
+
+
+def __getattr__(name: str) -> Any:
+    """``SETTINGS`` and ``SPECS_BY_NAME``: read when asked, so that they hold the rows of
+    backends registered by other packages (importing this module loads no backend)."""
+    if name == "SETTINGS":
+        return all_settings()
+    if name == "SPECS_BY_NAME":
+        return specs_by_name()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def given_foreign_options(getoption: Callable[[str], Any], arguments: Sequence[str]) -> dict[str, Any]:
-    """The pytest-kind options given in this run, by dest: ``getoption(dest)`` reads a value (None
-    when pytest-kind is not installed), ``arguments`` are the command line and addopts, so that a
-    value equal to pytest-kind's default counts when it is spelled out."""
+    """The options of other plugins given in this run (pytest-kind's, for backend kind), by dest:
+    ``getoption(dest)`` reads a value (None when that plugin is not installed), ``arguments`` are
+    the command line and addopts, so that a value equal to the plugin's default counts when it is
+    spelled out."""
     given = {}
-    for foreign in FOREIGN_OPTIONS:
+    for foreign in foreign_options():
         value = getoption(foreign.dest)
         spelled = any(word == foreign.option or word.startswith(foreign.option + "=") for word in arguments)
         if value is not None and (value != foreign.default or spelled):
@@ -265,18 +277,21 @@ def given_foreign_options(getoption: Callable[[str], Any], arguments: Sequence[s
     return given
 
 
-def takes_foreign_options(backend: str) -> bool:
-    """Whether ``backend`` creates its cluster with nodes, as pytest-kind does: its ``kind_cluster``
-    is ktest's, so pytest-kind's options about that cluster are ktest's business."""
-    spec = registry.spec(backend)
-    return spec.creates_cluster and spec.nodes == "always"
+def foreign_options(backend: str | None = None) -> tuple[registry.ForeignOption, ...]:
+    """The other plugin's options ``backend`` takes the place of (its spec's ``foreign_options``;
+    None: every backend's), e.g. pytest-kind's on backend kind."""
+    found: list[registry.ForeignOption] = []
+    for spec, part in registry.parts("foreign_options"):
+        if backend is None or spec.name == backend:
+            found += cast("tuple[registry.ForeignOption, ...]", part)
+    return tuple(found)
 
 
 def add_setting_option(parser: Any, name: str, *, fallback: str | None = None) -> None:
     """Add ``--<name>`` to a ``ktest`` command's argparse ``parser`` with the setting's help and
     metavar; its default is the setting's environment variable, else ``fallback``, so the command
     and pytest read the same variable."""
-    spec = SPECS_BY_NAME[name]
+    spec = specs_by_name()[name]
     parser.add_argument(
         f"--{name.replace('_', '-')}",
         default=os.environ.get(spec.env) or fallback,
@@ -301,8 +316,8 @@ def resolve_settings(
     of lines, None or empty when not set; ``env`` is keyed by variable name
     (default: ``os.environ``). Relative paths are taken from ``cwd`` for options
     and environment variables and from ``ini_dir`` for ini keys. ``foreign``: the
-    pytest-kind options given (:func:`given_foreign_options`), taken or refused on
-    backend kind as :data:`FOREIGN_OPTIONS` says.
+    other plugins' options given (:func:`given_foreign_options`), taken or refused as the
+    backend's ``foreign_options`` say (pytest-kind's on backend kind).
     """
     options = options or {}
     ini = ini or {}
@@ -311,36 +326,34 @@ def resolve_settings(
     ini_dir = ini_dir or cwd
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for spec in SETTINGS:
+    for spec in all_settings():
         found = _raw_value(spec, options.get(spec.name), ini.get(spec.name), env, cwd, ini_dir)
         if found is None:
             continue
         text, source = found
         values[spec.name] = spec.parse(text, spec, source)
         sources[spec.name] = source.label
-    settings = Settings(**{k: v for k, v in values.items() if v is not None}, sources=sources)
-    if foreign and takes_foreign_options(settings.backend):
+    settings = Settings(sources=sources).with_values(**{k: v for k, v in values.items() if v is not None})
+    if foreign and foreign_options(settings.backend):
         settings = _with_foreign_options(settings, foreign, cwd)
     return _check_combination(settings, env)
 
 
 def _with_foreign_options(settings: Settings, given: Mapping[str, Any], cwd: Path) -> Settings:
-    """``settings`` with the pytest-kind options taken; a refused one, or one that contradicts
+    """``settings`` with the other plugin's options taken; a refused one, or one that contradicts
     ktest's own option, is a ConfigError."""
-    from dataclasses import replace
-
     changes: dict[str, Any] = {}
     sources = dict(settings.sources)
-    for foreign in FOREIGN_OPTIONS:
+    for foreign in foreign_options(settings.backend):
         if foreign.dest not in given:
             continue
-        label = f"option {foreign.option} (pytest-kind's)"
+        label = f"option {foreign.option} ({foreign.plugin}'s)"
         if foreign.setting is None:
             raise ConfigError(
-                f"{label}: ktest's kind_cluster takes the place of pytest-kind's on backend "
+                f"{label}: ktest's {foreign.fixture} takes the place of {foreign.plugin}'s on backend "
                 f"{settings.backend}, and {foreign.option} has no meaning there: {foreign.refusal}"
             )
-        spec = SPECS_BY_NAME[foreign.setting]
+        spec = specs_by_name()[foreign.setting]
         raw = given[foreign.dest]
         text = ("true" if raw else "false") if isinstance(raw, bool) else str(raw)
         value = spec.parse(text, spec, Source("option", label, cwd))
@@ -354,7 +367,11 @@ def _with_foreign_options(settings: Settings, given: Mapping[str, Any], cwd: Pat
         if not own.startswith("option "):
             changes[spec.name] = value
             sources[spec.name] = label
-    return replace(settings, **changes, sources=sources) if changes else settings
+    if not changes:
+        return settings
+    from dataclasses import replace
+
+    return replace(settings.with_values(**changes), sources=sources)
 
 
 _CRD_API_VERSION = "apiextensions.k8s.io/v1"

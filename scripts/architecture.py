@@ -23,7 +23,7 @@ KTEST = Path(__file__).resolve().parents[1] / "ktest"
 FLOORS: list[list[str]] = [
     ["public_api", "lazy", "errors", "controller_names", "backend_registry"],
     ["base"],
-    ["api_error", "context", "assets"],
+    ["context", "assets"],
     ["controlplane", "cluster", "kind"],
     ["wait"],
     ["proxy", "faults", "webhooks"],

@@ -13,6 +13,7 @@ import pytest
 from ktest import backend_registry as registry
 from ktest.backend_registry import BackendSpec
 from ktest.config import Settings, resolve_settings
+from ktest.config_values import Spec
 from ktest.errors import ConfigError
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "architecture.py"
@@ -130,18 +131,40 @@ def test_an_unknown_backend_names_the_registered_ones(mine: BackendSpec) -> None
         resolve_settings(env={"KTEST_BACKEND": "k3d"})
 
 
-def test_nothing_outside_the_registry_compares_a_backend_name() -> None:
-    ktest = Path(registry.__file__).parent
-    offenders = []
-    for path in ktest.rglob("*.py"):
-        if path.name == "backend_registry.py":
-            continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if "backend" in line and any(
-                f'{op} "{name}"' in line for op in ("==", "!=") for name in registry.names()
-            ):
-                offenders.append(f"{path.relative_to(ktest)}:{number}: {line.strip()}")
-    assert offenders == []
+def test_no_backend_is_named_outside_its_package() -> None:
+    """Outside ``ktest/backends/<name>/`` and the registry no module compares a backend's name
+    (``==``, ``!=``, ``in``, ``match``) or lists it in a string table: what differs between
+    backends is a part of their ``BackendSpec`` (settings rows, CLI verbs, CI steps, on-death rule)."""
+    assert drawing().backend_names_outside(registry.names()) == []
+
+
+def test_the_backend_name_check_sees_every_form(tmp_path: Path) -> None:
+    """Each way of naming a backend is caught, in any module but the backend's own package; a
+    Kubernetes object's ``"kind"`` field is not a backend."""
+    house = drawing()
+    ktest = write_modules(tmp_path, {
+        "cli/init.py": 'def f(options):\n    return "kind" in options.backends\n',
+        "cli/up.py": 'def f(settings):\n    return settings.backend == "bare" or "existing" != settings.backend\n',
+        "base/janitor.py": 'def f(command):\n    match command:\n        case "kind":\n            pass\n',
+        "config.py": 'NODES = ("kind",)\nEXTRAS = {"kind": "ktest[kind]", "bare": None}\nALL = ["bare", "kind"]\n',
+        "plugin/plugin.py": 'def f(name):\n    return name not in {"bare", "existing"}\n',
+        "backends/kind/cli.py": 'NAME = "kind"\ndef f(b):\n    return b == "kind" or b == "bare"\n',
+        "cluster/client.py": 'BODY = {"apiVersion": "v1", "kind": "Namespace"}\nKEYS = ("apiVersion", "kind")\n',
+    })
+    found = house.backend_names_outside(["bare", "kind", "existing"], ktest)
+    where = sorted({(line.split(":")[0], line.split(": ", 1)[1].split(" in ")[0]) for line in found})
+    assert where == [
+        ("backends/kind/cli.py", "'bare'"),
+        ("base/janitor.py", "'kind'"),
+        ("cli/init.py", "'kind'"),
+        ("cli/up.py", "'bare'"),
+        ("cli/up.py", "'existing'"),
+        ("config.py", "'bare'"),
+        ("config.py", "'kind'"),
+        ("plugin/plugin.py", "'bare'"),
+        ("plugin/plugin.py", "'existing'"),
+    ]
+    assert "cli/init.py:2: 'kind' in return \"kind\" in options.backends" in found
 
 
 KIND_IN_CLI_OR_PLUGIN = {
@@ -178,10 +201,17 @@ def test_the_plugin_and_the_cli_reach_a_backend_through_the_registry_only() -> N
 
 def test_every_part_a_built_in_backend_names_exists() -> None:
     """A misspelt ``"module:attribute"`` in ``BUILT_IN`` fails here, not in a user's run."""
+    tables = {"settings": Spec, "foreign_options": registry.ForeignOption}
     for spec in registry.BUILT_IN:
         for part in registry.PARTS:
             target = getattr(spec, part)
-            assert target is None or callable(spec.load(part)), f"{spec.name}.{part} = {target}"
+            if target is None:
+                continue
+            loaded = spec.load(part)
+            if part in tables:
+                assert isinstance(loaded, tuple) and all(isinstance(row, tables[part]) for row in loaded), target
+            else:
+                assert callable(loaded), f"{spec.name}.{part} = {target}"
 
 
 def test_a_module_over_500_lines_says_why_at_its_top() -> None:

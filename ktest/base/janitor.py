@@ -14,8 +14,8 @@ judges by and the private-file writer come from :mod:`ktest.base.procfs`.
 start, ``ktest down``), through :mod:`ktest.base.holders`.
 
 Protocol, one line each: ``dir <path>``, ``keep`` (do not remove the directory),
-``kind <kind binary>\t<cluster name>\t<record path>`` (delete that kind cluster, its
-record and the directory named by ``dir``, unless the record says it is kept),
+``on-death <argv, tab-separated>`` (a command line to run first, to its end: a backend's
+clean-up rule, e.g. deleting the holder's cluster; the janitor knows no backend),
 ``release`` (the owner cleaned up itself; exit quietly).
 """
 
@@ -126,53 +126,16 @@ def sweep_leftovers(
     return removed
 
 
-KIND_CREATE_SETTLE = 3.0
-"""Seconds without a node container before a cluster whose ``kind create`` was killed counts
-as deleted: the engine may still be creating a node container, which ``kind delete`` then
-fails to remove without a word."""
-KIND_CREATE_TIMEOUT = 120.0
-
-
-def _kind(kind: str, *args: str) -> str:
-    """``kind args``'s standard output ("" when it cannot run)."""
+def run_on_death(argv: list[str]) -> None:
+    """Run a holder's on-death command line to its end (a backend's clean-up rule, e.g. deleting
+    its cluster); one that cannot start is skipped: the janitor has no one to tell."""
     import subprocess
 
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        return subprocess.run(
-            [kind, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True, timeout=300, check=False,
-        ).stdout
-    return ""
-
-
-def delete_kind_cluster(kind: str, name: str, record: Path, directory: Path | None = None) -> None:
-    """Delete a dead owner's kind cluster (stopping a ``kind create`` still running for it first).
-
-    Half-made (a ``kind create`` was running, or ``directory`` has no admin kubeconfig yet), it is
-    deleted again each time a node container shows up, until none has for KIND_CREATE_SETTLE s.
-    """
-    try:
-        if '"kept": true' in record.read_text():
-            return  # kept on purpose after all (ktest up, --ktest-keep-cluster)
-    except OSError:
-        return  # no record: the owner deleted it, or it was never ktest's
-    creating = processes_mentioning(f"--name\0{name}\0")
-    for pid in creating:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    half_made = bool(creating) or (directory is not None and not (directory / "admin.kubeconfig").exists())
-    give_up = time.monotonic() + KIND_CREATE_TIMEOUT
-    while True:
-        _kind(kind, "delete", "cluster", "--name", name, "--kubeconfig", os.devnull)
-        quiet_until = min(time.monotonic() + (KIND_CREATE_SETTLE if half_made else 0.0), give_up)
-        left = ""
-        while not left and time.monotonic() < quiet_until:
-            time.sleep(0.5)
-            left = _kind(kind, "get", "nodes", "--name", name).strip()
-        if not left:
-            break
-    with contextlib.suppress(OSError):
-        record.unlink()
+        subprocess.run(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd="/", check=False,
+        )
 
 
 def main() -> None:
@@ -180,7 +143,7 @@ def main() -> None:
         signal.signal(signum, signal.SIG_IGN)
     directory: Path | None = None
     keep = False
-    kind_cluster: tuple[str, str, Path] | None = None
+    on_death: list[list[str]] = []
     for raw in sys.stdin.buffer:
         line = raw.decode("utf-8", "surrogateescape").rstrip("\n")
         command, _, argument = line.partition(" ")
@@ -188,13 +151,12 @@ def main() -> None:
             directory = Path(argument)
         elif command == "keep":
             keep = True
-        elif command == "kind":
-            kind, name, record = argument.split("\t")
-            kind_cluster = (kind, name, Path(record))
+        elif command == "on-death":
+            on_death.append(argument.split("\t"))
         elif command == "release":
             return
-    if kind_cluster is not None:
-        delete_kind_cluster(*kind_cluster, directory=directory)
+    for argv in on_death:
+        run_on_death(argv)
     if directory is not None:
         kill_and_remove(directory, remove=not keep)
 

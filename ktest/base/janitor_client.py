@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from ktest.base import janitor
@@ -66,9 +67,12 @@ class JanitorHandle:
         if keep_directory:
             self._send("keep")
 
-    def watch_kind_cluster(self, kind: Path, name: str, record: Path) -> None:
-        """If this process dies, delete kind cluster ``name`` (unless its record turns kept)."""
-        self._send(f"kind {kind}\t{name}\t{record}")
+    def on_death(self, argv: Sequence[str]) -> None:
+        """If this process dies, the janitor runs ``argv`` (to its end) before it removes the
+        directory: a backend's clean-up rule, e.g. deleting the cluster this process holds."""
+        if any("\t" in word or "\n" in word for word in argv):
+            raise ValueError(f"an on-death command line cannot hold tabs or newlines: {list(argv)!r}")
+        self._send("on-death " + "\t".join(argv))
 
     @property
     def pid(self) -> int:

@@ -48,9 +48,10 @@ def up_kind(k8s_version: str | None, kind_config: str | None, kind_image: str | 
         backend=NAME,
         k8s_version=k8s_version,
         reuse=True,
+        sources={"kind_image": image_source} if kind_image else {},
+    ).with_values(
         kind_config=Path(kind_config).resolve() if kind_config else None,
         kind_image=image_spec.parse(kind_image or "", image_spec, Source("option", image_source, Path.cwd())),
-        sources={"kind_image": image_source} if kind_image else {},
     )
     backend = find_kept(settings)
     state = "already running"

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from ktest.backends.kind import records
+from ktest.backends.kind import on_death, records
 from ktest.backends.kind.kubeadm_patches import with_kubeadm_patches, write_patches
 from ktest.backends.kind.records import ClusterRecord
 from ktest.base.janitor_client import JanitorHandle
@@ -247,7 +247,7 @@ def create_cluster(
     record_path = records.write_record(record, records_dir)
     cluster = KindCluster(record, kind, JanitorHandle(directory))
     assert cluster.janitor is not None
-    cluster.janitor.watch_kind_cluster(kind, name, record_path)
+    cluster.janitor.on_death(on_death.command(kind, name, record_path, directory))
     try:
         config_path = directory / "kind-config.yaml"
         config = with_kubeadm_patches(config, write_patches(directory))

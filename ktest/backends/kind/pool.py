@@ -41,7 +41,7 @@ from typing import Any
 
 import filelock
 
-from ktest.backends.kind import records
+from ktest.backends.kind import on_death, records
 from ktest.backends.kind.cluster import KindCluster, create_cluster, delete_cluster, keep, usable_now
 from ktest.base.janitor import write_private_text
 from ktest.base.janitor_client import JanitorHandle
@@ -134,7 +134,9 @@ def claim(
             continue  # another run claimed it first
         cluster = KindCluster(taken, kind, JanitorHandle(Path(taken.directory)))
         assert cluster.janitor is not None
-        cluster.janitor.watch_kind_cluster(kind, taken.name, taken.path(records_dir))
+        cluster.janitor.on_death(
+            on_death.command(kind, taken.name, taken.path(records_dir), Path(taken.directory))
+        )
         problem = usable_now(cluster)
         if problem is None:
             return cluster

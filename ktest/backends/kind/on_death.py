@@ -1,0 +1,91 @@
+"""Backend kind's clean-up after death: delete a dead holder's kind cluster.
+
+The janitor (:mod:`ktest.base.janitor`) runs a holder's on-death command line once the holder
+died without releasing it; a kind cluster registers ``command(...)``, which runs this file as a
+script: ``python -I -S on_death.py KIND NAME RECORD [DIRECTORY]``. Like the janitor it imports
+only the standard library (and the janitor's own file, by path), so it starts in milliseconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+KIND_CREATE_SETTLE = 3.0
+"""Seconds without a node container before a cluster whose ``kind create`` was killed counts
+as deleted: the engine may still be creating a node container, which ``kind delete`` then
+fails to remove without a word."""
+KIND_CREATE_TIMEOUT = 120.0
+
+
+def command(kind: Path, name: str, record: Path, directory: Path | None) -> list[str]:
+    """The command line the janitor runs if the holder of cluster ``name`` dies."""
+    return [sys.executable, "-I", "-S", str(Path(__file__).resolve()), str(kind), name, str(record)] + (
+        [str(directory)] if directory is not None else []
+    )
+
+
+def _janitor() -> ModuleType:
+    """``ktest.base.janitor``, loaded from its file: this script runs without ktest on the path."""
+    path = Path(__file__).resolve().parents[2] / "base" / "janitor.py"
+    spec = importlib.util.spec_from_file_location("_ktest_janitor", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _kind(kind: str, *args: str) -> str:
+    """``kind args``'s standard output ("" when it cannot run)."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        return subprocess.run(
+            [kind, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, timeout=300, check=False,
+        ).stdout
+    return ""
+
+
+def delete_kind_cluster(kind: str, name: str, record: Path, directory: Path | None = None) -> None:
+    """Delete a dead holder's kind cluster (stopping a ``kind create`` still running for it first).
+
+    Half-made (a ``kind create`` was running, or ``directory`` has no admin kubeconfig yet), it is
+    deleted again each time a node container shows up, until none has for KIND_CREATE_SETTLE s.
+    """
+    try:
+        if '"kept": true' in record.read_text():
+            return  # kept on purpose after all (ktest up, --ktest-keep-cluster)
+    except OSError:
+        return  # no record: the holder deleted it, or it was never ktest's
+    creating = _janitor().processes_mentioning(f"--name\0{name}\0")
+    for pid in creating:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    half_made = bool(creating) or (directory is not None and not (directory / "admin.kubeconfig").exists())
+    give_up = time.monotonic() + KIND_CREATE_TIMEOUT
+    while True:
+        _kind(kind, "delete", "cluster", "--name", name, "--kubeconfig", os.devnull)
+        quiet_until = min(time.monotonic() + (KIND_CREATE_SETTLE if half_made else 0.0), give_up)
+        left = ""
+        while not left and time.monotonic() < quiet_until:
+            time.sleep(0.5)
+            left = _kind(kind, "get", "nodes", "--name", name).strip()
+        if not left:
+            break
+    with contextlib.suppress(OSError):
+        record.unlink()
+
+
+def main(argv: list[str]) -> None:
+    kind, name, record, *directory = argv
+    delete_kind_cluster(kind, name, Path(record), Path(directory[0]) if directory else None)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
