@@ -67,10 +67,32 @@ def test_wheel_carries_py_typed_licence_data_files_and_entry_points(dist: Path) 
         entry_points = archive.read(f"ktest-{ktest.__version__}.dist-info/entry_points.txt").decode()
     assert "ktest/py.typed" in names
     assert f"ktest-{ktest.__version__}.dist-info/licenses/LICENSE" in names
-    assert "ktest/kind/image/pause.c" in names  # package data the kind image build copies
     assert "[pytest11]\nktest = ktest.plugin.plugin" in entry_points
     assert "ktest = ktest.cli.main:main" in entry_points
     assert not [name for name in names if name.startswith("tests/")]
+    # The offline builders are a distribution of their own (offline/), not part of ktest's wheel.
+    assert not [name for name in names if name.startswith(("ktest_offline/", "offline/"))]
+    assert "ktest.binary_sources" not in entry_points
+
+
+def test_the_offline_builders_are_a_wheel_of_their_own(dist: Path, tmp_path: Path) -> None:
+    """ktest-offline, built from the same source tree as ktest's sdist holds it: its package, the
+    files its node-image build copies, and its two plug-ins, reached through entry points."""
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path),
+                    str(dist.parent / "offline")], capture_output=True, timeout=600, check=True)
+    (wheel,) = tmp_path.glob("ktest_offline-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        (entry_points_file,) = [name for name in names if name.endswith(".dist-info/entry_points.txt")]
+        entry_points = archive.read(entry_points_file).decode()
+    assert {
+        "ktest_offline/sources.py", "ktest_offline/py.typed", "ktest_offline/node_image/pause.c",
+        "ktest_offline/node_image/preload.sh", "ktest_offline/node_image/files/kind/ktest-configure.sh",
+    } <= names
+    assert not [name for name in names if name.startswith("ktest/")]
+    assert "[ktest.binary_sources]\nbuild = ktest_offline.sources:GoModules" in entry_points
+    node_images = "[ktest.node_image_sources]\nktest-offline = ktest_offline.sources:OfflineNodeImages"
+    assert node_images in entry_points
 
 
 def test_sdist_carries_the_readme_licence_and_typed_marker(dist: Path) -> None:
