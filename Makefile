@@ -92,8 +92,9 @@ docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 lint: venv
-	$(BIN)/ruff check ktest tests fixtures bench examples
+	$(BIN)/ruff check ktest tests fixtures bench examples offline
 	$(BIN)/mypy ktest
+	$(BIN)/mypy offline/ktest_offline
 
 # actionlint and zizmor on every workflow and action in .github/ and on what `ktest init
 # github-actions` writes; any finding fails. actionlint is built once from its Go module into
