@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from ktest.api_error import ApiError
 from ktest.cluster import Cluster
+from ktest.errors.api import ApiError
 
 pytestmark = pytest.mark.usefixtures("crds")
 

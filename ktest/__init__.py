@@ -14,7 +14,6 @@ from ktest.lazy import lazy_attributes
 from ktest.public_api import TOP_LEVEL, VERSION
 
 if TYPE_CHECKING:
-    from ktest.errors.api import ApiError as ApiError
     from ktest.assertions import ConcurrentWriter as ConcurrentWriter
     from ktest.assertions import assert_backs_off as assert_backs_off
     from ktest.assertions import assert_condition as assert_condition
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     from ktest.errors import ManifestError as ManifestError
     from ktest.errors import OperatorError as OperatorError
     from ktest.errors import WebhookError as WebhookError
+    from ktest.errors.api import ApiError as ApiError
     from ktest.wait import assert_matches as assert_matches
     from ktest.wait import consistently as consistently
     from ktest.wait import eventually as eventually

@@ -60,7 +60,7 @@ def test_from_ktest_errors_import_api_error_works_as_the_examples_wrote_it() -> 
         "from kubernetes.client import ApiException\nprint(issubclass(ApiError, ApiException))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "warned: ktest.errors.ApiError moved to ktest.api_error.ApiError" in result.stdout
+    assert "warned: ktest.errors.ApiError moved to ktest.errors.api.ApiError" in result.stdout
     assert result.stdout.strip().endswith("True")
 
 

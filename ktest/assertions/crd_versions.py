@@ -15,10 +15,10 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ktest.api_error import ApiError
 from ktest.assertions.objects import describe, failure
 from ktest.assertions.webhooks import _added, _comparable, _round_trip_wording
 from ktest.cluster.refs import ObjectRef, RefLike, as_ref
+from ktest.errors.api import ApiError
 from ktest.wait.match import diff
 
 if TYPE_CHECKING:

@@ -17,13 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ktest.api_error import ApiError
 from ktest.assertions.changes import status_write_notes
 from ktest.assertions.objects import describe, failure, read_existing, ref_of, timeout_or_default, uid_of
 from ktest.assertions.objects import field as get_field
 from ktest.assertions.waiting import until_read
 from ktest.cluster.refs import ObjectRef, RefLike
 from ktest.errors import ClusterError
+from ktest.errors.api import ApiError
 from ktest.wait.match import diff
 
 if TYPE_CHECKING:

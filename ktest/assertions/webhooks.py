@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ktest.api_error import ApiError
 from ktest.assertions.objects import describe, failure
 from ktest.cluster.refs import ObjectRef, RefLike, as_ref
+from ktest.errors.api import ApiError
 from ktest.wait.match import diff
 
 if TYPE_CHECKING:

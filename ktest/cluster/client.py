@@ -12,12 +12,12 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from ktest.api_error import ApiError
 from ktest.cluster.discovery import Discovery, ResourceInfo, is_custom_api_version
 from ktest.cluster.manifests import ManifestSource, load_located
 from ktest.cluster.refs import KindRef, ObjectRef, RefLike, as_kind, as_ref
 from ktest.cluster.rest import PATCH_CONTENT_TYPES, Rest
 from ktest.errors import ClusterError
+from ktest.errors.api import ApiError
 
 FIELD_MANAGER = "ktest"
 """The field manager of the test's own writes (managedFields tell them apart from the operator's)."""

@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ktest.api_error import ApiError
 from ktest.cluster.crds import CRD_API_VERSION, CRD_KIND, _check_is_crd, install_crds
 from ktest.cluster.manifests import ManifestSource, load_located
 from ktest.errors import ClusterError, CRDError, ManifestError
+from ktest.errors.api import ApiError
 
 if TYPE_CHECKING:
     from ktest.cluster.client import ClusterClient

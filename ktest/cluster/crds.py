@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ktest.api_error import ApiError
 from ktest.cluster.manifests import FieldPath, Manifest, ManifestSource, load_located
 from ktest.cluster.rest import MAX_REQUEST_BODY_BYTES, size_text
 from ktest.errors import CRDError, ManifestError
+from ktest.errors.api import ApiError
 
 if TYPE_CHECKING:
     from ktest.cluster.client import ClusterClient

@@ -28,10 +28,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ktest.api_error import ApiError
 from ktest.base.procfs import Holder
 from ktest.cluster.refs import ObjectRef
 from ktest.errors import ClusterError
+from ktest.errors.api import ApiError
 
 if TYPE_CHECKING:
     from ktest.cluster.client import ClusterClient

@@ -3,7 +3,7 @@
 The generated typed clients need a model per kind and the dynamic client
 re-runs discovery; tests work with dicts of any kind, so ktest talks REST
 directly, reusing the ApiClient's TLS and credentials. Errors are raised as
-:class:`ktest.api_error.ApiError`, which is also a ``kubernetes.client.ApiException``,
+:class:`ktest.errors.api.ApiError`, which is also a ``kubernetes.client.ApiException``,
 so callers and ``eventually``'s retry rules see the official client's type.
 
 Like client-go, a request the API server refuses with ``Retry-After`` (429, or a 5xx such as
@@ -32,8 +32,8 @@ from urllib.parse import quote, urlencode
 import urllib3
 from kubernetes.client import ApiClient
 
-from ktest.api_error import ApiError
 from ktest.base.proxies import proxy_advice
+from ktest.errors.api import ApiError
 
 PATCH_CONTENT_TYPES = {
     "merge": "application/merge-patch+json",

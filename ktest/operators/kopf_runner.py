@@ -295,8 +295,8 @@ class KopfOperator(ThreadOperator):
         ref = retry.ref
         if not ref or not ref.get("apiVersion") or not ref.get("kind") or not ref.get("name"):
             return True
-        from ktest.api_error import ApiError
         from ktest.errors import ClusterError
+        from ktest.errors.api import ApiError
 
         try:
             info = self.cluster.info(ref["apiVersion"], ref["kind"])

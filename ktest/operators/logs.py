@@ -301,7 +301,8 @@ def api_error_text(error: BaseException | None) -> str | None:
     dumps HTTP headers and body), else None. ktest's ApiError reads well already."""
     if error is None or not any(cls.__name__ == "ApiException" for cls in type(error).__mro__):
         return None
-    if any(cls.__name__ == "ApiError" and cls.__module__ == "ktest.api_error" for cls in type(error).__mro__):
+    mro = type(error).__mro__
+    if any(cls.__name__ == "ApiError" and cls.__module__ == "ktest.errors.api" for cls in mro):
         return None
     return _status_line(
         getattr(error, "status", None), getattr(error, "reason", None), getattr(error, "body", None)
@@ -310,7 +311,7 @@ def api_error_text(error: BaseException | None) -> str | None:
 
 def _status_line(status: object, reason: object, body: str | bytes | None) -> str:
     """``409 Conflict: <the message of the Status body>`` (without ``: ...`` when it has none)."""
-    from ktest.api_error import server_message
+    from ktest.errors.api import server_message
 
     message = server_message(body or "")
     return f"{status} {reason}" + (f": {message}" if message else "")

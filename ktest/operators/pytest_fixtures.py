@@ -48,8 +48,8 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ktest.api_error import ApiError
 from ktest.errors import ClusterError, OperatorError
+from ktest.errors.api import ApiError
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ktest.api_error import ApiError
 from ktest.errors import WebhookError
+from ktest.errors.api import ApiError
 from ktest.webhooks.manifests import ADMISSION_API_VERSION, PROBE_LABEL
 from ktest.webhooks.routes import PROBE_PREFIX
 

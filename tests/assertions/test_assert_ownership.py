@@ -14,11 +14,11 @@ from assertion_controllers import Controller, widget
 from builders import configmap, crd, owner_reference
 from messages import assert_says
 
-from ktest.api_error import ApiError
 from ktest.assertions import assert_garbage_collected, assert_orphaned, assert_owned_by
 from ktest.cluster import Cluster, ObjectRef
 from ktest.controlplane import ControlPlane
 from ktest.errors import ClusterError
+from ktest.errors.api import ApiError
 
 Reconcile = Callable[[dict[str, Any]], None]
 CRD_API = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")

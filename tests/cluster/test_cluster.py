@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from builders import configmap, crd
 
-from ktest.api_error import ApiError
 from ktest.cluster import Cluster, ObjectRef
 from ktest.errors import ClusterError, CRDError
+from ktest.errors.api import ApiError
 from ktest.wait import eventually
 
 # a status subresource and a CEL rule on spec.size

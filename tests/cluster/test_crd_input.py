@@ -13,9 +13,9 @@ import pytest
 import yaml
 from builders import configmap, crd
 
-from ktest.api_error import ApiError
 from ktest.cluster import Cluster
 from ktest.errors import CRDError
+from ktest.errors.api import ApiError
 
 GROUP = "crdinput.ktest.dev"
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from builders import configmap
 
-from ktest.api_error import ApiError
 from ktest.cluster import Cluster
 from ktest.cluster.rest import Rest, retry_after
+from ktest.errors.api import ApiError
 from ktest.wait import eventually
 from ktest.webhooks import AdmissionRequest, Handlers
 

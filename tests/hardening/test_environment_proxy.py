@@ -215,8 +215,8 @@ def test_a_server_beyond_a_failing_proxy_is_named_with_the_fix(
     """Where a request does go through the environment's proxy (a server that is not on loopback,
     as kubectl would), its failure says so and how to bypass the proxy: one line, not a
     MaxRetryError."""
-    from ktest.api_error import ApiError
     from ktest.cluster import Cluster
+    from ktest.errors.api import ApiError
 
     server = "https://kubernetes.example.invalid:6443"
     with Cluster(_kubeconfig_for(server, tmp_path)) as cluster, pytest.raises(ApiError) as caught:

@@ -10,8 +10,8 @@ import pytest
 from builders import configmap, configmap_creation_webhook
 from operator_helpers import SAMPLES
 
-from ktest.api_error import ApiError
 from ktest.cluster import Cluster
+from ktest.errors.api import ApiError
 from ktest.operators import run_kopf
 from ktest.webhooks import Webhooks
 

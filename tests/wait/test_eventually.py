@@ -16,8 +16,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import NotFoundError, ServiceUnavailableError
 from wait_helpers import Counter
 
-from ktest.api_error import ApiError
 from ktest.errors import ConfigError
+from ktest.errors.api import ApiError
 from ktest.wait import consistently, eventually, use_defaults
 
 FAST = {"timeout": 0.3, "interval": 0.01}

@@ -18,8 +18,8 @@ import pytest
 from builders import configmap
 from webhook_handlers import forbidden_key_guard
 
-from ktest.api_error import ApiError
 from ktest.cluster import Cluster
+from ktest.errors.api import ApiError
 from ktest.wait import eventually
 from ktest.webhooks.server import HANDSHAKE_TIMEOUT, MAX_CONNECTIONS
 

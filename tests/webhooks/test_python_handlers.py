@@ -10,9 +10,9 @@ from builders import configmap
 from webhook_handlers import configmap_validator, forbidden_key_guard, gadget_conversion
 from webhook_helpers import gadget
 
-from ktest.api_error import ApiError
 from ktest.assertions import assert_converts, assert_defaulted
 from ktest.cluster import Cluster
+from ktest.errors.api import ApiError
 from ktest.webhooks import AdmissionRequest
 
 TEAM_LABEL = {"team": "platform"}

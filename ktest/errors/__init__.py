@@ -3,9 +3,9 @@
 Every error says what was wrong, why, and how to fix it; the hierarchy lets
 callers catch one family (``except ktest.AssetsError``) or all of them.
 ``ApiError`` (a ``ClusterError`` that is also the official client's
-``ApiException``) lives in ``ktest.api_error``, so that this module, which the
-CLI and the control plane use, never imports the kubernetes package;
-``from ktest.errors import ApiError`` still works, with a DeprecationWarning.
+``ApiException``) lives in the submodule ``ktest.errors.api``, so that this
+module, which the CLI and the control plane use, never imports the kubernetes
+package; ``from ktest.errors import ApiError`` still works, with a DeprecationWarning.
 """
 
 from __future__ import annotations
