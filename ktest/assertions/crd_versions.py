@@ -74,8 +74,13 @@ def assert_round_trips(cluster: Cluster, obj: RefLike, via: str) -> dict[str, An
         sent = [f"{_round_trip_wording(line)} (as sent)" for line in diff(back, {"spec": obj["spec"]})]
         changes += [line for line in sent if line.removesuffix(" (as sent)") not in changes]
     if changes:
+        more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
         raise AssertionError(
-            failure(headline, _ROUND_TRIP_RULE, [*changes, f"at {via} it read: spec {converted.get('spec')}"])
+            failure(
+                f"{headline}: {changes[0]}{more}",
+                _ROUND_TRIP_RULE,
+                [*changes, f"at {via} it read: spec {converted.get('spec')}"],
+            )
         )
     return converted
 
