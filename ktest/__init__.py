@@ -25,10 +25,13 @@ if TYPE_CHECKING:
     from ktest.assertions import assert_gone as assert_gone
     from ktest.assertions import assert_has_finalizer as assert_has_finalizer
     from ktest.assertions import assert_no_hot_loop as assert_no_hot_loop
+    from ktest.assertions import assert_no_removed_api_calls as assert_no_removed_api_calls
+    from ktest.assertions import assert_objects_intact as assert_objects_intact
     from ktest.assertions import assert_observed_generation as assert_observed_generation
     from ktest.assertions import assert_orphaned as assert_orphaned
     from ktest.assertions import assert_owned_by as assert_owned_by
     from ktest.assertions import assert_quiescent as assert_quiescent
+    from ktest.assertions import assert_recovered_after_upgrade as assert_recovered_after_upgrade
     from ktest.assertions import assert_recovers as assert_recovers
     from ktest.assertions import assert_rejected as assert_rejected
     from ktest.assertions import assert_relists_after_410 as assert_relists_after_410

@@ -39,6 +39,9 @@ ASSERTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "assert_recovers": ("traffic", ("then", "action")),
     "assert_backs_off": ("traffic", ("trigger",)),
     "assert_relists_after_410": ("traffic", ()),
+    "assert_objects_intact": ("upgrade", ()),
+    "assert_recovered_after_upgrade": ("upgrade", ()),
+    "assert_no_removed_api_calls": ("upgrade", ()),
 }
 """Every ready assertion, declared once: name -> (its module in ``ktest.assertions``, the
 arguments its async twin in ``ktest.assertions.aio`` accepts as coroutine functions). The
@@ -55,6 +58,9 @@ ASSERTION_HELPERS: dict[str, str] = {
     "TransitionHistory": "conditions",
     "condition_shape_problems": "conditions",
     "owner_reference_problems": "ownership",
+    "ObjectSnapshot": "upgrade",
+    "UpgradeRecovery": "upgrade",
+    "snapshot_objects": "upgrade",
 }
 """What ``ktest.assertions`` offers beside the assertions: name -> its module there."""
 
@@ -121,7 +127,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "reset", "server_error", "throttle",
     ),
     "ktest.webhooks": ("AdmissionRequest", "CallLog", "Denied", "Handlers", "WebhookCall", "Webhooks"),
-    "ktest.context": ("run_context", "check_health", "current_test"),
+    "ktest.run_context": ("run_context", "check_health", "current_test"),
     "ktest.timeline": ("SCHEMA", "Event", "Recorder", "TimelineData", "recording", "render", "write_page"),
     "ktest.backends.kind.handle": ("KindHandle",),
 }

@@ -49,6 +49,12 @@ if TYPE_CHECKING:
     from ktest.assertions.traffic import assert_no_hot_loop as assert_no_hot_loop
     from ktest.assertions.traffic import assert_recovers as assert_recovers
     from ktest.assertions.traffic import assert_relists_after_410 as assert_relists_after_410
+    from ktest.assertions.upgrade import ObjectSnapshot as ObjectSnapshot
+    from ktest.assertions.upgrade import UpgradeRecovery as UpgradeRecovery
+    from ktest.assertions.upgrade import assert_no_removed_api_calls as assert_no_removed_api_calls
+    from ktest.assertions.upgrade import assert_objects_intact as assert_objects_intact
+    from ktest.assertions.upgrade import assert_recovered_after_upgrade as assert_recovered_after_upgrade
+    from ktest.assertions.upgrade import snapshot_objects as snapshot_objects
     from ktest.assertions.webhooks import assert_converts as assert_converts
     from ktest.assertions.webhooks import assert_defaulted as assert_defaulted
     from ktest.assertions.webhooks import assert_rejected as assert_rejected

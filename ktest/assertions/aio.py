@@ -28,6 +28,7 @@ from ktest.assertions import (
     quiescence,
     status,
     traffic,
+    upgrade,
     webhooks,
 )
 from ktest.assertions.conflicts import ConcurrentWriter as ConcurrentWriter
@@ -70,7 +71,7 @@ def _threaded(sync: Callable[P, T], *, callbacks: tuple[str, ...] = ()) -> Calla
 _MODULES = {"conditions": conditions, "conflicts": conflicts, "crd_versions": crd_versions,
             "finalizers": finalizers,
             "ownership": ownership, "quiescence": quiescence, "status": status, "traffic": traffic,
-            "webhooks": webhooks}
+            "upgrade": upgrade, "webhooks": webhooks}
 _twins: dict[str, Callable[..., Awaitable[Any]]] = {}
 
 
