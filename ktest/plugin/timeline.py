@@ -96,6 +96,7 @@ class TimelinePlugin:
             if recorder is not None and recorder.stopped is None:
                 recorder.cut(f"the test was interrupted ({type(error).__name__}) before it ended")
                 recorder.stop("interrupted")
+                del item.stash[_RECORDER]
                 self._write(item, recorder, [])
             raise
 
@@ -117,6 +118,7 @@ class TimelinePlugin:
             failed = item.stash.get(_FAILED, False)
             keep = _mode(item.config) == "always" or failed
             recorder.stop("failed" if failed else "passed", settle=keep)
+            del item.stash[_RECORDER]  # items live as long as the session: free what was recorded
             if keep:
                 self._write(item, recorder, report.user_properties)
         return report

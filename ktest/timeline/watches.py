@@ -139,6 +139,9 @@ class ResourceWatch:
             timeout=urllib3.Timeout(connect=_CONNECT_TIMEOUT, read=None),
         )
         self._response = response
+        if self._stopping.is_set():  # stopped while connecting: stop() found no response to shut
+            response.release_conn()
+            return None, b""
         self._opened = time.monotonic()
         self.connected.set()
         try:

@@ -128,3 +128,22 @@ def test_an_interrupted_test_leaves_a_partial_page_that_says_where_it_stops(
     assert data["truncated"]["reason"] == "the test was interrupted (KeyboardInterrupt) before it ended"
     assert data["truncated"]["at"] > 0
     assert any(e["kind"] == "request" and e["detail"]["method"] == "POST" for e in data["events"])
+
+
+def test_xdist_workers_write_their_tests_pages_and_the_controller_lists_them(
+    pytester: pytest.Pytester, inner_env: dict[str, str]
+) -> None:
+    pytester.makepyfile(
+        test_inner=TESTS.replace("def test_passes(", "def test_fails_too(").replace(
+            '"metadata": {"name": "ok"}}, namespace=namespace)',
+            '"metadata": {"name": "ok"}}, namespace=namespace)\n    assert False, \'on purpose\'',
+        )
+    )
+    artifacts = pytester.path / "artifacts"
+    result = pytester.runpytest_subprocess("-n", "2", f"--ktest-artifacts={artifacts}")
+    result.assert_outcomes(failed=2)
+    assert timelines(artifacts) == ["test_inner.py_test_fails.html", "test_inner.py_test_fails_too.html"]
+    summary = result.stdout.str().split("ktest timelines", 1)[1]
+    pages = artifacts / "timelines"
+    assert f"test_inner.py::test_fails: {pages / 'test_inner.py_test_fails.html'}" in summary
+    assert f"test_inner.py::test_fails_too: {pages / 'test_inner.py_test_fails_too.html'}" in summary
