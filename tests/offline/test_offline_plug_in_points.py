@@ -27,8 +27,12 @@ UNREACHABLE = "http://127.0.0.1:9"  # the discard port: connection refused, as o
 @pytest.fixture(scope="module")
 def site_without_offline(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This venv's site-packages as symbolic links, less ktest-offline's files."""
+    return site_view(tmp_path_factory.mktemp("site-packages-without-ktest-offline"))
+
+
+def site_view(view: Path) -> Path:
+    """``view`` filled with links to this venv's site-packages, less ktest-offline's files."""
     site_packages = Path(sysconfig.get_paths()["purelib"])
-    view = tmp_path_factory.mktemp("site-packages-without-ktest-offline")
     left_out = []
     for entry in site_packages.iterdir():
         if "ktest_offline" in entry.name:
@@ -131,3 +135,25 @@ def test_build_image_without_offline_names_it(site_without_offline: Path, tmp_pa
     assert "needs a node-image source, and none is installed" in finished.stderr
     assert "the kind backend runs kindest/node:v1.37.2" in finished.stderr
     assert OFFLINE_INSTALL_HINT in finished.stderr
+
+
+def test_a_binary_source_that_fails_to_load_is_named(tmp_path: Path) -> None:
+    """A distribution whose ``ktest.binary_sources`` entry point names a missing module: the
+    error names the entry point and its distribution, not a silent 'nothing registered'."""
+    site = tmp_path / "site"
+    site.mkdir()
+    site_view(site)
+    dist_info = site / "broken_source-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-source\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[ktest.binary_sources]\nbroken = no_such_module:Source\n")
+    finished = ktest_without_offline(
+        site, "binaries", "install", "--k8s-version", "1.37.2", env=offline_machine(tmp_path)
+    )
+    assert finished.returncode != 0, finished.stdout
+    assert (
+        "the ktest.binary_sources entry point broken = no_such_module:Source failed to load: "
+        "ModuleNotFoundError: No module named 'no_such_module'" in finished.stderr
+    )
+    assert "Reinstall the distribution that provides it (broken-source), or uninstall it" in finished.stderr
+    assert "Traceback" not in finished.stderr
