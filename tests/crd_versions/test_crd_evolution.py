@@ -16,7 +16,7 @@ from ktest.assertions.crd_versions import assert_round_trips, assert_stored_as
 from ktest.cluster import Cluster
 from ktest.cluster.crd_evolution import SchemaChangeWithoutConversionWarning, evolve_crd, migrate_storage
 from ktest.controlplane import ControlPlane
-from ktest.errors import CRDError
+from ktest.errors import ClusterError, CRDError
 from ktest.webhooks import Webhooks
 
 CRD = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
@@ -173,3 +173,26 @@ def test_assert_stored_as_fails_naming_the_stored_version_and_refuses_without_et
         assert_stored_as(admin, backups.ref("absent"), "v1alpha1", etcd=plane)
     with pytest.raises(TypeError, match="On the kind and existing backends ktest has no access to etcd"):
         assert_stored_as(admin, backups.ref("old"), "v1alpha1")
+
+
+def test_migrate_storage_by_kind_without_pruning(
+    admin: Cluster, plane: ControlPlane, backups: Backups
+) -> None:
+    admin.create(backups.obj("a", retention="7d"))
+    with conversion(admin, backups):
+        evolve_crd(admin, backups.crd(2))
+        migration = migrate_storage(admin, (f"{backups.api_version}", backups.kind), prune=False)
+        assert migration.rewritten == [f"{backups.namespace}/a"] and not migration.checked_in_etcd
+        assert migration.stored_versions_after == ["v1alpha1", "v1"]
+        assert admin.get((*CRD, backups.crd_name))["status"]["storedVersions"] == ["v1alpha1", "v1"]
+        assert_stored_as(admin, backups.ref("a"), "v1", etcd=plane)
+        assert str(migration) == (
+            f"CustomResourceDefinition {backups.crd_name}: 1 object(s) re-stored in v1; "
+            "status.storedVersions ['v1alpha1', 'v1'] -> ['v1alpha1', 'v1']"
+        )
+    with pytest.raises(ClusterError, match="no CustomResourceDefinition defines kind Nothing in group"):
+        migrate_storage(admin, ("backups.ktest.dev/v1", "Nothing"))
+    with pytest.raises(
+        ClusterError, match=r"no CustomResourceDefinition nothings\.example\.com is installed"
+    ):
+        migrate_storage(admin, "nothings.example.com")
