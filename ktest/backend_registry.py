@@ -226,10 +226,31 @@ def backends() -> dict[str, BackendSpec]:
     from importlib.metadata import entry_points
 
     for entry in entry_points(group="ktest.backends"):
-        spec = entry.load()
-        if isinstance(spec, BackendSpec) and spec.name not in found:
+        spec = _load_entry(entry)
+        if spec.name not in found:
             found[spec.name] = spec
     return found
+
+
+def _load_entry(entry: Any) -> BackendSpec:
+    """The :class:`BackendSpec` an entry point names; a ConfigError naming the package when it
+    cannot be loaded or names something else (a broken plug-in must not pass unnoticed)."""
+    from ktest.errors import ConfigError
+
+    package = entry.dist.name if getattr(entry, "dist", None) is not None else "an installed package"
+    where = f"entry point {entry.name} = {entry.value} (group ktest.backends) of {package}"
+    try:
+        spec = entry.load()
+    except Exception as error:  # whatever the plug-in raises: say which one it is
+        raise ConfigError(
+            f"{where} cannot be loaded ({type(error).__name__}: {error}); fix it, or uninstall {package}"
+        ) from error
+    if not isinstance(spec, BackendSpec):
+        raise ConfigError(
+            f"{where} names a {type(spec).__name__}, not a ktest.backend_registry.BackendSpec; "
+            f"fix it, or uninstall {package}"
+        )
+    return spec
 
 
 def names() -> tuple[str, ...]:

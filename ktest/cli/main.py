@@ -65,7 +65,11 @@ def describe_os_error(error: OSError) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (KtestError or OSError: one line on stderr, 2)."""
-    parser = build_parser()
+    try:
+        parser = build_parser()  # loads every backend, installed plug-ins too
+    except KtestError as error:
+        print(f"ktest: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_request:  # argparse: --help, or a usage error already printed

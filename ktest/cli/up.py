@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ktest import backend_registry as registry
-from ktest.config import SPECS_BY_NAME, Source, add_setting_option
+from ktest.config import Source, add_setting_option, specs_by_name
 
 DEFAULT_BACKEND = "bare"
 """``ktest up`` and ``ktest down`` without ``--backend``."""
@@ -53,7 +53,7 @@ def register(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
 
 
 def _parse(name: str, text: str, flag: str) -> Any:
-    spec = SPECS_BY_NAME[name]
+    spec = specs_by_name()[name]
     return spec.parse(text, spec, Source("option", f"option {flag}", Path.cwd()))
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ktest.backends.bare import reuse
-from ktest.config import DEFAULT_CONTROLLERS, SPECS_BY_NAME, Source, add_setting_option
+from ktest.config import DEFAULT_CONTROLLERS, Source, add_setting_option, specs_by_name
 from ktest.errors import ConfigError
 
 
@@ -37,7 +37,7 @@ def _add_name(parser: argparse.ArgumentParser) -> None:
 
 
 def _parse(name: str, text: str, flag: str) -> Any:
-    spec = SPECS_BY_NAME[name]
+    spec = specs_by_name()[name]
     return spec.parse(text, spec, Source("option", f"option {flag}", Path.cwd()))
 
 

@@ -366,10 +366,10 @@ def open_existing(settings: Settings, notes: list[str]) -> Backend:
 def check_settings(settings: Settings, env: Mapping[str, str]) -> Settings:
     """Backend existing needs the context named explicitly (a run must not land on another
     cluster by accident) and a kubeconfig that exists (default: ``$KUBECONFIG``, ~/.kube/config)."""
-    from ktest.config import SPECS_BY_NAME, default_kubeconfig
+    from ktest.config import default_kubeconfig, specs_by_name
 
     if not settings.context:
-        spec = SPECS_BY_NAME["context"]
+        spec = specs_by_name()["context"]
         raise ConfigError(
             "backend existing needs the kubeconfig context named explicitly, so that a test run "
             f"cannot land on another cluster by accident: set {spec.option}, ini {spec.ini} or "
@@ -377,7 +377,7 @@ def check_settings(settings: Settings, env: Mapping[str, str]) -> Settings:
         )
     kubeconfig = settings.kubeconfig or default_kubeconfig(env)
     if not kubeconfig.is_file():
-        spec = SPECS_BY_NAME["kubeconfig"]
+        spec = specs_by_name()["kubeconfig"]
         raise ConfigError(
             f"backend existing: kubeconfig {kubeconfig} ({settings.source_of('kubeconfig')}) does not "
             f"exist; point {spec.option}, ini {spec.ini} or {spec.env} at one"

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ktest.config import SPECS_BY_NAME, add_setting_option
+from ktest.config import add_setting_option, specs_by_name
 from ktest.errors import ConfigError
 
 
@@ -32,7 +32,7 @@ def down_from_args(args: argparse.Namespace) -> int:
 
     context = getattr(args, "context", None)
     if not context:
-        spec = SPECS_BY_NAME["context"]
+        spec = specs_by_name()["context"]
         raise ConfigError(
             "ktest down --backend existing needs the kubeconfig context named explicitly, so that it "
             f"cannot touch another cluster by accident: give --context NAME (or set {spec.env})"

@@ -40,9 +40,9 @@ def up_kind(k8s_version: str | None, kind_config: str | None, kind_image: str | 
     from pathlib import Path
 
     from ktest.backends.kind.backend import KindBackend, find_kept
-    from ktest.config import SPECS_BY_NAME, Source
+    from ktest.config import Source, specs_by_name
 
-    image_spec = SPECS_BY_NAME["kind_image"]
+    image_spec = specs_by_name()["kind_image"]
     image_source = f"--kind-image (default ${image_spec.env})"
     settings = Settings(
         backend=NAME,

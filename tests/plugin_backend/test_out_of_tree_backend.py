@@ -1,0 +1,118 @@
+"""A backend from another package plugs in through one entry point: ``ktest-toy``
+(tests/plugin_backend/ktest_toy) is installed with pip, for real, and then a pytest session runs
+on it, its own setting resolves like ktest's and the ``ktest`` command offers its verb; no file
+of ktest names it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+
+TOY = Path(__file__).resolve().parent / "ktest_toy"
+
+TOY_TEST = """
+def test_on_the_toy_backend(cluster, namespace, ktest_settings):
+    print("BACKEND", ktest_settings.backend, "BANNER", ktest_settings.toy_banner)
+    made = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
+                          namespace=namespace)
+    assert made["metadata"]["namespace"] == namespace
+"""
+
+
+@pytest.fixture(scope="module")
+def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A site directory holding ktest-toy as an installer leaves it: the package, and a
+    ``ktest_toy-<version>.dist-info`` with its METADATA and the ``entry_points.txt`` written from
+    its pyproject.toml, so ``importlib.metadata`` finds the entry point on ``PYTHONPATH``. (pip
+    would write the same, but building the wheel needs setuptools' ``wheel`` from the network.)"""
+    project = tomllib.loads((TOY / "pyproject.toml").read_text())["project"]
+    site = tmp_path_factory.mktemp("toy-site")
+    shutil.copytree(TOY / "src" / "ktest_toy", site / "ktest_toy")
+    dist_info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    )
+    groups = [
+        f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in entries.items())
+        for group, entries in project["entry-points"].items()
+    ]
+    (dist_info / "entry_points.txt").write_text("\n".join(groups))
+    return site
+
+
+def _with_toy(toy_site: Path, **extra: str) -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("KTEST_TOY")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(toy_site), env.get("PYTHONPATH")]))
+    return {**env, **extra}
+
+
+def test_a_pytest_session_runs_on_a_backend_installed_from_another_package(
+    toy_site: Path, pytester: pytest.Pytester, inner_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", _with_toy(toy_site)["PYTHONPATH"])
+    monkeypatch.setenv("KTEST_TOY_BANNER", "hello from the toy")
+    pytester.makepyfile(TOY_TEST)
+    result = pytester.runpytest_subprocess("-s", "--ktest-backend", "toy")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "ktest: backend=toy *",
+        "*toy_banner=hello from the toy (environment variable KTEST_TOY_BANNER)*",
+        "*BACKEND toy BANNER hello from the toy",
+        "*toy backend says: hello from the toy*",
+    ])
+
+
+def test_its_own_setting_is_checked_like_any_other(
+    toy_site: Path, pytester: pytest.Pytester, inner_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backend's ``check`` part runs with the settings: its error names the setting's source."""
+    monkeypatch.setenv("PYTHONPATH", _with_toy(toy_site)["PYTHONPATH"])
+    pytester.makepyfile(TOY_TEST)
+    pytester.makeini("[pytest]\nktest_toy_banner =\n    two\n    lines\n")
+    result = pytester.runpytest_subprocess("--ktest-backend", "toy")
+    result.stdout.fnmatch_lines(["*ini key ktest_toy_banner: the toy banner must be one line*"])
+    assert result.ret != 0
+
+
+def test_the_ktest_command_offers_its_verb_and_backend(toy_site: Path) -> None:
+    def ktest(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "ktest", *args], env=_with_toy(toy_site, **env),
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    usage = ktest("--help")
+    assert usage.returncode == 0, usage.stderr
+    assert "show the banner backend toy says" in usage.stdout
+    said = ktest("toy", KTEST_TOY_BANNER="hi")
+    assert (said.returncode, said.stdout) == (0, "toy banner: hi\n"), said.stderr
+    up = ktest("up", "--help")
+    assert "registered by the ktest-toy package" not in up.stdout  # it has no ``up`` part
+    pytest_help = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
+        env=_with_toy(toy_site), capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert "--ktest-toy-banner=TEXT" in pytest_help.stdout
+
+
+def test_a_broken_backend_entry_point_is_named_with_its_package(toy_site: Path, tmp_path: Path) -> None:
+    """An entry point in the group that names something else than a BackendSpec is an error naming
+    the entry point and the package to fix or uninstall, never silently skipped."""
+    broken = tmp_path / "ktest_broken-1.0.dist-info"
+    broken.mkdir()
+    (broken / "METADATA").write_text("Metadata-Version: 2.1\nName: ktest-broken\nVersion: 1.0\n")
+    (broken / "entry_points.txt").write_text("[ktest.backends]\nbroken = ktest_toy.settings:ROWS\n")
+    env = _with_toy(toy_site)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    run = subprocess.run([sys.executable, "-m", "ktest", "status"], env=env, capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == (
+        "ktest: error: entry point broken = ktest_toy.settings:ROWS (group ktest.backends) of ktest-broken "
+        "names a tuple, not a ktest.backend_registry.BackendSpec; fix it, or uninstall ktest-broken\n"
+    )
