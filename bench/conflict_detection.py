@@ -35,8 +35,8 @@ from test_assert_conflicts import (  # noqa: E402
 
 from ktest.assertions import assert_survives_concurrent_writes  # noqa: E402
 from ktest.cluster import Cluster  # noqa: E402
-from ktest.context import add_health_check, run_context  # noqa: E402
 from ktest.controlplane import ControlPlane  # noqa: E402
+from ktest.run_context import add_health_check, run_context  # noqa: E402
 from ktest.wait import use_defaults  # noqa: E402
 
 CRDS = HERE.parent / "tests" / "assertions" / "crds"

@@ -23,7 +23,7 @@ KTEST = Path(__file__).resolve().parents[1] / "ktest"
 FLOORS: list[list[str]] = [
     ["public_api", "lazy", "errors", "controller_names", "backend_registry"],
     ["base"],
-    ["context", "assets"],
+    ["run_context", "assets"],
     ["controlplane", "cluster", "kind"],
     ["wait"],
     ["proxy", "faults", "webhooks"],
@@ -77,7 +77,7 @@ def imports_of(path: Path) -> set[str]:
         if names is None:
             found.add(base)
             continue
-        if base != "ktest":  # from ktest import context: the arrow goes to ktest.context only
+        if base != "ktest":  # from ktest import run_context: the arrow goes to ktest.run_context only
             found.add(base)
         found.update(f"{base}.{name}" for name in names)
     return found

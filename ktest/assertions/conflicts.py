@@ -37,8 +37,8 @@ from ktest.assertions.objects import (
 )
 from ktest.assertions.waiting import until
 from ktest.cluster.refs import RefLike
-from ktest.context import check_health
 from ktest.errors import ClusterError, KtestError
+from ktest.run_context import check_health
 from ktest.wait.transient import describe as describe_error
 
 if TYPE_CHECKING:

@@ -294,13 +294,13 @@ class ClusterClient:
         deletion will clean it up; ``operator_for_test`` does, while the operator runs)."""
         if info.namespaced or not is_custom_api_version(info.api_version):
             return
-        from ktest import context
+        from ktest import run_context
 
         meta = written.get("metadata") or {}
-        test = context.current_test()
+        test = run_context.current_test()
         if test is None or not _created_since(meta.get("creationTimestamp"), test.started):
             return  # an apply that changed an object older than the test
-        context.note_created(info.api_version, info.kind, str(meta.get("name")), str(meta.get("uid", "")))
+        run_context.note_created(info.api_version, info.kind, str(meta.get("name")), str(meta.get("uid", "")))
 
     def _record(self, api_version: str, kind: str, namespace: str | None, name: str | None) -> None:
         from ktest.cluster.reads import record_read

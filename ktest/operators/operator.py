@@ -3,7 +3,7 @@
 
 A handle starts the operator, waits until it is ready, and can stop it,
 crash it (no cleanup) and restart it. While it runs it takes part in the
-test run (``ktest.context``): a health check raises ``OperatorError`` once
+test run (``ktest.run_context``): a health check raises ``OperatorError`` once
 the operator died, raised, or (optionally) logged an error or was refused
 by RBAC, so the next ``eventually`` or the test's teardown fails with the
 operator's own error instead of a timeout; and its log is attached to the
@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
-from ktest import context
+from ktest import run_context
 from ktest.errors import OperatorError
 from ktest.operators.crash_expectation import (
     DEFAULT_CRASH_AFTERMATH,
@@ -255,7 +255,7 @@ class OperatorHandle(abc.ABC):
         failure = self.error
         if failure is None:
             return
-        test = context.current_test()
+        test = run_context.current_test()
         if test is not None and self._reported == (failure, test):
             return  # this test already failed with it: its teardown and fixtures do not repeat it
         self._reported = (failure, test)
@@ -515,7 +515,7 @@ class OperatorHandle(abc.ABC):
 
             self.proxy = OperatorProxy(self.cluster, self.name, http2=self.proxy_http2).start()
             self._cleanups.append(self._close_proxy)
-        self._cleanups.append(context.add_health_check(self.check))
+        self._cleanups.append(run_context.add_health_check(self.check))
         detach = attach_reports(self.name, self.log, self.proxy)
         if detach is not None:
             self._cleanups.append(detach)

@@ -138,9 +138,9 @@ def operator_for_test(
     object still present after ``timeout`` seconds fails the teardown, naming it and its
     finalizers.
     """
-    from ktest import context
+    from ktest import run_context
 
-    test = context.current_test()
+    test = run_context.current_test()
     created_before = len(test.created) if test is not None else 0
     operator.wait_for_namespaces = [namespace]
     with operator:
@@ -229,7 +229,7 @@ def finalize_cluster_objects(
     operator: OperatorHandle | None = None,
 ) -> None:
     """Delete cluster-scoped objects, given as (apiVersion, kind, name, uid) (what a test
-    created: ``ktest.context.current_test().created``), and wait until they are gone, while
+    created: ``ktest.run_context.current_test().created``), and wait until they are gone, while
     the operator that owns their finalizers still runs. One recreated since (another uid)
     is left alone."""
     doomed = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ktest import context
+from ktest import run_context
 from ktest.operators.logs import OperatorLog
 
 if TYPE_CHECKING:
@@ -19,14 +19,14 @@ if TYPE_CHECKING:
 def attach_reports(name: str, log: OperatorLog, proxy: OperatorProxy | None) -> Callable[[], None] | None:
     """Attach operator ``name``'s log and ``proxy``'s calls to the current run's reports; the
     clean-up to call when the operator leaves the run, or None when the test's end removes them."""
-    current = context.current()
+    current = run_context.current()
     if current is not None and any(scope.is_test for scope in current.chain()):
-        context.add_report_section(f"operator {name} log", lambda: log.since(0))
+        run_context.add_report_section(f"operator {name} log", lambda: log.since(0))
         if proxy is not None:
-            context.add_report_section(f"operator {name} API calls", _calls_since(proxy, 0))
+            run_context.add_report_section(f"operator {name} API calls", _calls_since(proxy, 0))
         return None
 
-    def on_test_start(test_context: context.RunContext) -> None:
+    def on_test_start(test_context: run_context.RunContext) -> None:
         mark = log.mark()
         test_context.sections.append((f"operator {name} log during this test", lambda: log.since(mark)))
         if proxy is not None:
@@ -34,7 +34,7 @@ def attach_reports(name: str, log: OperatorLog, proxy: OperatorProxy | None) -> 
                 (f"operator {name} API calls during this test", _calls_since(proxy, proxy.traffic.mark()))
             )
 
-    return context.on_each_test(on_test_start)
+    return run_context.on_each_test(on_test_start)
 
 
 def _calls_since(proxy: OperatorProxy, mark: int) -> Callable[[], str]:

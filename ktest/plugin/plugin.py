@@ -215,7 +215,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
     """Each test runs (setup, call, teardown) in its own run context."""
-    from ktest.context import run_context
+    from ktest.run_context import run_context
 
     with run_context(item.nodeid, test=True) as context:
         item.stash[CONTEXT_KEY] = context
@@ -228,7 +228,7 @@ def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Gen
     session = request.config.stash.get(SESSION_KEY, None)
     if fixturedef.scope == "function" or session is None or session.context is None:
         return (yield)
-    from ktest.context import use_context
+    from ktest.run_context import use_context
 
     with use_context(session.context):
         return (yield)
@@ -238,7 +238,7 @@ def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Gen
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     """Before the test body, every part of the cluster runs (the backend's ``until_ready``); after
     it, an operator that crashed meanwhile fails the test with its own error."""
-    from ktest.context import check_health
+    from ktest.run_context import check_health
 
     session = item.config.stash.get(SESSION_KEY, None)
     if session is not None and session.backend is not None:

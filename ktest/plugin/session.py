@@ -12,8 +12,8 @@ import pytest
 from ktest import backend_registry as registry
 from ktest.backend_registry import BackendSpec, LogExport
 from ktest.config import Settings
-from ktest.context import RunContext
 from ktest.errors import ConfigError
+from ktest.run_context import RunContext
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
@@ -51,7 +51,7 @@ class KtestSession:
 
     def enter(self) -> None:
         """Open the session's run context and wait defaults (pytest_sessionstart)."""
-        from ktest.context import run_context
+        from ktest.run_context import run_context
         from ktest.wait.defaults import WaitDefaults, use_defaults
 
         settings = self.settings

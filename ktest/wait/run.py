@@ -22,8 +22,8 @@ from tenacity import RetryCallState, retry_if_result, stop_after_delay, wait_fix
 from tenacity.wait import wait_base
 
 from ktest.cluster.reads import ReadTarget, recording_reads, target_of
-from ktest.context import check_health
 from ktest.errors import ConfigError
+from ktest.run_context import check_health
 from ktest.wait import checks, report, wakeup
 from ktest.wait.defaults import check_seconds, current_defaults
 from ktest.wait.transient import Verdict, classify, describe
@@ -137,7 +137,7 @@ class WaitRun:
     def evaluating(self) -> Iterator[None]:
         """Wrap one evaluation of the check: stamps its start, records its reads.
 
-        First, an operator registered with :mod:`ktest.context` that has crashed
+        First, an operator registered with :mod:`ktest.run_context` that has crashed
         fails the wait at once with its own error, rather than after the timeout.
         """
         check_health()

@@ -195,7 +195,7 @@ class Webhooks:
             path_secret=self._path_secret,
             conversion_context=tls.server_context() if client_ca is not None and converts else None,
         )
-        from ktest.context import add_health_check, add_report_section
+        from ktest.run_context import add_health_check, add_report_section
 
         add_report_section(f"webhooks {self.token}", self.report)
         self._undo_health = add_health_check(self.check_handlers)

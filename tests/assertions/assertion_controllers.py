@@ -60,7 +60,7 @@ class Controller:
     time, and a failed reconcile is retried after ``retry_after`` on a fresh read.
     With ``crash_on_error`` the first exception ends the worker instead, like an
     operator process dying; :meth:`health` (register it with
-    ``ktest.context.add_health_check``) then raises OperatorError.
+    ``ktest.run_context.add_health_check``) then raises OperatorError.
     """
 
     def __init__(

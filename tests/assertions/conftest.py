@@ -11,8 +11,8 @@ import pytest
 from bare_wiring import plane_cluster
 
 from ktest.cluster import Cluster
-from ktest.context import run_context
 from ktest.controlplane import ControlPlane
+from ktest.run_context import run_context
 from ktest.wait import use_defaults
 
 CRDS = Path(__file__).parent / "crds"

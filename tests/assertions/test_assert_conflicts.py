@@ -22,8 +22,8 @@ from ktest.assertions import (
     stale_copy,
 )
 from ktest.cluster import Cluster
-from ktest.context import add_health_check
 from ktest.errors import ClusterError
+from ktest.run_context import add_health_check
 from ktest.wait import eventually
 
 LABEL = "assertions.ktest.test/size"

@@ -14,7 +14,7 @@ from ci_helpers import SCRIPTS, run_script
 from gha import CIError
 
 SUITE = """
-import ktest.context
+import ktest.run_context
 import pytest
 
 
@@ -23,7 +23,7 @@ def test_passes():
 
 
 def test_widget_gets_ready():
-    ktest.context.add_report_section(
+    ktest.run_context.add_report_section(
         "operator widget-operator log", lambda: "\\n".join(f"log line {i}" for i in range(100))
     )
     assert 1 == 2, "widget w1 never became Ready | status {}"

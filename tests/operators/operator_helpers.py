@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ktest.context import RunContext, use_context
+from ktest.run_context import RunContext, use_context
 from ktest.wait import eventually
 
 HERE = Path(__file__).resolve().parent

@@ -15,9 +15,9 @@ from operator_helpers import wait_for
 from sample_operators import mirror
 
 from ktest.cluster import Cluster
-from ktest.context import RunContext, check_health, run_context, use_context
 from ktest.errors import OperatorError
 from ktest.operators import OperatorContext, run_callable
+from ktest.run_context import RunContext, check_health, run_context, use_context
 from ktest.wait import eventually
 
 

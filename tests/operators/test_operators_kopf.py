@@ -12,10 +12,10 @@ from builders import configmap, configmap_ref
 from operator_helpers import SAMPLES
 
 from ktest.cluster import Cluster
-from ktest.context import check_health, run_context
 from ktest.errors import OperatorError
 from ktest.operators import run_kopf
 from ktest.operators.kopf_loading import handler_count
+from ktest.run_context import check_health, run_context
 from ktest.wait import eventually
 
 MIRROR = {"ktest.dev/kopf-copy": "true"}

@@ -8,9 +8,9 @@ from builders import configmap, configmap_ref
 from operator_helpers import SAMPLES, wait_for
 
 from ktest.cluster import Cluster
-from ktest.context import check_health, run_context
 from ktest.errors import OperatorError
 from ktest.operators import run_kopf
+from ktest.run_context import check_health, run_context
 from ktest.wait import eventually
 
 RETRYING = SAMPLES / "kopf_retrying.py"

@@ -23,9 +23,9 @@ from builders import configmap, configmap_ref
 from operator_helpers import wait_for
 
 from ktest.cluster import Cluster
-from ktest.context import check_health, run_context
 from ktest.errors import OperatorError
 from ktest.operators import OperatorContext, run_callable
+from ktest.run_context import check_health, run_context
 from ktest.wait import eventually
 
 log = logging.getLogger("sample_operators.lifecycle")

@@ -10,9 +10,9 @@ from kubernetes.client.exceptions import ApiException
 from operator_helpers import GO_MANAGER, SAMPLES
 
 from ktest.cluster import Cluster
-from ktest.context import run_context
 from ktest.errors import ManifestError, OperatorError
 from ktest.operators import find_denials, load_roles, operator_identity, run_kopf
+from ktest.run_context import run_context
 from ktest.wait import eventually
 
 ROLE = GO_MANAGER / "config" / "rbac" / "role.yaml"

@@ -12,9 +12,9 @@ from operator_helpers import SAMPLES, python
 from sample_operators import mirror
 
 from ktest.cluster import Cluster
-from ktest.context import check_health, run_context
 from ktest.errors import OperatorError
 from ktest.operators import run_subprocess
+from ktest.run_context import check_health, run_context
 from ktest.wait import eventually
 
 MIRROR_PROCESS = [python(), str(SAMPLES / "mirror_process.py")]

@@ -91,7 +91,7 @@ def test_failure_report_and_stuck_finalizer(
     pytester.makefile(".yaml", crd=CRD)
     pytester.makepyfile(
         """
-        from ktest.context import add_report_section
+        from ktest.run_context import add_report_section
 
         def test_broken(cluster, namespace):
             print("NS", namespace)
@@ -150,7 +150,7 @@ def test_operator_health_checks_fail_tests(pytester: pytest.Pytester, existing_a
     pytester.makepyfile(
         """
         import pytest
-        from ktest.context import add_health_check
+        from ktest.run_context import add_health_check
         from ktest.errors import OperatorError
 
         crashed = []
@@ -191,7 +191,7 @@ def test_health_check_passes_when_operator_is_fine(
 ) -> None:
     pytester.makepyfile(
         """
-        from ktest.context import add_health_check
+        from ktest.run_context import add_health_check
 
         calls = []
 

@@ -9,10 +9,10 @@ from traffic_helpers import answered
 
 from ktest import faults
 from ktest.cluster import Cluster
-from ktest.context import RunContext, run_context, use_context
 from ktest.errors import OperatorError
 from ktest.operators import OperatorContext, build_go_binary, run_callable, run_kopf, run_subprocess
 from ktest.proxy.defaults import use_operator_proxy, use_operator_proxy_http2
+from ktest.run_context import RunContext, run_context, use_context
 from ktest.wait import eventually
 
 GO_MANAGER = Path(__file__).resolve().parents[2] / "fixtures" / "go-manager"

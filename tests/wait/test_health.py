@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from ktest.context import add_health_check, run_context
 from ktest.errors import OperatorError
+from ktest.run_context import add_health_check, run_context
 from ktest.wait import aio, consistently, eventually
 
 

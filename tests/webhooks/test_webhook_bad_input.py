@@ -11,8 +11,8 @@ import yaml
 from builders import configmap_creation_webhook
 
 from ktest.cluster import Cluster
-from ktest.context import run_context
 from ktest.errors import WebhookError
+from ktest.run_context import run_context
 from ktest.webhooks import Handlers, Webhooks
 from ktest.webhooks.manifests import read_manifests
 

@@ -39,8 +39,8 @@ def watch_nodes(backend: Backend) -> None:
         return
     from ktest.backends.kind.cluster import cluster_stopped
     from ktest.backends.kind.engine import connect
-    from ktest.context import add_health_check
     from ktest.errors import KindError
+    from ktest.run_context import add_health_check
 
     client = connect(check_runtime=False)  # one connection for the session, whatever tests do to DOCKER_HOST
 

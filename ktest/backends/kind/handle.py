@@ -114,7 +114,7 @@ class KindHandle:
 
     def collect_pod_logs(self, namespace: str, selector: str, *, title: str | None = None) -> None:
         """Put the logs of pods matching ``selector`` in the report of the current test if it fails."""
-        from ktest.context import add_report_section
+        from ktest.run_context import add_report_section
 
         add_report_section(
             title or f"pod logs {selector} in {namespace}", lambda: self.pod_logs(namespace, selector)
@@ -170,7 +170,7 @@ class KindHandle:
                 "give the operator's Deployment (kubebuilder: config/default)"
             )
         deployed = DeployedOperator(self, image, deployments)
-        from ktest.context import add_report_section
+        from ktest.run_context import add_report_section
 
         add_report_section(f"in-cluster operator {image}", deployed.report)
         deployed.wait_available(timeout)
