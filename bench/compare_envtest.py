@@ -118,7 +118,7 @@ def ktest_cold_start_without_controllers(assets: Assets, samples: Samples) -> No
 
 
 def envtest_baseline_binary() -> Path:
-    from ktest.operators.gobuild import build_go_binary
+    from ktest.operators.go_operator import build_go_binary
 
     return build_go_binary(BENCH / "envtest-baseline")
 

@@ -68,7 +68,7 @@ def _envtest_baseline(assets: Assets, runs: int) -> dict[str, list[float]] | Non
     """Go envtest's start/stop times on the same binaries, or None without Go."""
     if shutil.which("go") is None:
         return None
-    from ktest.operators.gobuild import build_go_binary
+    from ktest.operators.go_operator import build_go_binary
 
     binary = build_go_binary(Path(__file__).parent / "envtest-baseline")
     directory = assets.directory

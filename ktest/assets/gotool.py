@@ -2,7 +2,7 @@
 ``go install`` a tool into ktest's cache.
 
 Every Go build ktest does goes through here: the user's Go operator
-(:mod:`ktest.operators.gobuild`), the kind binary (:mod:`ktest.backends.kind.binary`) and, in
+(:mod:`ktest.operators.go_operator`), the kind binary (:mod:`ktest.backends.kind.binary`) and, in
 the separate ``ktest-offline`` distribution, Kubernetes, etcd, crictl and CoreDNS from Go
 modules. A tool build writes into a scratch directory next to its destination under the
 destination's file lock, and the binary is renamed into place only once the build succeeded,

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from ktest.operators.crash_expectation import ExpectedCrash as ExpectedCrash
     from ktest.operators.denials import Denial as Denial
     from ktest.operators.denials import find_denials as find_denials
-    from ktest.operators.gobuild import build_go_binary as build_go_binary
-    from ktest.operators.gobuild import plan_go_build as plan_go_build
+    from ktest.operators.go_operator import build_go_binary as build_go_binary
+    from ktest.operators.go_operator import plan_go_build as plan_go_build
     from ktest.operators.inprocess import CallableOperator as CallableOperator
     from ktest.operators.inprocess import OperatorContext as OperatorContext
     from ktest.operators.inprocess import run_callable as run_callable
@@ -51,7 +51,7 @@ _NAMES_BY_MODULE = {
     "kopf_runner": ("KopfOperator", "run_kopf"),
     "process_runner": ("ProcessOperator", "run_subprocess"),
     "rbac": ("OperatorIdentity", "operator_identity", "load_roles"),
-    "gobuild": ("build_go_binary", "plan_go_build"),
+    "go_operator": ("build_go_binary", "plan_go_build"),
     "threads": ("OperatorCrash",),
     "pytest_fixtures": (
         "namespace_for",
