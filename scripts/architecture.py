@@ -24,7 +24,7 @@ FLOORS: list[list[str]] = [
     ["public_api", "lazy", "errors", "controller_names", "backend_registry"],
     ["base"],
     ["run_context", "assets"],
-    ["controlplane", "cluster", "kind"],
+    ["controlplane", "cluster"],
     ["wait"],
     ["proxy", "faults", "webhooks"],
     ["operators"],

@@ -1,6 +1,6 @@
 """Backend ``kind``: a real kind cluster (real nodes, kubelet, kube-proxy, CoreDNS) per test run.
 
-Thin: settings → :mod:`ktest.kind` (node image, config, create, sweep) → a
+Thin: settings → this package's machinery (node image, config, create, sweep) → a
 :class:`Cluster`. The cluster is deleted on :meth:`close` unless kept
 (``--ktest-keep-cluster``); orphans of killed runs are swept before the next
 one creates its own. ``ktest up --backend kind`` keeps one warm for later runs
