@@ -37,7 +37,7 @@ from ktest.cluster.refs import RefLike
 from ktest.public_api import ASSERTIONS
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ktest.cluster.handle import FIELD_MANAGER
+from ktest.cluster.cluster import FIELD_MANAGER
 from ktest.wait.report import shortening_repr
 
 IGNORED_PATHS = frozenset({"metadata.resourceVersion", "metadata.managedFields"})

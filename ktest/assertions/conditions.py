@@ -25,7 +25,7 @@ from ktest.assertions.waiting import until_read
 from ktest.cluster.refs import RefLike
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
 
 RULE_CONDITION = (
     "conditions follow metav1.Condition: type, status (True/False/Unknown), reason (CamelCase), "

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
 
 CONFLICT_ANNOTATION = "ktest/conflict"
 _WRITES = frozenset({"PUT", "PATCH"})

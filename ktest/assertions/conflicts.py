@@ -42,7 +42,7 @@ from ktest.run_context import check_health
 from ktest.wait.transient import describe as describe_error
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
 
 RULE_CONFLICT = (
     "optimistic concurrency: an update carrying metadata.resourceVersion is rejected with 409 "

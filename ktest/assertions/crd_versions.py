@@ -22,8 +22,8 @@ from ktest.errors.api import ApiError
 from ktest.wait.match import diff
 
 if TYPE_CHECKING:
+    from ktest.cluster.cluster import Cluster
     from ktest.cluster.crd_evolution import EtcdAccess
-    from ktest.cluster.handle import Cluster
 
 _ROUND_TRIP_RULE = (
     "conversion between served versions must be lossless: an object converted to another version "

@@ -30,7 +30,7 @@ from ktest.assertions.waiting import throughout, until, until_read
 from ktest.cluster.refs import RefLike
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
 
 RULE_ADD = (
     "an operator that cleans up on deletion adds its finalizer to metadata.finalizers before it "

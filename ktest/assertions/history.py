@@ -24,7 +24,7 @@ from ktest.cluster.refs import ObjectRef
 from ktest.wait.transient import describe as describe_error
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
 
 SETTLE_TIMEOUT = 2.0
 """Seconds to wait after the window for the watch to deliver writes the end read saw."""

@@ -16,7 +16,7 @@ from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 from ktest.wait.defaults import check_seconds, current_defaults
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
 
 
 def describe(target: RefLike, uid: str | None = None) -> str:

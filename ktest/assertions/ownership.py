@@ -32,7 +32,7 @@ from ktest.cluster.refs import ObjectRef, RefLike
 from ktest.errors import ClusterError
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
 
 RULE_OWNED = (
     "a child created by an operator carries an ownerReference to its owner with the owner's "

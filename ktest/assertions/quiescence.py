@@ -22,7 +22,7 @@ from ktest.cluster.refs import ObjectRef, RefLike
 from ktest.wait.report import plural
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
 
 RULE_QUIESCENT = (
     "a controller that has converged writes nothing until something changes: every write is an "

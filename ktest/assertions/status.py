@@ -27,7 +27,7 @@ from ktest.errors.api import ApiError
 from ktest.wait.match import diff
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
 
 RULE_SUBRESOURCE = (
     "a kind with a status subresource serves /status; writes to the main resource ignore status, "

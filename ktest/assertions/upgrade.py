@@ -24,7 +24,7 @@ from ktest.cluster.refs import KindRef, as_kind
 from ktest.wait.report import plural
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
     from ktest.controlplane.upgrade import ServedApi, UpgradeReport
     from ktest.operators.handle import OperatorHandle
     from ktest.proxy.traffic import Call

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ktest.wait import consistently, eventually
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
     from ktest.cluster.refs import ObjectRef
 
 T = TypeVar("T")

@@ -19,7 +19,7 @@ from ktest.errors.api import ApiError
 from ktest.wait.match import diff
 
 if TYPE_CHECKING:
-    from ktest.cluster.handle import Cluster
+    from ktest.cluster.cluster import Cluster
     from ktest.webhooks import Webhooks
 
 _DENIED = re.compile(r'admission webhook "(?P<name>[^"]+)" denied the request')

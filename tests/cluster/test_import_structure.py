@@ -32,8 +32,8 @@ def test_errors_does_not_reach_back_to_its_api_module() -> None:
 
 def test_crds_and_namespaces_do_not_reach_back_to_cluster() -> None:
     for name in ("crds.py", "namespaces.py", "client.py"):
-        assert "ktest.cluster.handle" not in imported_modules(KTEST / "cluster" / name), name
-    assert "ktest.cluster.crds" in imported_modules(KTEST / "cluster" / "handle.py")
+        assert "ktest.cluster.cluster" not in imported_modules(KTEST / "cluster" / name), name
+    assert "ktest.cluster.crds" in imported_modules(KTEST / "cluster" / "cluster.py")
 
 
 def test_the_errors_module_loads_without_the_kubernetes_package() -> None:
