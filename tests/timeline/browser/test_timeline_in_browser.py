@@ -163,7 +163,7 @@ def test_a_thousand_call_timeline_is_small_and_renders_in_under_a_second(
     assert_clean(browser)
 
 
-@pytest.mark.parametrize("test", [STATUS_LOOP, CONFLICT_STORM, TWO_OPERATORS])
+@pytest.mark.parametrize("test", [STATUS_LOOP, CONFLICT_STORM, TWO_OPERATORS, THOUSAND_CALLS])
 def test_the_page_is_self_contained_and_carries_its_data(
     browser: TimelinePage, failing_timelines: InnerRun, test: str
 ) -> None:
