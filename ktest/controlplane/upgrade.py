@@ -218,7 +218,7 @@ def upgrade_plane(
             raise ControlPlaneError(
                 f"cannot upgrade this control plane: {plane.shared_by} uses it, and an upgrade under "
                 "them would restart their API server mid-test and leave their record of its processes "
-                "stale. Upgrade a control plane of the test's own: the upgraded_control_plane fixture "
+                "stale. Upgrade a control plane of the test's own: the control_plane_upgrade fixture "
                 "(pytest) or `with ControlPlane(...) as cp: cp.upgrade(...)`."
             )
         plan = plan_upgrade(plane.version, to, assets)

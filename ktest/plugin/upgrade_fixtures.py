@@ -118,7 +118,11 @@ def control_plane_upgrade(
     try:
         choice = upgrade_choice(request.node.get_closest_marker("ktest_upgrade"), ktest_settings)
     except ValueError as error:
-        pytest.fail(str(error), pytrace=False)
+        problem = str(error)
+    else:
+        problem = ""
+    if problem:
+        pytest.fail(problem, pytrace=False)
     from ktest.cluster import Cluster
     from ktest.controlplane import ControlPlane
 

@@ -16,6 +16,8 @@ class BareBackend(Backend):
 
     def __init__(self, plane: ControlPlane) -> None:
         self._plane = plane
+        # Every test of the session (and its xdist workers, a `ktest up` plane's sessions) uses it.
+        plane.shared_by = plane.shared_by or "the test session's cluster (every test and xdist worker)"
         super().__init__(
             Cluster(
                 plane.kubeconfig,
