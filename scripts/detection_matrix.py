@@ -8,7 +8,9 @@ For each variant (first the correct operators, then each bug of
 
 - a matrix of which tests failed under which bug;
 - for each bug, whether it was caught and the failure message of each test that
-  caught it (the symptom: what a user of ktest would read).
+  caught it (the symptom: what a user of ktest would read), with the failure timeline
+  that test wrote (``--ktest-timeline on-failure``: one HTML page per failing test,
+  under the run's own artifacts directory).
 
 Exit status 0 only if the correct operators pass every test and every bug makes
 at least one test fail. One warm control plane (``ktest up``) is shared by all
@@ -44,6 +46,7 @@ JUNIT_STATUS = {"failure": FAILED, "error": ERROR, "skipped": SKIPPED}
 class Outcome:
     status: str
     message: str = ""
+    timeline: str = ""  # the page --ktest-timeline wrote for a failing test (JUnit property ktest_timeline)
 
 
 @dataclass
@@ -128,6 +131,10 @@ def run_suite(variant: str, pytest_args: list[str], workdir: Path) -> Run:
         "-p",
         "no:cacheprovider",
         f"--junitxml={junit}",
+        "--ktest-timeline",
+        "on-failure",
+        "--ktest-artifacts",
+        str(workdir / slug),
         *pytest_args,
     ]
     started = time.monotonic()
@@ -154,10 +161,11 @@ def read_junit(path: Path) -> dict[str, Outcome]:
                 status = JUNIT_STATUS[child.tag]
                 message = symptom(child.get("message") or child.text or "")
                 break
+        timelines = [p.get("value", "") for p in case.iter("property") if p.get("name") == "ktest_timeline"]
         # a test can pass its call and error in teardown: keep the worst
         if test in outcomes and outcomes[test].status != PASSED and status == PASSED:
             continue
-        outcomes[test] = Outcome(status, message)
+        outcomes[test] = Outcome(status, message, timelines[0] if timelines else "")
     return outcomes
 
 
@@ -239,6 +247,7 @@ def render(runs: list[Run]) -> tuple[str, bool]:
         for test in run.failing:
             lines.append(f"      {test}")
             lines += [f"        | {line}" for line in run.outcomes[test].message.splitlines()]
+            lines.append(f"        timeline: {run.outcomes[test].timeline or '(none written)'}")
     if clean.failing or clean.exit_code != 0:
         ok = False
         lines += ["", f"The correct operators FAILED {len(clean.failing)} test(s) (see {clean.log}):"]
