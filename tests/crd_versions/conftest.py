@@ -5,38 +5,11 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
+from crd_backups import Backups
 
-from fixtures.operators.backup.crd import GROUP, backup, backup_crd
 from ktest.cluster import Cluster
-
-
-@dataclass(frozen=True)
-class Backups:
-    """One test's Backup kind: its CRD's revisions and objects."""
-
-    kind: str
-    namespace: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{GROUP}/v1alpha1"
-
-    @property
-    def crd_name(self) -> str:
-        return f"{self.kind.lower()}s.{GROUP}"
-
-    def crd(self, revision: int) -> dict[str, Any]:
-        return backup_crd(revision, kind=self.kind)
-
-    def obj(self, name: str, **spec: Any) -> dict[str, Any]:
-        return backup(name, self.namespace, kind=self.kind, **spec)
-
-    def ref(self, name: str, version: str = "v1alpha1") -> tuple[str, str, str, str]:
-        return (f"{GROUP}/{version}", self.kind, name, self.namespace)
 
 
 @pytest.fixture

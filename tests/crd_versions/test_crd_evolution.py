@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from crd_backups import Backups
 
-from conftest import Backups
 from fixtures.operators.backup.conversion import backup_conversion
 from ktest.assertions import assert_converts
 from ktest.assertions.crd_versions import assert_round_trips, assert_stored_as

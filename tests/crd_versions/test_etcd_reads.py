@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from crd_backups import Backups
 
-from conftest import Backups
 from ktest.cluster import Cluster
 from ktest.cluster.crd_evolution import stored_versions
 from ktest.controlplane import ControlPlane
