@@ -20,7 +20,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ktest.assets.bundle import Assets
 from ktest.assets.selectors import KubeVersion
@@ -28,7 +28,10 @@ from ktest.errors import AssetsError, ControlPlaneError
 
 if TYPE_CHECKING:
     from ktest.controlplane.apiserver import ApiServerClient
-    from ktest.controlplane.plane import ControlPlane
+
+# The control plane being upgraded: a started ``ktest.controlplane.plane.ControlPlane``, whose parts
+# this module drives. Not imported here: plane.py imports this module for ``ControlPlane.upgrade``.
+Plane = Any
 
 _STOP_TIMEOUT = 10.0
 # Aggregated discovery (apidiscovery.k8s.io/v2, GA since 1.30): every group, version and
@@ -200,7 +203,7 @@ def served_apis(client: ApiServerClient) -> frozenset[ServedApi]:
 
 
 def upgrade_plane(
-    plane: ControlPlane, to: str, *, assets: Assets | Path | str | None = None
+    plane: Plane, to: str, *, assets: Assets | Path | str | None = None
 ) -> UpgradeReport:
     """Upgrade ``plane`` in place to ``to`` (``"1.37"``; ``cp.upgrade("1.37")``).
 
@@ -261,7 +264,7 @@ def upgrade_plane(
         )
 
 
-def _stop_front(plane: ControlPlane) -> None:
+def _stop_front(plane: Plane) -> None:
     """Stop kube-controller-manager and kube-apiserver together; etcd keeps running."""
     manager = plane._controller_manager
     front = [p for p in (manager.stopping() if manager else None, plane._apiserver) if p is not None]
@@ -275,7 +278,7 @@ def _stop_front(plane: ControlPlane) -> None:
 
 
 def _start_front(
-    plane: ControlPlane, assets: Assets, manager: object, bootstrap: dict[str, list[str]] | None
+    plane: Plane, assets: Assets, manager: object, bootstrap: dict[str, list[str]] | None
 ) -> None:
     """Start ``assets``' kube-apiserver (and kube-controller-manager) on the plane's etcd, port
     and certificates; return once the API server is ready and the controllers run."""
@@ -320,7 +323,7 @@ def _served(client: ApiServerClient, fallback: str) -> str:
 
 
 def _roll_back(
-    plane: ControlPlane,
+    plane: Plane,
     old_assets: Assets | None,
     old_manager: object,
     plan: UpgradePlan,

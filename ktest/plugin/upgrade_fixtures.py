@@ -113,7 +113,9 @@ def control_plane_upgrade(
     ``ktest_upgrade`` marker's ``from_``), with the session's controllers, and its admin Cluster;
     ``.upgrade()`` upgrades it in place to the session's minor (or the marker's ``to``).
     Stopped after the test. Skipped, saying why, on backends other than bare."""
-    if ktest_settings.backend != "bare":
+    from ktest import backend_registry as registry
+
+    if not registry.spec(ktest_settings.backend).starts_control_plane:
         pytest.skip(f"{KIND_CANNOT_UPGRADE} (this session uses backend {ktest_settings.backend})")
     try:
         choice = upgrade_choice(request.node.get_closest_marker("ktest_upgrade"), ktest_settings)
