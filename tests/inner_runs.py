@@ -19,7 +19,7 @@ def printed(result: pytest.RunResult, tag: str) -> list[str]:
 
 GC_OF_NEW_KIND_TEST = '''
 def test_children_of_a_kind_installed_here_are_collected(cluster, namespace):
-    # The owner process restarts its garbage collector when asked (else: 30 s discovery resync).
+    # The process holding the cluster restarts its garbage collector when asked (else: 30 s discovery resync).
     from ktest.wait import eventually
     cluster.install_crds(CRD)
     owner = cluster.create({{"apiVersion": "gc.example.com/v1", "kind": "Sprocket",

@@ -2,10 +2,11 @@
 record of "held by a live process" judged by it. Standard library only: the janitor loads it.
 
 A :class:`Holder` is a pid *and* the kernel's start time of that pid, so a reused pid never
-passes for the holder. Every record of a holder uses it: the ``owner`` file of a directory
-(``"<pid> <start time>\\n"``), kind cluster records (``owner_pid``/``owner_start``), ``ktest up``
-records (``pid``/``pid_start``) and namespace annotations (``pid``/``start``, plus
-:func:`process_namespace`). Those field names stay as older ktest versions wrote them.
+passes for the holder. Every record of a holder uses it: the holder file of a directory
+(``"<pid> <start time>\\n"``, named ``owner`` on disk), kind cluster records
+(``owner_pid``/``owner_start``), ``ktest up`` records (``pid``/``pid_start``) and namespace
+annotations (``pid``/``start``, plus :func:`process_namespace`). Those file and field names stay
+as older ktest versions wrote them.
 """
 
 from __future__ import annotations
@@ -120,12 +121,12 @@ class Holder:
 
 
 def write_holder(directory: Path, holder: Holder | None = None) -> None:
-    """Record ``holder`` (default: this process) in ``directory``'s owner file."""
+    """Record ``holder`` (default: this process) in ``directory``'s holder file."""
     write_private_file(directory / HOLDER_FILE, (holder or Holder.current()).to_text())
 
 
 def read_holder(directory: Path) -> Holder | None:
-    """``directory``'s recorded holder; None without a readable owner file."""
+    """``directory``'s recorded holder; None without a readable holder file."""
     try:
         return Holder.from_text((directory / HOLDER_FILE).read_text())
     except OSError:

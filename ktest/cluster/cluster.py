@@ -289,7 +289,7 @@ class Cluster(ClusterClient):
                 namespaces.release_namespace(self, ns)  # kept on purpose: no later sweep deletes it
                 log.info("keeping namespace %s", ns)
             elif background:
-                self.namespace_reaper().submit(ns, owner=prefix)
+                self.namespace_reaper().submit(ns, requested_by=prefix)
             else:
                 namespaces.delete_namespace(self, ns, timeout=delete_timeout)
 

@@ -93,7 +93,7 @@ class NamespaceCleanup:
     held_by: list[HeldObject] = field(default_factory=list)
     forced: bool = False
     note: str = ""
-    owner: str = ""  # who asked for it (a test id), for reports of background deletions
+    requested_by: str = ""  # who asked for it (a test id), for reports of background deletions
     error: BaseException | None = None  # why a background deletion failed
 
     def summary(self) -> str:
@@ -390,7 +390,7 @@ class NamespaceReaper:
         self._names: dict[threading.Thread, str] = {}
         self._reports: list[NamespaceCleanup] = []
 
-    def submit(self, name: str, *, owner: str = "") -> None:
+    def submit(self, name: str, *, requested_by: str = "") -> None:
         """Delete ``name`` now and wait for it on a background thread."""
         started = time.monotonic()
         try:
@@ -398,10 +398,10 @@ class NamespaceReaper:
         except Exception as error:  # reported by drain(), in the caller's thread
             finished = NamespaceCleanup(name, error=error)
         if finished is not None:
-            self._record(finished, owner)
+            self._record(finished, requested_by)
             return
         thread = threading.Thread(
-            target=self._reap, args=(name, owner, started), name=f"ktest-reap-{name}", daemon=True
+            target=self._reap, args=(name, requested_by, started), name=f"ktest-reap-{name}", daemon=True
         )
         with self._lock:
             self._threads.append(thread)
@@ -433,7 +433,7 @@ class NamespaceReaper:
             reports, self._reports = self._reports, []
         return reports
 
-    def _reap(self, name: str, owner: str, started: float) -> None:
+    def _reap(self, name: str, requested_by: str, started: float) -> None:
         try:
             report = await_namespace_deletion(
                 self.cluster, name, started=started, timeout=self.timeout,
@@ -441,9 +441,9 @@ class NamespaceReaper:
             )
         except Exception as error:  # reported by drain(), in the caller's thread
             report = NamespaceCleanup(name, error=error)
-        self._record(report, owner)
+        self._record(report, requested_by)
 
-    def _record(self, report: NamespaceCleanup, owner: str) -> None:
-        report.owner = owner
+    def _record(self, report: NamespaceCleanup, requested_by: str) -> None:
+        report.requested_by = requested_by
         with self._lock:
             self._reports.append(report)

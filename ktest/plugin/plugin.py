@@ -397,7 +397,7 @@ def namespace(
         reaper = cluster.namespace_reaper()
         reaper.timeout = ktest_settings.namespace_timeout
         reaper.force_finalizers_after = ktest_settings.finalizer_grace
-        reaper.submit(name, owner=request.node.nodeid)
+        reaper.submit(name, requested_by=request.node.nodeid)
         return
     delete = functools.partial(
         delete_namespace,

@@ -142,10 +142,10 @@ class KtestSession:
         failures = []
         for cleanup in self.backend.cluster.drain_namespaces():
             if cleanup.error is not None:
-                failures.append(f"namespace of {cleanup.owner}: {cleanup.error}")
+                failures.append(f"namespace of {cleanup.requested_by}: {cleanup.error}")
             elif cleanup.forced:
                 warnings.warn(
-                    NamespaceCleanupWarning(f"namespace of {cleanup.owner}: {cleanup.summary()}"),
+                    NamespaceCleanupWarning(f"namespace of {cleanup.requested_by}: {cleanup.summary()}"),
                     stacklevel=1,
                 )
             elif cleanup.note and self.first_time(cleanup.note.replace(cleanup.name, "<ns>")):

@@ -1,8 +1,8 @@
 """A cluster another process runs: the xdist controller's or a ``ktest up`` daemon's.
 
 Attaching never stops anything: the process that started the control plane
-owns it. Users are issued from the control plane's CA files, so
-``cluster.user(...)`` works as on the owner's side.
+holds it. Users are issued from the control plane's CA files, so
+``cluster.user(...)`` works as in the holding process.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class AttachedBackend(Backend):
         return self._share
 
     def dead_components(self) -> list[tuple[str, str]]:
-        """The owner's answer when it serves one (it knows a restarted kube-controller-manager's
+        """The holding process's answer when it serves one (it knows a restarted kube-controller-manager's
         new pid); the share's recorded pids when it is gone or serves none."""
         if self._share.control_address is not None:
             from ktest.sessions.shared import request_dead_components

@@ -96,7 +96,7 @@ class Backend(abc.ABC):
 
     @property
     def control_plane(self) -> ControlPlane | None:
-        """The embedded ControlPlane object when this process owns it, else None."""
+        """The embedded ControlPlane object when this process holds it, else None."""
         return None
 
     @abc.abstractmethod

@@ -1,6 +1,6 @@
-"""One cluster for several processes: a server in the owner, a client in each worker.
+"""One cluster for several processes: a server in the process that holds it, a client in each worker.
 
-Used for pytest-xdist: the controller process owns the control plane (it
+Used for pytest-xdist: the controller process holds the control plane (it
 outlives every worker, and one API server is cheaper than one per worker on
 a small machine). It does not start anything up front: the first worker that
 needs a cluster connects to a Unix socket and asks; the server thread then
@@ -8,12 +8,12 @@ opens the backend (and installs the session's CRDs) once, and answers every
 worker with the same :class:`ClusterShare`, or with the error that happened.
 
 A client sends one request line: ``share`` (the default) or
-``restart-controllers``: CRDs installed by a worker are new kinds the owner's
-garbage collector would otherwise only notice on its 30 s discovery resync.
+``restart-controllers``: CRDs installed by a worker are new kinds the holding
+process's garbage collector would otherwise only notice on its 30 s discovery resync.
 The ``ktest up`` daemon serves the same socket for reusing sessions.
 
 The socket lives in a private ``ktest-share-*`` directory of the temp
-directory, with an ``owner`` file (pid and start time): if the owner is
+directory, with a holder file (pid and start time): if the holding process is
 killed (``kill -9`` of the xdist controller or of the daemon), the next
 :class:`ClusterServer` or ``ktest down`` removes it (:func:`sweep_stale_shares`).
 """
@@ -140,12 +140,12 @@ class ClusterServer:
 
 
 def sweep_stale_shares(base: Path | None = None) -> list[Path]:
-    """Remove ``ktest-share-*`` directories whose owning process is dead."""
+    """Remove ``ktest-share-*`` directories whose holding process is dead."""
     return holders.sweep(Path(base or tempfile.gettempdir()), SHARE_PREFIX, unowned=_socket_refuses)
 
 
 def remove_share_of_dead_owner(address: str | None) -> bool:
-    """Remove the directory of the socket at ``address`` if its owner is dead; True if removed."""
+    """Remove the directory of the socket at ``address`` if its holder is dead; True if removed."""
     if not address:
         return False
     directory = Path(address).parent
@@ -156,7 +156,7 @@ def remove_share_of_dead_owner(address: str | None) -> bool:
 
 
 def _socket_refuses(directory: Path) -> bool:
-    """For a directory without owner file (older ktest): nobody accepts on its socket."""
+    """For a directory without a holder file (older ktest): nobody accepts on its socket."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         try:
             probe.connect(str(directory / "socket"))
@@ -171,12 +171,12 @@ def request_share(address: str) -> ClusterShare:
 
 
 def request_restart_controllers(address: str) -> None:
-    """Ask the owner at ``address`` to restart its controllers (after new CRDs)."""
+    """Ask the holding process at ``address`` to restart its controllers (after new CRDs)."""
     _request(address, "restart-controllers")
 
 
 def request_dead_components(address: str) -> list[tuple[str, str]]:
-    """Ask the owner at ``address`` which components died: (name, log tail) of each."""
+    """Ask the holding process at ``address`` which components died: (name, log tail) of each."""
     return [(name, tail) for name, tail in _request(address, "dead-components")["dead"]]
 
 
@@ -205,16 +205,16 @@ def _request(address: str, request: str) -> dict[str, Any]:
                 data += chunk
     except OSError as error:
         raise errors.ControlPlaneError(
-            f"cannot reach the process that owns the test cluster ({address}): {error}; "
+            f"cannot reach the process that holds the test cluster ({address}): {error}; "
             "did the pytest-xdist controller process exit?"
         ) from None
     if not data:
         raise errors.ControlPlaneError(
-            "the process that owns the test cluster closed the connection without an answer "
+            "the process that holds the test cluster closed the connection without an answer "
             "(the pytest-xdist controller is shutting down)"
         )
     answer = json.loads(data)
     if "error" in answer:
         error_type = _ERROR_TYPES.get(answer.get("type", ""), errors.KtestError)
-        raise error_type(f"{answer['error']}\n(raised in the process that owns the cluster)")
+        raise error_type(f"{answer['error']}\n(raised in the process that holds the cluster)")
     return dict(answer)

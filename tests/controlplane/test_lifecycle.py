@@ -221,7 +221,7 @@ def test_stop_is_quick_enough_to_not_need_sigkill(assets: Assets) -> None:
 
 
 def test_an_attached_session_sees_the_owners_restarted_controller_manager(assets: Assets) -> None:
-    """pytest-xdist workers ask the process that owns the plane which components died: the pid
+    """pytest-xdist workers ask the process that holds the plane which components died: the pid
     in their share goes stale when kube-controller-manager restarts (after new CRDs), and a
     failing test's report must not say it died when it runs."""
     from ktest.backends.bare.backend import BareBackend

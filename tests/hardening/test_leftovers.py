@@ -289,7 +289,7 @@ def _group_alive(pgid: int) -> bool:
 def test_kill_9_leaves_no_webhook_key_and_the_operator_log_is_swept(sandbox: dict[str, str]) -> None:
     """Was: /tmp/ktest-webhooks-* (a TLS serving key) and ktest-operator-* stayed forever after kill -9.
 
-    Now the webhook set's janitor removes its directory as soon as the owner dies, and the
+    Now the webhook set's janitor removes its directory as soon as its holder dies, and the
     operator's log directory (owner recorded) goes at the next start or `ktest down`."""
     child, line = start_child(sandbox, "webhooks")
     webhook_dir, operator_dir = (Path(part) for part in line.split()[1:3])

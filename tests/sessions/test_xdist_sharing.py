@@ -76,7 +76,7 @@ def test_worker_reports_the_controllers_start_error(pytester: pytest.Pytester, i
             "loose.rejected.example.com*"
         ]
     )
-    result.stdout.fnmatch_lines(["*raised in the process that owns the cluster*"])
+    result.stdout.fnmatch_lines(["*raised in the process that holds the cluster*"])
 
 
 def test_bad_crd_files_fail_in_the_workers_before_anything_starts(
@@ -89,4 +89,4 @@ def test_bad_crd_files_fail_in_the_workers_before_anything_starts(
             "CustomResourceDefinition*"
         ]
     )
-    assert "raised in the process that owns the cluster" not in result.stdout.str()  # none was started
+    assert "raised in the process that holds the cluster" not in result.stdout.str()  # none was started
