@@ -209,7 +209,10 @@ class Assembly:
         if not event.replayed:
             return at
         stamped = _latest_stamp(event.obj)
-        return min(at, max(0.0, stamped - self.started_wall)) if stamped else at
+        if stamped is None:
+            return at
+        stamp = stamped - self.started_wall  # whole seconds: the write was in [stamp, stamp + 1)
+        return at if at < stamp + 1.0 else max(0.0, stamp)
 
 
 # -------------------------------------------------------------------- helpers
@@ -304,9 +307,11 @@ def _written_by_controllers(obj: dict[str, Any]) -> bool:
     return bool(newest and newest.get("manager") in _CONTROLLER_MANAGERS)
 
 
-def _version_order(seen: Seen) -> tuple[float, int]:
-    version = (seen.obj.get("metadata") or {}).get("resourceVersion") or ""
-    return (seen.arrived if not seen.replayed else 0.0, int(version) if str(version).isdigit() else 0)
+def _version_order(seen: Seen) -> tuple[int, float]:
+    """The order writes were made in: resourceVersions (etcd's revisions, one sequence for every
+    resource), then arrival for a server whose versions are not numbers."""
+    version = str((seen.obj.get("metadata") or {}).get("resourceVersion") or "")
+    return (int(version) if version.isdigit() else 0, seen.arrived)
 
 
 def _latest_stamp(obj: dict[str, Any]) -> float | None:

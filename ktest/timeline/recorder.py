@@ -36,7 +36,7 @@ SCAN_INTERVAL = 0.2
 """Seconds between looks at the operators' new calls for resources to watch."""
 SETTLE_QUIET = 0.05
 """When the recording stops: the watches must have been quiet this long (the last writes are in)."""
-SETTLE_LIMIT = 1.0
+SETTLE_LIMIT = 0.5
 _UNWATCHABLE = {
     "events",
     "bindings",
@@ -78,8 +78,10 @@ class Recorder:
         self._problems: list[str] = []
         self._tokens: list[tuple[Any, Token[Any]]] = []
         self._scanned: dict[int, int] = {}
-        self._scanner: threading.Thread | None = None
-        self._scanning = threading.Event()
+        self._starter: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._pending: list[ResourceKey] = []
         self._host = cluster.api_client.configuration.host.rstrip("/") if cluster is not None else None
 
     # ------------------------------------------------------------ lifecycle
@@ -95,17 +97,12 @@ class Recorder:
                 self._start_version = current_resource_version(self.cluster)
             except Exception as error:
                 self._problems.append(f"the API server's view is missing: {type(error).__name__}: {error}")
-            if self._start_version is not None:
+            if self._start_version is not None:  # the watches start on a thread: the test goes on
                 self._watch(ResourceKey("", "v1", "events"))
-                for traffic in list(Traffic.live):  # what running operators already watch
-                    for call in traffic.open_watches():
-                        self._watch_request(call.request)
-                for name in self._resources_wanted:
-                    self._watch_resource_name(name)
-                self._scanner = threading.Thread(
-                    target=self._scan_loop, name="ktest-timeline-scan", daemon=True
+                self._starter = threading.Thread(
+                    target=self._start_watches, name="ktest-timeline-watches", daemon=True
                 )
-                self._scanner.start()
+                self._starter.start()
         self._tokens = [
             (
                 rest.request_observers,
@@ -133,12 +130,14 @@ class Recorder:
                     tuple(o for o in variable.get() if o not in (self._on_request, self._on_attempt))
                 )
         self._tokens = []
-        self._scanning.set()
-        if self._scanner is not None:
-            self._scanner.join(timeout=2.0)
+        self._stopping.set()
+        self._wake.set()
+        if self._starter is not None:
+            self._starter.join(timeout=2.0)
         self.stopped = time.monotonic()
         if settle and self._start_version is not None:
             self._scan()
+            self._open_pending()
             self._settle()
         for watch in list(self._watches.values()):
             watch.stop()
@@ -238,25 +237,49 @@ class Recorder:
                     return
 
     def _watch(self, key: ResourceKey) -> None:
+        """Ask for a watch of ``key`` (opened by the starter thread, or by :meth:`stop`)."""
         if self.cluster is None or self._start_version is None or self.stopped is not None:
             return
         if key.resource in _UNWATCHABLE and key != ResourceKey("", "v1", "events"):
             return
         with self._lock:
-            if key in self._watches:
+            if key in self._watches or key in self._pending:
                 return
+            self._pending.append(key)
+        self._wake.set()
+
+    def _open_pending(self) -> None:
+        assert self.cluster is not None and self._start_version is not None
+        with self._lock:
+            keys, self._pending = self._pending, []
+        for key in keys:
             late = time.monotonic() - self.started > 0.05
             watch = ResourceWatch(self.cluster, key, self._start_version, self._on_seen, late=late)
-            self._watches[key] = watch
-        watch.start()
+            with self._lock:
+                self._watches[key] = watch
+            watch.start()
+
+    def _start_watches(self) -> None:
+        """The starter thread: the resources operators already watch, those asked for, then
+        each resource the test or an operator turns out to touch."""
+        try:
+            for traffic in list(Traffic.live):
+                for call in traffic.open_watches():
+                    self._watch_request(call.request)
+            for name in self._resources_wanted:
+                self._watch_resource_name(name)
+            while not self._stopping.is_set():
+                self._open_pending()
+                self._wake.wait(SCAN_INTERVAL)
+                self._wake.clear()
+                self._scan()
+        except Exception as error:
+            self._problems.append(f"watches could not be opened: {type(error).__name__}: {error}")
+            self.cut(f"the recording's watches stopped opening ({type(error).__name__}: {error})")
 
     def _on_seen(self, key: ResourceKey, seen: Seen) -> None:
         with self._lock:
             self._seen.append((key, seen))
-
-    def _scan_loop(self) -> None:
-        while not self._scanning.wait(SCAN_INTERVAL):
-            self._scan()
 
     def _scan(self) -> None:
         """Watch the resources the operators' new calls were about."""
@@ -273,7 +296,7 @@ class Recorder:
         for watch in watches:
             watch.connected.wait(max(0.0, deadline - time.monotonic()))
         while time.monotonic() < deadline:
-            newest = max((watch.last_arrival for watch in watches), default=0.0)
+            newest = max((max(watch.last_arrival, watch.opened) for watch in watches), default=0.0)
             quiet = time.monotonic() - max(newest, self.stopped or 0.0)
             if quiet >= SETTLE_QUIET:
                 return

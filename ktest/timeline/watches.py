@@ -7,8 +7,10 @@ start, in order, with the bodies the API server stored (what object diffs are co
 watch whose start is too old for the server's watch cache (410 Gone) lists, then watches from the
 list: the writes between the start and the list are then missing, which the page says.
 
-The watches are raw streams on the cluster's own connection pool (its TLS and credentials):
-stopping one shuts its socket down at once, with no read timeout to wait out.
+The watches are raw streams with the cluster's TLS and credentials, on a connection pool of their
+own (one per cluster, its TLS context made once): a long-lived watch never holds one of the pool's
+connections the test's requests need. Stopping a watch shuts its socket down at once, with no read
+timeout to wait out.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import contextlib
 import json
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,6 +34,25 @@ if TYPE_CHECKING:
 
 _SERVER_TIMEOUT = 300
 _CONNECT_TIMEOUT = 5.0
+_POOLS: weakref.WeakKeyDictionary[Any, urllib3.PoolManager] = weakref.WeakKeyDictionary()
+"""The watches' connection pool of each cluster (dropped with the cluster)."""
+_POOLS_LOCK = threading.Lock()
+
+
+def watch_pool(cluster: Cluster) -> urllib3.PoolManager:
+    """The connection pool the timeline's watches of ``cluster`` use (made on first use)."""
+    from ktest.proxy.operator_proxy import upstream_of
+
+    with _POOLS_LOCK:
+        pool = _POOLS.get(cluster)
+        if pool is None:
+            upstream = upstream_of(cluster.api_client.configuration)
+            hostname = upstream.server_hostname
+            pool = urllib3.PoolManager(
+                num_pools=2, maxsize=32, ssl_context=upstream.context, server_hostname=hostname
+            )
+            _POOLS[cluster] = pool
+        return pool
 
 
 @dataclass(frozen=True)
@@ -82,7 +104,8 @@ class ResourceWatch:
         self.connected = threading.Event()
         self._stopping = threading.Event()
         self._response: Any = None
-        self._opened = 0.0
+        self.opened = 0.0
+        """When the stream's headers came (monotonic): a late watch replays right after."""
         self._thread = threading.Thread(target=self._run, name=f"ktest-timeline-watch-{key}", daemon=True)
 
     def start(self) -> ResourceWatch:
@@ -95,7 +118,7 @@ class ResourceWatch:
         if response is not None:
             with contextlib.suppress(Exception):  # already closed
                 response.shutdown()
-        self._thread.join(timeout=2.0)
+        # not joined: a daemon thread, its socket shut; it ends on its own without a wait here
 
     # ------------------------------------------------------------ the stream
 
@@ -129,7 +152,7 @@ class ResourceWatch:
         }
         url = configuration.host.rstrip("/") + self.key.path() + "?" + urlencode(query)
         headers = {"Accept": "application/json", **auth_headers(configuration)}
-        pool = self.cluster.api_client.rest_client.pool_manager
+        pool = watch_pool(self.cluster)
         response = pool.request(
             "GET",
             url,
@@ -142,7 +165,7 @@ class ResourceWatch:
         if self._stopping.is_set():  # stopped while connecting: stop() found no response to shut
             response.release_conn()
             return None, b""
-        self._opened = time.monotonic()
+        self.opened = time.monotonic()
         self.connected.set()
         try:
             if response.status != 200:
@@ -176,7 +199,7 @@ class ResourceWatch:
             return None
         now = time.monotonic()
         self.last_arrival = now
-        replayed = self.late and now - self._opened < 0.2
+        replayed = self.late and now - self.opened < 0.2
         self.sink(self.key, Seen(now, str(kind), obj, replayed))
         return None
 
