@@ -314,7 +314,12 @@ def _wait_storage_version(
     seen: dict[str, str | None] = {}
     while True:
         for version in served:
-            resources = cluster.rest.request("GET", f"/apis/{group}/{version}").get("resources") or ()
+            try:
+                resources = cluster.rest.request("GET", f"/apis/{group}/{version}").get("resources") or ()
+            except ApiError as error:
+                if error.status not in (404, 503):  # discovery of a changing group can lag for a moment
+                    raise
+                resources = ()
             seen[version] = next(
                 (r.get("storageVersionHash") for r in resources if r.get("name") == plural), None
             )
