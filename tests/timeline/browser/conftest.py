@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from timeline_browser import BrowserMissing, TimelinePage, timeline_page
+from timeline_browser import TimelinePage, chromium_path, missing_browser, timeline_page
 from timeline_runs import InnerRun, inner_environment, read_junit
 
 FAILING_SUITE = Path(__file__).resolve().parent / "failing_suite"
@@ -28,11 +28,11 @@ def browser() -> Iterator[TimelinePage]:
     """One offline page of a fresh headless Chromium (closed after the test).
 
     A missing Chromium or Playwright fails the test (never skips) and says how to install it."""
-    try:
-        with timeline_page() as page:
-            yield page
-    except BrowserMissing as missing:
-        pytest.fail(str(missing), pytrace=False)
+    problem = missing_browser(chromium_path())
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
+    with timeline_page() as page:
+        yield page
 
 
 @pytest.fixture(scope="session")

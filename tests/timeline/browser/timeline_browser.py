@@ -38,6 +38,21 @@ def chromium_missing_message(path: Path) -> str:
     )
 
 
+def chromium_path() -> Path:
+    return Path(os.environ.get("KTEST_CHROMIUM") or CHROMIUM)
+
+
+def missing_browser(chromium: Path) -> str | None:
+    """What keeps the browser tests from running (Chromium or Playwright missing), or None."""
+    if not chromium.is_file() or not os.access(chromium, os.X_OK):
+        return chromium_missing_message(chromium)
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as error:
+        return f"Playwright is not installed ({error}): it is in ktest's dev extra; run `make venv`"
+    return None
+
+
 @dataclass
 class TimelinePage:
     """One browser page and what it did: network requests it attempted, console errors."""
@@ -77,15 +92,11 @@ def timeline_page(chromium: Path | None = None) -> Iterator[TimelinePage]:
 
     Raises :class:`BrowserMissing` naming ``make browser`` when Chromium or Playwright is missing.
     """
-    chromium = chromium or Path(os.environ.get("KTEST_CHROMIUM") or CHROMIUM)
-    if not chromium.is_file() or not os.access(chromium, os.X_OK):
-        raise BrowserMissing(chromium_missing_message(chromium))
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as error:
-        raise BrowserMissing(
-            f"Playwright is not installed ({error}): it is in ktest's dev extra; run `make venv`"
-        ) from error
+    chromium = chromium or chromium_path()
+    problem = missing_browser(chromium)
+    if problem is not None:
+        raise BrowserMissing(problem)
+    from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         # Chromium's sandbox needs an unprivileged user; CI and this machine run tests as root.
