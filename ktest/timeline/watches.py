@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from ktest.cluster import Cluster
 
 _SERVER_TIMEOUT = 300
+RESUMES = 3
+"""A watch whose stream breaks this many times in a row (no event in between) gives up."""
 _CONNECT_TIMEOUT = 5.0
 _POOLS: weakref.WeakKeyDictionary[Any, urllib3.PoolManager] = weakref.WeakKeyDictionary()
 """The watches' connection pool of each cluster (dropped with the cluster)."""
@@ -101,6 +103,7 @@ class ResourceWatch:
         self.problem_at: float | None = None
         self.gap: str | None = None
         self.last_arrival = 0.0
+        self.delivered = 0
         self.connected = threading.Event()
         self._stopping = threading.Event()
         self._response: Any = None
@@ -123,24 +126,36 @@ class ResourceWatch:
     # ------------------------------------------------------------ the stream
 
     def _run(self) -> None:
-        try:
-            while not self._stopping.is_set():
+        """Stream until stopped; a stream that breaks resumes from the last resourceVersion seen
+        (nothing is missed); only :data:`RESUMES` breaks in a row end the watch for good."""
+        failures = 0
+        while not self._stopping.is_set():
+            delivered = self.delivered
+            try:
                 status, body = self._stream()
+            except Exception as error:
                 if self._stopping.is_set():
-                    return
-                if status == 410:
-                    self._relist()
-                    continue
-                if status is not None and status != 200:
-                    if status in (404, 405):  # not watchable (a review, a virtual resource)
-                        return
-                    raise RuntimeError(f"{status}: {body[:200]!r}")
-        except Exception as error:
-            if not self._stopping.is_set():
-                self.problem = f"the watch of {self.key} ended: {type(error).__name__}: {error}"
+                    break
+                failures = 1 if self.delivered != delivered else failures + 1
+                if failures > RESUMES:
+                    self.problem = f"the watch of {self.key} ended: {type(error).__name__}: {error}"
+                    self.problem_at = time.monotonic()
+                    break
+                self._stopping.wait(0.05 * failures)
+                continue
+            if self._stopping.is_set():
+                break
+            if status == 410:
+                self._relist()
+            elif status in (404, 405):  # not watchable (a review, a virtual resource)
+                break
+            elif status is not None and status != 200:
+                self.problem = f"the watch of {self.key} was refused: {status} {body[:200]!r}"
                 self.problem_at = time.monotonic()
-        finally:
-            self.connected.set()
+                break
+            else:
+                failures = 0
+        self.connected.set()
 
     def _stream(self) -> tuple[int | None, bytes]:
         configuration = self.cluster.api_client.configuration
@@ -199,6 +214,7 @@ class ResourceWatch:
             return None
         now = time.monotonic()
         self.last_arrival = now
+        self.delivered += 1
         replayed = self.late and now - self.opened < 0.2
         self.sink(self.key, Seen(now, str(kind), obj, replayed))
         return None

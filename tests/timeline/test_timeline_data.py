@@ -183,3 +183,25 @@ def test_a_thousand_call_test_makes_a_page_under_two_megabytes(
     assert len(events(data, "operator:busy", "request")) >= 1000
     assert len(events(data, "apiserver", "watch-event")) >= 1000
     assert path.stat().st_size <= 2 * 1024 * 1024, path.stat().st_size
+
+
+def test_a_watch_whose_connection_breaks_resumes_without_losing_a_write(admin: Cluster, ns: str) -> None:
+    from ktest.timeline.watches import ResourceKey
+
+    def added(rec: Any) -> list[str]:
+        data = rec.data().as_json()
+        return [
+            e["detail"]["object"]
+            for e in events(data, "apiserver", "watch-event")
+            if e["detail"]["type"] == "ADDED"
+        ]
+
+    with recording(admin, test="broken connection") as rec:
+        admin.create(configmap("first", ns, {}))
+        eventually(lambda: added(rec) == [f"configmaps {ns}/first"], timeout=5)
+        rec._watches[ResourceKey("", "v1", "configmaps")]._response.shutdown()  # as a network failure would
+        admin.create(configmap("second", ns, {}))
+        eventually(lambda: len(added(rec)) == 2, timeout=5)
+    assert added(rec) == [f"configmaps {ns}/first", f"configmaps {ns}/second"]
+    data = rec.data().as_json()
+    assert data["truncated"] is None and data["problems"] == []
