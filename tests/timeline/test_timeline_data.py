@@ -183,6 +183,13 @@ def test_a_thousand_call_test_makes_a_page_under_two_megabytes(
     assert len(events(data, "operator:busy", "request")) >= 1000
     assert len(events(data, "apiserver", "watch-event")) >= 1000
     assert path.stat().st_size <= 2 * 1024 * 1024, path.stat().st_size
+    (pad,) = {
+        row["new"]
+        for e in events(data, "apiserver", "watch-event")
+        for row in e["detail"]["diff"]
+        if row["path"] == "data.pad"
+    }
+    assert len(pad) == 200 and pad.endswith("…")  # a 2,000-character value, cut
 
 
 def test_a_watch_whose_connection_breaks_resumes_without_losing_a_write(admin: Cluster, ns: str) -> None:
