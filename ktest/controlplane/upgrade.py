@@ -28,6 +28,7 @@ from ktest.errors import AssetsError, ControlPlaneError
 
 if TYPE_CHECKING:
     from ktest.controlplane.apiserver import ApiServerClient
+    from ktest.controlplane.controller_manager import ControllerManager
 
 # The control plane being upgraded: a started ``ktest.controlplane.plane.ControlPlane``, whose parts
 # this module drives. Not imported here: plane.py imports this module for ``ControlPlane.upgrade``.
@@ -278,16 +279,15 @@ def _stop_front(plane: Plane) -> None:
 
 
 def _start_front(
-    plane: Plane, assets: Assets, manager: object, bootstrap: dict[str, list[str]] | None
+    plane: Plane, assets: Assets, manager: ControllerManager | None, bootstrap: dict[str, list[str]] | None
 ) -> None:
     """Start ``assets``' kube-apiserver (and kube-controller-manager) on the plane's etcd, port
     and certificates; return once the API server is ready and the controllers run."""
-    from ktest.controlplane.apiserver import apiserver_process, write_audit_policy
-    from ktest.controlplane.controller_manager import ControllerManager
+    from ktest.controlplane.apiserver import apiserver_process, served_version, write_audit_policy
     from ktest.controlplane.run_directory import writing_in
 
     certificates = plane._certificates
-    assert certificates is not None and (manager is None or isinstance(manager, ControllerManager))
+    assert certificates is not None
     plane._assets = assets
     plane._controller_manager = manager
     with writing_in(plane.directory):
@@ -313,30 +313,22 @@ def _start_front(
         manager.release(True, plane.start_timeout)
     client = plane._client
     assert client is not None
-    plane._version = _served(client, assets.version)
-
-
-def _served(client: ApiServerClient, fallback: str) -> str:
-    from ktest.controlplane.apiserver import served_version
-
-    return served_version(client, fallback)
+    plane._version = served_version(client, assets.version)
 
 
 def _roll_back(
     plane: Plane,
     old_assets: Assets | None,
-    old_manager: object,
+    old_manager: ControllerManager | None,
     plan: UpgradePlan,
     error: BaseException,
     bootstrap: dict[str, list[str]] | None,
 ) -> None:
     """The new minor did not come up: stop it, start the old binaries again, raise saying why."""
-    from ktest.controlplane.controller_manager import ControllerManager
-
     failed = plane._apiserver
     log = failed.log_tail() if failed is not None else ""
     _stop_front(plane)
-    assert old_assets is not None and (old_manager is None or isinstance(old_manager, ControllerManager))
+    assert old_assets is not None
     headline = f"upgrading the control plane from {plan.from_version} to {plan.to_version} failed: {error}"
     if isinstance(error, KeyboardInterrupt):
         plane._teardown()
