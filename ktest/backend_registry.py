@@ -1,8 +1,8 @@
 """Where a session's cluster can come from: every backend, registered once.
 
-A backend is one module plus an entry here (or, from another package, an entry point
-in the group ``ktest.backends`` naming a :class:`BackendSpec`). The spec names its
-parts as ``"module:attribute"`` strings, imported only when that backend is used, so
+A backend is one package (``ktest/backends/<name>/``) plus an entry here (or, from another
+package, an entry point in the group ``ktest.backends`` naming a :class:`BackendSpec`). The spec
+names its parts as ``"module:attribute"`` strings, imported only when that part is needed, so
 this registry imports nothing and every layer may read it:
 
 * ``open(settings, notes) -> Backend`` starts or attaches to the cluster;
