@@ -110,6 +110,7 @@ def plan_upgrade(current: str, to: str, assets: Assets | Path | str | None = Non
     ControlPlaneError, saying what to do instead, for a target that is not a version, an
     unsupported minor, a skip of minors, a downgrade or the version already running."""
     from ktest.assets.minors import DEFAULT_MINOR, facts, supported_minors
+    from ktest.assets.probe import reported_version
     from ktest.controlplane.binaries import plane_assets
 
     try:
@@ -149,8 +150,10 @@ def plan_upgrade(current: str, to: str, assets: Assets | Path | str | None = Non
             f"cannot upgrade to Kubernetes {wanted}: its binaries are not available.\n{error}"
         ) from None
     try:
-        target.binary("kube-apiserver")
-        resolved = KubeVersion.parse(target.version) if target.version else wanted
+        apiserver = target.binary("kube-apiserver")
+        # binaries the caller points at are asked what they are, not believed to be `to`
+        reported = target.version if assets is None else reported_version(apiserver, "kube-apiserver")
+        resolved = KubeVersion.parse(reported) if reported else wanted
     except AssetsError as error:
         raise ControlPlaneError(f"cannot upgrade to Kubernetes {wanted}: {error}") from None
     if not wanted.text or (resolved.major, resolved.minor) != (wanted.major, wanted.minor):

@@ -217,6 +217,17 @@ def test_a_skip_of_minors_is_refused_naming_the_step_to_take_first() -> None:
     )
 
 
+def test_binaries_of_another_minor_given_as_the_target_are_refused(older_assets: Assets) -> None:
+    older = KubeVersion.parse(older_assets.version)
+    target = f"{older.major}.{older.minor + 1}"
+    with pytest.raises(ControlPlaneError) as refused:
+        plan_upgrade(older_assets.version, target, assets=older_assets.directory)
+    assert str(refused.value) == (
+        f"cannot upgrade to Kubernetes {target}: the binaries in {older_assets.directory} are Kubernetes "
+        f"{older_assets.version}. Point assets= at binaries of {target}, or leave it out."
+    )
+
+
 def test_the_newest_minor_has_nothing_to_upgrade_to() -> None:
     with pytest.raises(ControlPlaneError, match=r"1\.37 is the newest minor ktest supports"):
         plan_upgrade("1.37.2", "1.37")
