@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +30,7 @@ from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
 from ktest.controlplane.upgrade import ServedApi, plan_upgrade
 from ktest.errors import ControlPlaneError
-from ktest.operators import OperatorContext, run_callable, run_kopf
+from ktest.operators import OperatorContext, run_callable, run_kopf, run_subprocess
 from ktest.wait import eventually
 
 SAMPLES = Path(__file__).resolve().parent.parent / "operators" / "sample_operators"
@@ -104,6 +105,29 @@ def test_a_kopf_operator_runs_through_an_upgrade_to_the_next_minor_with_its_obje
         # the operator reconciles what changes after the upgrade
         cluster.create(configmap("after", ns, {"k": "new"}, labels=MIRROR))
         eventually(lambda: cluster.get(configmap_ref("after-kopf", ns))["data"] == {"k": "new"})
+
+
+def test_a_subprocess_operator_reconnects_to_the_same_address_after_the_upgrade(
+    older_plane: ControlPlane, k8s_assets: Assets
+) -> None:
+    program = [sys.executable, str(Path(__file__).with_name("upgrade_subprocess_operator.py"))]
+    with (
+        plane_cluster(older_plane, "subprocess") as cluster,
+        cluster.namespace(prefix="upgrade") as ns,
+        run_subprocess(program, cluster, args=[ns], ready_log="watching configmaps") as op,
+    ):
+        cluster.create(configmap("before", ns, {"k": "v"}, labels={"ktest.dev/copy": "true"}))
+        eventually(lambda: cluster.get(configmap_ref("before-copy", ns))["data"] == {"k": "v"})
+        before = snapshot_objects(cluster, CONFIG_MAPS, namespace=ns)
+        pid = op.pid
+
+        report = older_plane.upgrade(k8s_assets.version)
+
+        assert op.alive and op.pid == pid  # the same process, never restarted
+        assert_objects_intact(cluster, before)
+        assert_recovered_after_upgrade(op, report, window=1.0)
+        cluster.create(configmap("after", ns, {"k": "new"}, labels={"ktest.dev/copy": "true"}))
+        eventually(lambda: cluster.get(configmap_ref("after-copy", ns))["data"] == {"k": "new"})
 
 
 def no_reconnect_operator(removed: ServedApi) -> Any:
