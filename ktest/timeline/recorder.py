@@ -35,8 +35,10 @@ if TYPE_CHECKING:
 SCAN_INTERVAL = 0.2
 """Seconds between looks at the operators' new calls for resources to watch."""
 SETTLE_QUIET = 0.05
-"""When the recording stops: the watches must have been quiet this long (the last writes are in)."""
+"""When the recording stops: a watch opened lately must have been quiet this long (its replay is in)."""
 SETTLE_LIMIT = 0.5
+SETTLE_GRACE = 0.02
+"""When the recording stops: time for the watches to deliver the events of the last writes."""
 _UNWATCHABLE = {
     "events",
     "bindings",
@@ -98,7 +100,6 @@ class Recorder:
             except Exception as error:
                 self._problems.append(f"the API server's view is missing: {type(error).__name__}: {error}")
             if self._start_version is not None:  # the watches start on a thread: the test goes on
-                self._watch(ResourceKey("", "v1", "events"))
                 self._starter = threading.Thread(
                     target=self._start_watches, name="ktest-timeline-watches", daemon=True
                 )
@@ -224,7 +225,15 @@ class Recorder:
     # ------------------------------------------------------------ watches
 
     def _watch_request(self, request: ApiRequest) -> None:
-        if request.resource and request.version:
+        """Watch what ``request`` was about: its resource in its namespace (and that namespace's
+        Events), or a cluster-scoped object's resource; a list or watch across every namespace
+        adds nothing (the namespaces it matters in show up in other requests)."""
+        if not request.resource or not request.version:
+            return
+        if request.namespace:
+            self._watch(ResourceKey(request.group, request.version, request.resource, request.namespace))
+            self._watch(ResourceKey("", "v1", "events", request.namespace))
+        elif request.name:
             self._watch(ResourceKey(request.group, request.version, request.resource))
 
     def _watch_resource_name(self, name: str) -> None:
@@ -240,7 +249,7 @@ class Recorder:
         """Ask for a watch of ``key`` (opened by the starter thread, or by :meth:`stop`)."""
         if self.cluster is None or self._start_version is None or self.stopped is not None:
             return
-        if key.resource in _UNWATCHABLE and key != ResourceKey("", "v1", "events"):
+        if key.resource in _UNWATCHABLE and (key.group, key.resource) != ("", "events"):
             return
         with self._lock:
             if key in self._watches or key in self._pending:
@@ -292,12 +301,16 @@ class Recorder:
 
     def _settle(self) -> None:
         deadline = time.monotonic() + SETTLE_LIMIT
+        stopped = self.stopped or time.monotonic()
         watches = list(self._watches.values())
         for watch in watches:
             watch.connected.wait(max(0.0, deadline - time.monotonic()))
-        while time.monotonic() < deadline:
-            newest = max((max(watch.last_arrival, watch.opened) for watch in watches), default=0.0)
-            quiet = time.monotonic() - max(newest, self.stopped or 0.0)
+        time.sleep(max(0.0, SETTLE_GRACE - (time.monotonic() - stopped)))  # the last writes' events
+        # a watch opened lately replays its backlog right after its headers: until it goes quiet
+        recent = [watch for watch in watches if watch.opened >= stopped - 2 * SETTLE_QUIET]
+        while recent and time.monotonic() < deadline:
+            newest = max(max(watch.last_arrival, watch.opened) for watch in recent)
+            quiet = time.monotonic() - newest
             if quiet >= SETTLE_QUIET:
                 return
             time.sleep(SETTLE_QUIET - quiet)

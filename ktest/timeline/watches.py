@@ -7,7 +7,9 @@ start, in order, with the bodies the API server stored (what object diffs are co
 watch whose start is too old for the server's watch cache (410 Gone) lists, then watches from the
 list: the writes between the start and the list are then missing, which the page says.
 
-The watches are raw streams with the cluster's TLS and credentials, on a connection pool of their
+A namespaced resource is watched in the namespaces the test and the operators work in, not across
+the cluster: other tests' objects (other xdist workers, a session operator's) never reach the
+recording. The watches are raw streams with the cluster's TLS and credentials, on a connection pool of their
 own (one per cluster, its TLS context made once): a long-lived watch never holds one of the pool's
 connections the test's requests need. Stopping a watch shuts its socket down at once, with no read
 timeout to wait out.
@@ -59,15 +61,18 @@ def watch_pool(cluster: Cluster) -> urllib3.PoolManager:
 
 @dataclass(frozen=True)
 class ResourceKey:
-    """A resource as its REST path names it: group ("" for core), version, plural."""
+    """A resource as its REST path names it: group ("" for core), version, plural; and the
+    namespace watched (None: the whole cluster, for cluster-scoped objects)."""
 
     group: str
     version: str
     resource: str
+    namespace: str | None = None
 
     def path(self) -> str:
         base = f"/api/{self.version}" if not self.group else f"/apis/{self.group}/{self.version}"
-        return f"{base}/{self.resource}"
+        where = f"/namespaces/{self.namespace}" if self.namespace else ""
+        return f"{base}{where}/{self.resource}"
 
     def __str__(self) -> str:
         return f"{self.resource}.{self.group}" if self.group else self.resource

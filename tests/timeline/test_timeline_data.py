@@ -206,7 +206,8 @@ def test_a_watch_whose_connection_breaks_resumes_without_losing_a_write(admin: C
     with recording(admin, test="broken connection") as rec:
         admin.create(configmap("first", ns, {}))
         eventually(lambda: added(rec) == [f"configmaps {ns}/first"], timeout=5)
-        rec._watches[ResourceKey("", "v1", "configmaps")]._response.shutdown()  # as a network failure would
+        watch = rec._watches[ResourceKey("", "v1", "configmaps", ns)]
+        watch._response.shutdown()  # the connection breaks, as in a network failure
         admin.create(configmap("second", ns, {}))
         eventually(lambda: len(added(rec)) == 2, timeout=5)
     assert added(rec) == [f"configmaps {ns}/first", f"configmaps {ns}/second"]
