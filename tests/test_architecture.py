@@ -144,12 +144,12 @@ def test_the_backend_name_check_sees_every_form(tmp_path: Path) -> None:
     house = drawing()
     ktest = write_modules(tmp_path, {
         "cli/init.py": 'def f(options):\n    return "kind" in options.backends\n',
-        "cli/up.py": 'def f(settings):\n    return settings.backend == "bare" or "existing" != settings.backend\n',
+        "cli/up.py": 'def f(s):\n    return s.backend == "bare" or "existing" != s.backend\n',
         "base/janitor.py": 'def f(command):\n    match command:\n        case "kind":\n            pass\n',
-        "config.py": 'NODES = ("kind",)\nEXTRAS = {"kind": "ktest[kind]", "bare": None}\nALL = ["bare", "kind"]\n',
+        "config.py": 'NODES = ("kind",)\nEXTRAS = {"kind": "k", "bare": None}\nALL = ["bare", "kind"]\n',
         "plugin/plugin.py": 'def f(name):\n    return name not in {"bare", "existing"}\n',
         "backends/kind/cli.py": 'NAME = "kind"\ndef f(b):\n    return b == "kind" or b == "bare"\n',
-        "cluster/client.py": 'BODY = {"apiVersion": "v1", "kind": "Namespace"}\nKEYS = ("apiVersion", "kind")\n',
+        "cluster/client.py": 'BODY = {"apiVersion": "v1", "kind": "Pod"}\nKEYS = ("apiVersion", "kind")\n',
     })
     found = house.backend_names_outside(["bare", "kind", "existing"], ktest)
     where = sorted({(line.split(":")[0], line.split(": ", 1)[1].split(" in ")[0]) for line in found})
@@ -209,7 +209,8 @@ def test_every_part_a_built_in_backend_names_exists() -> None:
                 continue
             loaded = spec.load(part)
             if part in tables:
-                assert isinstance(loaded, tuple) and all(isinstance(row, tables[part]) for row in loaded), target
+                assert isinstance(loaded, tuple), target
+                assert all(isinstance(row, tables[part]) for row in loaded), target
             else:
                 assert callable(loaded), f"{spec.name}.{part} = {target}"
 
@@ -222,3 +223,41 @@ def test_a_module_over_500_lines_says_why_at_its_top() -> None:
         if len(path.read_text().splitlines()) > 500 and not path.read_text().startswith("# Over 500 lines: ")
     ]
     assert silent == [], "start each with '# Over 500 lines: <why it is one module>'"
+
+
+def test_a_backends_rows_are_settings_read_as_attributes() -> None:
+    """kind's rows live in its package (the ``settings`` part) and resolve like ktest's own."""
+    from ktest.config import CORE_SETTINGS, specs_by_name
+
+    kind_rows = {row.name for row in spec_rows("kind")}
+    assert kind_rows == {"kind_config", "kind_image", "keep_cluster", "kind_pool"}
+    assert not kind_rows & {row.name for row in CORE_SETTINGS} and kind_rows <= set(specs_by_name())
+    settings = resolve_settings(env={"KTEST_BACKEND": "kind", "KTEST_KIND_POOL": "1"})
+    assert (settings.kind_pool, settings.keep_cluster, settings.kind_image) == (True, False, None)
+    assert settings.source_of("kind_pool") == "environment variable KTEST_KIND_POOL"
+    assert Settings().with_values(kind_image="a/b:v1").kind_image == "a/b:v1"
+    with pytest.raises(AttributeError, match="'Settings' has no setting 'kind_imagee'"):
+        _ = Settings().kind_imagee
+    with pytest.raises(TypeError, match="unknown settings: kind_imagee"):
+        Settings().with_values(kind_imagee="a/b:v1")
+
+
+def spec_rows(name: str) -> tuple[Spec, ...]:
+    rows = registry.spec(name).load("settings")
+    assert isinstance(rows, tuple)
+    return rows
+
+
+def test_a_backend_row_may_not_take_a_name_already_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ktest.config_values import parse_text, setting
+
+    clash = BackendSpec("mine", "a test backend", open=f"{__name__}:open_mine",
+                        settings=f"{__name__}:CLASHING_ROWS")
+    built_in = registry.backends()
+    monkeypatch.setattr(registry, "backends", lambda: {**built_in, "mine": clash})
+    monkeypatch.setitem(globals(), "CLASHING_ROWS", (setting("timeout", parse_text, "mine", "(none)"),))
+    with pytest.raises(ConfigError, match=(
+        "backend mine registers the setting 'timeout', which another backend or ktest itself already has: "
+        r"rename it \(prefix it with the backend's name\)"
+    )):
+        resolve_settings(env={})
