@@ -77,7 +77,9 @@ test-floors: venv binaries
 	$(FLOORS_VENV)/bin/python -m pip freeze --exclude-editable | grep -i -E "^(kubernetes|urllib3|kopf|pytest|tenacity|pyyaml|cryptography|filelock|h2)=="
 	$(FLOORS_VENV)/bin/python -m pytest -n $(TEST_WORKERS) -p no:cacheprovider $(FLOORS_TESTS) $(PYTEST_ARGS)
 
-demo: venv binaries
+# The demo suite includes an in-place upgrade from the older minor (examples/test_upgrade.py), so it
+# obtains both minors' binaries.
+demo: venv binaries binaries-older
 	$(BIN)/python -m pytest examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
 # The example project (examples/memcached-kopf) as a user runs it: ktest's wheel and the example
