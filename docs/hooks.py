@@ -59,6 +59,12 @@ def _defined_at(module: str, name: str) -> tuple[str, Any]:
     return "", value
 
 
+def _inherits_from_ktest(value: object) -> bool:
+    """A class whose public methods come partly from a base class of ktest's own (not an error)."""
+    bases = inspect.getmro(value)[1:] if inspect.isclass(value) else ()
+    return any(base.__module__.startswith("ktest.operators.") for base in bases)
+
+
 def api_markdown() -> str:
     lines: list[str] = []
     current = None
@@ -75,7 +81,10 @@ def api_markdown() -> str:
             lines += [f"::: {path}", "    options:", "      show_root_heading: false",
                       "      show_submodules: false", "      members: false", ""]
         elif path:
-            lines += [f"::: {path}", "    options:", "      show_root_heading: false", ""]
+            lines += [f"::: {path}", "    options:", "      show_root_heading: false"]
+            if _inherits_from_ktest(value):
+                lines += ["      inherited_members: true"]  # e.g. OperatorHandle: its health part is its base
+            lines += [""]
         else:
             shown = repr(value)
             if len(shown) > 300:

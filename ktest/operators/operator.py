@@ -1,4 +1,3 @@
-# Over 500 lines: OperatorHandle's lifecycle and health state machine is one public class.
 """``OperatorHandle``: what a test holds for a running operator, whatever its kind.
 
 A handle starts the operator, waits until it is ready, and can stop it,
@@ -29,12 +28,11 @@ from ktest.errors import OperatorError
 from ktest.operators.crash_expectation import (
     DEFAULT_CRASH_AFTERMATH,
     POLL,
-    CrashExpectation,
     ExpectedCrash,
     FailureProbe,
 )
-from ktest.operators.denials import Denial, find_denials
-from ktest.operators.logs import TAIL_LINES, OperatorLog, readable_api_dumps
+from ktest.operators.health import OperatorHealth
+from ktest.operators.logs import OperatorLog
 from ktest.operators.options import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, checked_namespaces
 from ktest.operators.reports import attach_reports
 
@@ -44,7 +42,7 @@ if TYPE_CHECKING:
     from ktest.cluster import Cluster
     from ktest.proxy import Faults, OperatorProxy, Traffic
 
-class OperatorHandle(abc.ABC):
+class OperatorHandle(OperatorHealth):
     """A running operator under test: ``stop()``, ``crash()``, ``restart()``, ``logs``, ``alive``,
     ``wait_ready()``, ``error``; a context manager that stops it on exit.
 
@@ -61,7 +59,6 @@ class OperatorHandle(abc.ABC):
     environment, e.g. ``env={"WATCH_NAMESPACE": "{namespaces}"}``.
     """
 
-    kind: ClassVar[str] = "operator"
     runner: ClassVar[str] = "the operator runner"
     """The function that starts this kind (for error messages)."""
 
@@ -92,24 +89,17 @@ class OperatorHandle(abc.ABC):
         """Whether that proxy offers HTTP/2 (setting ``ktest_operator_proxy_http2``)."""
         self.proxy: OperatorProxy | None = None
         self.cluster_wide = self.namespaces is None
-        self.name = name
+        super().__init__(
+            name,
+            OperatorLog(name, Path(log_dir) if log_dir is not None else None),
+            fail_on_errors=fail_on_errors,
+            fail_on_forbidden=fail_on_forbidden,
+        )
         self.cluster = cluster
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
-        self.fail_on_errors = fail_on_errors
-        self.fail_on_forbidden = fail_on_forbidden
-        self.log = OperatorLog(name, Path(log_dir) if log_dir is not None else None)
         self.starts = 0
-        self._state = "new"  # new, running, stopped, crashed, closed
-        self._failure: OperatorError | None = None
-        self._failure_raised = False
-        self._run_mark = 0
-        self._scanned = 0
-        self._lock = threading.RLock()
-        self._wake = threading.Event()
         self._cleanups: list[object] = []
-        self._crashes = CrashExpectation(self._lock)
-        self._reported: tuple[OperatorError, object] | None = None
         self.wait_for_namespaces: bool | Sequence[str] = True
         """Which background namespace deletions :meth:`close` waits for before it stops the
         operator (so it can process its finalizers there): True, those it serves (for a
@@ -134,14 +124,6 @@ class OperatorHandle(abc.ABC):
         """End the current run abruptly, without letting it clean up."""
 
     @abc.abstractmethod
-    def _running(self) -> bool:
-        """Whether the current run is still going."""
-
-    @abc.abstractmethod
-    def _death_reason(self) -> str:
-        """How the current run ended by itself (exit status, exception with traceback)."""
-
-    @abc.abstractmethod
     def _is_ready(self) -> bool:
         """Whether the current run is ready now."""
 
@@ -149,11 +131,7 @@ class OperatorHandle(abc.ABC):
         """Why the run is not ready yet (shown when ``wait_ready`` times out)."""
         return ""
 
-    def _describe(self) -> str:
-        """What was run (command line, modules), for error messages."""
-        return ""
-
-    def _release(self) -> None:  # noqa: B027 - optional hook
+    def _release(self) -> None:
         """Free what the handle holds beyond the run (called once, by :meth:`close`)."""
 
     def owns_finalizer(self, finalizer: str) -> bool:
@@ -167,7 +145,7 @@ class OperatorHandle(abc.ABC):
             return finalizer not in ("orphan", "foregroundDeletion", "kubernetes")
         return not (domain == "kubernetes.io" or domain.endswith((".kubernetes.io", "k8s.io")))
 
-    def _settle(self, timeout: float | None) -> None:  # noqa: B027 - optional hook
+    def _settle(self, timeout: float | None) -> None:
         """Judge the work the run is still retrying now that the test ends (see :meth:`settle`)."""
 
     # ------------------------------------------------------------ state
@@ -226,48 +204,6 @@ class OperatorHandle(abc.ABC):
             )
         return self.proxy
 
-    @property
-    def denials(self) -> list[Denial]:
-        """RBAC refusals found in the output of the current run."""
-        return find_denials(self.run_logs)
-
-    @property
-    def error(self) -> OperatorError | None:
-        """Why the operator is unhealthy (died, raised, denied), or None.
-
-        Stopping or crashing it on purpose is not an error.
-        """
-        with self._lock:
-            if self._failure is None and self._state == "running":
-                self._failure = self._detect_failure()
-            return self._failure
-
-    def check(self) -> None:
-        """Raise the operator's error if it has one (this is the registered health check).
-
-        Inside :meth:`expect_crash` it raises nothing: the failure is the expected outcome.
-        A failure is raised once per test: the checks of that test's teardown (fixtures that
-        wait, ``operator_for_test``'s clean-up) do not report it again.
-        """
-        __tracebackhide__ = True
-        if self._crashes.expecting:
-            return
-        failure = self.error
-        if failure is None:
-            return
-        test = run_context.current_test()
-        if test is not None and self._reported == (failure, test):
-            return  # this test already failed with it: its teardown and fixtures do not repeat it
-        self._reported = (failure, test)
-        self._failure_raised = True
-        raise OperatorError(str(failure))
-
-    def unreported_error(self) -> OperatorError | None:
-        """The operator's error if no health check or ``check()`` has raised it yet."""
-        with self._lock:
-            failure = self.error
-            return None if failure is None or self._failure_raised else failure
-
     def expect_crash(
         self,
         match: str | re.Pattern[str] | None = None,
@@ -322,21 +258,6 @@ class OperatorHandle(abc.ABC):
                 return
             self._settled_run = self.starts
         self._settle(timeout)
-
-    def acknowledge_error(self) -> OperatorError | None:
-        """Return the current error and forget it, for tests that provoke one on purpose.
-
-        Errors found later (a new log line, the operator dying) are reported again.
-        """
-        with self._lock:
-            failure = self.error
-            self._failure = None
-            self._failure_raised = False
-            if failure is not None:
-                self._scanned = self.log.mark()
-                if self._state == "running" and not self._running():
-                    self._state = "stopped"
-            return failure
 
     # ------------------------------------------------------------ lifecycle
 
@@ -523,73 +444,6 @@ class OperatorHandle(abc.ABC):
     def _close_proxy(self) -> None:
         if self.proxy is not None:
             self.proxy.close()
-
-    def _detect_failure(self) -> OperatorError | None:
-        if not self._running():
-            return self._make_error(self._death_reason(), hint=self._denial_hint())
-        if self.fail_on_forbidden:
-            # Only complete lines count; a partial last line is scanned again next time.
-            new = self.log.read(self._scanned)
-            complete = new[: new.rfind(b"\n") + 1]
-            self._scanned += len(complete)
-            found = find_denials(complete.decode("utf-8", "replace"))
-            if found:
-                return self._denial_error(found[0])
-        return None
-
-    def _denial_error(self, denial: Denial) -> OperatorError:
-        return self._make_error(
-            f"was refused by RBAC: {denial.describe()}",
-            details=f"Log line: {denial.line}",
-            hint=f"Grant it in the operator's RBAC (e.g. config/rbac/role.yaml): add the rule "
-            f"{denial.missing_rule()}. Pass fail_on_forbidden=False if the operator expects this refusal.",
-        )
-
-    def _denial_hint(self) -> str:
-        found = self.denials
-        if not found:
-            return ""
-        return (
-            f"It was refused by RBAC first: {found[0].describe()}; add the rule "
-            f"{found[0].missing_rule()} to its role."
-        )
-
-    def _record_logged_error(self, text: str, hint: str = "") -> None:
-        """An ERROR record of an in-process operator: a failure, named precisely if it is an RBAC denial."""
-        denials = find_denials(text) if self.fail_on_forbidden else []
-        if denials:
-            with self._lock:
-                if self._state == "running" and self._failure is None:
-                    self._failure = self._denial_error(denials[0])
-            self._wake.set()
-        elif self._crashes.take_into_aftermath(text):
-            return
-        elif self.fail_on_errors or self._crashes.expecting:
-            self._record_failure("logged an error", details=text, hint=hint)
-
-    def _record_failure(self, what: str, details: str = "", hint: str = "") -> None:
-        """Mark the current run failed (first failure wins; what follows is kept with it, for
-        :meth:`expect_crash`); used by in-process kinds."""
-        with self._lock:
-            if self._state == "running" and self._failure is None:
-                self._failure = self._make_error(what, details=details, hint=hint)
-                self._crashes.following = []
-            elif self._failure is not None:
-                self._crashes.following.append(details or what)
-        self._wake.set()
-
-    def _make_error(self, what: str, *, details: str = "", hint: str = "") -> OperatorError:
-        described = self._describe()
-        tail = readable_api_dumps(self.log.tail(TAIL_LINES, start=self._run_mark)) or "(nothing logged)"
-        parts = [f"operator {self.name!r} ({self.kind}) {what}."]
-        if details:
-            parts.append(readable_api_dumps(details).rstrip())
-        if described:
-            parts.append(described)
-        parts.append(f"--- last lines of its log ({self.log.path}) ---\n{tail}\n--- end of log ---")
-        if hint:
-            parts.append(hint)
-        return OperatorError("\n".join(parts))
 
     def _end_run(self, new_state: str) -> bool | None:
         """Leave the running state (recording a death that came first): None if it was not
