@@ -9,8 +9,10 @@ writes a self-contained workflow instead: a matrix job that installs the same kt
 release from PyPI (the ``kind`` extra only in kind cells), caches the binaries by
 their exact version and the kind node image, and runs pytest (only GitHub's own
 actions, pinned by commit); a failed run uploads the failed tests' timelines
-(``timelines-<cell>``) and names them in the job summary, as the reusable workflow does. Either workflow runs on push and on pull requests from
-forks (a pull request from a branch of the repository already ran on its push).
+(``timelines-<cell>``) and names them in the job summary, as the reusable workflow does.
+Either workflow runs on push and on pull requests from forks (a pull request from a branch
+of the repository already ran on its push). Each backend adds its own steps to its matrix
+cells (the ``ci_steps`` part of its spec: kind's extra, binary, node image, logs).
 Kubernetes versions ktest does not support are refused. An existing file is left
 alone unless ``--force``.
 """
