@@ -34,12 +34,6 @@ def changed_paths(old: Any, new: Any) -> list[str]:
     return [line.split(": ", 1)[0] for line in changed_fields(old, new)]
 
 
-def writers(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:
-    """The field managers whose managedFields entry is new or changed in ``new``:
-    ``'operator' (Update, /status)``. Empty when managedFields do not tell."""
-    return [describe_manager(e) for e in _changed_entries(old, new)]
-
-
 def who_wrote(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """The managers behind the write from ``old`` to ``new``: those whose managedFields
     entry changed, else (entries keep one-second timestamps) those owning the first

@@ -121,8 +121,3 @@ class RetryTracker:
                     break
                 self._changed.wait(left)
             return sorted(self._pending.values(), key=lambda retry: retry.since)
-
-
-def is_temporary_failure(record: logging.LogRecord) -> bool:
-    """A kopf record of a handler's ``TemporaryError`` that kopf will retry."""
-    return record.name.startswith("kopf") and bool(_TEMPORARY.match(record.getMessage()))

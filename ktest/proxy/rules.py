@@ -34,7 +34,6 @@ VERB_GROUPS: Mapping[str, frozenset[str]] = {
     "write": WRITE_VERBS,
     "*": frozenset(VERBS),
 }
-ACTIONS = ("close-watches", "gone", "status", "latency", "reset")
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

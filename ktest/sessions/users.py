@@ -15,22 +15,15 @@ import os
 import re
 import secrets
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 
 import yaml
 
 from ktest.base.certs import CertificateAuthority
 from ktest.base.kubeconfig import write_kubeconfig
-from ktest.cluster import UserIssuer
 from ktest.errors import ClusterError
 
 _VALIDITY = datetime.timedelta(days=30)
-
-
-def user_issuer_for(directory: str | Path) -> UserIssuer:
-    """A ``Cluster(user_issuer=...)`` callable for the control plane in ``directory``."""
-    return partial(issue_user, Path(directory))
 
 
 def issue_user(directory: Path, name: str, groups: Sequence[str] = ()) -> Path:
