@@ -152,9 +152,7 @@ class Rewriter:
                 timeout_seconds=float(webhook.get("timeoutSeconds") or DEFAULT_TIMEOUT_SECONDS),
                 target_path=path,
                 origin=where,
-                handler=self.handlers.get(path)
-                if service and service.startswith(f"ktest/{PYTHON_SERVICE}")
-                else None,
+                handler=self._python_handler(service, path),
             )
             webhook["clientConfig"] = self.client_config(route)
             if self.namespaces:
@@ -182,12 +180,14 @@ class Rewriter:
             timeout_seconds=DEFAULT_TIMEOUT_SECONDS,
             target_path=path,
             origin=where,
-            handler=self.handlers.get(path)
-            if service and service.startswith(f"ktest/{PYTHON_SERVICE}")
-            else None,
+            handler=self._python_handler(service, path),
         )
         webhook["clientConfig"] = self.client_config(route)
         return crd, route
+
+    def _python_handler(self, service: str | None, path: str) -> Any:
+        """The Python handler registered for ``path`` when the webhook names ktest's Python service."""
+        return self.handlers.get(path) if service and service.startswith(f"ktest/{PYTHON_SERVICE}") else None
 
     def _check_one_service(self, service: str | None, where: str) -> None:
         """Every webhook forwarded to the operator must name the same Service: ktest runs one
