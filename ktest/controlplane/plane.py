@@ -12,7 +12,6 @@ import functools
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 
 from ktest.assets.bundle import Assets
 from ktest.base.janitor_client import JanitorHandle
@@ -231,12 +230,7 @@ class ControlPlane:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     # -- lifecycle -------------------------------------------------------------
@@ -389,6 +383,20 @@ class ControlPlane:
         process.log_note = self._log_note()
         process.start()
 
+    def _launch_apiserver(self, assets: Assets) -> None:
+        """Start ``assets``' kube-apiserver on this plane's etcd, ports and certificates (start, upgrade)."""
+        certificates = self._certificates
+        assert certificates is not None
+        with writing_in(self.directory):
+            audit = write_audit_policy(self.directory) if self.audit else None
+        files = certificates.apiserver_files(audit=audit, admission_config=self._writes_admission_config)
+        etcd_port, _, api_port = self._ports
+        self._apiserver = apiserver_process(
+            assets.binary("kube-apiserver"), port=api_port, etcd_port=etcd_port, files=files,
+            extra_flags=self._apiserver_flags, log_path=self.log_path("kube-apiserver"),
+        )
+        self._launch(self._apiserver)
+
     def _start_once(self, prefer_ports: tuple[int, ...]) -> None:
         assets, certificates = self._assets, self._certificates
         assert assets is not None and certificates is not None
@@ -405,26 +413,11 @@ class ControlPlane:
             # put back a second later, so restarts wait for them as a plain start does.
             self._bootstrap = etcd_template.bootstrap_objects(template)
         self._etcd = etcd_process(
-            assets.binary("etcd"),
-            data_dir=data_dir,
-            client_port=etcd_port,
-            peer_port=peer_port,
-            credentials=certificates.etcd(),
-            log_path=self.log_path("etcd"),
+            assets.binary("etcd"), data_dir=data_dir, client_port=etcd_port, peer_port=peer_port,
+            credentials=certificates.etcd(), log_path=self.log_path("etcd"),
         )
         self._launch(self._etcd)
-        with writing_in(self.directory):  # while etcd starts
-            audit = write_audit_policy(self.directory) if self.audit else None
-        files = certificates.apiserver_files(audit=audit, admission_config=self._writes_admission_config)
-        self._apiserver = apiserver_process(
-            assets.binary("kube-apiserver"),
-            port=api_port,
-            etcd_port=etcd_port,
-            files=files,
-            extra_flags=self._apiserver_flags,
-            log_path=self.log_path("kube-apiserver"),
-        )
-        self._launch(self._apiserver)
+        self._launch_apiserver(assets)  # while etcd starts
         certificates.write_kubeconfigs(f"https://127.0.0.1:{api_port}")
         self._client = certificates.admin_client(api_port)
         if self._controller_manager is not None:
@@ -475,8 +468,8 @@ class ControlPlane:
             hint = rejected_flags_hint(self._apiserver_flags, self._assets.binary("kube-apiserver"), log)
         raise process.failure("exited during start", hint)
 
-    def _stop_components(self) -> None:
-        """Stop controllers and API server together, then etcd (the API server needs it)."""
+    def _stop_front(self) -> None:
+        """Stop controllers and API server together; etcd keeps running (an upgrade keeps it)."""
         manager = self._controller_manager
         front = [p for p in (manager.stopping() if manager else None, self._apiserver) if p is not None]
         for process in front:
@@ -485,9 +478,14 @@ class ControlPlane:
             process.stop(_STOP_TIMEOUT)
         if manager is not None:
             manager.close_gate()
+        self._apiserver = None
+
+    def _stop_components(self) -> None:
+        """Stop controllers and API server, then etcd (the API server needs it)."""
+        self._stop_front()
         if self._etcd is not None:
             self._etcd.stop(_STOP_TIMEOUT)
-        self._apiserver = self._etcd = None
+        self._etcd = None
 
     def _teardown(self) -> None:
         """Stop everything this control plane started and remove its directory."""

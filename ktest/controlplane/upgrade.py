@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 # this module drives. Not imported here: plane.py imports this module for ``ControlPlane.upgrade``.
 Plane = Any
 
-_STOP_TIMEOUT = 10.0
 # Aggregated discovery (apidiscovery.k8s.io/v2, GA since 1.30): every group, version and
 # resource in one answer for /api and one for /apis.
 _AGGREGATED_DISCOVERY = {
@@ -238,7 +237,7 @@ def upgrade_plane(
         bootstrap = client.bootstrap_objects()
         old_assets, old_manager = plane._assets, plane._controller_manager
         started = time.monotonic()
-        _stop_front(plane)
+        plane._stop_front()
         new_manager = (
             ControllerManager(
                 plan.assets.binary("kube-controller-manager"),
@@ -268,44 +267,16 @@ def upgrade_plane(
         )
 
 
-def _stop_front(plane: Plane) -> None:
-    """Stop kube-controller-manager and kube-apiserver together; etcd keeps running."""
-    manager = plane._controller_manager
-    front = [p for p in (manager.stopping() if manager else None, plane._apiserver) if p is not None]
-    for process in front:
-        process.terminate()
-    for process in front:
-        process.stop(_STOP_TIMEOUT)
-    if manager is not None:
-        manager.close_gate()
-    plane._apiserver = None
-
-
 def _start_front(
     plane: Plane, assets: Assets, manager: ControllerManager | None, bootstrap: dict[str, list[str]] | None
 ) -> None:
     """Start ``assets``' kube-apiserver (and kube-controller-manager) on the plane's etcd, port
     and certificates; return once the API server is ready and the controllers run."""
-    from ktest.controlplane.apiserver import apiserver_process, served_version, write_audit_policy
-    from ktest.controlplane.run_directory import writing_in
+    from ktest.controlplane.apiserver import served_version
 
-    certificates = plane._certificates
-    assert certificates is not None
     plane._assets = assets
     plane._controller_manager = manager
-    with writing_in(plane.directory):
-        audit = write_audit_policy(plane.directory) if plane.audit else None
-    files = certificates.apiserver_files(audit=audit, admission_config=plane._writes_admission_config)
-    etcd_port, _, api_port = plane._ports
-    plane._apiserver = apiserver_process(
-        assets.binary("kube-apiserver"),
-        port=api_port,
-        etcd_port=etcd_port,
-        files=files,
-        extra_flags=plane._apiserver_flags,
-        log_path=plane.log_path("kube-apiserver"),
-    )
-    plane._launch(plane._apiserver)
+    plane._launch_apiserver(assets)
     if manager is not None:
         plane._launch_controller_manager()
     # Ready once what the old minor's bootstrap hooks created is served again (see
@@ -330,7 +301,7 @@ def _roll_back(
     """The new minor did not come up: stop it, start the old binaries again, raise saying why."""
     failed = plane._apiserver
     log = failed.log_tail() if failed is not None else ""
-    _stop_front(plane)
+    plane._stop_front()
     assert old_assets is not None
     headline = f"upgrading the control plane from {plan.from_version} to {plan.to_version} failed: {error}"
     if isinstance(error, KeyboardInterrupt):
