@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import os
 import re
 import shlex
 import sys
@@ -25,7 +26,8 @@ from pathlib import Path
 import pytest
 import yaml
 from docs_blocks import ROOT, Block, blocks, pages
-from docs_runner import CHILD_TIMEOUT, PYTHON, run_page
+from docs_runner import CHILD_TIMEOUT, PYTHON, page_blocks, run_page
+from warm_plane import own_plane_reasons
 
 sys.path.insert(0, str(ROOT / "docs"))
 import hooks
@@ -45,7 +47,9 @@ def _page_id(page: Path) -> str:
 # A page's child session may build a Go manager from empty caches: many minutes on 2 busy cores.
 @pytest.mark.timeout(CHILD_TIMEOUT + 120)
 @pytest.mark.parametrize("page", pages(), ids=_page_id)
-def test_page_examples_run(page: Path, tmp_path: Path, pytestconfig: pytest.Config) -> None:
+def test_page_examples_run(
+    page: Path, tmp_path: Path, pytestconfig: pytest.Config, request: pytest.FixtureRequest
+) -> None:
     for block in blocks(page):
         if block.skip is not None:
             continue
@@ -62,7 +66,19 @@ def test_page_examples_run(page: Path, tmp_path: Path, pytestconfig: pytest.Conf
         elif block.language in SHELL:
             problems = list(_shell_problems(block.text))
             assert not problems, f"{block.where}: " + "; ".join(problems)
-    run_page(page, tmp_path / "project", pytestconfig, backend=None)
+    # A page that can share a control plane attaches to the session's warm one, as a user's
+    # project attaches to `ktest up`; one that needs its own (own_plane_reasons) starts it.
+    runs_python = any(block.language in PYTHON for block in page_blocks(page, None))
+    shares = runs_python and not own_plane_reasons(page)
+    warm = request.getfixturevalue("docs_warm_plane") if shares else None
+    output = run_page(page, tmp_path / "project", pytestconfig, backend=None, env=warm.env if warm else None)
+    if warm is not None and re.search(r"^cluster: ", output, re.MULTILINE):  # the child used a cluster
+        attached = f"cluster: warm control plane 'default' (ktest up, pid {os.getpid()})"
+        assert attached in output, (
+            f"{_page_id(page)}: its child session did not attach to the docs session's warm control plane "
+            f"({warm.description}) but started its own: if the page needs one of its own, make "
+            f"warm_plane.own_plane_reasons say why.\n{output[-3000:]}"
+        )
 
 
 def _check_parses(block: Block, parse: object) -> None:
