@@ -1,6 +1,6 @@
 """Running ktest's command line in a child process, as a user's shell does (``python -m ktest``),
-for the test folders that check what a command prints and returns (``import cli_runs``: tests/
-is on ``sys.path``)."""
+for the test folders that check what a command prints and returns, and the command line of an
+inner pytest session (``import cli_runs``: tests/ is on ``sys.path``)."""
 
 from __future__ import annotations
 
@@ -24,3 +24,9 @@ def run_ktest_cli(
         timeout=timeout,
         check=False,
     )
+
+
+def pytest_command(*args: str) -> list[str]:
+    """``python -m pytest -q -p no:cacheprovider ARGS``: an inner pytest session in a child process,
+    quiet and writing no ``.pytest_cache`` into the project it runs."""
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import durations
 import pytest
 from ci_helpers import read_outputs, run_ci_script, run_script
+from cli_runs import pytest_command
 from gha import CIError
 
 
@@ -85,7 +85,7 @@ def test_pytest_split_shards_then_merge_then_balanced_next_run(tmp_path: Path) -
     """The real cycle: two shards with pytest-split write their durations; the merge covers every
     test; the next run reads the merged file (no 'No test durations found' fallback)."""
     (tmp_path / "test_suite.py").write_text(SUITE)
-    pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    pytest_cmd = pytest_command("-p", "no:randomly")
     shard_files = []
     for group in (1, 2):
         shard = tmp_path / f"durations-{group}.json"

@@ -4,13 +4,13 @@ summary written from it (scripts/ci/summary.py), and the workflow's run-pytest/r
 from __future__ import annotations
 
 import json
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 import summary
 from ci_helpers import SCRIPTS, run_script
+from cli_runs import pytest_command
 from gha import CIError
 
 SUITE = """
@@ -51,18 +51,7 @@ def run_suite(directory: Path, junit: Path, *, with_plugin: bool = True) -> None
     (directory / "test_suite.py").write_text(SUITE)
     plugin = ["-p", "ktest_junit", "-o", "junit_family=xunit1"] if with_plugin else []
     done = run_script(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            *plugin,
-            "--junitxml",
-            str(junit),
-            "test_suite.py",
-        ],
+        pytest_command(*plugin, "--junitxml", str(junit), "test_suite.py"),
         cwd=directory,
         env={"PYTHONPATH": str(SCRIPTS / "pytest_plugin")},
     )
@@ -114,7 +103,7 @@ def test_all_passing_gives_a_one_line_verdict(tmp_path: Path) -> None:
     (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
     junit = tmp_path / "junit-1.36-kind.xml"
     run_script(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", str(junit)],
+        pytest_command("--junitxml", str(junit)),
         cwd=tmp_path,
     )
     totals, failures = summary.read_junit(junit)

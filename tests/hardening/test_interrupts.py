@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cli_runs import pytest_command
 from hardening_helpers import sandbox_env
 from processes import with_default_sigint
 
@@ -115,7 +116,7 @@ def test_ctrl_c_during_the_sessions_teardown_is_not_a_pass(
     (project / "test_teardown.py").write_text(TEARDOWN_TEST)
     (project / "pytest.ini").write_text("[pytest]\n")
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        pytest_command("-p", "no:randomly"),
         cwd=project, env=env, capture_output=True, text=True, timeout=300,
         stdin=subprocess.DEVNULL, check=False, preexec_fn=with_default_sigint,
     )

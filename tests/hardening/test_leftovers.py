@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_runs import pytest_command
 from hardening_helpers import files_with_key_material, run_ktest, sandbox_env
 
 from ktest.assets.bundle import Assets
@@ -239,7 +240,7 @@ def test_killed_xdist_controller_share_is_swept_by_the_next_run(
     (project / "pytest.ini").write_text("[pytest]\n")
     mark = tmp_path / "held"
     env = {**sandbox, "HELD_MARK": str(mark)}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1"]
+    command = pytest_command("-n", "1")
     controller = subprocess.Popen(
         command,
         cwd=project,

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runs import pytest_command
 
 from ktest.backends.kind import pool, records
 from ktest.backends.kind.cluster import existing_clusters
@@ -352,17 +353,7 @@ def test_uses_the_cluster(cluster):
 def _pooled_session(directory: Path) -> subprocess.CompletedProcess[str]:
     """One pytest session on the kind backend with the pool on (this module's records)."""
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--ktest-backend=kind",
-            "--ktest-kind-pool",
-            str(directory / "test_session.py"),
-        ],
+        pytest_command("--ktest-backend=kind", "--ktest-kind-pool", str(directory / "test_session.py")),
         cwd=directory,
         capture_output=True,
         text=True,
