@@ -22,6 +22,7 @@ from pathlib import Path
 import filelock
 
 from ktest.assets.progress import Progress
+from ktest.base.process import run_captured
 from ktest.errors import AssetsError, KindError, KtestError
 
 # Flags of every release build: reproducible paths, no VCS stamping, no DWARF (it is stripped by
@@ -65,14 +66,7 @@ def find_go(env: Mapping[str, str] | None = None) -> GoTool | None:
     if path is None:
         return None
     try:
-        finished = subprocess.run(
-            [path, "env", "GOVERSION", "GOTOOLCHAIN"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-            stdin=subprocess.DEVNULL,
-        )
+        finished = run_captured([path, "env", "GOVERSION", "GOTOOLCHAIN"], timeout=30, check=True)
     except (OSError, subprocess.SubprocessError):
         return None
     lines = [*finished.stdout.splitlines(), "", ""]

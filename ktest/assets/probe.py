@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from ktest.base.process import run_captured
 from ktest.errors import AssetsError
 
 _VERSION_ARGS = {
@@ -27,14 +28,7 @@ def reported_version(path: Path, name: str, timeout: float = 60.0) -> str:
     """
     command = [str(path), *_VERSION_ARGS[name]]
     try:
-        finished = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        finished = run_captured(command, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise AssetsError(
             f"{path} could not run `{' '.join(command[1:])}`: {error}.\n"

@@ -21,6 +21,7 @@ from pathlib import Path
 from ktest.assets import download, store
 from ktest.assets.progress import Progress
 from ktest.assets.selectors import sort_versions
+from ktest.base.process import run_captured
 from ktest.errors import AssetsError
 
 FRESH_SECONDS = 6 * 3600.0
@@ -59,15 +60,9 @@ def installed_versions(locations: store.Locations) -> list[str]:
 def proxy_versions(go: str) -> list[str]:
     """Stable k8s.io/kubernetes versions on the Go module proxy (GOPROXY)."""
     try:
-        finished = subprocess.run(
-            [go, "list", "-m", "-versions", "k8s.io/kubernetes"],
-            capture_output=True,
-            text=True,
-            timeout=GO_LIST_TIMEOUT,
-            cwd=tempfile.gettempdir(),
-            stdin=subprocess.DEVNULL,
-            check=False,
-            env={**os.environ, "GO111MODULE": "on", "GOWORK": "off"},
+        finished = run_captured(
+            [go, "list", "-m", "-versions", "k8s.io/kubernetes"], timeout=GO_LIST_TIMEOUT,
+            cwd=tempfile.gettempdir(), env={**os.environ, "GO111MODULE": "on", "GOWORK": "off"},
         )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise AssetsError(f"`go list -m -versions k8s.io/kubernetes` failed: {error}") from error

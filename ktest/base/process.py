@@ -159,6 +159,17 @@ def spawn(
     return _spawner().call(start)
 
 
+def run_captured(
+    command: Sequence[str], *, timeout: float, check: bool = False, **run_arguments: Any
+) -> subprocess.CompletedProcess[str]:
+    """Run a short command for what it prints: no standard input, its output and errors captured
+    as text, killed after ``timeout`` seconds (``subprocess.run``'s errors are the caller's)."""
+    return subprocess.run(
+        list(command), capture_output=True, text=True, timeout=timeout, check=check,
+        stdin=subprocess.DEVNULL, **run_arguments,
+    )
+
+
 def popen_bound(command: Sequence[str], **popen_arguments: Any) -> subprocess.Popen[Any]:
     """``subprocess.Popen(command, **popen_arguments)`` for a helper that must not outlive this
     process (e.g. ``kubectl port-forward``): forked from the long-lived spawner thread with a
