@@ -121,3 +121,132 @@ class RetryTracker:
                     break
                 self._changed.wait(left)
             return sorted(self._pending.values(), key=lambda retry: retry.since)
+
+
+# ---------------------------------------------------------------- kopf's own API-request retries
+
+_REQUEST = re.compile(
+    rf"{_PREFIX}Request attempt #(?P<attempt>\d+)(?:/(?P<count>\d+))? "
+    r"(?:failed; (?P<outcome>will retry|escalating|(?:TCP|SSL) closed; will re-authenticate)"
+    r"|(?P<ok>succeeded))"
+    r": (?P<method>[A-Z]+) (?P<url>\S+)(?: -> (?P<error>.*))?$",
+    re.S,
+)
+
+
+@dataclass
+class RequestRetry:
+    """An API request of kopf's own whose last attempt failed (kopf retries it after a backoff)."""
+
+    request: str
+    """``GET https://127.0.0.1:6443/api/v1/namespaces/ns/configmaps?watch=true&...``"""
+    endpoint: str
+    """The method and the URL without its query: a later request there answering ends the retry."""
+    attempt: int
+    attempts: int | None
+    """kopf's number of attempts for the request (None: unbounded ``error_backoffs``)."""
+    last_error: str
+    failed_at: float
+    gave_up: bool = False
+    backoff: float = 0.0
+    """Seconds kopf waits before its next attempt (from its ``error_backoffs``)."""
+
+    def describe(self) -> str:
+        of = f"/{self.attempts}" if self.attempts else ""
+        return f"{self.request}: attempt #{self.attempt}{of} failed; its last error: {self.last_error}"
+
+
+class RequestRetryTracker:
+    """kopf's API-request retries of one run, from its "Request attempt #n/m ..." records.
+
+    kopf logs each failed attempt at ERROR and a later attempt's success only at DEBUG
+    ("Request attempt #2/9 succeeded: ..."): the runner lets kopf's DEBUG records through
+    while a retry is pending (:class:`KopfDebugRecords`)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, RequestRetry] = {}
+        self._changed = threading.Condition()
+
+    def observe(self, record: logging.LogRecord) -> RequestRetry | None:
+        """The retry a failed attempt starts or adds to (``gave_up`` once kopf escalates), else None.
+
+        A success ends every pending retry of the same endpoint. A closed connection (kopf
+        re-authenticates and sends the request afresh, its failures logged again) is returned
+        but not kept pending: kopf does not log the fresh request's success."""
+        if not record.name.startswith("kopf"):
+            return None
+        match = _REQUEST.match(record.getMessage())
+        if match is None:
+            return None
+        method, url = match.group("method"), match.group("url")
+        endpoint = f"{method} {url.split('?', 1)[0]}"
+        with self._changed:
+            if match.group("ok"):
+                for request, retry in list(self._pending.items()):
+                    if retry.endpoint == endpoint:
+                        del self._pending[request]
+                self._changed.notify_all()
+                return None
+            outcome = match.group("outcome")
+            count = match.group("count")
+            retry = RequestRetry(
+                request=f"{method} {url}",
+                endpoint=endpoint,
+                attempt=int(match.group("attempt")),
+                attempts=int(count) if count else None,
+                last_error=(match.group("error") or outcome).strip(),
+                failed_at=time.monotonic(),
+                gave_up=outcome == "escalating",
+            )
+            if outcome == "will retry":
+                self._pending[retry.request] = retry
+            else:
+                self._pending.pop(retry.request, None)
+            self._changed.notify_all()
+            return retry
+
+    @property
+    def pending(self) -> list[RequestRetry]:
+        """Requests whose last attempt failed and that kopf retries, oldest first."""
+        with self._changed:
+            return sorted(self._pending.values(), key=lambda retry: retry.failed_at)
+
+    def settle(self, timeout: float) -> list[RequestRetry]:
+        """Wait until no request is failing (each gets its backoff plus ``timeout`` s); those failing."""
+        with self._changed:
+            while self._pending:
+                deadline = max(retry.failed_at + retry.backoff for retry in self._pending.values()) + timeout
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
+            return sorted(self._pending.values(), key=lambda retry: retry.failed_at)
+
+
+class KopfDebugRecords:
+    """Let kopf's DEBUG records through (its logger ``kopf`` at DEBUG) while any user holds it.
+
+    Reference-counted across operators; the level kopf's logger had is restored by the last
+    release."""
+
+    _lock = threading.Lock()
+    _users = 0
+    _saved_level: int | None = None
+
+    @classmethod
+    def acquire(cls) -> None:
+        with cls._lock:
+            logger = logging.getLogger("kopf")
+            if cls._users == 0:
+                cls._saved_level = logger.level
+            cls._users += 1
+            if logger.getEffectiveLevel() > logging.DEBUG:
+                logger.setLevel(logging.DEBUG)
+
+    @classmethod
+    def release(cls) -> None:
+        with cls._lock:
+            cls._users -= 1
+            if cls._users == 0 and cls._saved_level is not None:
+                logging.getLogger("kopf").setLevel(cls._saved_level)
+                cls._saved_level = None

@@ -8,7 +8,8 @@ left out), and settings are a fresh ``kopf.OperatorSettings`` per run, where wha
 the test sets through ``configure=`` wins over the operator's startup handlers
 (``kopf_settings``). A file is imported with its folder first on ``sys.path`` for
 the run, as ``kopf run`` does (``kopf_loading.SiblingModules``). ``TemporaryError``
-retries fail a test only when they do not end in success (``kopf_retries``).
+retries, and kopf's retries of its own API requests (an API server briefly away), fail a
+test only when they do not end in success (``kopf_retries``).
 ``liveness=True`` serves kopf's liveness endpoint on a free loopback port, as
 ``kopf run --liveness`` does; ``op.probe()`` reads it.
 
@@ -38,6 +39,9 @@ from ktest.operators.kopf_loading import SiblingModules, Source, describe_source
 from ktest.operators.kopf_retries import (
     DEFAULT_SETTLE_TIMEOUT,
     DEFAULT_TOLERATED_RETRIES,
+    KopfDebugRecords,
+    RequestRetry,
+    RequestRetryTracker,
     Retry,
     RetryTracker,
 )
@@ -63,6 +67,9 @@ class _KopfRun(ThreadRun):
     phase: str = "starting"
     siblings: SiblingModules = field(default_factory=SiblingModules)
     retries: RetryTracker = field(default_factory=RetryTracker)
+    requests: RequestRetryTracker = field(default_factory=RequestRetryTracker)
+    debug_records: bool = False
+    """Whether this run holds :class:`KopfDebugRecords` (to see a retried request succeed)."""
 
 
 _WEBHOOK_DENIAL = re.compile(r"(^|\] )Webhook '[^']*' failed permanently: ")
@@ -91,6 +98,12 @@ class KopfOperator(ThreadOperator):
         "the handler then succeeds, but not when it keeps failing (more than tolerated_retries times "
         "in a row) or is still failing when the test ends. A user error that retrying cannot fix "
         "should be reported (status, kopf.PermanentError), not retried."
+    )
+    request_hint = (
+        "kopf retries its own API requests (settings.networking.error_backoffs) while the API server "
+        "is unavailable or refuses them (5xx, 429, 403, a lost connection); ktest lets such retries pass "
+        "when a later attempt succeeds, but not when kopf gives up or the request is still failing when "
+        "the test ends. Check that the API server came back and that the operator's RBAC allows it."
     )
     _run: _KopfRun
 
@@ -242,6 +255,9 @@ class KopfOperator(ThreadOperator):
             executor.shutdown(wait=False, cancel_futures=True)
         if isinstance(run, _KopfRun):
             run.siblings.release()
+            if run.debug_records:
+                run.debug_records = False
+                KopfDebugRecords.release()
 
     # ------------------------------------------------------------ retries by design
 
@@ -256,6 +272,10 @@ class KopfOperator(ThreadOperator):
             return False  # inside expect_crash() a temporary failure is the expected failure
         if self._crashes.aftermath_open() or self._failure is not None:
             return False  # kopf's "failed temporarily" after the handler's own error: the same failure
+        request = run.requests.observe(record)
+        if request is not None:
+            self._judge_request(run, request)
+            return True
         retry = run.retries.observe(record)
         if retry is None:
             return False
@@ -268,6 +288,30 @@ class KopfOperator(ThreadOperator):
             )
         return True
 
+    def _judge_request(self, run: _KopfRun, request: RequestRetry) -> None:
+        if request.gave_up:
+            attempts = request.attempts or request.attempt
+            self._record_failure(
+                f"gave up on its API request {request.request} after {attempts} attempts",
+                details=f"Its last error: {request.last_error}",
+                hint=self.request_hint,
+            )
+            return
+        backoffs = getattr(getattr(run.settings, "networking", None), "error_backoffs", None)
+        if isinstance(backoffs, (int, float)):
+            request.backoff = float(backoffs)
+        elif isinstance(backoffs, Sequence) and len(backoffs) >= request.attempt:
+            request.backoff = float(backoffs[request.attempt - 1])
+        if not run.debug_records:  # kopf logs a retried request's success at DEBUG only
+            run.debug_records = True
+            KopfDebugRecords.acquire()
+
+    @property
+    def pending_request_retries(self) -> list[RequestRetry]:
+        """kopf's own API requests of the current run whose last attempt failed and that kopf
+        retries (the API server was unavailable, say): they end when an attempt succeeds."""
+        return self._run.requests.pending
+
     @property
     def pending_retries(self) -> list[Retry]:
         """Handlers of the current run whose last attempt failed with ``kopf.TemporaryError``
@@ -276,6 +320,18 @@ class KopfOperator(ThreadOperator):
 
     def _settle(self, timeout: float | None) -> None:
         if not self.fail_on_errors:
+            return
+        requests = self._run.requests.settle(self.settle_timeout if timeout is None else timeout)
+        if requests:
+            oldest = requests[0]
+            others = "".join(f"\n- {retry.describe()}" for retry in requests[1:])
+            self._record_failure(
+                f"was still retrying its API request {oldest.request} when the test ended: attempt "
+                f"#{oldest.attempt} failed and no attempt has succeeded since",
+                details=f"Its last error: {oldest.last_error}"
+                + (f"\nAlso still failing:{others}" if others else ""),
+                hint=self.request_hint,
+            )
             return
         still = self._run.retries.settle(self.settle_timeout if timeout is None else timeout)
         still = [retry for retry in still if self._object_exists(retry)]
