@@ -247,3 +247,48 @@ def test_the_shell_check_finds_wrong_commands() -> None:
     assert len(problems) == 5, problems
     right = 'ktest binaries install --k8s-version 1.37\npytest --ktest-backend kind\nmake test\n'
     assert not list(_shell_problems(right))
+
+
+def test_pages_that_need_a_control_plane_of_their_own_are_told_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page shares the warm plane unless what its project runs shapes the plane, needs the
+    embedded one, or installs a CRD an earlier page defines otherwise; shell lines do not count."""
+    import docs_blocks
+    import warm_plane
+
+    monkeypatch.setattr(docs_blocks, "ROOT", tmp_path)
+    monkeypatch.setattr(warm_plane, "ROOT", tmp_path)
+    monkeypatch.setattr(warm_plane, "pages", lambda: [])
+    warm_plane._first_definitions.cache_clear()
+    try:
+        _check_own_plane_reasons(tmp_path, monkeypatch)
+    finally:
+        warm_plane._first_definitions.cache_clear()  # the real pages' definitions for the next test
+
+
+def _check_own_plane_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import warm_plane
+
+    page = tmp_path / "page.md"
+    test = "```python\ndef test_x(cluster, namespace):\n    pass\n```\n"
+    page.write_text(test + "```sh\npytest --ktest-apiserver-flags=--v=2\n```\n")
+    assert own_plane_reasons(page) == []
+    ini = "<!-- docs-test: file=pytest.ini -->\n```ini\n[pytest]\nktest_feature_gates = A=true\n```\n"
+    page.write_text(test + ini)
+    assert own_plane_reasons(page) == ["sets ktest_feature_gates"]
+    page.write_text("```python\nimport os\nos.environ['KTEST_CONTROLLERS'] = 'none'\n```\n")
+    assert own_plane_reasons(page) == ["sets KTEST_CONTROLLERS"]
+    page.write_text("```python\ndef test_x(control_plane):\n    pass\n```\n")
+    assert own_plane_reasons(page) == ["uses control_plane"]
+
+    crd = ("<!-- docs-test: file=crd.yaml -->\n```yaml\napiVersion: apiextensions.k8s.io/v1\n"
+           "kind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec: {scope: %s}\n```\n")
+    first, same, other = (tmp_path / f"{name}.md" for name in ("a", "b", "c"))
+    first.write_text(test + crd % "Namespaced")
+    same.write_text(test + crd % "Namespaced")
+    other.write_text(test + crd % "Cluster")
+    monkeypatch.setattr(warm_plane, "pages", lambda: [first, same, other])
+    warm_plane._first_definitions.cache_clear()
+    assert [own_plane_reasons(page) for page in (first, same)] == [[], []]
+    assert own_plane_reasons(other) == ["defines CRD widgets.example.com unlike a.md"]

@@ -78,7 +78,6 @@ def _first_definitions() -> dict[str, tuple[Path, Any]]:
     return first
 
 
-@cache
 def _crds(page: Path) -> dict[str, Any]:
     """The CustomResourceDefinitions the page's project holds (its YAML files and linked
     directories), by name: their specs, as the API server would get them."""
