@@ -20,6 +20,10 @@ from docs_blocks import ROOT
 sys.path.insert(0, str(ROOT / "docs"))
 import hooks
 
+# One site build per run: with `pytest -n N --dist loadgroup` (make test) the module's tests stay on
+# one worker, where the module-scoped site is built once, instead of once on every worker.
+pytestmark = pytest.mark.xdist_group("docs-site")
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
