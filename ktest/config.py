@@ -385,16 +385,11 @@ def check_before_start(settings: Settings) -> None:
     directory exists, and extra API server flags and feature gates are ones the
     version's kube-apiserver knows (its binaries are found or installed for that).
     Raises :class:`~ktest.errors.ConfigError`."""
-    from ktest.cluster.manifests import load_located
-    from ktest.errors import ManifestError
+    from ktest.cluster.manifests import load_as
 
     source = settings.source_of("crds")
     for path in settings.crds:
-        try:
-            manifests = load_located(path)
-        except ManifestError as error:
-            raise ConfigError(f"{source}: {error}") from None
-        for manifest in manifests:
+        for manifest in load_as(path, ConfigError, source):
             obj = manifest.obj
             if (obj.get("apiVersion"), obj.get("kind")) != (_CRD_API_VERSION, "CustomResourceDefinition"):
                 raise ConfigError(

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ktest.cluster.crds import CRD_API_VERSION, CRD_KIND, _check_is_crd, install_crds
-from ktest.cluster.manifests import ManifestSource, load_located
-from ktest.errors import ClusterError, CRDError, ManifestError
+from ktest.cluster.manifests import ManifestSource, load_as
+from ktest.errors import ClusterError, CRDError
 from ktest.errors.api import ApiError
 
 if TYPE_CHECKING:
@@ -121,10 +121,7 @@ def evolve_crd(
 
     A CRD not installed yet is simply installed.
     """
-    try:
-        manifests = list(load_located(source))
-    except ManifestError as error:
-        raise CRDError(f"cannot read the CRD revision: {error}") from None
+    manifests = load_as(source, CRDError, "cannot read the CRD revision")
     if len(manifests) != 1:
         raise CRDError(
             f"evolve_crd takes one CustomResourceDefinition, got {len(manifests)} documents "

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ktest.cluster.manifests import FieldPath, Manifest, ManifestSource, load_located
+from ktest.cluster.manifests import FieldPath, Manifest, ManifestSource, load_as
 from ktest.cluster.rest import MAX_REQUEST_BODY_BYTES, size_text
-from ktest.errors import CRDError, ManifestError
+from ktest.errors import CRDError
 from ktest.errors.api import ApiError
 
 if TYPE_CHECKING:
@@ -52,10 +52,7 @@ def install_crds(cluster: ClusterClient, *sources: ManifestSource, timeout: floa
     docstring), so a :class:`~ktest.errors.CRDError` about one installs none. Errors name
     the file, the document (its index and line), the CRD, and the field with its line.
     """
-    try:
-        manifests = [m for source in sources for m in load_located(source)]
-    except ManifestError as error:
-        raise CRDError(f"cannot read CRDs: {error}") from None
+    manifests = [m for source in sources for m in load_as(source, CRDError, "cannot read CRDs")]
     pending = [_check_is_crd(m) for m in manifests]
     new = [crd.name for crd in pending if not cluster.exists((CRD_API_VERSION, CRD_KIND, crd.name))]
     for crd in pending:

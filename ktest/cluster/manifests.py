@@ -92,6 +92,15 @@ def load_located(source: ManifestSource, *, namespace: str | None = None) -> lis
     return manifests
 
 
+def load_as(source: ManifestSource, error: type[Exception], context: str) -> list[Manifest]:
+    """:func:`load_located`, its :class:`~ktest.errors.ManifestError` raised as the caller's kind
+    of ``error``, ``"<context>: <what is wrong, file and document>"``."""
+    try:
+        return load_located(source)
+    except ManifestError as cause:
+        raise error(f"{context}: {cause}") from None
+
+
 def manifest_files(path: Path) -> list[Path]:
     """The manifest files under ``path`` (itself if it is a file), sorted."""
     if path.is_dir():

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ktest.cluster.manifests import Manifest, ManifestSource, load_located
-from ktest.errors import ManifestError, WebhookError
+from ktest.cluster.manifests import Manifest, ManifestSource, load_as
+from ktest.errors import WebhookError
 from ktest.webhooks.handlers import PYTHON_SERVICE
 from ktest.webhooks.routes import PROBE_PREFIX, Route, RouteTable
 
@@ -54,11 +54,7 @@ def read_manifests(*sources: ManifestSource) -> WebhookManifests:
     """Sort the documents of ``sources``; anything else is an error naming file and document."""
     found = WebhookManifests()
     for source in sources:
-        try:
-            manifests = load_located(source)
-        except ManifestError as error:
-            raise WebhookError(f"cannot read webhook manifests: {error}") from None
-        for manifest in manifests:
+        for manifest in load_as(source, WebhookError, "cannot read webhook manifests"):
             obj = manifest.obj
             if obj.get("kind") in ADMISSION_KINDS:
                 if obj.get("apiVersion") != ADMISSION_API_VERSION:
