@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktest.base.delegation import Delegated
 from ktest.errors import WebhookError
 from ktest.webhooks import install
 from ktest.webhooks.calls import CallLog
@@ -108,22 +109,11 @@ class Webhooks:
 
     # ------------------------------------------------------------ what the operator needs
 
-    @property
-    def cert_dir(self) -> Path:
-        """Holds ``tls.crt``, ``tls.key`` (controller-runtime's names) and ``ca.crt``."""
-        return self._tls().cert_dir
-
-    @property
-    def cert_file(self) -> Path:
-        return self._tls().cert_file
-
-    @property
-    def key_file(self) -> Path:
-        return self._tls().key_file
-
-    @property
-    def ca_file(self) -> Path:
-        return self._tls().ca_file
+    cert_dir = Delegated[Path]("_created_tls")
+    """Holds ``tls.crt``, ``tls.key`` (controller-runtime's names) and ``ca.crt`` (written on first use)."""
+    cert_file = Delegated[Path]("_created_tls")
+    key_file = Delegated[Path]("_created_tls")
+    ca_file = Delegated[Path]("_created_tls")
 
     def controller_runtime_args(self) -> list[str]:
         """Flags for a kubebuilder-style manager whose main() maps them to ``webhook.Options``."""
@@ -178,7 +168,7 @@ class Webhooks:
         return self
 
     def _start(self) -> None:
-        tls = self._tls()
+        tls = self._created_tls
         # The embedded control plane's API server presents a client certificate to admission
         # webhooks: then only it gets through the handshake (elsewhere the path secret guards).
         client_ca = self.cluster.webhook_client_ca
@@ -266,7 +256,7 @@ class Webhooks:
         A server presenting another certificate (its own self-signed one: the cert dir
         was not passed) fails at once, naming the certificate it presented.
         """
-        tls = self._tls()
+        tls = self._created_tls
         deadline = time.monotonic() + timeout
         context = tls.client_context()
         last = "nothing accepted connections"
@@ -349,7 +339,9 @@ class Webhooks:
 
     # ------------------------------------------------------------ internals
 
-    def _tls(self) -> WebhookTLS:
+    @property
+    def _created_tls(self) -> WebhookTLS:
+        """The set's certificates, created (with their private directory) the first time."""
         if self.tls is None:
             from ktest.base import holders
             from ktest.base.janitor_client import JanitorHandle
