@@ -12,6 +12,13 @@ NON_STRUCTURAL_CRD = crd_yaml(
 )
 
 
+def run_inner(pytester: pytest.Pytester, source: str, *args: str, timeout: float = 120) -> pytest.RunResult:
+    """``source`` as the inner session's test module, run through the plugin in a child process,
+    its tests in the order written (``-p no:randomly``)."""
+    pytester.makepyfile(source)
+    return pytester.runpytest_subprocess("-p", "no:randomly", *args, timeout=timeout)
+
+
 def printed(result: pytest.RunResult, tag: str) -> list[str]:
     """What the inner tests printed after ``tag`` (run with -s)."""
     return [line.split(tag, 1)[1].strip() for line in result.outlines if tag in line]

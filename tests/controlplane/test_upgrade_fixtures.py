@@ -5,6 +5,7 @@ write it, and control_plane_upgrade gives the test its own plane at the previous
 from __future__ import annotations
 
 import pytest
+from inner_runs import run_inner
 
 SESSION_PLANE = '''
 import pytest
@@ -48,8 +49,7 @@ def test_upgrade_on_kind(control_plane_upgrade):
 def test_the_session_plane_is_refused_naming_who_shares_it(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    pytester.makepyfile(SESSION_PLANE)
-    result = pytester.runpytest_subprocess("-s", "-p", "no:randomly", timeout=120)
+    result = run_inner(pytester, SESSION_PLANE, "-s")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
         "*REFUSED: cannot upgrade this control plane: the test session's cluster (every test and xdist "
@@ -61,8 +61,7 @@ def test_the_session_plane_is_refused_naming_who_shares_it(
 def test_control_plane_upgrade_is_a_plane_of_the_tests_own_at_the_previous_minor(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    pytester.makepyfile(OWN_PLANE)
-    result = pytester.runpytest_subprocess("-s", "-p", "no:randomly", timeout=180)
+    result = run_inner(pytester, OWN_PLANE, "-s", timeout=180)
     result.assert_outcomes(passed=1)
     [versions] = [line.partition("VERSIONS:")[2] for line in result.outlines if "VERSIONS:" in line]
     own, to, session = versions.split()
@@ -75,8 +74,7 @@ def test_control_plane_upgrade_is_a_plane_of_the_tests_own_at_the_previous_minor
 def test_a_wrong_ktest_upgrade_marker_fails_saying_how_to_write_it(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    pytester.makepyfile(WRONG_MARKERS)
-    result = pytester.runpytest_subprocess("-p", "no:randomly", timeout=120)
+    result = run_inner(pytester, WRONG_MARKERS)
     result.assert_outcomes(errors=3)
     assert "During handling of the above exception" not in result.stdout.str()  # said once
     result.stdout.fnmatch_lines_random([
@@ -89,8 +87,7 @@ def test_a_wrong_ktest_upgrade_marker_fails_saying_how_to_write_it(
 def test_on_kind_the_fixture_says_kind_cannot_upgrade_in_place(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    pytester.makepyfile(ON_KIND)
-    result = pytester.runpytest_subprocess("-rs", "-p", "no:randomly", "--ktest-backend", "kind", timeout=120)
+    result = run_inner(pytester, ON_KIND, "-rs", "--ktest-backend", "kind")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines([
         "*control_plane_upgrade needs backend bare: kind cannot upgrade a cluster in place*",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from inner_runs import run_inner
 
 FAILING = """
 from ktest.webhooks import Denied, Handlers
@@ -22,8 +23,7 @@ def test_a_configmap(cluster, namespace, webhooks):
 def test_the_failure_report_lists_the_webhook_calls(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    pytester.makepyfile(FAILING)
-    result = pytester.runpytest_subprocess("-p", "no:randomly", timeout=120)
+    result = run_inner(pytester, FAILING)
     result.assert_outcomes(failed=1)
     result.stdout.re_match_lines(
         [
