@@ -83,9 +83,8 @@ def test_a_kopf_operator_runs_through_an_upgrade_to_the_next_minor_with_its_obje
     with (
         plane_cluster(older_plane, "upgraded") as cluster,
         cluster.namespace(prefix="upgrade") as ns,
-        # kopf logs each request attempt the upgrade cuts as an ERROR ("will retry"): recovery is
-        # judged below, from its traffic, instead of by its log
-        run_kopf(SAMPLES / "kopf_mirror.py", cluster, namespaces=[ns], fail_on_errors=False) as op,
+        # kopf's retries of the requests the upgrade cuts pass once they succeed (fail_on_errors on)
+        run_kopf(SAMPLES / "kopf_mirror.py", cluster, namespaces=[ns]) as op,
     ):
         cluster.create(configmap("before", ns, {"k": "v"}, labels=MIRROR))
         eventually(lambda: cluster.get(configmap_ref("before-kopf", ns))["data"] == {"k": "v"})
