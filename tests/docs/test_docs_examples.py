@@ -4,6 +4,8 @@ Each page is a project (``docs_blocks`` says how a block becomes a file of it): 
 runs in one child pytest session with ktest's plugin against a real control plane, as a user
 would run it; its ini/toml/yaml/json blocks must parse; its shell blocks may only name
 ``ktest`` commands and options, pytest options, extras and make targets that exist.
+A page's child session attaches to the docs session's warm control plane, as a user's project
+attaches to ``ktest up``, unless the page needs one of its own (``warm_plane``).
 
 Own extraction rather than sybil or pytest-examples: a page's blocks work together (an
 operator module, its test file and the ini beside them, run by pytest with the plugin as a
