@@ -214,8 +214,11 @@ class RequestRetryTracker:
     def settle(self, timeout: float) -> list[RequestRetry]:
         """Wait until no request is failing (each gets its backoff plus ``timeout`` s); those failing."""
         with self._changed:
+            if not self._pending:
+                return []
+            # Fixed once: a request failing again meanwhile gets no more time.
+            deadline = max(retry.failed_at + retry.backoff for retry in self._pending.values()) + timeout
             while self._pending:
-                deadline = max(retry.failed_at + retry.backoff for retry in self._pending.values()) + timeout
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ktest.base.delegation import Delegated
 from ktest.errors import OperatorError
 from ktest.operators import client_defaults
+from ktest.operators.denials import find_denials
 from ktest.operators.inprocess import ThreadOperator, ThreadRun
 from ktest.operators.kopf_liveness import answers, read_probe
 from ktest.operators.kopf_loading import SiblingModules, Source, describe_sources, is_path, load_registry
@@ -274,6 +275,8 @@ class KopfOperator(ThreadOperator):
             return False  # kopf's "failed temporarily" after the handler's own error: the same failure
         request = run.requests.observe(record)
         if request is not None:
+            if self.fail_on_forbidden and find_denials(text):
+                return False  # kopf retries a 403 too (for upgrades), but an RBAC refusal fails at once
             self._judge_request(run, request)
             return True
         retry = run.retries.observe(record)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from bare_wiring import plane_cluster
 from builders import configmap, configmap_ref
-from operator_helpers import SAMPLES
+from operator_helpers import SAMPLES, wait_for
 
 from ktest.assets import Assets
 from ktest.controlplane import ControlPlane
@@ -81,4 +81,32 @@ def test_a_request_kopf_gives_up_on_fails_the_test_naming_it_and_its_last_error(
     message = str(raised.value)
     assert "operator 'gives-up' (kopf) gave up on its API request GET https://127.0.0.1:" in message
     assert "after 6 attempts" in message
+    assert "Its last error: " in message
+
+
+def test_a_request_still_failing_when_the_test_ends_fails_it_naming_the_request(
+    own_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def slow_retries(settings: Any) -> None:
+        settings.networking.error_backoffs = [2] * 10  # kopf gives up after 20 s, later than the test ends
+
+    monkeypatch.syspath_prepend(str(SAMPLES.parent))
+    cluster = plane_cluster(own_plane, "stopped")
+    with run_context("test-scope"), cluster:
+        op = run_kopf(
+            SAMPLES / "kopf_mirror.py",
+            cluster,
+            namespaces=["unreachable"],
+            configure=slow_retries,
+            name="pending",
+        )
+        own_plane.stop()
+        wait_for(lambda: len(op.pending_request_retries) > 0)
+        check_health()  # kopf is retrying, within its attempts: no failure yet
+        with pytest.raises(OperatorError) as raised:
+            op.close()  # the end of the test
+    message = str(raised.value)
+    assert "operator 'pending' (kopf) was still retrying its API request GET https://127.0.0.1:" in message
+    assert "when the test ended: attempt #" in message
+    assert "failed and no attempt has succeeded since" in message
     assert "Its last error: " in message
