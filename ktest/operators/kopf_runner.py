@@ -520,7 +520,9 @@ def run_kopf(
     127.0.0.1 port: ``op.probe()`` returns the ``@kopf.on.probe`` handlers' answer.
     ``kopf.TemporaryError`` retries pass when the handler then succeeds; one failing more
     than ``tolerated_retries`` times in a row on one object, or still failing ``settle_timeout``
-    s after the test ended, fails the test (with ``fail_on_errors``, the default).
+    s after the test ended, fails the test (with ``fail_on_errors``, the default). kopf's retries
+    of its own API requests (the API server briefly away) pass when a later attempt succeeds; a
+    request kopf gives up on, or still failing when the test ends, fails the test.
     ``proxy`` (default: the ``ktest_operator_proxy`` setting, on) routes the operator's
     API calls through ktest's proxy: ``op.traffic``, ``op.faults``. The other keyword
     arguments: :class:`~ktest.operators.options.InProcessOptions`.
