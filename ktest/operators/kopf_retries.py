@@ -25,8 +25,12 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ktest.cluster import Cluster
 
 _KINDS = "Handler|Timer|Activity"
 _PREFIX = r"^(?:\[[^\]]*\] )?"  # kopf's own formatter may have put "[namespace/name] " in front
@@ -123,6 +127,26 @@ class RetryTracker:
             return sorted(self._pending.values(), key=lambda retry: retry.since)
 
 
+def retried_object_exists(cluster: Cluster, retry: Retry) -> bool:
+    """A retry of an object deleted meanwhile can no longer succeed, nor matter."""
+    ref = retry.ref
+    if not ref or not ref.get("apiVersion") or not ref.get("kind") or not ref.get("name"):
+        return True
+    from ktest.errors import ClusterError
+    from ktest.errors.api import ApiError
+
+    try:
+        info = cluster.info(ref["apiVersion"], ref["kind"])
+        obj = cluster.rest.request("GET", info.path(ref.get("namespace"), ref["name"]))
+    except ApiError as error:
+        return error.status != 404
+    except ClusterError:
+        return False  # its kind is no longer served
+    except Exception:
+        return True  # cannot tell (the cluster is unreachable): the retry did not succeed
+    return not ref.get("uid") or (obj.get("metadata") or {}).get("uid") == ref["uid"]
+
+
 # ---------------------------------------------------------------- kopf's own API-request retries
 
 _REQUEST = re.compile(
@@ -155,6 +179,33 @@ class RequestRetry:
         of = f"/{self.attempts}" if self.attempts else ""
         return f"{self.request}: attempt #{self.attempt}{of} failed; its last error: {self.last_error}"
 
+    def gave_up_failure(self) -> tuple[str, str]:
+        """What kopf giving up on this request fails the test with: (what, details)."""
+        attempts = self.attempts or self.attempt
+        return (
+            f"gave up on its API request {self.request} after {attempts} attempts",
+            f"Its last error: {self.last_error}",
+        )
+
+
+REQUEST_HINT = (
+    "kopf retries its own API requests (settings.networking.error_backoffs) while the API server "
+    "is unavailable or refuses them (5xx, 429, 403, a lost connection); ktest lets such retries pass "
+    "when a later attempt succeeds, but not when kopf gives up or the request is still failing when "
+    "the test ends. Check that the API server came back and that the operator's RBAC allows it."
+)
+
+
+def still_failing_failure(requests: list[RequestRetry]) -> tuple[str, str]:
+    """What requests still failing at the end of a test fail it with: (what, details)."""
+    oldest = requests[0]
+    others = "".join(f"\n- {retry.describe()}" for retry in requests[1:])
+    return (
+        f"was still retrying its API request {oldest.request} when the test ended: attempt "
+        f"#{oldest.attempt} failed and no attempt has succeeded since",
+        f"Its last error: {oldest.last_error}" + (f"\nAlso still failing:{others}" if others else ""),
+    )
+
 
 class RequestRetryTracker:
     """kopf's API-request retries of one run, from its "Request attempt #n/m ..." records.
@@ -166,13 +217,15 @@ class RequestRetryTracker:
     def __init__(self) -> None:
         self._pending: dict[str, RequestRetry] = {}
         self._changed = threading.Condition()
+        self._debug_records = False
 
-    def observe(self, record: logging.LogRecord) -> RequestRetry | None:
+    def observe(self, record: logging.LogRecord, backoffs: Any = None) -> RequestRetry | None:
         """The retry a failed attempt starts or adds to (``gave_up`` once kopf escalates), else None.
 
         A success ends every pending retry of the same endpoint. A closed connection (kopf
         re-authenticates and sends the request afresh, its failures logged again) is returned
-        but not kept pending: kopf does not log the fresh request's success."""
+        but not kept pending: kopf does not log the fresh request's success. ``backoffs``: the
+        run's ``settings.networking.error_backoffs``, for the wait before kopf's next attempt."""
         if not record.name.startswith("kopf"):
             return None
         match = _REQUEST.match(record.getMessage())
@@ -199,11 +252,25 @@ class RequestRetryTracker:
                 gave_up=outcome == "escalating",
             )
             if outcome == "will retry":
+                if isinstance(backoffs, (int, float)):
+                    retry.backoff = float(backoffs)
+                elif isinstance(backoffs, Sequence) and len(backoffs) >= retry.attempt:
+                    retry.backoff = float(backoffs[retry.attempt - 1])
                 self._pending[retry.request] = retry
+                if not self._debug_records:  # kopf logs a retried request's success at DEBUG only
+                    self._debug_records = True
+                    KopfDebugRecords.acquire()
             else:
                 self._pending.pop(retry.request, None)
             self._changed.notify_all()
             return retry
+
+    def release(self) -> None:
+        """Once the run ended: stop letting kopf's DEBUG records through for it."""
+        with self._changed:
+            if self._debug_records:
+                self._debug_records = False
+                KopfDebugRecords.release()
 
     @property
     def pending(self) -> list[RequestRetry]:

@@ -40,11 +40,13 @@ from ktest.operators.kopf_loading import SiblingModules, Source, describe_source
 from ktest.operators.kopf_retries import (
     DEFAULT_SETTLE_TIMEOUT,
     DEFAULT_TOLERATED_RETRIES,
-    KopfDebugRecords,
+    REQUEST_HINT,
     RequestRetry,
     RequestRetryTracker,
     Retry,
     RetryTracker,
+    retried_object_exists,
+    still_failing_failure,
 )
 from ktest.operators.kopf_settings import configure_pinned
 from ktest.operators.operator import launch
@@ -69,8 +71,6 @@ class _KopfRun(ThreadRun):
     siblings: SiblingModules = field(default_factory=SiblingModules)
     retries: RetryTracker = field(default_factory=RetryTracker)
     requests: RequestRetryTracker = field(default_factory=RequestRetryTracker)
-    debug_records: bool = False
-    """Whether this run holds :class:`KopfDebugRecords` (to see a retried request succeed)."""
 
 
 _WEBHOOK_DENIAL = re.compile(r"(^|\] )Webhook '[^']*' failed permanently: ")
@@ -99,12 +99,6 @@ class KopfOperator(ThreadOperator):
         "the handler then succeeds, but not when it keeps failing (more than tolerated_retries times "
         "in a row) or is still failing when the test ends. A user error that retrying cannot fix "
         "should be reported (status, kopf.PermanentError), not retried."
-    )
-    request_hint = (
-        "kopf retries its own API requests (settings.networking.error_backoffs) while the API server "
-        "is unavailable or refuses them (5xx, 429, 403, a lost connection); ktest lets such retries pass "
-        "when a later attempt succeeds, but not when kopf gives up or the request is still failing when "
-        "the test ends. Check that the API server came back and that the operator's RBAC allows it."
     )
     _run: _KopfRun
 
@@ -256,9 +250,7 @@ class KopfOperator(ThreadOperator):
             executor.shutdown(wait=False, cancel_futures=True)
         if isinstance(run, _KopfRun):
             run.siblings.release()
-            if run.debug_records:
-                run.debug_records = False
-                KopfDebugRecords.release()
+            run.requests.release()
 
     # ------------------------------------------------------------ retries by design
 
@@ -273,11 +265,14 @@ class KopfOperator(ThreadOperator):
             return False  # inside expect_crash() a temporary failure is the expected failure
         if self._crashes.aftermath_open() or self._failure is not None:
             return False  # kopf's "failed temporarily" after the handler's own error: the same failure
-        request = run.requests.observe(record)
+        networking = getattr(run.settings, "networking", None)
+        request = run.requests.observe(record, getattr(networking, "error_backoffs", None))
         if request is not None:
             if self.fail_on_forbidden and find_denials(text):
                 return False  # kopf retries a 403 too (for upgrades), but an RBAC refusal fails at once
-            self._judge_request(run, request)
+            if request.gave_up:
+                what, details = request.gave_up_failure()
+                self._record_failure(what, details=details, hint=REQUEST_HINT)
             return True
         retry = run.retries.observe(record)
         if retry is None:
@@ -290,24 +285,6 @@ class KopfOperator(ThreadOperator):
                 hint=self.retry_hint,
             )
         return True
-
-    def _judge_request(self, run: _KopfRun, request: RequestRetry) -> None:
-        if request.gave_up:
-            attempts = request.attempts or request.attempt
-            self._record_failure(
-                f"gave up on its API request {request.request} after {attempts} attempts",
-                details=f"Its last error: {request.last_error}",
-                hint=self.request_hint,
-            )
-            return
-        backoffs = getattr(getattr(run.settings, "networking", None), "error_backoffs", None)
-        if isinstance(backoffs, (int, float)):
-            request.backoff = float(backoffs)
-        elif isinstance(backoffs, Sequence) and len(backoffs) >= request.attempt:
-            request.backoff = float(backoffs[request.attempt - 1])
-        if not run.debug_records:  # kopf logs a retried request's success at DEBUG only
-            run.debug_records = True
-            KopfDebugRecords.acquire()
 
     @property
     def pending_request_retries(self) -> list[RequestRetry]:
@@ -326,18 +303,11 @@ class KopfOperator(ThreadOperator):
             return
         requests = self._run.requests.settle(self.settle_timeout if timeout is None else timeout)
         if requests:
-            oldest = requests[0]
-            others = "".join(f"\n- {retry.describe()}" for retry in requests[1:])
-            self._record_failure(
-                f"was still retrying its API request {oldest.request} when the test ended: attempt "
-                f"#{oldest.attempt} failed and no attempt has succeeded since",
-                details=f"Its last error: {oldest.last_error}"
-                + (f"\nAlso still failing:{others}" if others else ""),
-                hint=self.request_hint,
-            )
+            what, details = still_failing_failure(requests)
+            self._record_failure(what, details=details, hint=REQUEST_HINT)
             return
         still = self._run.retries.settle(self.settle_timeout if timeout is None else timeout)
-        still = [retry for retry in still if self._object_exists(retry)]
+        still = [retry for retry in still if retried_object_exists(self.cluster, retry)]
         if still:
             first = still[0]
             others = "".join(f"\n- {retry.describe()}" for retry in still[1:])
@@ -348,25 +318,6 @@ class KopfOperator(ThreadOperator):
                 + (f"\nAlso still failing:{others}" if others else ""),
                 hint=self.retry_hint,
             )
-
-    def _object_exists(self, retry: Retry) -> bool:
-        """A retry of an object deleted meanwhile can no longer succeed, nor matter."""
-        ref = retry.ref
-        if not ref or not ref.get("apiVersion") or not ref.get("kind") or not ref.get("name"):
-            return True
-        from ktest.errors import ClusterError
-        from ktest.errors.api import ApiError
-
-        try:
-            info = self.cluster.info(ref["apiVersion"], ref["kind"])
-            obj = self.cluster.rest.request("GET", info.path(ref.get("namespace"), ref["name"]))
-        except ApiError as error:
-            return error.status != 404
-        except ClusterError:
-            return False  # its kind is no longer served
-        except Exception:
-            return True  # cannot tell (the cluster is unreachable): the retry did not succeed
-        return not ref.get("uid") or (obj.get("metadata") or {}).get("uid") == ref["uid"]
 
     def owns_finalizer(self, finalizer: str) -> bool:
         """kopf's own finalizer: the run's ``settings.persistence.finalizer`` (after its startup
