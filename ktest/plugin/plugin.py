@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ktest import backend_registry as registry
-from ktest.config import SETTINGS, Settings, resolve_settings
+from ktest.config import Settings, all_settings, resolve_settings
 from ktest.errors import ConfigError
 from ktest.plugin.session import (
     CONTEXT_KEY,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ktest", "ktest: Kubernetes control plane for operator tests")
-    for spec in SETTINGS:
+    for spec in all_settings():
         help_text = f"{spec.help} (env {spec.env}, ini {spec.ini}; default {spec.default_text})"
         dest = f"ktest_{spec.name}"
         if spec.flag:
@@ -84,9 +84,9 @@ def settings_from_config(config: pytest.Config) -> Settings:
 
     from ktest.config import given_foreign_options
 
-    options = {spec.name: config.getoption(f"ktest_{spec.name}") for spec in SETTINGS}
+    options = {spec.name: config.getoption(f"ktest_{spec.name}") for spec in all_settings()}
     ini = {}
-    for spec in SETTINGS:
+    for spec in all_settings():
         try:
             ini[spec.name] = config.getini(spec.ini)
         except (pytest.UsageError, ValueError) as error:  # pytest refused the text (type="bool")
@@ -137,6 +137,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(webhook_fixtures, "ktest-webhook-fixtures")
     config.pluginmanager.register(upgrade_fixtures, "ktest-upgrade-fixtures")
     config.pluginmanager.register(xdist_groups, "ktest-xdist-groups")
+    from ktest.plugin.timeline import TimelinePlugin
+
+    config.pluginmanager.register(TimelinePlugin(config), "ktest-timeline")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

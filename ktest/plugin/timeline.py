@@ -15,16 +15,18 @@ import hashlib
 import re
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ktest.plugin.session import SESSION_KEY
-from ktest.timeline import Recorder
+
+if TYPE_CHECKING:  # the recorder (and the cluster client under it) loads only once a test records
+    from ktest.timeline import Recorder
 
 PROPERTY = "ktest_timeline"
 ERROR_PROPERTY = "ktest_timeline_error"
-_RECORDER = pytest.StashKey[Recorder]()
+_RECORDER = pytest.StashKey["Recorder"]()
 _FAILED = pytest.StashKey[bool]()
 
 
@@ -64,6 +66,8 @@ def _start(item: pytest.Item) -> None:
     cluster = _cluster_of(item)
     if cluster is None or _RECORDER in item.stash:
         return
+    from ktest.timeline import Recorder
+
     item.stash[_RECORDER] = Recorder(cluster, test=item.nodeid).start()
 
 
