@@ -264,7 +264,7 @@ def backend_names_outside(names: Iterable[str], root: Path = KTEST) -> list[str]
             named: list[str] = []
             if isinstance(node, ast.Compare):
                 operands = [node.left, *node.comparators]
-                for op, left, right in zip(node.ops, operands, operands[1:]):
+                for op, left, right in zip(node.ops, operands, operands[1:], strict=False):
                     if isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
                         named += [n for side in (left, right) if (n := _named(side, wanted))]
             elif isinstance(node, ast.MatchValue):
