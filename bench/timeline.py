@@ -1,8 +1,10 @@
 """What failure timelines cost: the demo suite (examples/) with ``ktest_timeline`` always (every
 test recorded and its page written) against off, interleaved, medians; and the page of a test that
-makes 1,000 API calls.
+makes 1,000 API calls: its size, and its render time in headless Chromium (median of --renders
+loads, from navigation until its lanes hold their events, measured in the page), against a page of
+one event rendered in the same run (the browser's own cost).
 
-Run: .venv/bin/python bench/timeline.py [--rounds 3] [--modes off,always] [--calls 1000]
+Run: .venv/bin/python bench/timeline.py [--rounds 3] [--modes off,always] [--calls 1000] [--renders 7]
 
 The suite's time is the sum of its tests' setup, call and teardown times from the JUnit report
 (the control plane's start, the same in both modes, is left out). Rounds alternate the modes, so a
@@ -69,8 +71,37 @@ def run_suite(mode: str, artifacts: Path) -> tuple[float, float, int]:
     return sum(float(case.get("time") or 0) for case in cases), wall, len(cases)
 
 
-def thousand_calls(calls: int, scratch: Path) -> tuple[int, int]:
-    """(page bytes, request events) of the timeline of a test making ``calls`` writes."""
+def render_milliseconds(pages: list[Path], renders: int) -> list[float]:
+    """Median milliseconds to render each page in headless Chromium, loads interleaved."""
+    sys.path.insert(0, str(ROOT / "tests" / "timeline" / "browser"))
+    from timeline_browser import timeline_page
+
+    samples: list[list[float]] = [[] for _ in pages]
+    with timeline_page() as browser:
+        for _ in range(renders):
+            for index, page in enumerate(pages):
+                samples[index].append(browser.open(page))
+    return [statistics.median(times) for times in samples]
+
+
+def one_event_page(page: Path, scratch: Path) -> Path:
+    """``page`` with its embedded data cut to its first event: the baseline of a render."""
+    import json
+    import re
+
+    text = page.read_text()
+    found = re.search(r'(id="ktest-timeline-data">)(.*?)(</script>)', text, re.S)
+    assert found, f"{page} embeds no timeline data"
+    data = json.loads(found.group(2))
+    data["events"] = data["events"][:1]
+    small = json.dumps(data).replace("</", "<\\/")
+    baseline = scratch / "one-event.html"
+    baseline.write_text(text[: found.start(2)] + small + text[found.end(2) :])
+    return baseline
+
+
+def thousand_calls(calls: int, scratch: Path) -> tuple[int, int, Path]:
+    """(page bytes, request events, page) of the timeline of a test making ``calls`` writes."""
     import json
     import re
 
@@ -91,7 +122,7 @@ def thousand_calls(calls: int, scratch: Path) -> tuple[int, int]:
     found = re.search(r'id="ktest-timeline-data">(.*?)</script>', page.read_text(), re.S)
     data = json.loads(found.group(1)) if found else {"events": []}
     requests = sum(1 for event in data["events"] if event["kind"] == "request" and event["lane"] != "test")
-    return page.stat().st_size, requests
+    return page.stat().st_size, requests, page
 
 
 def main() -> int:
@@ -99,6 +130,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--modes", default="off,always")
     parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--renders", type=int, default=7)
     args = parser.parse_args()
     modes = args.modes.split(",")
     times: dict[str, list[float]] = {mode: [] for mode in modes}
@@ -127,11 +159,18 @@ def main() -> int:
                 if mode != "off":
                     print(f"{mode} against off: {100 * (median / medians['off'] - 1):+.1f} %")
         if args.calls:
-            size, requests = thousand_calls(args.calls, Path(scratch))
+            size, requests, page = thousand_calls(args.calls, Path(scratch))
             print(
                 f"a test of {args.calls} writes: page {size / 1024 / 1024:.2f} MiB, "
                 f"{requests} operator requests"
             )
+            if args.renders:
+                pages = [page, one_event_page(page, Path(scratch))]
+                full, baseline = render_milliseconds(pages, args.renders)
+                print(
+                    f"render in headless Chromium, median of {args.renders}: {full:.0f} ms "
+                    f"(a page of one event: {baseline:.0f} ms; ratio {full / baseline:.2f})"
+                )
     return 0
 
 
