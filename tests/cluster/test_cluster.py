@@ -195,10 +195,10 @@ def test_background_namespace_deletion_is_drained_with_reports(admin: Cluster) -
     stuck = configmap("stuck", name)
     stuck["metadata"]["finalizers"] = ["example.com/never-removed"]
     admin.apply(stuck)
-    reaper.submit(name, owner="test-x")
+    reaper.submit(name, requested_by="test-x")
     assert reaper.pending() == 1  # submit() did not wait for the deletion
     reports = reaper.drain()
-    assert [(r.name, r.owner, r.error) for r in reports] == [(name, "test-x", None)]
+    assert [(r.name, r.requested_by, r.error) for r in reports] == [(name, "test-x", None)]
     assert reports[0].deleted and reports[0].forced
     assert not admin.exists(("v1", "Namespace", name))
     assert reaper.pending() == 0
@@ -223,9 +223,9 @@ def test_background_deletion_failures_are_reported_not_lost(admin: Cluster) -> N
     from ktest.cluster.namespaces import NamespaceReaper
 
     reaper = NamespaceReaper(admin)
-    reaper.submit("default", owner="test-y")
+    reaper.submit("default", requested_by="test-y")
     [report] = reaper.drain()
-    assert report.owner == "test-y" and not report.deleted
+    assert report.requested_by == "test-y" and not report.deleted
     assert isinstance(report.error, ClusterError)
     assert "refusing to delete namespace default" in str(report.error)
     assert admin.exists(("v1", "Namespace", "default"))
