@@ -106,7 +106,7 @@ def _calls(tmp_path: Path) -> list[str]:
 
 
 OLDER_TESTS = (
-    "tests/controlplane/test_versions.py tests/controlplane/test_upgrade.py "
+    "tests/controlplane/test_versions.py tests/controlplane/test_plane_upgrade.py "
     "tests/controlplane/test_upgrade_fixtures.py examples/test_upgrade.py "
     "tests/docs/test_docs_examples.py::test_page_examples_run[docs/guides/upgrades.md]"
 )
