@@ -151,7 +151,7 @@ def main() -> int:
                     f"{count} tests, {pages} pages)",
                     flush=True,
                 )
-        medians = {mode: statistics.median(samples) for mode, samples in times.items()}
+        medians = {mode: statistics.median(samples) for mode, samples in times.items() if samples}
         for mode, median in medians.items():
             print(f"median {mode:>10}: {median:6.1f} s")
         if "off" in medians:
