@@ -176,6 +176,12 @@ class Rest:
                     f"the API server asked to retry; {attempt + 1} attempts over "
                     f"{time.monotonic() - started:.1f} s were all refused"
                 )
+            elif response.status == 413 and payload is not None:
+                note = (
+                    f"the API server refused a {size_text(len(payload))} body (kube-apiserver takes at "
+                    f"most {size_text(MAX_REQUEST_BODY_BYTES)}, etcd stores at most 1.5 MiB); make the "
+                    "object smaller"
+                )
             raise ApiError(response.status, response.reason or "", text, method=method, path=path, note=note)
         return json.loads(data) if data else None
 
