@@ -29,7 +29,10 @@ import copy
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 AdmissionHandler = Callable[["AdmissionRequest"], Any]
 
@@ -104,6 +107,14 @@ class Registration:
         return f"{name}.{self.plural}.{self.group or 'core'}"
 
 
+class AdmissionOptions(TypedDict, total=False):
+    """``operations`` (default CREATE and UPDATE) and ``failure_policy`` (``"Fail"``, the default,
+    or ``"Ignore"``) of an admission handler."""
+
+    operations: Sequence[str]
+    failure_policy: str
+
+
 class Handlers:
     """A registry of Python webhook handlers (decorators); pass it to ``Webhooks(handlers=...)``."""
 
@@ -111,41 +122,38 @@ class Handlers:
         self.registrations: list[Registration] = []
 
     def validate(
-        self,
-        group: str,
-        version: str,
-        plural: str,
-        *,
-        operations: Sequence[str] = ("CREATE", "UPDATE"),
-        failure_policy: str = "Fail",
+        self, group: str, version: str, plural: str, **options: Unpack[AdmissionOptions]
     ) -> Callable[[AdmissionHandler], AdmissionHandler]:
         """Register ``f(request)``: returning ends in "allowed", ``raise Denied(message)`` rejects."""
-        return self._register("validating", group, version, plural, operations, failure_policy)
+        return self._register("validating", group, version, plural, **options)
 
     def mutate(
-        self,
-        group: str,
-        version: str,
-        plural: str,
-        *,
-        operations: Sequence[str] = ("CREATE", "UPDATE"),
-        failure_policy: str = "Fail",
+        self, group: str, version: str, plural: str, **options: Unpack[AdmissionOptions]
     ) -> Callable[[AdmissionHandler], AdmissionHandler]:
         """Register ``f(request)``: change ``request.object`` in place or return the new object."""
-        return self._register("mutating", group, version, plural, operations, failure_policy)
+        return self._register("mutating", group, version, plural, **options)
 
     def convert(self, group: str, plural: str) -> Callable[[ConversionHandler], ConversionHandler]:
         """Register ``f(obj, to_version) -> obj`` as the conversion webhook of CRD ``plural.group``."""
-        return self._register("conversion", group, "", plural, (), "-")
+        return self._register("conversion", group, "", plural, operations=(), failure_policy="-")
 
     def _register(
-        self, kind: str, group: str, version: str, plural: str, operations: Sequence[str], policy: str
+        self,
+        kind: str,
+        group: str,
+        version: str,
+        plural: str,
+        *,
+        operations: Sequence[str] = ("CREATE", "UPDATE"),
+        failure_policy: str = "Fail",
     ) -> Callable[[Any], Any]:
-        if policy not in ("Fail", "Ignore", "-"):
-            raise ValueError(f"failure_policy must be 'Fail' or 'Ignore', not {policy!r}")
+        if failure_policy not in ("Fail", "Ignore", "-"):
+            raise ValueError(f"failure_policy must be 'Fail' or 'Ignore', not {failure_policy!r}")
 
         def register(function: Any) -> Any:
-            registration = Registration(kind, function, group, version, plural, tuple(operations), policy)
+            registration = Registration(
+                kind, function, group, version, plural, tuple(operations), failure_policy
+            )
             if any(r.path == registration.path for r in self.registrations):
                 raise ValueError(
                     f"{function.__name__} is already registered as a {kind} handler of {plural}.{group}"

@@ -193,16 +193,11 @@ def _conversion_probe(
     if other is None:
         return None  # one version: nothing is ever converted; ready once served
     group, kind = spec["group"], spec["names"]["kind"]
-    namespaced = spec.get("scope", "Namespaced") == "Namespaced"
     body = {"apiVersion": f"{group}/{other}", "kind": kind, "metadata": {"name": probe_name}}
-    if namespaced:
+    path = f"/apis/{group}/{other}/{spec['names']['plural']}"
+    if spec.get("scope", "Namespaced") == "Namespaced":
         body["metadata"]["namespace"] = namespace
-    plural = spec["names"]["plural"]
-    path = (
-        f"/apis/{group}/{other}/namespaces/{namespace}/{plural}"
-        if namespaced
-        else f"/apis/{group}/{other}/{plural}"
-    )
+        path = f"/apis/{group}/{other}/namespaces/{namespace}/{spec['names']['plural']}"
     return lambda: _dry_run(cluster, path, body)
 
 
@@ -257,11 +252,9 @@ def uninstall(cluster: Cluster, installed: Installed) -> list[str]:
     for name in installed.conversions:
         try:
             cluster.patch((*CRD_REF, name), {"spec": {"conversion": {"strategy": "None", "webhook": None}}})
-        except ApiError as error:
-            if error.status != 404:
-                problems.append(f"could not reset the conversion of CustomResourceDefinition {name}: {error}")
         except Exception as error:
-            problems.append(f"could not reset the conversion of CustomResourceDefinition {name}: {error}")
+            if not (isinstance(error, ApiError) and error.status == 404):
+                problems.append(f"could not reset the conversion of CustomResourceDefinition {name}: {error}")
     installed.configurations.clear()
     installed.conversions.clear()
     for lock in installed.locks:

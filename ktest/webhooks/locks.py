@@ -33,10 +33,6 @@ class RemovableLock:
         self.lock_file = str(path)
         self._fd: int | None = None
 
-    @property
-    def is_locked(self) -> bool:
-        return self._fd is not None
-
     def acquire(self, timeout: float) -> None:
         """Take the lock, waiting up to ``timeout`` seconds; :class:`LockTimeout` after that."""
         deadline = time.monotonic() + timeout

@@ -44,11 +44,6 @@ class WebhookManifests:
     conversions: list[Manifest] = field(default_factory=list)
     crds: list[Manifest] = field(default_factory=list)
 
-    def extend(self, other: WebhookManifests) -> None:
-        self.admission += other.admission
-        self.conversions += other.conversions
-        self.crds += other.crds
-
 
 def read_manifests(*sources: ManifestSource) -> WebhookManifests:
     """Sort the documents of ``sources``; anything else is an error naming file and document."""

@@ -52,5 +52,4 @@ class WebhookTLS:
 
     def client_context(self) -> ssl.SSLContext:
         """For connecting to the operator's server: it must present a certificate of this CA."""
-        context = ssl.create_default_context(cafile=str(self.ca_file))
-        return context
+        return ssl.create_default_context(cafile=str(self.ca_file))

@@ -104,7 +104,6 @@ class Webhooks:
         self._janitor: JanitorHandle | None = None
         self.tls: WebhookTLS | None = None
         self.server: FrontServer | None = None
-        self.setup_seconds: float | None = None
         self._undo_health: Any = None
 
     # ------------------------------------------------------------ what the operator needs
@@ -158,13 +157,11 @@ class Webhooks:
 
     def start(self) -> Webhooks:
         """Certificates, front server, configurations installed, and called by the API server once."""
-        started = time.monotonic()
         try:
             self._start()
         except BaseException:
             self.close()
             raise
-        self.setup_seconds = time.monotonic() - started
         return self
 
     def _start(self) -> None:
