@@ -1,22 +1,14 @@
 """Operators run in a thread of the test process: the lifecycle they share (``ThreadOperator``),
 and a Python callable as the operator under test (``run_callable``).
 
-A plain function runs in a thread; an ``async def`` function runs as the main
-task of a fresh event loop in its own thread, so it never shares the test's
-loop. Either receives an :class:`OperatorContext`: the kubeconfig of the
-cluster it must use, a stop signal it must honour, and a ``ready()`` callback.
-
-``ThreadOperator`` is what the callable runner and the kopf runner share: the run's
-record (main thread, event loop, outcome), the thread body's outcome handling,
-halting (stop signal, join, threads left behind), crashing (a killed pod: every
-thread of the run ends, see ``threads.crash_threads``) and routing the operator's
-log records to its log. The kinds differ in what their thread runs and how it is
-told to stop.
+A plain function runs in a thread; an ``async def`` function runs as the main task of a fresh
+event loop in its own thread, never the test's loop. ``ThreadOperator`` is what the callable and
+kopf runners share: the run's record, halting, crashing (every thread of the run ends, like a
+killed pod) and routing the operator's log records to its log.
 """
 
 from __future__ import annotations
 
-import abc
 import asyncio
 import inspect
 import logging
@@ -32,14 +24,12 @@ from ktest.operators.operator import OperatorHandle, launch
 from ktest.operators.threads import (
     OperatorCrash,
     RunThreads,
-    acquire_tracking,
     call_in_loop,
     close_loop,
     crash_threads,
-    is_running,
     raise_in,
-    release_tracking,
     report_leftovers,
+    thread_tracking,
 )
 
 if TYPE_CHECKING:
@@ -47,31 +37,6 @@ if TYPE_CHECKING:
 
     from ktest.cluster import Cluster
     from ktest.operators.options import InProcessOptions
-
-
-def start_operator_thread(
-    thread: threading.Thread, started: threading.Event, log_level: int, threads: RunThreads
-) -> None:
-    """Turn on log routing and thread tracking, start ``thread`` (the run's main thread,
-    adopted by ``threads``) and return once it set ``started``.
-
-    The thread calls :func:`operator_thread_ended` when it ends; if it cannot start, that is done here.
-    """
-    threads.adopt(thread, quiet_crash=False)
-    logs.acquire_routing(log_level)
-    acquire_tracking()
-    try:
-        thread.start()
-    except BaseException:
-        operator_thread_ended()
-        raise
-    started.wait()
-
-
-def operator_thread_ended() -> None:
-    """Release what :func:`start_operator_thread` turned on (called last by the run's main thread)."""
-    release_tracking()
-    logs.release_routing()
 
 
 @dataclass
@@ -84,6 +49,8 @@ class ThreadRun:
     task: asyncio.Task[Any] | None = None
     started: threading.Event = field(default_factory=threading.Event)
     ready: threading.Event = field(default_factory=threading.Event)
+    stop: threading.Event | asyncio.Event | None = None
+    """The run's stop signal (an ``asyncio.Event`` of the run's loop for async operators)."""
     exception: BaseException | None = None
     returned: bool = False
     killed: bool = False
@@ -94,15 +61,23 @@ class ThreadOperator(OperatorHandle):
 
     error_hint: ClassVar[str] = ""
     """Added to the failure when the operator logs an ERROR record."""
+    ended_with: ClassVar[str] = "raised"
+    """How the failure names the exception the run ended with."""
+    returned_early: ClassVar[str] = "returned while the test was still running"
+    """The failure when the run ended by itself without an exception."""
 
     log_level: int
     _run: ThreadRun
 
     # ------------------------------------------------------------ what a kind supplies
 
-    @abc.abstractmethod
     def _signal_stop(self, run: ThreadRun) -> None:
         """Set the run's stop signal (from the test's thread)."""
+        if isinstance(run.stop, asyncio.Event):
+            if run.loop is not None:
+                call_in_loop(run.loop, run.stop.set)
+        elif run.stop is not None:
+            run.stop.set()
 
     def _routing_level(self) -> int:
         """The lowest level of records routed to the sink (``log_level`` unless a kind needs more)."""
@@ -129,26 +104,34 @@ class ThreadOperator(OperatorHandle):
             client_defaults.deactivate(run.threads.kube)
 
     def _start_thread(self, run: ThreadRun, body: Callable[[], None], thread_name: str) -> None:
-        """Start ``body`` as the run's main thread and return once it has started."""
+        """Start ``body`` as the run's main thread and return once it has started; log routing
+        and thread tracking stay on until it ends (:meth:`_thread_ended`)."""
         run.threads.sink = self._sink_of(run)
         run.thread = threading.Thread(
             target=self._thread_main, args=(run, body), name=thread_name, daemon=True
         )
+        run.threads.adopt(run.thread, quiet_crash=False)
         self._route_client_defaults(run)
+        logs.acquire_routing(self._routing_level())
+        thread_tracking.acquire()
         try:
-            start_operator_thread(run.thread, run.started, self._routing_level(), run.threads)
+            run.thread.start()
         except BaseException:
-            self._unroute_client_defaults(run)
+            self._thread_ended(run)
             raise
+        run.started.wait()
+
+    def _thread_ended(self, run: ThreadRun) -> None:
+        """Release what :meth:`_start_thread` turned on (called last by the run's main thread)."""
+        self._unroute_client_defaults(run)
+        thread_tracking.release()
+        logs.release_routing()
 
     def _thread_main(self, run: ThreadRun, body: Callable[[], None]) -> None:
         logs.bind_sink(run.threads.sink)
         try:
             body()
             run.returned = True
-        except (asyncio.CancelledError, OperatorCrash) as error:
-            if not run.killed:
-                run.exception = error
         except BaseException as error:
             if not run.killed:  # after crash(), whatever ends the run is the crash's doing
                 run.exception = error
@@ -157,8 +140,7 @@ class ThreadOperator(OperatorHandle):
             try:
                 self._after_run(run)
             finally:
-                self._unroute_client_defaults(run)
-                operator_thread_ended()
+                self._thread_ended(run)
                 self._wake.set()
 
     def _halt(self, timeout: float) -> bool:
@@ -191,12 +173,15 @@ class ThreadOperator(OperatorHandle):
             self.leaked_threads = [t for t in self.leaked_threads if t.is_alive()]
 
     def _running(self) -> bool:
-        return is_running(self._run.thread)
+        thread = self._run.thread
+        return thread is not None and thread.is_alive()
 
-    def _exception_text(self) -> str:
-        error = self._run.exception
-        assert error is not None
-        return f"{logs.exception_text(error)}\n{logs.format_exception(error)}"
+    def _death_reason(self) -> str:
+        run = self._run
+        if run.exception is not None:
+            error = run.exception
+            return f"{self.ended_with} {logs.exception_text(error)}\n{logs.format_exception(error)}"
+        return self.returned_early if run.returned else "ended without a result"
 
     def _sink(self, record: logging.LogRecord, text: str) -> None:
         """Where records go before a run started (none normally): the log only."""
@@ -268,11 +253,6 @@ class OperatorContext:
         return self.stop.is_set()
 
 
-@dataclass
-class _Run(ThreadRun):
-    stop: threading.Event | asyncio.Event | None = None
-
-
 __all__ = ["CallableOperator", "OperatorContext", "OperatorCrash", "ReadyCheck", "run_callable"]
 
 
@@ -281,7 +261,10 @@ class CallableOperator(ThreadOperator):
 
     kind = "callable"
     runner = "run_callable"
-    _run: _Run
+    returned_early = (
+        "returned while the test was still running; an operator function must keep "
+        "running until its stop signal (ctx.stop) is set"
+    )
 
     def __init__(
         self,
@@ -302,13 +285,13 @@ class CallableOperator(ThreadOperator):
         self.is_async = inspect.iscoroutinefunction(fn)
         self.ready_check = ready
         self.log_level = log_level
-        self._run = _Run(threads=RunThreads(self.name, self._sink))
+        self._run = ThreadRun(threads=RunThreads(self.name, self._sink))
         self._last_check_error: BaseException | None = None
 
     # ------------------------------------------------------------ hooks
 
     def _launch(self) -> None:
-        run = self._run = _Run(threads=RunThreads(self.name, self._sink))
+        run = self._run = ThreadRun(threads=RunThreads(self.name, self._sink))
         ctx = OperatorContext(
             kubeconfig=self.api_cluster.kubeconfig,
             stop=threading.Event(),  # replaced by an asyncio.Event inside the loop for async functions
@@ -320,7 +303,7 @@ class CallableOperator(ThreadOperator):
         )
         self._start_thread(run, lambda: self._body(run, ctx), f"ktest-operator-{self.name}")
 
-    def _body(self, run: _Run, ctx: OperatorContext) -> None:
+    def _body(self, run: ThreadRun, ctx: OperatorContext) -> None:
         if self.is_async:
             loop = run.loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
@@ -335,24 +318,6 @@ class CallableOperator(ThreadOperator):
             run.stop = ctx.stop
             run.started.set()
             self.fn(ctx)
-
-    def _signal_stop(self, run: ThreadRun) -> None:
-        stop = getattr(run, "stop", None)
-        if isinstance(stop, asyncio.Event) and run.loop is not None:
-            call_in_loop(run.loop, stop.set)
-        elif isinstance(stop, threading.Event):
-            stop.set()
-
-    def _death_reason(self) -> str:
-        run = self._run
-        if run.exception is not None:
-            return f"raised {self._exception_text()}"
-        if run.returned:
-            return (
-                "returned while the test was still running; an operator function must keep "
-                "running until its stop signal (ctx.stop) is set"
-            )
-        return "ended without a result"
 
     def _is_ready(self) -> bool:
         if self.ready_check is None:
@@ -380,7 +345,7 @@ class CallableOperator(ThreadOperator):
 
     # ------------------------------------------------------------ internals
 
-    def _mark_ready(self, run: _Run) -> None:
+    def _mark_ready(self, run: ThreadRun) -> None:
         run.ready.set()
         self._wake.set()
 

@@ -98,10 +98,19 @@ def load_registry(sources: Sequence[Source], siblings: SiblingModules | None = N
     return registry
 
 
+RESOURCE_REGISTRIES = ("_indexing", "_watching", "_spawning", "_changing")
+"""The parts of a ``kopf.OperatorRegistry`` that hold resource handlers."""
+_ALL_REGISTRIES = ("_activities", *RESOURCE_REGISTRIES, "_webhooks")
+
+
+def registry_handlers(registry: Any, parts: Sequence[str] = _ALL_REGISTRIES) -> list[Any]:
+    """The handlers in ``parts`` of a registry (default: all of them)."""
+    return [handler for part in parts for handler in getattr(registry, part).get_all_handlers()]
+
+
 def handler_count(registry: Any) -> int:
     """How many handlers (of every kind) a registry holds."""
-    parts = ("_activities", "_indexing", "_watching", "_spawning", "_changing", "_webhooks")
-    return sum(len(getattr(registry, part).get_all_handlers()) for part in parts)
+    return len(registry_handlers(registry))
 
 
 def describe_sources(sources: Iterable[Source]) -> str:

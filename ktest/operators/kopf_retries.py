@@ -1,22 +1,12 @@
 """kopf's retries by design: which ``TemporaryError`` retries fail a test, and when.
 
-kopf logs every ``kopf.TemporaryError`` a handler raises at ERROR level
-("Handler 'x' failed temporarily: ...") and calls the handler again after the
-error's delay. That is the operator working as designed, so ktest does not
-fail the test on such a record. It fails it when the retries do not end well:
-
-* the same handler failed temporarily on the same object more than
-  ``tolerated`` times in a row: an operator retrying forever (a user error
-  raised as a TemporaryError, say) fails the test at the next check;
-* the handler was still failing when the test ended (its last attempt failed
-  and no success followed, after a short wait for the attempt in flight);
-* kopf gives up (retries or timeout exhausted, a PermanentError): those records
-  are not temporary failures and fail the test at once, as before.
-
-This covers resource handlers ("Handler"), timers and activities (startup,
-probe, ...). Any other ERROR record (an unexpected exception, which kopf also
-retries, but which is a bug with a traceback; a daemon's failure; a webhook's)
-fails the test at once. The records come from the operator's log routing.
+kopf logs each ``kopf.TemporaryError`` at ERROR ("Handler 'x' failed temporarily: ...") and calls
+the handler again: the operator working as designed, so such a record alone fails nothing. The
+retries fail the test when the same handler failed on the same object more than ``tolerated``
+times in a row, or was still failing when the test ended. kopf giving up (retries or timeout
+exhausted, a PermanentError) and every other ERROR record (an unexpected exception, a daemon's or
+a webhook's failure) fail it at once. This covers resource handlers, timers and activities; kopf's
+retries of its own API requests are judged the same way (:class:`RequestRetryTracker`).
 """
 
 from __future__ import annotations
@@ -109,22 +99,11 @@ class RetryTracker:
         with self._changed:
             return sorted(self._pending.values(), key=lambda retry: retry.since)
 
-    def forget(self, retry: Retry) -> None:
-        with self._changed:
-            for key, value in list(self._pending.items()):
-                if value is retry:
-                    del self._pending[key]
-
     def settle(self, timeout: float) -> list[Retry]:
         """Wait up to ``timeout`` s until no handler is failing; those still failing."""
-        deadline = time.monotonic() + timeout
         with self._changed:
-            while self._pending:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._changed.wait(left)
-            return sorted(self._pending.values(), key=lambda retry: retry.since)
+            self._changed.wait_for(lambda: not self._pending, timeout)
+            return self.pending
 
 
 def retried_object_exists(cluster: Cluster, retry: Retry) -> bool:
@@ -196,15 +175,21 @@ REQUEST_HINT = (
 )
 
 
-def still_failing_failure(requests: list[RequestRetry]) -> tuple[str, str]:
-    """What requests still failing at the end of a test fail it with: (what, details)."""
-    oldest = requests[0]
-    others = "".join(f"\n- {retry.describe()}" for retry in requests[1:])
-    return (
-        f"was still retrying its API request {oldest.request} when the test ended: attempt "
-        f"#{oldest.attempt} failed and no attempt has succeeded since",
-        f"Its last error: {oldest.last_error}" + (f"\nAlso still failing:{others}" if others else ""),
-    )
+def still_failing_failure(still: Sequence[Retry] | Sequence[RequestRetry]) -> tuple[str, str]:
+    """What handlers or requests still failing at the end of a test fail it with: (what, details)."""
+    first = still[0]
+    if isinstance(first, Retry):
+        what = (
+            f"was still retrying {first.handler}{first.where} when the test ended: it failed "
+            f"temporarily {first.failures} time(s) and has not succeeded since"
+        )
+    else:
+        what = (
+            f"was still retrying its API request {first.request} when the test ended: attempt "
+            f"#{first.attempt} failed and no attempt has succeeded since"
+        )
+    others = "".join(f"\n- {retry.describe()}" for retry in still[1:])
+    return what, f"Its last error: {first.last_error}" + (f"\nAlso still failing:{others}" if others else "")
 
 
 class RequestRetryTracker:
@@ -285,12 +270,8 @@ class RequestRetryTracker:
                 return []
             # Fixed once: a request failing again meanwhile gets no more time.
             deadline = max(retry.failed_at + retry.backoff for retry in self._pending.values()) + timeout
-            while self._pending:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._changed.wait(left)
-            return sorted(self._pending.values(), key=lambda retry: retry.failed_at)
+            self._changed.wait_for(lambda: not self._pending, deadline - time.monotonic())
+            return self.pending
 
 
 class KopfDebugRecords:

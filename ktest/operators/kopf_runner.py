@@ -1,23 +1,14 @@
 """Run a kopf operator in-process: its own thread, event loop, registry and credentials.
 
-Nothing process-wide is changed while it runs: the handlers live in a fresh
-``kopf.OperatorRegistry`` (see ``kopf_loading``), the credentials come from a
-login handler ktest adds to that registry (the operator's own
-``@kopf.on.login`` handlers, which would read production credentials, are
-left out), and settings are a fresh ``kopf.OperatorSettings`` per run, where what
-the test sets through ``configure=`` wins over the operator's startup handlers
-(``kopf_settings``). A file is imported with its folder first on ``sys.path`` for
-the run, as ``kopf run`` does (``kopf_loading.SiblingModules``). ``TemporaryError``
-retries, and kopf's retries of its own API requests (an API server briefly away), fail a
-test only when they do not end in success (``kopf_retries``).
-``liveness=True`` serves kopf's liveness endpoint on a free loopback port, as
-``kopf run --liveness`` does; ``op.probe()`` reads it.
+Nothing process-wide changes while it runs: handlers load into a fresh ``kopf.OperatorRegistry``
+(``kopf_loading``), credentials come from a login handler ktest adds (the operator's own
+``@kopf.on.login`` handlers would read production credentials), and settings are fresh per run,
+the test's ``configure=`` winning over the operator's startup handlers (``kopf_settings``).
 
-Ready means: kopf's startup handlers finished (its ``ready_flag``), it has
-resolved every resource its handlers name (a missing CRD keeps it not ready,
-and the wait says so), a watch stream runs for every resource in every
-namespace it serves, and (with ``liveness=True``) its liveness endpoint answers.
-kopf lists before it watches, so nothing created after that point is missed.
+Ready means: the startup handlers finished, every resource the handlers name is resolved (a
+missing CRD keeps it not ready, and the wait says so), a watch stream runs for every resource in
+every namespace served, and (``liveness=True``) the liveness endpoint answers. kopf lists before
+it watches, so nothing created after that point is missed.
 """
 
 from __future__ import annotations
@@ -36,7 +27,15 @@ from ktest.operators import client_defaults
 from ktest.operators.denials import find_denials
 from ktest.operators.inprocess import ThreadOperator, ThreadRun
 from ktest.operators.kopf_liveness import answers, read_probe
-from ktest.operators.kopf_loading import SiblingModules, Source, describe_sources, is_path, load_registry
+from ktest.operators.kopf_loading import (
+    RESOURCE_REGISTRIES,
+    SiblingModules,
+    Source,
+    describe_sources,
+    is_path,
+    load_registry,
+    registry_handlers,
+)
 from ktest.operators.kopf_retries import (
     DEFAULT_SETTLE_TIMEOUT,
     DEFAULT_TOLERATED_RETRIES,
@@ -50,7 +49,7 @@ from ktest.operators.kopf_retries import (
 )
 from ktest.operators.kopf_settings import configure_pinned
 from ktest.operators.operator import launch
-from ktest.operators.threads import RunThreads, call_in_loop, close_loop
+from ktest.operators.threads import RunThreads, close_loop
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -59,12 +58,10 @@ if TYPE_CHECKING:
     from ktest.operators.options import InProcessOptions
 
 _LOGIN_ID = "ktest-test-cluster-login"
-_RESOURCE_REGISTRIES = ("_indexing", "_watching", "_spawning", "_changing")
 
 
 @dataclass
 class _KopfRun(ThreadRun):
-    stop_flag: asyncio.Event | None = None
     registry: Any = None
     settings: Any = None
     phase: str = "starting"
@@ -81,6 +78,8 @@ class KopfOperator(ThreadOperator):
 
     kind = "kopf"
     runner = "run_kopf"
+    ended_with = "stopped with"
+    returned_early = "exited although it was not asked to stop (one of kopf's root tasks ended)"
 
     def is_expected_error(self, record: logging.LogRecord) -> bool:
         """kopf logs an admission handler's denial (``kopf.AdmissionError``, a PermanentError) as
@@ -192,7 +191,7 @@ class KopfOperator(ThreadOperator):
         try:
             insights = Insights()
             ready_flag = asyncio.Event()
-            run.stop_flag = asyncio.Event()
+            run.stop = stop_flag = asyncio.Event()
             memo = kopf.Memo(self.memo)
             memo.setdefault("kubeconfig", str(self.api_cluster.kubeconfig))
             # Created before the operator, so kopf's shutdown does not count it as its own.
@@ -203,7 +202,7 @@ class KopfOperator(ThreadOperator):
                     settings=run.settings,
                     insights=insights,
                     ready_flag=ready_flag,
-                    stop_flag=run.stop_flag,
+                    stop_flag=stop_flag,
                     standalone=True,
                     clusterwide=self.cluster_wide,
                     namespaces=self.namespaces or (),
@@ -309,15 +308,8 @@ class KopfOperator(ThreadOperator):
         still = self._run.retries.settle(self.settle_timeout if timeout is None else timeout)
         still = [retry for retry in still if retried_object_exists(self.cluster, retry)]
         if still:
-            first = still[0]
-            others = "".join(f"\n- {retry.describe()}" for retry in still[1:])
-            self._record_failure(
-                f"was still retrying {first.handler}{first.where} when the test ended: it failed "
-                f"temporarily {first.failures} time(s) and has not succeeded since",
-                details=f"Its last error: {first.last_error}"
-                + (f"\nAlso still failing:{others}" if others else ""),
-                hint=self.retry_hint,
-            )
+            what, details = still_failing_failure(still)
+            self._record_failure(what, details=details, hint=self.retry_hint)
 
     def owns_finalizer(self, finalizer: str) -> bool:
         """kopf's own finalizer: the run's ``settings.persistence.finalizer`` (after its startup
@@ -345,19 +337,6 @@ class KopfOperator(ThreadOperator):
                 f"operator {self.name!r} is {self.state} and not running: nothing answers probes."
             )
         return read_probe(self.name, self.liveness_url, timeout)
-
-    def _signal_stop(self, run: ThreadRun) -> None:
-        stop_flag = getattr(run, "stop_flag", None)
-        if run.loop is not None and stop_flag is not None:
-            call_in_loop(run.loop, stop_flag.set)
-
-    def _death_reason(self) -> str:
-        run = self._run
-        if run.exception is not None:
-            return f"stopped with {self._exception_text()}"
-        if run.returned:
-            return "exited although it was not asked to stop (one of kopf's root tasks ended)"
-        return "ended without a result"
 
     def _is_ready(self) -> bool:
         return self._run.ready.is_set()
@@ -410,16 +389,9 @@ def _bind_credentials(registry: Any, cluster: Cluster) -> None:
     kopf.on.login(registry=registry, id=_LOGIN_ID)(login)
 
 
-def _resource_handlers(registry: Any) -> list[Any]:
-    found: list[Any] = []
-    for part in _RESOURCE_REGISTRIES:
-        found.extend(getattr(registry, part).get_all_handlers())
-    return found
-
-
 def _unresolved_selectors(registry: Any, insights: Any) -> list[str]:
     unresolved = []
-    for handler in _resource_handlers(registry):
+    for handler in registry_handlers(registry, RESOURCE_REGISTRIES):
         selector = handler.selector
         if selector is not None and not any(selector.check(r) for r in insights.watched_resources):
             unresolved.append(_selector_text(selector))

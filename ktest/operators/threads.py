@@ -1,16 +1,10 @@
-"""The threads of in-process operators: which run a thread belongs to (its own thread and every
-thread it starts), and how the test's thread signals, crashes and cleans up after them.
+"""The threads of in-process operators: which run a thread belongs to, and how the test's thread
+signals, crashes and cleans up after them.
 
-An in-process operator is a process within the test process, so ktest needs to
-know its threads to treat it like a pod: route their ``logging`` records and
-``print()`` output to its log, signal and end them all on ``crash()``, and
-refuse to start a new generation while an old one still runs. While at least
-one in-process operator runs, ``threading.Thread.start`` is wrapped so that a
-thread started by an operator's thread (directly or through a thread pool)
-belongs to the same run. ktest's own helper threads (named ``ktest-...``)
-never belong to an operator, even when an operator's call started them.
-
-The runners built on this (callables, kopf) are in ``inprocess`` and ``kopf_runner``.
+To treat an in-process operator like a pod, ktest must know its threads: to route their output
+to its log and to end them all on ``crash()``. While an operator runs, ``threading.Thread.start``
+is wrapped so that a thread an operator's thread starts (a thread pool's too) belongs to the same
+run; ktest's own helper threads (named ``ktest-...``) never do.
 """
 
 from __future__ import annotations
@@ -122,16 +116,8 @@ class _StartTracker:
                 self.original = None
 
 
-_tracker = _StartTracker()
-
-
-def acquire_tracking() -> None:
-    """Track the threads operators start until the matching :func:`release_tracking`."""
-    _tracker.acquire()
-
-
-def release_tracking() -> None:
-    _tracker.release()
+thread_tracking = _StartTracker()
+"""Tracks the threads operators start from ``acquire()`` to the matching ``release()``."""
 
 
 # ------------------------------------------------------------ signalling and event loops
@@ -187,11 +173,6 @@ def call_in_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -
     since a closed loop means the run is over."""
     with contextlib.suppress(RuntimeError):
         loop.call_soon_threadsafe(callback)
-
-
-def is_running(thread: threading.Thread | None) -> bool:
-    """Whether the run's thread exists and has not ended."""
-    return thread is not None and thread.is_alive()
 
 
 def finish_off(task: asyncio.Task[Any]) -> None:

@@ -1,21 +1,14 @@
 """One cluster for several processes: a server in the process that holds it, a client in each worker.
 
-Used for pytest-xdist: the controller process holds the control plane (it
-outlives every worker, and one API server is cheaper than one per worker on
-a small machine). It does not start anything up front: the first worker that
-needs a cluster connects to a Unix socket and asks; the server thread then
-opens the backend (and installs the session's CRDs) once, and answers every
-worker with the same :class:`ClusterShare`, or with the error that happened.
+pytest-xdist's controller (or the ``ktest up`` daemon) holds the control plane: one API
+server is cheaper than one per worker. The first worker that needs the cluster asks on a
+Unix socket; the server opens the backend once and answers every worker with the same
+:class:`ClusterShare`, or with the error that happened. Requests (one line): ``share``,
+``restart-controllers`` (CRDs a worker installed are new kinds for the holder's garbage
+collector), ``dead-components``.
 
-A client sends one request line: ``share`` (the default) or
-``restart-controllers``: CRDs installed by a worker are new kinds the holding
-process's garbage collector would otherwise only notice on its 30 s discovery resync.
-The ``ktest up`` daemon serves the same socket for reusing sessions.
-
-The socket lives in a private ``ktest-share-*`` directory of the temp
-directory, with a holder file (pid and start time): if the holding process is
-killed (``kill -9`` of the xdist controller or of the daemon), the next
-:class:`ClusterServer` or ``ktest down`` removes it (:func:`sweep_stale_shares`).
+The socket lives in a private ``ktest-share-*`` directory with a holder file: if the holder
+is killed, the next :class:`ClusterServer` or ``ktest down`` removes it (:func:`sweep_stale_shares`).
 """
 
 from __future__ import annotations
@@ -83,7 +76,8 @@ class ClusterServer:
             with connection:
                 if self._closing:
                     return
-                request = _read_line(connection)
+                connection.settimeout(5)
+                request = _read_line(connection, partial_on_error=True).decode(errors="replace").strip()
                 if request == "restart-controllers":
                     answer = self._restart_controllers()
                 elif request == "dead-components":
@@ -96,8 +90,7 @@ class ClusterServer:
     def open(self) -> ClusterShare:
         """Open the backend now rather than on the first request; its share (with this address)."""
         answer = self._get_answer()
-        if "error" in answer:
-            raise _ERROR_TYPES.get(answer["type"], errors.KtestError)(answer["error"])
+        _raise_if_error(answer)
         return ClusterShare.from_json(answer["share"])
 
     def _get_answer(self) -> dict[str, Any]:
@@ -180,16 +173,26 @@ def request_dead_components(address: str) -> list[tuple[str, str]]:
     return [(name, tail) for name, tail in _request(address, "dead-components")["dead"]]
 
 
-def _read_line(connection: socket.socket) -> str:
-    connection.settimeout(5)
+def _read_line(connection: socket.socket, *, partial_on_error: bool = False) -> bytes:
+    """What the peer sends up to its newline or until it closes the connection; with
+    ``partial_on_error``, a failed read (a worker that died) ends the line instead of raising."""
     data = b""
-    with contextlib.suppress(OSError):
+    try:
         while not data.endswith(b"\n"):
-            chunk = connection.recv(1024)
+            chunk = connection.recv(65536)
             if not chunk:
                 break
             data += chunk
-    return data.decode(errors="replace").strip()
+    except OSError:
+        if not partial_on_error:
+            raise
+    return data
+
+
+def _raise_if_error(answer: dict[str, Any], where: str = "") -> None:
+    """Raise the error the holding process answered with, as its own ktest error type."""
+    if "error" in answer:
+        raise _ERROR_TYPES.get(answer.get("type", ""), errors.KtestError)(answer["error"] + where)
 
 
 def _request(address: str, request: str) -> dict[str, Any]:
@@ -197,12 +200,7 @@ def _request(address: str, request: str) -> dict[str, Any]:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.connect(address)
             connection.sendall(request.encode() + b"\n")
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = connection.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data = _read_line(connection)
     except OSError as error:
         raise errors.ControlPlaneError(
             f"cannot reach the process that holds the test cluster ({address}): {error}; "
@@ -214,7 +212,5 @@ def _request(address: str, request: str) -> dict[str, Any]:
             "(the pytest-xdist controller is shutting down)"
         )
     answer = json.loads(data)
-    if "error" in answer:
-        error_type = _ERROR_TYPES.get(answer.get("type", ""), errors.KtestError)
-        raise error_type(f"{answer['error']}\n(raised in the process that holds the cluster)")
+    _raise_if_error(answer, "\n(raised in the process that holds the cluster)")
     return dict(answer)
