@@ -5,10 +5,10 @@ Thin: settings → this package's machinery (node image, config, create, sweep) 
 (``--ktest-keep-cluster``); orphans of killed runs are swept before the next
 one creates its own. ``ktest up --backend kind`` keeps one warm for later runs
 to attach to (:func:`find_kept`); pytest-xdist workers attach to the controller's
-(:func:`attach`). With ``ktest_kind_pool`` a run claims a spare cluster made in
+(:class:`AttachedKindBackend`). With ``ktest_kind_pool`` a run claims a spare cluster made in
 the background by an earlier run (:mod:`ktest.backends.kind.pool`) and, once its own cluster is
 up, starts the making of the next. Its registry parts (``ktest.backend_registry``): ``open_kind``,
-``preflight``, ``attach``, ``diagnostics``.
+``preflight``, ``AttachedKindBackend``, ``diagnostics``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ktest.backend_registry import LogExport
 from ktest.backends.kind import records
 from ktest.backends.kind.cluster import KindCluster, create_cluster, keep
 from ktest.backends.kind.handle import KindHandle
+from ktest.backends.kind.network import host_gateway
 from ktest.backends.kind.pool import SpareSpec
 from ktest.cluster import Cluster, UserIssuer
 from ktest.config import Settings
@@ -48,7 +49,7 @@ class KindBackend(Backend):
                 name=kind_cluster.name,
                 controllers=None,  # a real kube-controller-manager runs every controller
                 user_issuer=_user_issuer(kind_cluster.directory),
-                webhook_host=partial(_host_gateway, kind_cluster.name),
+                webhook_host=partial(host_gateway, kind_cluster.name),
             )
         )
         self.handle = KindHandle(
@@ -194,7 +195,7 @@ class AttachedKindBackend(AttachedBackend):
 
     def __init__(self, share: ClusterShare, *, name: str) -> None:
         self.cluster_name = share.backend_details[CLUSTER_NAME]
-        super().__init__(share, name=name, webhook_host=partial(_host_gateway, self.cluster_name))
+        super().__init__(share, name=name, webhook_host=partial(host_gateway, self.cluster_name))
 
     @cached_property
     def handle(self) -> KindHandle:
@@ -209,11 +210,6 @@ class AttachedKindBackend(AttachedBackend):
             resolve_kind(progress=False),
             self.cluster,
         )
-
-
-def attach(share: ClusterShare, name: str) -> Backend:
-    """The registry's ``attach``: the kind cluster of ``share``, run by another process."""
-    return AttachedKindBackend(share, name=name)
 
 
 def cluster_name_of(backend: Backend) -> str | None:
@@ -247,23 +243,8 @@ def _user_issuer(directory: Path) -> UserIssuer | None:
     return partial(issue_user, directory)
 
 
-def _host_gateway(name: str) -> str:
-    from ktest.backends.kind.network import host_gateway
-
-    return host_gateway(name)
-
-
 def _say(message: str) -> None:
     print(f"ktest: {message}", file=sys.stderr, flush=True)
-
-
-def require_kind_record(name: str) -> records.ClusterRecord:
-    record = records.read_record(name)
-    if record is None:
-        raise KindError(
-            f"no kind cluster named {name!r} was created by ktest (records in {records.records_directory()})"
-        )
-    return record
 
 
 def find_kept(settings: Settings, notes: list[str] | None = None) -> KindBackend | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktest.assets.store import Locations
+from ktest.base.delegation import PathBelow
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,5 @@ class KindCache:
     def rootfs(self, key: str) -> Path:
         return self.root / "rootfs" / key / "rootfs.tar"
 
-    @property
-    def build_lock(self) -> Path:
-        return self.root / "build.lock"
-
-    @property
-    def scratch(self) -> Path:
-        return self.root / "scratch"
+    build_lock = PathBelow("root", "build.lock")
+    scratch = PathBelow("root", "scratch")

@@ -1,4 +1,3 @@
-# Over 500 lines: one kind cluster's whole life (create, credentials, readiness, delete) in one place.
 """A kind cluster ktest created: create, wait until usable, inspect, delete, export logs.
 
 The ``kind`` CLI drives the lifecycle; the Docker SDK answers questions about
@@ -24,7 +23,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ import yaml
 from ktest.backends.kind import on_death, records
 from ktest.backends.kind.kubeadm_patches import with_kubeadm_patches, write_patches
 from ktest.backends.kind.records import ClusterRecord
+from ktest.base.delegation import Delegated
 from ktest.base.janitor_client import JanitorHandle
 from ktest.base.procfs import write_private_file
 from ktest.errors import KindError
@@ -93,29 +93,14 @@ class KindCluster:
     kind: Path
     janitor: JanitorHandle | None = None
 
-    @property
-    def name(self) -> str:
-        return self.record.name
+    name = Delegated[str]("record")
+    version = Delegated[str]("record")
+    kubeconfig = Delegated[Path]("record")
+    """Admin kubeconfig with file references into the cluster's private (0700) directory."""
 
     @property
     def directory(self) -> Path:
         return Path(self.record.directory)
-
-    @property
-    def kubeconfig(self) -> Path:
-        """Admin kubeconfig with file references into the cluster's private (0700) directory."""
-        return self.record.kubeconfig
-
-    @property
-    def version(self) -> str:
-        return self.record.version
-
-    def node_containers(self) -> list[Any]:
-        """The Docker containers of this cluster's nodes (running or not)."""
-        return node_containers(self.name)
-
-    def node_names(self) -> list[str]:
-        return sorted(container.name for container in self.node_containers())
 
     def stopped(self) -> str | None:
         """Why the cluster cannot serve tests any more (a node container not running), or None."""
@@ -168,39 +153,26 @@ def cluster_stopped(name: str, client: Any = None) -> str | None:
     return None
 
 
-HALF_MADE_SETTLE = 3.0
-"""Seconds without a node container before a half-made cluster counts as deleted: its ``kind
-create`` was stopped while the engine was still creating a node container (copying the
-image's ``/var`` into its volume takes seconds on a busy machine), which ``kind delete``
-then fails to remove without a word (kind v0.33: the container stays "Created")."""
-HALF_MADE_TIMEOUT = 120.0
-
-
 def delete_cluster(kind: Path, record: ClusterRecord, directory: Path | None = None) -> None:
     """``kind delete cluster`` (a no-op for a cluster that is gone), then the files and record.
 
-    A half-made cluster (no kubeconfig yet: ``kind create`` was stopped) is deleted again each
-    time a node container shows up, until none has for :data:`HALF_MADE_SETTLE` seconds.
+    A half-made cluster (no kubeconfig yet: ``kind create`` was stopped) is deleted until it stays
+    deleted (:func:`ktest.backends.kind.on_death.delete_until_settled`).
     """
     from docker.errors import DockerException
 
-    half_made = not record.kubeconfig.is_file()
-    give_up = time.monotonic() + HALF_MADE_TIMEOUT
-    while True:
-        run_kind(
-            kind,
-            ["delete", "cluster", "--name", record.name, "--kubeconfig", os.devnull],
-            what=f"deleting kind cluster {record.name}",
-            timeout=180.0,
-        )
-        quiet_until = min(time.monotonic() + (HALF_MADE_SETTLE if half_made else 0.0), give_up)
-        left: list[Any] = []
-        while not left and time.monotonic() < quiet_until:
-            time.sleep(0.25)
-            with contextlib.suppress(KindError, DockerException):  # e.g. a container gone while listed
-                left = node_containers(record.name)
-        if not left:
-            break
+    def left() -> list[Any]:
+        with contextlib.suppress(KindError, DockerException):  # e.g. a container gone while listed
+            return node_containers(record.name)
+        return []
+
+    delete = ["delete", "cluster", "--name", record.name, "--kubeconfig", os.devnull]
+    on_death.delete_until_settled(
+        lambda: run_kind(kind, delete, what=f"deleting kind cluster {record.name}", timeout=180.0),
+        left,
+        half_made=not record.kubeconfig.is_file(),
+        poll=0.25,
+    )
     shutil.rmtree(record.directory, ignore_errors=True)
     records.remove_record(record, directory)
 
@@ -507,13 +479,3 @@ def _system_pod_summary(client: Any) -> str:
             + (f" ({reason})" if reason else "")
         )
     return ", ".join(parts)
-
-
-@contextlib.contextmanager
-def created(kind: Path, **kwargs: Any) -> Iterator[KindCluster]:
-    """``with created(kind, name=..., image=..., ...) as cluster:`` deleted at the end."""
-    cluster = create_cluster(kind, **kwargs)
-    try:
-        yield cluster
-    finally:
-        cluster.delete()

@@ -13,6 +13,7 @@ import contextlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,6 @@ class KindHandle:
         self.version = version
         self.kind = kind
         self.cluster = cluster
-        self._kubectl: Kubectl | None = None
 
     def __repr__(self) -> str:
         return f"KindHandle({self.name!r}, kubeconfig={str(self.kubeconfig)!r})"
@@ -59,17 +59,17 @@ class KindHandle:
                     return tag
         raise KindError(f"no pause image in node {self.nodes[0]} of kind cluster {self.name}")
 
+    @cached_property
+    def _kubectl(self) -> Kubectl:
+        return Kubectl(find_kubectl(self.version), self.kubeconfig)
+
     def kubectl(self, *args: str, input: str | None = None, timeout: float = 120.0) -> str:
         """Run kubectl against this cluster; returns stdout, raises KindError with stderr."""
-        if self._kubectl is None:
-            self._kubectl = Kubectl(find_kubectl(self.version), self.kubeconfig)
         return self._kubectl(*args, input=input, timeout=timeout)
 
     @contextlib.contextmanager
     def port_forward(self, target: str, port: int, *, namespace: str | None = None) -> Iterator[int]:
         """``with kind.port_forward("svc/web", 80, namespace=ns) as local_port:``."""
-        if self._kubectl is None:
-            self._kubectl = Kubectl(find_kubectl(self.version), self.kubeconfig)
         with self._kubectl.port_forward(target, port, namespace=namespace) as local:
             yield local
 

@@ -15,13 +15,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 KIND_CREATE_SETTLE = 3.0
-"""Seconds without a node container before a cluster whose ``kind create`` was killed counts
-as deleted: the engine may still be creating a node container, which ``kind delete`` then
-fails to remove without a word."""
+"""Seconds without a node container before a half-made cluster counts as deleted: its ``kind
+create`` was stopped while the engine was still creating a node container (copying the
+image's ``/var`` into its volume takes seconds on a busy machine), which ``kind delete``
+then fails to remove without a word (kind v0.33: the container stays "Created")."""
 KIND_CREATE_TIMEOUT = 120.0
 
 
@@ -56,7 +58,7 @@ def delete_kind_cluster(kind: str, name: str, record: Path, directory: Path | No
     """Delete a dead holder's kind cluster (stopping a ``kind create`` still running for it first).
 
     Half-made (a ``kind create`` was running, or ``directory`` has no admin kubeconfig yet), it is
-    deleted again each time a node container shows up, until none has for KIND_CREATE_SETTLE s.
+    deleted until it stays deleted (:func:`delete_until_settled`).
     """
     try:
         if '"kept": true' in record.read_text():
@@ -67,19 +69,31 @@ def delete_kind_cluster(kind: str, name: str, record: Path, directory: Path | No
     for pid in creating:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    half_made = bool(creating) or (directory is not None and not (directory / "admin.kubeconfig").exists())
-    give_up = time.monotonic() + KIND_CREATE_TIMEOUT
-    while True:
-        _kind(kind, "delete", "cluster", "--name", name, "--kubeconfig", os.devnull)
-        quiet_until = min(time.monotonic() + (KIND_CREATE_SETTLE if half_made else 0.0), give_up)
-        left = ""
-        while not left and time.monotonic() < quiet_until:
-            time.sleep(0.5)
-            left = _kind(kind, "get", "nodes", "--name", name).strip()
-        if not left:
-            break
+    delete_until_settled(
+        lambda: _kind(kind, "delete", "cluster", "--name", name, "--kubeconfig", os.devnull),
+        lambda: _kind(kind, "get", "nodes", "--name", name).strip(),
+        half_made=bool(creating) or (directory is not None and not (directory / "admin.kubeconfig").exists()),
+        poll=0.5,
+    )
     with contextlib.suppress(OSError):
         record.unlink()
+
+
+def delete_until_settled(
+    delete: Callable[[], object], left: Callable[[], object], *, half_made: bool, poll: float
+) -> None:
+    """``delete()`` once; a half-made cluster again each time ``left()`` finds a node container,
+    until none has for :data:`KIND_CREATE_SETTLE` seconds (or :data:`KIND_CREATE_TIMEOUT`)."""
+    give_up = time.monotonic() + KIND_CREATE_TIMEOUT
+    while True:
+        delete()
+        quiet_until = min(time.monotonic() + (KIND_CREATE_SETTLE if half_made else 0.0), give_up)
+        found: object = None
+        while not found and time.monotonic() < quiet_until:
+            time.sleep(poll)
+            found = left()
+        if not found:
+            return
 
 
 def main(argv: list[str]) -> None:

@@ -78,12 +78,7 @@ class SpareSpec:
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "image": self.image,
-            "image_id": self.image_id,
-            "version": self.version,
-            "config": dict(self.config),
-        }
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SpareSpec:

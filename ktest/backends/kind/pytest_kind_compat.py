@@ -165,12 +165,7 @@ class KindClusterCompat:
         )
 
 
-def make_compat(handle: KindHandle) -> KindClusterCompat:
-    """An object with pytest-kind's ``KindCluster`` API over ktest's cluster (no downloads)."""
-    return KindClusterCompat(handle)
-
-
 @pytest.fixture(scope="session")
 def kind_cluster(kind: KindHandle) -> KindClusterCompat:
     """pytest-kind's ``kind_cluster`` on ktest's kind cluster (``--ktest-backend kind``)."""
-    return make_compat(kind)
+    return KindClusterCompat(kind)

@@ -31,7 +31,6 @@ LABEL_KUBERNETES_VERSION = LABEL_PREFIX + "kubernetes-version"
 LABEL_KIND_VERSION = LABEL_PREFIX + "kind-version"
 LABEL_RECIPE_VERSION = LABEL_PREFIX + "recipe-version"
 LABEL_BUILD_DATE = LABEL_PREFIX + "build-date"
-LABEL_COMPONENTS = LABEL_PREFIX + "components"
 # On every container a build starts (value BUILD_RUNNING), so leftovers of an interrupted build are
 # found and removed. A commit copies the container's labels into the image, and so into every kind
 # node made from it: the commit overrides the value with BUILD_COMMITTED, which the sweep ignores.
