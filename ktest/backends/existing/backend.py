@@ -31,9 +31,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 import urllib3
-import yaml
 
-from ktest.backends.existing.private_kubeconfig import PrivateKubeconfig
+from ktest.backends.existing.private_kubeconfig import PrivateKubeconfig, context_entries, load_kubeconfig
 from ktest.cluster import Cluster
 from ktest.cluster.namespaces import sweep_dead_namespaces
 from ktest.cluster.rest import auth_headers
@@ -98,12 +97,7 @@ class ExistingBackend(Backend):
 
 def check_context(kubeconfig: Path, context: str) -> None:
     """Raise ConfigError unless ``context`` exists in ``kubeconfig`` and is its current context."""
-    try:
-        config: Any = yaml.safe_load(kubeconfig.read_text())
-    except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"backend existing: cannot read kubeconfig {kubeconfig}: {error}") from None
-    if not isinstance(config, dict):
-        raise ConfigError(f"backend existing: {kubeconfig} is not a kubeconfig (no mapping at the top)")
+    config = load_kubeconfig(kubeconfig)
     names = [entry.get("name") for entry in config.get("contexts") or () if isinstance(entry, dict)]
     if context not in names:
         raise ConfigError(
@@ -221,22 +215,14 @@ def _anonymous(server: str, kubeconfig: Path, context: str) -> str:
 def _context_user(kubeconfig: Path, context: str) -> tuple[str, dict[str, Any] | None]:
     """The name of the context's user and that user's entry (None when the kubeconfig has none)."""
     try:
-        config: Any = yaml.safe_load(kubeconfig.read_text())
-    except (OSError, yaml.YAMLError):
+        context_entry, _, entry = context_entries(load_kubeconfig(kubeconfig), context)
+    except ConfigError:
         return "", None
-    if not isinstance(config, dict):
-        return "", None
-
-    def named(key: str, name: object) -> dict[str, Any]:
-        for entry in config.get(key) or ():
-            if isinstance(entry, dict) and entry.get("name") == name:
-                return entry
-        return {}
-
-    user_name = (named("contexts", context).get("context") or {}).get("user") or ""
-    entry = named("users", user_name) if user_name else {}
+    user_name = (context_entry.get("context") or {}).get("user") or ""
+    if not user_name or entry is None:
+        return str(user_name), None
     body = entry.get("user")
-    return str(user_name), body if isinstance(body, dict) else (None if not entry else {})
+    return str(user_name), body if isinstance(body, dict) else {}
 
 
 def credentials_problem(kubeconfig: Path, context: str) -> str | None:

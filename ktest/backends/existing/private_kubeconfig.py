@@ -39,15 +39,7 @@ class PrivateKubeconfig:
     """``path`` is a kubeconfig with only ``context``, credentials as files; ``close()`` removes it."""
 
     def __init__(self, source: Path, context: str, base: Path | None = None) -> None:
-        config = _load(source)
-        named = {
-            key: {e.get("name"): e for e in config.get(key) or () if isinstance(e, dict)}
-            for key in ("contexts", "clusters", "users")
-        }
-        context_entry = copy.deepcopy(named["contexts"].get(context) or {})
-        inner = context_entry.get("context") or {}
-        cluster = copy.deepcopy(named["clusters"].get(inner.get("cluster")))
-        user = copy.deepcopy(named["users"].get(inner.get("user")))
+        context_entry, cluster, user = copy.deepcopy(context_entries(load_kubeconfig(source), context))
         parent = base or Path(tempfile.gettempdir())
         self.directory = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent))
         self._janitor: JanitorHandle | None = JanitorHandle(self.directory, keep_directory=False)
@@ -106,7 +98,8 @@ class PrivateKubeconfig:
             janitor.release()
 
 
-def _load(source: Path) -> dict[str, Any]:
+def load_kubeconfig(source: Path) -> dict[str, Any]:
+    """The kubeconfig at ``source``; a ConfigError when it cannot be read or is no mapping."""
     try:
         config = yaml.safe_load(source.read_text())
     except (OSError, yaml.YAMLError) as error:
@@ -114,3 +107,15 @@ def _load(source: Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise ConfigError(f"backend existing: {source} is not a kubeconfig (no mapping at the top)")
     return config
+
+
+def context_entries(config: dict[str, Any], context: str) -> tuple[dict[str, Any], Any, Any]:
+    """The entry of ``context`` ({} when absent), and the entries of its cluster and its user
+    (None when the kubeconfig has none of that name)."""
+    named = {
+        key: {e.get("name"): e for e in config.get(key) or () if isinstance(e, dict)}
+        for key in ("contexts", "clusters", "users")
+    }
+    context_entry = named["contexts"].get(context) or {}
+    inner = context_entry.get("context") or {}
+    return context_entry, named["clusters"].get(inner.get("cluster")), named["users"].get(inner.get("user"))
