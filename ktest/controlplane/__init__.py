@@ -8,12 +8,8 @@ child processes bound to the life of the Python process that started them.
         cp.add_user("my-operator", groups=["g"])   # kubeconfig for a client-cert identity
         cp.restart()                               # same etcd data, same ports if free
 
-Components start in parallel where they can (etcd and kube-apiserver together),
-etcd starts on a copy of data bootstrapped once per version (``etcd_template``),
-readiness is polled every 20 ms, and ``start()`` returns once the API server is
-ready, the ``default`` namespace exists and the garbage collector has synced.
-Every child runs in its own session, gets SIGKILL from the kernel when this
-process dies, and a small janitor process removes what is left after ``kill -9``.
+Every child runs in its own session and gets SIGKILL from the kernel when this process dies; a
+small janitor process removes what is left after ``kill -9``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""The API server's client certificate for admission webhook calls (issue 23.3).
+"""The API server's client certificate for admission webhook calls.
 
-kube-apiserver presents a client certificate to admission webhooks when its
-``--admission-control-config-file`` gives the ValidatingAdmissionWebhook and
-MutatingAdmissionWebhook plugins a ``kubeConfigFile`` whose ``users`` hold one
-(the entry ``*`` matches every webhook host:port). ktest gives each control plane a
-CA of its own for that (key kept in memory: it signs this one certificate and
-nothing else), so ktest's webhook front server can require a certificate only
-this API server holds. Everything is written 0600 in the plane's 0700 directory.
-
-The API server does not present it for CRD conversion webhooks: the apiextensions
-server builds their client with an empty kubeconfig (``NewDefaultAuthenticationInfoResolver("")``
-in apiextensions-apiserver's webhook converter), so those calls are anonymous TLS.
+kube-apiserver presents one to admission webhooks when its ``--admission-control-config-file``
+gives the webhook plugins a ``kubeConfigFile`` whose user ``*`` holds it. Each control plane gets a
+CA of its own for it (key kept in memory), so ktest's webhook front server can require a
+certificate only this API server holds. Not presented to CRD conversion webhooks: apiextensions
+calls them with an empty kubeconfig (anonymous TLS).
 """
 
 from __future__ import annotations
@@ -47,32 +41,20 @@ def write_webhook_client(plane_directory: Path) -> WebhookClientFiles:
     pair = ca.client(WEBHOOK_CLIENT_STEM, WEBHOOK_CLIENT_USER)
     kubeconfig = directory / "webhook-client.kubeconfig"
     credentials = {"client-certificate": str(pair.cert_path), "client-key": str(pair.key_path)}
-    write_private_text(
-        kubeconfig,
-        yaml.safe_dump(
-            {"apiVersion": "v1", "kind": "Config", "users": [{"name": "*", "user": credentials}]},
-            sort_keys=False,
-        ),
-    )
+    users = [{"name": "*", "user": credentials}]
+    write_private_text(kubeconfig, yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": users}))
     plugin_configuration = {
         "apiVersion": "apiserver.config.k8s.io/v1",
         "kind": "WebhookAdmissionConfiguration",
         "kubeConfigFile": str(kubeconfig),
     }
     admission_config = directory / "admission-config.yaml"
-    write_private_text(
-        admission_config,
-        yaml.safe_dump(
-            {
-                "apiVersion": "apiserver.config.k8s.io/v1",
-                "kind": "AdmissionConfiguration",
-                "plugins": [
-                    {"name": name, "configuration": plugin_configuration} for name in WEBHOOK_PLUGINS
-                ],
-            },
-            sort_keys=False,
-        ),
-    )
+    configuration = {
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AdmissionConfiguration",
+        "plugins": [{"name": name, "configuration": plugin_configuration} for name in WEBHOOK_PLUGINS],
+    }
+    write_private_text(admission_config, yaml.safe_dump(configuration))
     return WebhookClientFiles(ca.cert_path, admission_config)
 
 

@@ -130,7 +130,7 @@ def extra_flag_names(extra_flags: Sequence[str] | Mapping[str, str | None]) -> s
     ktest must own (:data:`RESERVED_FLAGS`)."""
     if isinstance(extra_flags, str):
         raise ControlPlaneError(f"apiserver_flags must be a list such as [{extra_flags!r}], not a string.")
-    names = {flag_name(f) for f in (extra_flags.keys() if isinstance(extra_flags, Mapping) else extra_flags)}
+    names = set(_flag_names(extra_flags))
     reserved = sorted(names & RESERVED_FLAGS)
     if reserved:
         raise ControlPlaneError(
@@ -142,13 +142,14 @@ def extra_flag_names(extra_flags: Sequence[str] | Mapping[str, str | None]) -> s
     return names
 
 
+def _flag_names(extra_flags: Sequence[str] | Mapping[str, str | None]) -> list[str]:
+    flags = extra_flags.keys() if isinstance(extra_flags, Mapping) else extra_flags
+    return [flag_name(flag) for flag in flags]
+
+
 def rejected_flags_hint(extra_flags: Sequence[str] | Mapping[str, str | None], binary: Path, log: str) -> str:
     """Point at the user's extra flag when the API server (``binary``) exited with ``log``."""
-    given = (
-        list(extra_flags.keys())
-        if isinstance(extra_flags, Mapping)
-        else [flag_name(argument) for argument in extra_flags]
-    )
+    given = _flag_names(extra_flags)
     known = probe(binary)
     unknown = [name for name in given if not known.accepts(name)]
     if unknown:
@@ -258,17 +259,11 @@ class ApiServerClient:
         No ``/readyz`` check covers the cluster IP allocator: it learns the ServiceCIDRs from
         an informer, and until then every Service create fails with 500 "range is full"."""
         if bootstrap is None:
-            status, _ = self.get("/readyz")
-            if status != 200:
-                return False
-            status, _ = self.get("/api/v1/namespaces/default")
-            if status != 200:
-                return False
+            serving = self.get("/readyz")[0] == 200 and self.get("/api/v1/namespaces/default")[0] == 200
         else:
-            status, _ = self.get(READYZ_WITHOUT_BOOTSTRAP_HOOKS)
-            if status != 200 or self.missing_bootstrap_objects(bootstrap):
-                return False
-        return self.service_ip_problem() is None
+            serving = self.get(READYZ_WITHOUT_BOOTSTRAP_HOOKS)[0] == 200
+            serving = serving and not self.missing_bootstrap_objects(bootstrap)
+        return serving and self.service_ip_problem() is None
 
     def service_ip_problem(self) -> str | None:
         """Why a Service cannot get a cluster IP now (None: it can), shown by creating one.

@@ -1,8 +1,6 @@
-"""kube-controller-manager running only the controllers tests need.
-
-Only the garbage collector and the namespace controller by default: with them,
-owner references are really garbage-collected and namespaces really finish
-deleting, which envtest (API server + etcd only) cannot do.
+"""kube-controller-manager running only the controllers tests need: by default the garbage
+collector and the namespace controller, so owner references are really garbage-collected and
+namespaces really finish deleting, which envtest (API server + etcd only) cannot do.
 """
 
 from __future__ import annotations

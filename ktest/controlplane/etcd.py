@@ -1,10 +1,7 @@
-"""etcd for one control plane: loopback only, TLS with client-certificate
-authentication, private data directory.
+"""etcd for one control plane: loopback only, TLS with client certificates, private data directory.
 
-etcd trusts its own CA, not the cluster's: a user certificate issued for the
-API server (``cp.add_user``) cannot read etcd directly. That CA's key is
-never written to disk, so only the API server's client certificate (in the
-control plane's 0700 directory) can talk to etcd.
+etcd trusts a CA of its own (key never on disk), not the cluster's: only the API server's client
+certificate can talk to it, not a user certificate from ``cp.add_user``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""Read what etcd really holds, not what the API server answers.
+"""Read what etcd really holds, not what the API server answers (which converts every object to
+the version asked for, so it cannot show the version an object is *stored* in).
 
-The API server converts every object it returns to the version asked for, so it
-cannot show in which version an object is *stored*. On the bare backend ktest owns
-etcd, so it can ask etcd directly: through etcd's JSON gateway (``POST /v3/kv/range``
-on its client URL, keys and values in base64), with the API server's own etcd client
-certificate, found on the running API server's command line (``--etcd-servers``,
-``--etcd-cafile``, ``--etcd-certfile``, ``--etcd-keyfile``, ``--etcd-prefix``).
-Custom resources are stored as JSON under
-``<prefix>/<group>/<plural>/[<namespace>/]<name>``.
+On the bare backend ktest owns etcd: it reads through etcd's JSON gateway (``POST /v3/kv/range``)
+with the API server's own etcd client certificate, found on its command line. Custom resources
+are stored as JSON under ``<prefix>/<group>/<plural>/[<namespace>/]<name>``.
 """
 
 from __future__ import annotations
@@ -53,11 +49,8 @@ class EtcdReader:
     def from_apiserver_flags(cls, command: Sequence[str]) -> EtcdReader:
         """The reader for the etcd a kube-apiserver command line points at."""
         flags = _flags(command)
-        missing = [
-            name
-            for name in ("etcd-servers", "etcd-cafile", "etcd-certfile", "etcd-keyfile")
-            if not flags.get(name)
-        ]
+        needed = ("etcd-servers", "etcd-cafile", "etcd-certfile", "etcd-keyfile")
+        missing = [name for name in needed if not flags.get(name)]
         if missing:
             raise ControlPlaneError(
                 "cannot find the API server's etcd: its command line lacks "

@@ -1,25 +1,14 @@
 """A pre-initialised etcd data directory per version, so a new control plane skips bootstrap.
 
-A fresh kube-apiserver spends ~0.3-0.5 s (more on a busy machine) after it starts serving
-creating what every cluster holds: the system namespaces, bootstrap RBAC roles and
-bindings, priority-and-fairness flow schemas, priority classes, the ``kubernetes``
-Service. Those objects are the same for every control plane of one version, so they are
-created once: a throwaway control plane bootstraps an etcd, both are stopped cleanly, and
-etcd's data directory is kept as a template. Each later control plane starts on a copy;
-the API server's post-start hooks then find everything in place and only reconcile.
-``tests/controlplane/test_etcd_template.py`` checks that the result is the same cluster.
-
-Templates live in ``${XDG_CACHE_HOME:-~/.cache}/ktest/etcd-templates/<key>/``; the key
-covers the etcd and kube-apiserver binaries (path, size, modification time) and the flags
-that shape stored data. A template is built under a file lock in a private directory and
-renamed into place, so concurrent starts (pytest-xdist workers) build it once and never
-see half of one; a template whose files do not match its manifest is rebuilt.
-
-The manifest also names the bootstrap objects the template holds (namespaces, RBAC roles and
-bindings, priority classes: :data:`ktest.controlplane.apiserver.BOOTSTRAP_LISTS`). A control
-plane started on a fresh copy is ready once ``/readyz`` without the two bootstrap hooks is
-green and every one of them is served (``ApiServerClient.ready(bootstrap)``): the hooks wait
-a fixed second before their first try and then find nothing to create or change.
+A fresh kube-apiserver spends ~0.3-0.5 s creating what every cluster holds (system namespaces,
+bootstrap RBAC, flow schemas, priority classes, the ``kubernetes`` Service), the same for every
+plane of one version. So a throwaway plane bootstraps an etcd once, and its data directory is kept
+as a template each later plane starts on a copy of (``tests/controlplane/test_etcd_template.py``
+checks that the result is the same cluster). Templates live in
+``${XDG_CACHE_HOME:-~/.cache}/ktest/etcd-templates/<key>/``, keyed by the binaries and the flags
+that shape stored data; built under a file lock and renamed into place, so pytest-xdist workers
+build one once and never see half of one. The manifest names the bootstrap objects the template
+holds, which lets readiness skip the bootstrap hooks' fixed second (``ApiServerClient.ready``).
 """
 
 from __future__ import annotations
@@ -34,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+from ktest.base.procfs import private_directory
 from ktest.controlplane.flags import cache_directory as flags_cache_directory
 from ktest.errors import ControlPlaneError
 
@@ -119,9 +109,9 @@ def store(
             relative = path.relative_to(data_dir)
             target = partial / relative
             if path.is_dir():
-                _private_directories(partial, target)
+                private_directory(target)
             elif path.is_file() and not path.name.endswith(".tmp"):
-                _private_directories(partial, target.parent)
+                private_directory(target.parent)
                 if path.suffix == ".wal":
                     _copy_trimmed(path, target)
                 else:
@@ -176,18 +166,9 @@ def restore(template: Path, data_dir: Path) -> None:
     data_dir.mkdir(mode=0o700)
     for name in sorted(files):
         target = data_dir / name
-        _private_directories(data_dir, target.parent)
+        private_directory(target.parent)  # 0700: etcd warns about data directories others can read
         shutil.copyfile(template / name, target)
         target.chmod(0o600)
-
-
-def _private_directories(root: Path, directory: Path) -> None:
-    """Create ``directory`` below ``root`` and its missing parents, all mode 0700 (etcd warns
-    about data directories others can read)."""
-    current = root
-    for part in directory.relative_to(root).parts:
-        current = current / part
-        current.mkdir(mode=0o700, exist_ok=True)
 
 
 def ensure(

@@ -1,8 +1,5 @@
-"""What a component binary accepts, learned once from its ``--help`` and cached.
-
-Probing ``kube-apiserver --help`` costs a process start; the answer only
-changes when the binary does, so it is cached on disk keyed by the binary's
-path, size and modification time, and in memory for the life of the process.
+"""What a component binary accepts, learned once from its ``--help`` and cached on disk (keyed by
+the binary's path, size and modification time) and in memory: probing costs a process start.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The certificates one control plane runs on and the kubeconfigs it writes.
 
-Under the plane's directory: the cluster CA (``certs/ca.crt``, ``certs/ca.key``), the API
-server's serving certificate, the service-account key pair, the admin client certificate
-(group system:masters), etcd's own CA and certificates (``certs/etcd/``), the API server's
-client certificate for admission webhooks (``certs/webhook-client/``), and a kubeconfig per
-identity whose credential files sit beside it (:mod:`ktest.base.kubeconfig`). Created once per
-start; a restart keeps them and rewrites the kubeconfigs with the API server's new port. A full
-disk while writing them is a ControlPlaneError saying where (see :func:`writing_in`).
+Under the plane's directory (layout: ``ControlPlane.directory``); created once per start, kept by
+a restart, whose new port the kubeconfigs are rewritten for. A full disk while writing them is a
+ControlPlaneError saying where (:func:`writing_in`).
 """
 
 from __future__ import annotations
@@ -78,23 +74,15 @@ class PlaneCertificates:
 
     def write_admin_kubeconfig(self, path: Path, server: str) -> Path:
         """A kubeconfig for the admin identity at ``path``, pointing at ``server``."""
-        cluster = self._require()
         with writing_in(self.directory):
-            return write_kubeconfig(
-                path,
-                server=server,
-                ca_pem=cluster.ca.cert_pem,
-                user=ADMIN_USER,
-                client_cert_pem=cluster.admin.cert_pem,
-                client_key_pem=cluster.admin.key_pem,
-            )
+            return self._write_kubeconfig(path, server, ADMIN_USER, self._require().admin)
 
     def write_kubeconfigs(self, server: str) -> None:
         """(Re)write the admin's kubeconfig and every user's for ``server``."""
         self.write_admin_kubeconfig(self.admin_kubeconfig, server)
         with writing_in(self.directory):
             for user in self._users:
-                self._write_user_kubeconfig(user, server)
+                self._write_kubeconfig(user.kubeconfig, server, user.name, user.pair)
 
     def add_user(self, name: str, groups: tuple[str, ...], server: str) -> Path:
         """A client certificate (CN=name, O=groups) and its kubeconfig, under
@@ -108,18 +96,18 @@ class PlaneCertificates:
             unique = f"{stem}-{counter}"
         pair = cluster.ca.client(f"user-{unique}", name, groups)
         user = _User(name, groups, pair, self.directory / "users" / f"{unique}.kubeconfig")
-        self._write_user_kubeconfig(user, server)
+        self._write_kubeconfig(user.kubeconfig, server, name, pair)
         self._users.append(user)
         return user.kubeconfig
 
-    def _write_user_kubeconfig(self, user: _User, server: str) -> None:
-        write_kubeconfig(
-            user.kubeconfig,
+    def _write_kubeconfig(self, path: Path, server: str, user: str, pair: KeyPair) -> Path:
+        return write_kubeconfig(
+            path,
             server=server,
             ca_pem=self._require().ca.cert_pem,
-            user=user.name,
-            client_cert_pem=user.pair.cert_pem,
-            client_key_pem=user.pair.key_pem,
+            user=user,
+            client_cert_pem=pair.cert_pem,
+            client_key_pem=pair.key_pem,
         )
 
     def _certificates(self, audit: tuple[Path, Path] | None, admission_config: bool) -> _ClusterCertificates:

@@ -1,10 +1,8 @@
 """ControlPlane: etcd + kube-apiserver + kube-controller-manager that never leak.
 
-The class orchestrates; its parts live beside it: the private directory and its janitor
-(:mod:`~ktest.controlplane.run_directory`), certificates and kubeconfigs
-(:mod:`~ktest.controlplane.pki`), each component (:mod:`~ktest.controlplane.etcd`,
-:mod:`~ktest.controlplane.apiserver`, :mod:`~ktest.controlplane.controller_manager`) and the
-etcd template (:mod:`~ktest.controlplane.etcd_template`)."""
+The class orchestrates its parts: the private directory (``run_directory``), certificates and
+kubeconfigs (``pki``), the components (``etcd``, ``apiserver``, ``controller_manager``) and the
+etcd template (``etcd_template``)."""
 
 from __future__ import annotations
 
@@ -63,26 +61,18 @@ class _PortTaken(Exception):
 class ControlPlane:
     """A private etcd + kube-apiserver (+ kube-controller-manager) for tests.
 
-    ``with ControlPlane() as cp:`` starts it and always stops it; every child
-    process is also bound to this Python process, so not even ``kill -9`` of
-    it leaves a process or a temporary directory behind.
+    ``with ControlPlane() as cp:`` starts it and always stops it; every child process is bound
+    to this Python process, so not even ``kill -9`` of it leaves a process or directory behind.
 
-    ``controllers`` selects kube-controller-manager's controllers (default:
-    garbage collector and namespace); ``"none"`` or ``()`` runs no
-    controller-manager. ``apiserver_flags`` (``["--name=value"]`` or a mapping)
-    replace ktest's value of the same flag or are added. ``audit=True`` writes
-    a Metadata-level audit log to :attr:`audit_log`. ``etcd_template=True`` starts
-    etcd on a copy of data bootstrapped once per version (see
-    :mod:`ktest.controlplane.etcd_template`; not with ``apiserver_flags``, which may
-    change what is bootstrapped), so the API server has little left to create.
+    ``controllers`` selects kube-controller-manager's controllers (default: garbage collector and
+    namespace; ``"none"`` or ``()``: no controller-manager). ``apiserver_flags``
+    (``["--name=value"]`` or a mapping) replace ktest's value of a flag or are added.
+    ``audit=True`` writes a Metadata-level audit log to :attr:`audit_log`. ``etcd_template=True``
+    starts etcd on a copy of data bootstrapped once per version (:mod:`ktest.controlplane.etcd_template`;
+    not with ``apiserver_flags``, which may change what is bootstrapped).
     ``wait_for_controllers=False``: :meth:`start` returns once the API server is ready and
-    kube-controller-manager is launched; it comes up meanwhile and
-    :meth:`wait_until_controllers_ready` waits for it (the pytest plugin does before the first
-    test body). Either way kube-controller-manager is launched with the API server, behind a
-    :class:`~ktest.controlplane.startup_gate.StartupGate` that answers its start-up health
-    check once the API server is ready (on etcd-template data without waiting for the
-    bootstrap hooks' fixed second). Until that first wait, restarts do not wait for the
-    controllers either; after it they do.
+    kube-controller-manager is launched; :meth:`wait_until_controllers_ready` waits for it (the
+    pytest plugin does before the first test body), and restarts wait for it only after that.
     """
 
     def __init__(
@@ -284,14 +274,10 @@ class ControlPlane:
     def restart_controllers(self) -> None:
         """Restart kube-controller-manager alone (a no-op when the plane runs no controllers).
 
-        The garbage collector discovers resource types at start and then only every
-        30 s, so for custom resources whose CRD was installed after start, deleting an
-        owner may take that long to reach its dependents. Call this after installing
-        CRDs: the restarted garbage collector watches them at once.
-
-        If kube-controller-manager does not come back, the error says why and etcd and the
-        API server keep serving (other tests, xdist workers, may be using them); the failed
-        process stays listed in :meth:`processes`, and calling this again tries again.
+        The garbage collector discovers resource types at start and then only every 30 s: call
+        this after installing CRDs, so that it watches their kinds at once. If it does not come
+        back, the error says why and etcd and the API server keep serving (others may use them);
+        the failed process stays in :meth:`processes`, and calling this again tries again.
         """
         with self._lock:
             self._require_started()

@@ -1,23 +1,13 @@
 """kube-controller-manager's start-up ``/healthz``, answered the moment the API server is ready.
 
-kube-controller-manager starts no controller before ``GET /healthz`` returns 200, and it asks
-once a second. kube-apiserver's ``/healthz`` includes the two bootstrap hooks that wait a fixed
-second before their first try (:data:`ktest.controlplane.apiserver.BOOTSTRAP_HOOKS`), so the
-controllers cannot run before the API server has served for a second, however early they
-were launched, and one poll that falls just short of them costs another second. The gate lets
-kube-controller-manager be launched with the API server and start its controllers the moment
-the control plane is ready: on data restored from an etcd template the hooks have nothing left
-to create, and ktest's readiness proves it without them (``/readyz`` without them, and every
-object they create served: :meth:`ApiServerClient.ready`); otherwise readiness includes them.
-
-The gate listens where kube-controller-manager's kubeconfig points. Until it has answered one
-``GET /healthz``, it ends TLS itself on each connection (with the API server's own serving
-certificate, so the client's checks are unchanged), holds that request until :meth:`open`
-(the control plane calls it once it is ready), answers ``200 ok`` and closes the
-connection; any other request gets ``503`` with ``Retry-After``. From then on, every
-connection is relayed to the API server byte for byte: TLS runs end to end, and the API server
-authenticates and serves kube-controller-manager as usual. The gate answers nothing but that
-one health check and needs no credentials of its own.
+kube-controller-manager starts no controller before ``GET /healthz`` returns 200 and asks once a
+second, and kube-apiserver's ``/healthz`` includes two bootstrap hooks that wait a fixed second
+(:data:`ktest.controlplane.apiserver.BOOTSTRAP_HOOKS`): so controllers could not run before the
+API server had served for a second, and a poll just short of that cost another. The gate, where
+kube-controller-manager's kubeconfig points, ends TLS itself (with the API server's serving
+certificate) until it has answered one ``GET /healthz``: it holds that request until :meth:`open`
+(the plane is ready) and answers ``200 ok``; any other request gets ``503`` with ``Retry-After``.
+From then on every connection is relayed to the API server byte for byte, TLS end to end.
 """
 
 from __future__ import annotations

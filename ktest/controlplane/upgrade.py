@@ -1,17 +1,10 @@
 """An in-place upgrade of a running control plane to the next Kubernetes minor.
 
-What a real cluster upgrade does to an operator, in seconds: kube-apiserver and
-kube-controller-manager stop and the next minor's binaries start on the **same etcd
-process and data**, the same port and the same certificates. An operator connected
-to the plane (in-process or a subprocess, behind ktest's proxy or not) sees its
-connections drop and must reconnect to the same address, as it would while a real
-control plane is replaced.
-
-:func:`plan_upgrade` checks the target before anything is stopped, as Kubernetes'
-version-skew policy requires: one minor at a time, never down, never to the version
-already running, only to a supported minor. :func:`upgrade_plane` does the upgrade and
-returns an :class:`UpgradeReport` (versions, how long it took, the APIs the new minor
-no longer serves). ``ControlPlane.upgrade`` is the public way in.
+kube-apiserver and kube-controller-manager stop and the next minor's start on the **same etcd
+process and data**, port and certificates: connected operators see their connections drop and must
+reconnect, as during a real control plane upgrade. :func:`plan_upgrade` checks the target first, as
+the version-skew policy requires (one minor at a time, never down, only supported minors);
+:func:`upgrade_plane` upgrades. ``ControlPlane.upgrade`` is the public way in.
 """
 
 from __future__ import annotations
@@ -210,12 +203,9 @@ def upgrade_plane(
 ) -> UpgradeReport:
     """Upgrade ``plane`` in place to ``to`` (``"1.37"``; ``cp.upgrade("1.37")``).
 
-    kube-apiserver and kube-controller-manager are replaced by the next minor's on the same
-    etcd (process and data), port and certificates, so connected clients reconnect to the same
-    address; returns once the new API server is ready and its controllers run. One minor at a
-    time: a skip, a downgrade, the same version or an unsupported minor is refused before
-    anything stops (:func:`plan_upgrade`). If the new API server does not come up, the old
-    binaries are started again and ControlPlaneError says why. ``assets``: the target's
+    Returns once the new API server is ready and its controllers run; a target
+    :func:`plan_upgrade` refuses is refused before anything stops. If the new API server does not
+    come up, the old binaries start again and ControlPlaneError says why. ``assets``: the target's
     binaries (default: obtained as ``ControlPlane`` does). A plane others use
     (``shared_by``: the pytest session's, ``ktest up``'s) is refused."""
     with plane._lock:
@@ -238,16 +228,10 @@ def upgrade_plane(
         old_assets, old_manager = plane._assets, plane._controller_manager
         started = time.monotonic()
         plane._stop_front()
-        new_manager = (
-            ControllerManager(
-                plan.assets.binary("kube-controller-manager"),
-                new_controllers,
-                plane.directory,
-                plane._log_note(),
-            )
-            if new_controllers
-            else None
-        )
+        new_manager = None
+        if new_controllers:
+            binary = plan.assets.binary("kube-controller-manager")
+            new_manager = ControllerManager(binary, new_controllers, plane.directory, plane._log_note())
         try:
             _start_front(plane, plan.assets, new_manager, bootstrap)
         except BaseException as error:
