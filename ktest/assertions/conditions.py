@@ -16,13 +16,12 @@ from ktest.assertions.objects import (
     duration_or_default,
     failure,
     read_existing,
-    ref_of,
     timeout_or_default,
     uid_of,
 )
 from ktest.assertions.objects import field as get_field
 from ktest.assertions.waiting import until_read
-from ktest.cluster.refs import RefLike
+from ktest.cluster.refs import RefLike, as_ref
 
 if TYPE_CHECKING:
     from ktest.cluster.cluster import Cluster
@@ -61,7 +60,7 @@ def assert_condition(
     int requires that value.
     """
     __tracebackhide__ = True
-    ref = ref_of(obj)
+    ref = as_ref(obj)
     wait = timeout_or_default(timeout)
     last: dict[str, Any] = {}
 
@@ -178,7 +177,7 @@ def assert_transition_time_stable(
     makes it reconcile during the window. Every version is captured with a watch.
     """
     __tracebackhide__ = True
-    ref = ref_of(obj)
+    ref = as_ref(obj)
     seconds = duration_or_default(duration)
     start = read_existing(cluster, ref, purpose="watch its conditions")
     name = describe(ref, uid_of(start))

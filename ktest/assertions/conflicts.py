@@ -31,12 +31,11 @@ from ktest.assertions.objects import (
     failure,
     field,
     read_existing,
-    ref_of,
     timeout_or_default,
     uid_of,
 )
 from ktest.assertions.waiting import until
-from ktest.cluster.refs import RefLike
+from ktest.cluster.refs import RefLike, as_ref
 from ktest.errors import ClusterError, KtestError
 from ktest.run_context import check_health
 from ktest.wait.transient import describe as describe_error
@@ -65,7 +64,7 @@ def stale_copy(cluster: Cluster, obj: RefLike) -> dict[str, Any]:
     The object is read, copied, then changed once (annotation ``ktest/stale-copy``)
     so that the copy is exactly one write behind: any update sent with it must get 409.
     """
-    ref = ref_of(obj)
+    ref = as_ref(obj)
     current = read_existing(cluster, ref, purpose="hand out a stale copy of it")
     stale = copy.deepcopy(current)
     cluster.patch(ref, {"metadata": {"annotations": {STALE_ANNOTATION: secrets.token_hex(4)}}})
@@ -85,7 +84,7 @@ def assert_conflict_on_stale_update(
     wrongly accepted is visible. Default: ``cluster.update`` (a plain PUT).
     """
     __tracebackhide__ = True
-    ref = ref_of(stale)
+    ref = as_ref(stale)
     name = describe(ref, uid_of(stale))
     token = secrets.token_hex(4)
     attempt = copy.deepcopy(stale)
@@ -144,7 +143,7 @@ class ConcurrentWriter:
         if mode not in ("patch", "update"):
             raise ValueError(f"ConcurrentWriter mode must be 'patch' or 'update', not {mode!r}")
         self.cluster = cluster
-        self.ref = ref_of(obj)
+        self.ref = as_ref(obj)
         self.interval = interval
         self.duration = duration
         self.mode = mode
@@ -288,7 +287,7 @@ def assert_survives_concurrent_writes(
     operator never met one (nothing was shown about conflicts then).
     """
     __tracebackhide__ = True
-    ref = ref_of(obj)
+    ref = as_ref(obj)
     window = duration_or_default(duration)
     wait = timeout_or_default(timeout)
     injector = ConflictInjector(cluster, ref, conflicts=conflicts) if conflicts else None

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ktest.cluster.refs import ObjectRef, RefLike, as_ref
+from ktest.cluster.refs import RefLike, as_ref
 from ktest.wait.defaults import check_seconds, current_defaults
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ def describe(target: RefLike, uid: str | None = None) -> str:
     """``Widget ns/name (example.com/v1, uid 1234...)``: how messages name an object."""
     ref = as_ref(target)
     if uid is None and isinstance(target, Mapping):
-        uid = (target.get("metadata") or {}).get("uid")
+        uid = uid_of(target)
     where = f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name
     return f"{ref.kind} {where} ({ref.api_version}{f', uid {uid}' if uid else ''})"
 
@@ -56,23 +56,16 @@ def failure(headline: str, rule: str, observed: str | Iterable[str]) -> str:
     return f"{short}{identities}{chr(10) + rest if rest else ''}\nRule: {rule}\nObserved:\n{body}"
 
 
-def read(cluster: Cluster, target: RefLike) -> dict[str, Any] | None:
-    """The object's current state, or None when it does not exist."""
-    return cluster.get_or_none(as_ref(target))
-
-
 def read_existing(cluster: Cluster, target: RefLike, *, purpose: str) -> dict[str, Any]:
     """The object's current state; an AssertionError naming ``purpose`` if it does not exist."""
-    current = read(cluster, target)
+    current = cluster.get_or_none(target)
     if current is None:
         raise AssertionError(f"{describe(target)} does not exist, so cannot {purpose}")
     return current
 
 
 def uid_of(obj: Mapping[str, Any] | None) -> str | None:
-    if obj is None:
-        return None
-    return (obj.get("metadata") or {}).get("uid")
+    return field(obj, "metadata.uid")
 
 
 def field(obj: Mapping[str, Any] | None, path: str, default: Any = None) -> Any:
@@ -87,10 +80,6 @@ def field(obj: Mapping[str, Any] | None, path: str, default: Any = None) -> Any:
 
 def finalizers_of(obj: Mapping[str, Any] | None) -> list[str]:
     return list(field(obj, "metadata.finalizers") or [])
-
-
-def ref_of(target: RefLike, namespace: str | None = None) -> ObjectRef:
-    return as_ref(target, namespace)
 
 
 def seconds(name: str, value: float | None, default: float) -> float:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from ktest.assertions.changes import changed_fields, changed_paths, who_wrote, writer_names
 from ktest.assertions.history import History, Target, Write
-from ktest.assertions.objects import duration_or_default, failure, read_existing, ref_of
-from ktest.cluster.refs import ObjectRef, RefLike
+from ktest.assertions.objects import duration_or_default, failure, read_existing
+from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 from ktest.wait.report import plural
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def assert_quiescent(
     """
     __tracebackhide__ = True
     seconds = duration_or_default(window, "window")
-    ref = ref_of(obj)
+    ref = as_ref(obj)
     read_existing(cluster, ref, purpose="check that it stays unchanged")
     targets = [Target.of(ref), *(_child_target(child, ref) for child in children)]
     history = History(cluster, targets)
@@ -171,5 +171,5 @@ def _child_target(child: Child, owner: ObjectRef) -> Target:
     if isinstance(child, tuple) and len(child) == 2:
         api_version, kind = child
         return Target(api_version, kind, owner.namespace)
-    return Target.of(ref_of(child, owner.namespace))
+    return Target.of(as_ref(child, owner.namespace))
 

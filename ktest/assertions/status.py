@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ktest.assertions.changes import status_write_notes
-from ktest.assertions.objects import describe, failure, read_existing, ref_of, timeout_or_default, uid_of
+from ktest.assertions.objects import describe, failure, read_existing, timeout_or_default, uid_of
 from ktest.assertions.objects import field as get_field
 from ktest.assertions.waiting import until_read
-from ktest.cluster.refs import ObjectRef, RefLike
+from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 from ktest.errors import ClusterError
 from ktest.errors.api import ApiError
 from ktest.wait.match import diff
@@ -76,7 +76,7 @@ def assert_status_subresource(
     busy with, since controllers see the probe writes.
     """
     __tracebackhide__ = True
-    ref = ref_of(obj)
+    ref = as_ref(obj)
     before = read_existing(cluster, ref, purpose="probe its status subresource")
     name = describe(ref, uid_of(before))
     info = cluster.info(ref.api_version, ref.kind)
@@ -425,7 +425,7 @@ def assert_observed_generation(
     Returns the object.
     """
     __tracebackhide__ = True
-    ref = ref_of(obj)
+    ref = as_ref(obj)
     wait = timeout_or_default(timeout)
 
     def observed(current: dict[str, Any]) -> dict[str, Any]:
