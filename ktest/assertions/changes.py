@@ -8,10 +8,12 @@ syntax (``status.conditions[type=Ready].lastTransitionTime``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ktest.cluster.cluster import FIELD_MANAGER
+from ktest.wait.match import diff
 from ktest.wait.report import shortening_repr
 
 IGNORED_PATHS = frozenset({"metadata.resourceVersion", "metadata.managedFields"})
@@ -69,13 +71,9 @@ def _changed_entries(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> l
     return found
 
 
-def owners(obj: Mapping[str, Any], path: str) -> list[str]:
-    """The managers whose managedFields claim ``path``, a field above it, or items of a
-    list on the way (list items are not followed further)."""
-    return [describe_manager(e) for e in _owner_entries(obj, path)]
-
-
 def _owner_entries(obj: Mapping[str, Any], path: str) -> list[Mapping[str, Any]]:
+    """The entries whose managedFields claim ``path``, a field above it, or items of a
+    list on the way (list items are not followed further)."""
     parts = [p.split("[", 1)[0] for p in path.split(".") if p]
     found = []
     for entry in _managed(obj):
@@ -192,3 +190,39 @@ def status_write_notes(obj: Mapping[str, Any]) -> list[str]:
     return [
         "status written by " + ", ".join(f"{describe_manager(e)} at {e.get('time', '?')}" for e in entries)
     ]
+
+
+# ------------------------------------------------------------------ conversion round trips
+
+_SERVER_SIDE_METADATA = ("resourceVersion", "managedFields", "generation", "uid", "creationTimestamp")
+_MISSING_LINE = re.compile(r"^(?P<path>.*?): missing, expected (?P<value>.*?)(?: \(present: .*\))?$")
+_CHANGED_LINE = re.compile(r"^(?P<path>.*?): expected (?P<before>.*), got (?P<after>.*)$")
+
+
+def round_trip_changes(original: Mapping[str, Any], back: Mapping[str, Any]) -> list[str]:
+    """Each field a conversion round trip lost, changed or added, ignoring the metadata the
+    server sets on every write."""
+    before, after = _comparable(original), _comparable(back)
+    changes = [round_trip_wording(line) for line in diff(after, before)]
+    for line in diff(before, after):  # diff() checks only what its expected side holds
+        added = _MISSING_LINE.match(line)
+        if added:
+            changes.append(f"{added.group('path')}: added by the round trip ({added.group('value')})")
+    return changes
+
+
+def round_trip_wording(line: str) -> str:
+    """diff()'s 'expected X, got Y' (expected: the original) in round-trip terms."""
+    lost = _MISSING_LINE.match(line)
+    if lost:
+        return f"{lost.group('path')}: lost (was {lost.group('value')})"
+    changed = _CHANGED_LINE.match(line)
+    if changed:
+        before, after = changed.group("before"), changed.group("after")
+        return f"{changed.group('path')}: was {before}, came back as {after}"
+    return line
+
+
+def _comparable(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _SERVER_SIDE_METADATA}
+    return {**{k: v for k, v in obj.items() if k != "metadata"}, "metadata": meta}

@@ -15,8 +15,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ktest.assertions.changes import round_trip_changes, round_trip_wording
 from ktest.assertions.objects import describe, failure
-from ktest.assertions.webhooks import _added, _comparable, _round_trip_wording
 from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 from ktest.errors.api import ApiError
 from ktest.wait.match import diff
@@ -66,12 +66,11 @@ def assert_round_trips(cluster: Cluster, obj: RefLike, via: str) -> dict[str, An
             )
         ) from None
     back = cluster.get(ref)
-    changes = [_round_trip_wording(line) for line in diff(_comparable(back), _comparable(original))]
-    changes += _added(back, original)
+    changes = round_trip_changes(original, back)
     if isinstance(obj, Mapping) and isinstance(obj.get("spec"), Mapping):
         # the object as the test sent it: a field lost on the way in (created at an older
         # version than the storage version, converted once already) is lost too
-        sent = [f"{_round_trip_wording(line)} (as sent)" for line in diff(back, {"spec": obj["spec"]})]
+        sent = [f"{round_trip_wording(line)} (as sent)" for line in diff(back, {"spec": obj["spec"]})]
         changes += [line for line in sent if line.removesuffix(" (as sent)") not in changes]
     if changes:
         more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ktest.assertions.changes import round_trip_changes
 from ktest.assertions.objects import describe, failure
 from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 from ktest.errors.api import ApiError
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 _DENIED = re.compile(r'admission webhook "(?P<name>[^"]+)" denied the request')
 _NOT_CALLED = re.compile(r'failed calling webhook "(?P<name>[^"]+)"')
-_SERVER_SIDE_METADATA = ("resourceVersion", "managedFields", "generation", "uid", "creationTimestamp")
 
 
 def assert_rejected(
@@ -127,10 +127,9 @@ def assert_defaulted(
     current = _resolve(obj, cluster)
     rule = "a mutating (defaulting) webhook fills in the fields a request leaves out"
     problems = []
-    if sent is not None:
-        for path in _leaf_paths(expected if isinstance(expected, Mapping) else {}):
-            if _lookup(sent, path) is not _MISSING:
-                problems.append(f"{'.'.join(path)} was in the request itself, so it shows no defaulting")
+    if sent is not None and isinstance(expected, Mapping):
+        for path in _sent(sent, expected):
+            problems.append(f"{path} was in the request itself, so it shows no defaulting")
     differences = diff(current, expected)
     if differences:
         problems += [f"{line} (not filled in as expected)" for line in differences]
@@ -179,8 +178,7 @@ def assert_converts(
             failure(f"{headline} could not be written back at {to}", rule, f"the API server refused: {error}")
         ) from None
     back = cluster.get(ref)
-    lost = [_round_trip_wording(line) for line in diff(_comparable(back), _comparable(original))]
-    lost += _added(back, original)
+    lost = round_trip_changes(original, back)
     if lost:
         observed = [
             f"after {from_version} -> {to} -> {from_version}:",
@@ -192,8 +190,6 @@ def assert_converts(
 
 
 # ------------------------------------------------------------------ helpers
-
-_MISSING = object()
 
 
 def _stored_version(cluster: Cluster | None, obj: RefLike | None) -> str | None:
@@ -226,55 +222,15 @@ def _resolve(obj: Mapping[str, Any] | RefLike, cluster: Cluster | None) -> dict[
     return cluster.get(as_ref(obj))
 
 
-def _leaf_paths(expected: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    paths: list[tuple[str, ...]] = []
+def _sent(sent: Mapping[str, Any], expected: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The leaf paths of ``expected`` that ``sent`` holds too."""
+    found = []
     for key, value in expected.items():
+        if key not in sent:
+            continue
         if isinstance(value, Mapping) and value:
-            paths += _leaf_paths(value, (*prefix, key))
+            if isinstance(sent[key], Mapping):
+                found += _sent(sent[key], value, f"{prefix}{key}.")
         else:
-            paths.append((*prefix, key))
-    return paths
-
-
-def _lookup(obj: Any, path: tuple[str, ...]) -> Any:
-    for part in path:
-        if not isinstance(obj, Mapping) or part not in obj:
-            return _MISSING
-        obj = obj[part]
-    return obj
-
-
-def _comparable(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The object without what the server sets on every write."""
-    meta = dict(obj.get("metadata") or {})
-    for key in _SERVER_SIDE_METADATA:
-        meta.pop(key, None)
-    return {**{k: v for k, v in obj.items() if k != "metadata"}, "metadata": meta}
-
-
-_ADDED = re.compile(r"^(?P<path>.*?): missing, expected (?P<value>.*?)(?: \(present: .*\))?$")
-_CHANGED = re.compile(r"^(?P<path>.*?): expected (?P<before>.*), got (?P<after>.*)$")
-_LOST = re.compile(r"^(?P<path>.*?): missing, expected (?P<before>.*?)(?: \(present: .*\))?$")
-
-
-def _round_trip_wording(line: str) -> str:
-    """diff()'s 'expected X, got Y' (expected: the original) in round-trip terms."""
-    lost = _LOST.match(line)
-    if lost:
-        return f"{lost.group('path')}: lost (was {lost.group('before')})"
-    changed = _CHANGED.match(line)
-    if changed:
-        return (
-            f"{changed.group('path')}: was {changed.group('before')}, came back as {changed.group('after')}"
-        )
-    return line
-
-
-def _added(back: Mapping[str, Any], original: Mapping[str, Any]) -> list[str]:
-    """Fields the round trip added (diff() checks only what the original holds)."""
-    added = []
-    for line in diff(_comparable(original), _comparable(back)):
-        match = _ADDED.match(line)
-        if match:
-            added.append(f"{match.group('path')}: added by the round trip ({match.group('value')})")
-    return added
+            found.append(f"{prefix}{key}")
+    return found
