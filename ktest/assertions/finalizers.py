@@ -9,8 +9,7 @@ treats "already gone" as success, so the object then disappears.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,13 +20,11 @@ from ktest.assertions.objects import (
     duration_or_default,
     failure,
     finalizers_of,
-    read,
-    ref_of,
     timeout_or_default,
     uid_of,
 )
 from ktest.assertions.waiting import throughout, until, until_read
-from ktest.cluster.refs import RefLike
+from ktest.cluster.refs import RefLike, as_ref
 
 if TYPE_CHECKING:
     from ktest.cluster.cluster import Cluster
@@ -45,6 +42,10 @@ RULE_GONE = (
     "an object marked for deletion is removed as soon as metadata.finalizers is empty: each "
     "finalizer's owner must finish its cleanup (treating 'already gone' as done) and then remove it"
 )
+RULE_NOT_DELETED = (
+    "nothing removes an object until it is deleted: metadata.deletionTimestamp is unset, "
+    "so no deletion was requested (delete it first, e.g. cluster.delete(obj))"
+)
 
 _WELL_KNOWN = {
     "foregroundDeletion": "the garbage collector removes it after deleting the dependents "
@@ -59,7 +60,7 @@ def assert_has_finalizer(
 ) -> dict[str, Any]:
     """Eventually ``obj`` lists ``finalizer`` in ``metadata.finalizers``; returns the object."""
     __tracebackhide__ = True
-    ref = ref_of(obj)
+    ref = as_ref(obj)
     wait = timeout_or_default(timeout)
 
     def has_finalizer(current: dict[str, Any]) -> dict[str, Any]:
@@ -107,9 +108,9 @@ def assert_deletion_blocked(
     it waits up to ``timeout`` for someone else's. Returns the object as last seen.
     """
     __tracebackhide__ = True
-    ref = ref_of(obj)
+    ref = as_ref(obj)
     window = duration_or_default(for_seconds, "for_seconds")
-    before = read(cluster, ref)
+    before = cluster.get_or_none(ref)
     if before is None:
         raise AssertionError(
             failure(
@@ -139,7 +140,7 @@ def assert_deletion_blocked(
     last: dict[str, Any] = {"obj": marked}
 
     def still_blocked() -> str:
-        _current = read(cluster, ref)
+        _current = cluster.get_or_none(ref)
         if _current is None:
             history.append(f"at {clock}: the object is gone (404)")
             raise AssertionError("the object is gone (404 Not Found)")
@@ -176,18 +177,18 @@ def assert_gone(cluster: Cluster, obj: RefLike, *, timeout: float | None = None)
     dict that has one, else that of the object found when the check starts.
     """
     __tracebackhide__ = True
-    ref = ref_of(obj)
+    ref = as_ref(obj)
     wait = timeout_or_default(timeout)
     uid = uid_of(obj) if isinstance(obj, dict) else None
     if uid is None:
-        found = read(cluster, ref)
+        found = cluster.get_or_none(ref)
         if found is None:
             return
         uid = uid_of(found)
     last: dict[str, Any] = {}
 
     def gone() -> None:
-        _current = read(cluster, ref)
+        _current = cluster.get_or_none(ref)
         if _current is None or uid_of(_current) != uid:
             return
         last["obj"] = _current
@@ -195,15 +196,7 @@ def assert_gone(cluster: Cluster, obj: RefLike, *, timeout: float | None = None)
 
     def explain(report: str) -> str:
         seen = last.get("obj") or {}
-        deleting = (seen.get("metadata") or {}).get("deletionTimestamp")
-        rule = (
-            RULE_GONE
-            if deleting
-            else (
-                "nothing removes an object until it is deleted: metadata.deletionTimestamp is unset, "
-                "so no deletion was requested (delete it first, e.g. cluster.delete(obj))"
-            )
-        )
+        rule = RULE_GONE if (seen.get("metadata") or {}).get("deletionTimestamp") else RULE_NOT_DELETED
         return failure(
             f"{describe(ref, uid)} still exists {wait:g}s later",
             rule,
@@ -242,8 +235,8 @@ def finalizer_scenario(
     always let succeed again before returning, even when a step fails.
     """
     __tracebackhide__ = True
-    steps = _cleanup_switch(break_cleanup, fix_cleanup, cleanup_failing)
-    ref = ref_of(obj)
+    break_it, fix_it = _cleanup_steps(break_cleanup, fix_cleanup, cleanup_failing)
+    ref = as_ref(obj)
     result = FinalizerScenario(str(ref), None)
     clock = Clock()
 
@@ -258,56 +251,36 @@ def finalizer_scenario(
 
     current = step("has finalizer", lambda: assert_has_finalizer(cluster, ref, finalizer, timeout=timeout))
     result.uid = uid_of(current)
-    with steps() as fix:
+    break_it()
+    try:
         cluster.delete(ref, propagation=propagation)
         step(
             "deletion blocked while cleanup fails",
             lambda: assert_deletion_blocked(cluster, ref, finalizer, blocked_for, timeout=timeout),
         )
-        fix()
+    finally:  # cleanup succeeds again, even when the step failed
+        fix_it()
     step("gone once cleanup succeeds", lambda: assert_gone(cluster, current, timeout=timeout))
     return result
 
 
-def _cleanup_switch(
+def _cleanup_steps(
     break_cleanup: Callable[[], object] | None,
     fix_cleanup: Callable[[], object] | None,
     cleanup_failing: AbstractContextManager[Any] | None,
-) -> Callable[[], AbstractContextManager[Callable[[], None]]]:
-    """A context manager that breaks cleanup on entry and yields ``fix()``, which
-    lets it succeed again (called on exit too, if the body did not)."""
-    enter: Callable[[], object]
-    leave: Callable[[], object]
+) -> tuple[Callable[[], object], Callable[[], object]]:
+    """The two callables that make cleanup fail and let it succeed again."""
     if cleanup_failing is not None:
         if break_cleanup is not None or fix_cleanup is not None:
             raise TypeError("finalizer_scenario: pass cleanup_failing or break_cleanup/fix_cleanup, not both")
         manager = cleanup_failing
-        enter, leave = manager.__enter__, lambda: manager.__exit__(None, None, None)
-    elif break_cleanup is not None and fix_cleanup is not None:
-        enter, leave = break_cleanup, fix_cleanup
-    else:
+        return manager.__enter__, lambda: manager.__exit__(None, None, None)
+    if break_cleanup is None or fix_cleanup is None:
         raise TypeError(
             "finalizer_scenario needs a way to make cleanup fail and succeed again: pass "
             "break_cleanup=... and fix_cleanup=... (two callables), or cleanup_failing=<context manager>"
         )
-
-    @contextlib.contextmanager
-    def switch() -> Iterator[Callable[[], None]]:
-        fixed = False
-        enter()
-
-        def fix() -> None:
-            nonlocal fixed
-            if not fixed:
-                fixed = True
-                leave()
-
-        try:
-            yield fix
-        finally:
-            fix()
-
-    return switch
+    return break_cleanup, fix_cleanup
 
 
 def _wait_marked(
@@ -320,12 +293,10 @@ def _wait_marked(
     before: dict[str, Any],
 ) -> dict[str, Any]:
     """The object once its deletionTimestamp is set (the delete request arrived)."""
-    history: list[str] = []
 
     def marked() -> dict[str, Any]:
-        _current = read(cluster, ref)
+        _current = cluster.get_or_none(ref)
         if _current is None or uid_of(_current) != uid:
-            history.append("gone")
             raise _Gone()
         if not _current["metadata"].get("deletionTimestamp"):
             raise AssertionError("metadata.deletionTimestamp is unset")
