@@ -22,13 +22,11 @@ from ktest.assertions.objects import (
     failure,
     field,
     finalizers_of,
-    read,
-    ref_of,
     timeout_or_default,
     uid_of,
 )
 from ktest.assertions.waiting import throughout, until
-from ktest.cluster.refs import ObjectRef, RefLike
+from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 from ktest.errors import ClusterError
 
 if TYPE_CHECKING:
@@ -74,7 +72,7 @@ def assert_owned_by(
     Returns the matching ownerReference.
     """
     __tracebackhide__ = True
-    child_ref, owner_ref = ref_of(child), ref_of(owner)
+    child_ref, owner_ref = as_ref(child), as_ref(owner)
     wait = timeout_or_default(timeout)
     last: dict[str, Any] = {}
 
@@ -185,7 +183,7 @@ def assert_garbage_collected(
             f"propagation must be Background or Foreground for garbage collection, not {propagation!r} "
             "(use assert_orphaned for Orphan)"
         )
-    child_refs = [ref_of(one) for one in _several(child)]
+    child_refs = [as_ref(one) for one in _several(child)]
     if not child_refs:
         raise ValueError("no child given: pass the child (or a list of the children) to check")
     names = ", ".join(describe(ref) for ref in child_refs)
@@ -193,17 +191,17 @@ def assert_garbage_collected(
     wait = timeout_or_default(timeout)
     before: dict[ObjectRef, dict[str, Any]] = {}
     for child_ref in child_refs:
-        seen = read(cluster, child_ref)
+        seen = cluster.get_or_none(child_ref)
         if seen is None:
             raise AssertionError(f"{describe(child_ref)} does not exist, so its garbage collection cannot be "
                                  "checked: create the child (and its owner) first")
         before[child_ref] = seen
-    owner_ref = ref_of(owner) if owner is not None else None
+    owner_ref = as_ref(owner) if owner is not None else None
     extra, why_extra = _gc_discovery_allowance(cluster, owner_ref)
     wait += extra
     owner_uid = None
     if owner_ref is not None:
-        owner_obj = read(cluster, owner_ref)
+        owner_obj = cluster.get_or_none(owner_ref)
         owner_uid = uid_of(owner_obj)
         if delete_owner and owner_obj is not None:
             cluster.delete(owner_ref, propagation=propagation)
@@ -211,7 +209,7 @@ def assert_garbage_collected(
 
     def collected() -> None:
         for child_ref in list(remaining):
-            _child = read(cluster, child_ref)
+            _child = cluster.get_or_none(child_ref)
             if _child is None or uid_of(_child) != uid_of(before[child_ref]):
                 del remaining[child_ref]
             else:
@@ -222,7 +220,7 @@ def assert_garbage_collected(
                 f"(finalizers {finalizers_of(obj)})" for ref, obj in remaining.items()
             ))
         if propagation == "Foreground" and owner_ref is not None:
-            _owner = read(cluster, owner_ref)
+            _owner = cluster.get_or_none(owner_ref)
             if _owner is not None and uid_of(_owner) == owner_uid:
                 raise AssertionError(
                     f"the {'child is' if len(before) == 1 else 'children are'} gone but the owner is still "
@@ -267,17 +265,17 @@ def assert_orphaned(
     """
     __tracebackhide__ = True
     _require_gc(cluster, f"orphaning of {describe(child)}")
-    child_ref, owner_ref = ref_of(child), ref_of(owner)
+    child_ref, owner_ref = as_ref(child), as_ref(owner)
     wait = timeout_or_default(timeout)
     window = duration_or_default(for_seconds, "for_seconds")
-    before = read(cluster, child_ref)
+    before = cluster.get_or_none(child_ref)
     if before is None:
         raise AssertionError(f"{describe(child_ref)} does not exist, so its survival cannot be checked")
     child_uid = uid_of(before)
     name = describe(child_ref, child_uid)
     extra, why_extra = _gc_discovery_allowance(cluster, owner_ref)
     wait += extra
-    owner_obj = read(cluster, owner_ref)
+    owner_obj = cluster.get_or_none(owner_ref)
     owner_uid = uid_of(owner_obj)
     if delete_owner and owner_obj is not None:
         cluster.delete(owner_ref, propagation="Orphan")
@@ -285,7 +283,7 @@ def assert_orphaned(
     broke: list[str] = []
 
     def child_alive() -> dict[str, Any]:
-        _child = read(cluster, child_ref)
+        _child = cluster.get_or_none(child_ref)
         if _child is None or uid_of(_child) != child_uid:
             broke.append(f"at {clock} the child was {'gone (404)' if _child is None else 'recreated'}")
             raise _ChildDeleted()
@@ -293,7 +291,7 @@ def assert_orphaned(
 
     def orphaned() -> dict[str, Any]:
         _child = child_alive()
-        _owner = read(cluster, owner_ref)
+        _owner = cluster.get_or_none(owner_ref)
         if _owner is not None and uid_of(_owner) == owner_uid:
             raise AssertionError(f"the owner still exists (finalizers {finalizers_of(_owner)})")
         _refs = [r.get("uid") for r in field(_child, "metadata.ownerReferences") or []]
@@ -367,11 +365,8 @@ def _owner_crd_age(cluster: Cluster, owner_ref: ObjectRef | None) -> tuple[str, 
 
 
 def _gc_discovery_allowance(cluster: Cluster, owner_ref: ObjectRef | None) -> tuple[float, str]:
-    """Extra seconds to wait, and why, while the owner's CRD is younger than the time the
-    garbage collector may take to discover it (which cannot act on a kind it has not discovered yet, unless
-    kube-controller-manager was restarted after the CRD was installed, as ktest's bare
-    backend does whenever CRDs are installed through ``install_crds``; on kind or an
-    existing cluster it cannot be)."""
+    """Extra seconds to wait, and why, while the garbage collector may not watch the owner's
+    young CRD kind yet (none when the cluster restarts its controllers after installing CRDs)."""
     if cluster.on_crds_installed is not None:
         return 0.0, ""
     found = _owner_crd_age(cluster, owner_ref)
@@ -422,13 +417,7 @@ def _why_not_collected(
         notes.append(f"none of them has the owner's uid {owner_uid}")
     else:
         notes += _gc_discovery_note(cluster, owner_ref)
-        alive = []
-        for reference in refs:
-            if reference.get("uid") == owner_uid:
-                continue
-            other = _other_owner(cluster, child, reference)
-            if other:
-                alive.append(other)
+        alive = [_ref_text(r) for r in refs if r.get("uid") != owner_uid and _owner_exists(cluster, child, r)]
         if alive:
             notes.append("other owners still exist and keep it: " + "; ".join(alive))
     if finalizers_of(child):
@@ -436,23 +425,21 @@ def _why_not_collected(
     if child["metadata"].get("deletionTimestamp"):
         notes.append(f"deletion of the child started at {child['metadata']['deletionTimestamp']}")
     if owner_ref is not None:
-        owner_now = read(cluster, owner_ref)
+        owner_now = cluster.get_or_none(owner_ref)
         if owner_now is not None and uid_of(owner_now) == owner_uid:
             notes.append(f"the owner still exists (finalizers {finalizers_of(owner_now)}, "
                          f"deletionTimestamp {owner_now['metadata'].get('deletionTimestamp')})")
     return notes
 
 
-def _other_owner(cluster: Cluster, child: dict[str, Any], reference: dict[str, Any]) -> str | None:
+def _owner_exists(cluster: Cluster, child: dict[str, Any], reference: dict[str, Any]) -> bool:
     namespace = child["metadata"].get("namespace")
     try:
         ref = ObjectRef(reference["apiVersion"], reference["kind"], reference["name"], namespace)
         found = cluster.get_or_none(ref)
     except (KeyError, ClusterError):
-        return None
-    if found is not None and uid_of(found) == reference.get("uid"):
-        return _ref_text(reference)
-    return None
+        return False
+    return found is not None and uid_of(found) == reference.get("uid")
 
 
 def _refs_text(obj: dict[str, Any] | None) -> str:
