@@ -14,30 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import inspect
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from ktest.assertions import (
-    conditions,
-    conflicts,
-    crd_versions,
-    finalizers,
-    ownership,
-    quiescence,
-    status,
-    traffic,
-    upgrade,
-    webhooks,
-)
+from ktest.assertions import finalizers
 from ktest.assertions.conflicts import ConcurrentWriter as ConcurrentWriter
-from ktest.assertions.finalizers import FinalizerScenario
-from ktest.cluster.refs import RefLike
 from ktest.public_api import ASSERTIONS
 
 if TYPE_CHECKING:
+    from ktest.assertions.finalizers import FinalizerScenario
     from ktest.cluster.cluster import Cluster
+    from ktest.cluster.refs import RefLike
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -68,10 +58,6 @@ def _threaded(sync: Callable[P, T], *, callbacks: tuple[str, ...] = ()) -> Calla
     return run
 
 
-_MODULES = {"conditions": conditions, "conflicts": conflicts, "crd_versions": crd_versions,
-            "finalizers": finalizers,
-            "ownership": ownership, "quiescence": quiescence, "status": status, "traffic": traffic,
-            "upgrade": upgrade, "webhooks": webhooks}
 _twins: dict[str, Callable[..., Awaitable[Any]]] = {}
 
 
@@ -81,12 +67,14 @@ def __getattr__(name: str) -> Callable[..., Awaitable[Any]]:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name not in _twins:
         module, callbacks = ASSERTIONS[name]
-        _twins[name] = _threaded(getattr(_MODULES[module], name), callbacks=callbacks)
+        sync = getattr(importlib.import_module(f"ktest.assertions.{module}"), name)
+        _twins[name] = _threaded(sync, callbacks=callbacks)
     return _twins[name]
 
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *ASSERTIONS})
+
 
 async def finalizer_scenario(
     cluster: Cluster,
@@ -126,8 +114,6 @@ def _on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any] | None) -> 
 
 
 def _run_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> Any:
-    if inspect.iscoroutinefunction(fn):
-        return asyncio.run_coroutine_threadsafe(fn(), loop).result()
     value = fn()
     if inspect.isawaitable(value):
         return asyncio.run_coroutine_threadsafe(_await(value), loop).result()
