@@ -20,11 +20,11 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ktest.assertions.objects import duration_or_default, failure
+from ktest.assertions.objects import duration_or_default, failure, timeout_or_default
+from ktest.cluster.refs import as_ref
 from ktest.proxy.rules import Rule, gone, server_error, throttle
-from ktest.wait.defaults import current_defaults
 from ktest.wait.report import plural
 
 if TYPE_CHECKING:
@@ -58,21 +58,31 @@ _RETRY_AFTER_SLACK = 0.9
 _PASS_SLACK = 0.05
 """Seconds before a refused request that its reconcile pass may have started (events then count)."""
 
+T = TypeVar("T")
 
-def _calls_text(traffic: Traffic, calls: Sequence[Call], origin: float = 0.0) -> list[str]:
+
+def calls_text(calls: Sequence[Call]) -> list[str]:
+    """The last calls, one line each, for a failure message."""
     shown = list(calls)[-MAX_CALLS_SHOWN:]
-    lines = [call.describe(origin) for call in shown]
+    lines = [call.describe() for call in shown]
     if len(calls) > len(shown):
         lines.insert(0, f"... {len(calls) - len(shown)} earlier calls")
     return lines or ["(no calls)"]
 
 
+def poll(seconds: float, read: Callable[[], T], done: Callable[[T], object] = bool) -> T:
+    """``read()`` every 50 ms until ``done`` says its value will do, or for ``seconds`` at most;
+    the last value read (what the traffic record says, not the cluster: no watch to wake on)."""
+    deadline = time.monotonic() + seconds
+    while not done(value := read()) and time.monotonic() < deadline:
+        time.sleep(_POLL)
+    return value
+
+
 def _object_filters(operator: OperatorHandle, obj: RefLike | None) -> dict[str, Any]:
     if obj is None:
         return {}
-    from ktest.assertions.objects import ref_of
-
-    ref = ref_of(obj)
+    ref = as_ref(obj)
     info = operator.cluster.info(ref.api_version, ref.kind)
     namespace = ref.namespace if info.namespaced else None
     return {"resource": info.plural, "namespace": namespace, "name": ref.name}
@@ -132,7 +142,7 @@ def assert_no_hot_loop(
             f"{key}: {plural(len(c), 'write')}" for key, c in sorted(busy.items(), key=lambda i: -len(i[1]))
         ]
         observed.append(f"writes of {worst}: " + ", ".join(f"{v} x{n}" for v, n in verbs.items()))
-        observed += _calls_text(traffic, calls, 0.0)
+        observed += calls_text(calls)
         raise AssertionError(failure(
             f"operator {operator.name!r} is in a hot loop: it wrote {worst} {len(calls)} times in a "
             f"{seconds:g}s window ({len(calls) / seconds:.1f}/s; at most {max_writes} allowed)",
@@ -181,19 +191,15 @@ def assert_recovers(
     from ktest.wait import eventually
 
     rules = [fault] if isinstance(fault, Rule) else list(fault)
-    limit = current_defaults().timeout if timeout is None else timeout
+    limit = timeout_or_default(timeout)
     traffic = operator.traffic
     mark = traffic.mark()
     start = traffic.now()
     with operator.faults.inject(*rules) as injection:
         if action is not None:
             action()
-        deadline = time.monotonic() + duration
         counted = [state for state in injection.states if state.rule.times is not None]
-        while time.monotonic() < deadline:
-            if counted and all(state.exhausted for state in counted):
-                break
-            time.sleep(_POLL)
+        poll(duration, lambda: counted and all(state.exhausted for state in counted))
     ended = traffic.now()
     description = injection.describe()
     problems: list[str] = []
@@ -212,7 +218,7 @@ def assert_recovers(
             f"operator {operator.name!r} did not recover from {faults}: {symptom}",
             RULE_RECOVERS,
             [*problems, f"faults: {description}", "its calls since the fault:",
-             *_calls_text(traffic, _calls_during(traffic, mark, start))],
+             *calls_text(_calls_during(traffic, mark, start))],
         ))
     return Recovery(description, converged)
 
@@ -227,12 +233,7 @@ def _calls_during(traffic: Traffic, mark: int, start: float) -> list[Call]:
 
 def _unrecovered(traffic: Traffic, mark: int, start: float, wait: float) -> list[str]:
     """Watches closed and never re-opened; objects refused and never asked about again."""
-    deadline = time.monotonic() + wait
-    while True:
-        problems = _recovery_gaps(_calls_during(traffic, mark, start))
-        if not problems or time.monotonic() >= deadline:
-            return problems
-        time.sleep(_POLL)
+    return poll(wait, lambda: _recovery_gaps(_calls_during(traffic, mark, start)), lambda gaps: not gaps)
 
 
 def _recovery_gaps(calls: list[Call]) -> list[str]:
@@ -328,25 +329,19 @@ def assert_backs_off(
     else:
         rule = server_error(on, resource, retry_after=retry_after, verb=verb, namespace=namespace, name=name,
                             subresource=subresource, times=times)
-    limit = current_defaults().timeout if timeout is None else timeout
+    limit = timeout_or_default(timeout)
     traffic = operator.traffic
     mark = traffic.mark()
     with operator.faults.inject(rule) as injection:
         state = injection.states[0]
         if trigger is not None:
             trigger()
-        deadline = time.monotonic() + limit + times * (retry_after or 0)
-        while time.monotonic() < deadline and not state.exhausted:
-            time.sleep(_POLL)
-        refused_all = state.exhausted
-    # the retry of the last refusal
-    deadline = time.monotonic() + limit
-    matching: list[Call] = []
-    while time.monotonic() < deadline:
-        matching = [c for c in traffic.calls(since=mark) if rule.matches(c.request, state.plurals)]
-        if matching and not matching[-1].answered_by_fault:
-            break
-        time.sleep(_POLL)
+        refused_all = poll(limit + times * (retry_after or 0), lambda: state.exhausted)
+    matching = poll(  # up to the retry of the last refusal
+        limit,
+        lambda: [c for c in traffic.calls(since=mark) if rule.matches(c.request, state.plurals)],
+        lambda calls: calls and not calls[-1].answered_by_fault,
+    )
     wanted = retry_after if retry_after else min_gap
     gaps: list[float] = []
     tight: list[str] = []
@@ -384,7 +379,7 @@ def assert_backs_off(
             f"{len(tight)} of {len(gaps)} retries came sooner than {wanted:g}s",
             RULE_BACKS_OFF,
             [*tight, f"gaps: {', '.join(f'{g:.3f}s' for g in gaps)}", "the matching calls:",
-             *_calls_text(traffic, matching),
+             *calls_text(matching),
              *(["not judged (reactions to watch events):", *reactions] if reactions else [])],
         ))
     if not refused_all or not matching or matching[-1].answered_by_fault:
@@ -392,7 +387,7 @@ def assert_backs_off(
             f"operator {operator.name!r} stopped retrying after {label}: after {state.fired} refusals "
             f"it sent no further matching request within {limit:g}s",
             RULE_BACKS_OFF,
-            ["the matching calls:", *_calls_text(traffic, matching)],
+            ["the matching calls:", *calls_text(matching)],
         ))
     return Backoff(tuple(gaps), tuple(reactions))
 
@@ -415,16 +410,14 @@ def assert_relists_after_410(
     it must list ``resource`` again (then watch again) within ``timeout``. A watch that streams
     the current state first (``sendInitialEvents=true``, client-go's watch list) counts as a list."""
     __tracebackhide__ = True
-    limit = current_defaults().timeout if timeout is None else timeout
+    limit = timeout_or_default(timeout)
     traffic = operator.traffic
     mark = traffic.mark()
     rule = gone(resource, namespace=namespace)
     with operator.faults.inject(rule, warn_unused=False) as injection:
         state = injection.states[0]
         closed = state.matched  # the open watches the rule ended when injected
-        deadline = time.monotonic() + limit
-        while time.monotonic() < deadline and not state.exhausted:
-            time.sleep(_POLL)
+        poll(limit, lambda: state.exhausted)
     plurals = state.plurals
     gone_calls = [
         c for c in traffic.calls(verb="watch", since=mark)
@@ -446,21 +439,22 @@ def assert_relists_after_410(
         raise AssertionError(failure(
             f"operator {operator.name!r} {what}",
             RULE_RELIST,
-            ["its watches since:", *_calls_text(traffic, watches),
+            ["its watches since:", *calls_text(watches),
              *(["its last watch before:", earlier[-1].describe()] if earlier and not closed else []),
              f"its calls: {traffic.summary(since=mark)}"],
         ))
     answered = gone_calls[0]
-    deadline = time.monotonic() + limit
-    while True:
-        after = [
-            c for c in traffic.calls(since=mark)
-            if c.at > answered.at and (plurals is None or c.resource in plurals)
-        ]
-        lists = [c for c in after if c.request.lists and c.status == 200 and not c.answered_by_fault]
-        if lists or time.monotonic() >= deadline:
-            break
-        time.sleep(_POLL)
+
+    def is_list(call: Call) -> bool:
+        return call.request.lists and call.status == 200 and not call.answered_by_fault
+
+    after = poll(
+        limit,
+        lambda: [c for c in traffic.calls(since=mark)
+                 if c.at > answered.at and (plurals is None or c.resource in plurals)],
+        lambda calls: any(is_list(c) for c in calls),
+    )
+    lists = [c for c in after if is_list(c)]
     if not lists:
         rewatched = [c for c in after if c.verb == "watch" and not c.request.lists]
         how = (
@@ -472,6 +466,6 @@ def assert_relists_after_410(
             f"operator {operator.name!r} did not re-list {resource} after its watch got 410 Gone: {how}",
             RULE_RELIST,
             [f"the 410: {answered.describe()}", f"its calls of {resource} since:",
-             *_calls_text(traffic, after)],
+             *calls_text(after)],
         ))
     return Relist(answered, lists[0])

@@ -14,13 +14,12 @@ The last two read ``op.traffic``: the operator must run behind ktest's proxy (th
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ktest.assertions.objects import failure, timeout_or_default
-from ktest.cluster.refs import KindRef, as_kind
+from ktest.assertions.traffic import assert_no_hot_loop, calls_text, poll
+from ktest.cluster.refs import KindRef, ObjectRef, as_kind
 from ktest.wait.report import plural
 
 if TYPE_CHECKING:
@@ -44,8 +43,6 @@ RULE_REMOVED_APIS = (
     "an operator must move to a served version before its users' clusters are upgraded, or its "
     "requests fail with 404 after the upgrade"
 )
-_POLL = 0.05
-MAX_CALLS_SHOWN = 12
 
 
 @dataclass(frozen=True)
@@ -72,13 +69,9 @@ def snapshot_objects(
     for api_version, kind in chosen:
         for item in cluster.list(api_version, kind, namespace):
             metadata = item["metadata"]
-            objects[_identity(api_version, kind, metadata)] = (metadata["uid"], metadata["resourceVersion"])
+            identity = str(ObjectRef(api_version, kind, metadata["name"], metadata.get("namespace")))
+            objects[identity] = (metadata["uid"], metadata["resourceVersion"])
     return ObjectSnapshot(chosen, namespace, objects)
-
-
-def _identity(api_version: str, kind: str, metadata: dict[str, Any]) -> str:
-    where = f"{metadata['namespace']}/{metadata['name']}" if metadata.get("namespace") else metadata["name"]
-    return f"{kind} {where} ({api_version})"
 
 
 def assert_objects_intact(cluster: Cluster, before: ObjectSnapshot) -> ObjectSnapshot:
@@ -98,7 +91,7 @@ def assert_objects_intact(cluster: Cluster, before: ObjectSnapshot) -> ObjectSna
         elif found[1] != version:
             problems.append(
                 f"{identity} was written: resourceVersion {version} -> {found[1]}"
-                f"{_last_writer(cluster, identity, before.kinds)}"
+                f"{_last_writer(cluster, identity)}"
             )
     if problems:
         raise AssertionError(failure(
@@ -110,7 +103,7 @@ def assert_objects_intact(cluster: Cluster, before: ObjectSnapshot) -> ObjectSna
     return now
 
 
-def _last_writer(cluster: Cluster, identity: str, kinds: Sequence[tuple[str, str]]) -> str:
+def _last_writer(cluster: Cluster, identity: str) -> str:
     """`` (last written by kopf at 12:00:01)``, from the object's managedFields."""
     kind, where, api = identity.split(" ", 2)
     namespace, _, name = where.rpartition("/")
@@ -151,8 +144,6 @@ def assert_recovered_after_upgrade(
     The failure names the watches never re-opened (the symptom of an operator that gave up on
     its connection) and lists the operator's calls since the upgrade began."""
     __tracebackhide__ = True
-    from ktest.assertions.traffic import assert_no_hot_loop
-
     traffic = operator.traffic
     began = report.started - traffic.started
     ended = report.finished - traffic.started
@@ -165,17 +156,17 @@ def assert_recovered_after_upgrade(
             f"operator {operator.name!r} had no open watch when the upgrade ({report.describe()}) began: "
             "nothing shows it reconnected",
             RULE_RECOVERED,
-            ["start the operator (and let it reach its watches) before upgrading", *_calls(traffic.last())],
+            ["start the operator (and let it reach its watches) before upgrading",
+             *calls_text(traffic.last())],
         ))
     wanted = sorted({(call.resource, call.request.namespace or "") for call in cut})
     limit = timeout_or_default(timeout)
-    deadline = time.monotonic() + limit
-    while True:
-        reopened = {key: _reopened(traffic.calls(verb="watch"), key, began) for key in wanted}
-        missing = [key for key, call in reopened.items() if call is None]
-        if not missing or time.monotonic() >= deadline:
-            break
-        time.sleep(_POLL)
+    reopened = poll(
+        limit,
+        lambda: {key: _reopened(traffic.calls(verb="watch"), key, began) for key in wanted},
+        lambda found: None not in found.values(),
+    )
+    missing = [key for key, call in reopened.items() if call is None]
     if missing:
         names = ", ".join(_watch_name(resource, namespace) for resource, namespace in missing)
         since = [call for call in traffic.calls() if call.ended is None or max(call.at, call.ended) >= began]
@@ -185,7 +176,7 @@ def assert_recovered_after_upgrade(
             f"within {limit:g}s, so it no longer sees changes",
             RULE_RECOVERED,
             [f"upgrade: +{began:.2f}s to +{ended:.2f}s in the operator's traffic record",
-             "its calls since the upgrade began:", *_calls(since)],
+             "its calls since the upgrade began:", *calls_text(since)],
         ))
     try:
         counts = assert_no_hot_loop(operator, window=window, max_writes=max_writes)
@@ -213,14 +204,6 @@ def _reopened(watches: list[Call], key: tuple[str, str], began: float) -> Call |
 
 def _watch_name(resource: str, namespace: str) -> str:
     return f"{resource} in {namespace}" if namespace else resource
-
-
-def _calls(calls: Sequence[Call]) -> list[str]:
-    shown = list(calls)[-MAX_CALLS_SHOWN:]
-    lines = [call.describe() for call in shown]
-    if len(calls) > len(shown):
-        lines.insert(0, f"... {len(calls) - len(shown)} earlier calls")
-    return lines or ["(no calls)"]
 
 
 # -------------------------------------------------------------------- removed APIs
@@ -264,6 +247,6 @@ def assert_no_removed_api_calls(operator: OperatorHandle, report: UpgradeReport)
         f"operator {operator.name!r} calls {plural(len(hits), 'API')} Kubernetes {report.to_version} no "
         f"longer serves: {first.resource} ({first.group_version})",
         RULE_REMOVED_APIS,
-        [*lines, "its requests to them:", *_calls([call for calls in hits.values() for call in calls])],
+        [*lines, "its requests to them:", *calls_text([call for calls in hits.values() for call in calls])],
     ))
 
