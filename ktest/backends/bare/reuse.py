@@ -205,11 +205,7 @@ def remove_stale(record: UpRecord, notes: list[str] | None = None) -> None:
         reason = current.problem()
         if reason is None:
             return
-        if current.daemon_alive():
-            _stop_daemon(current, timeout=15.0)
-        with contextlib.suppress(FileNotFoundError):
-            current.path.unlink()
-        _remove_leftovers(current)
+        _discard(current)
         if notes is not None:
             notes.append(f"removed stale warm control plane {current.name!r}: {reason}")
 
@@ -239,10 +235,7 @@ def up(
         existing = read_record(path)
         if existing is not None:
             if existing.problem() is not None:
-                if existing.daemon_alive():
-                    _stop_daemon(existing, timeout=15.0)
-                path.unlink(missing_ok=True)
-                _remove_leftovers(existing)
+                _discard(existing)
             elif existing.fingerprint == fingerprint(k8s_version, controllers):
                 return existing, False
             else:
@@ -260,13 +253,19 @@ def down(record: UpRecord, timeout: float = 30.0) -> bool:
     what a dead daemon left (its socket directory); True if the daemon was running."""
     with _lock(record.path):
         was_running = record.daemon_alive()
-        if was_running:
-            _stop_daemon(record, timeout=timeout)
+        _stop_daemon(record, timeout=timeout)
         current = read_record(record.path)
         if current is None or current.pid == record.pid:
             record.path.unlink(missing_ok=True)
         _remove_leftovers(record)
     return was_running
+
+
+def _discard(record: UpRecord) -> None:
+    """Stop a stale record's daemon (if still there), remove the record and what the daemon left."""
+    _stop_daemon(record, timeout=15.0)
+    record.path.unlink(missing_ok=True)
+    _remove_leftovers(record)
 
 
 def _remove_leftovers(record: UpRecord) -> None:
