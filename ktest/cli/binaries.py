@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from typing import Any
 
 from ktest.assets import ALL_BINARIES, SOURCES, Assets, resolve_assets
@@ -22,7 +21,7 @@ def register(subparsers: Any) -> None:
         description="Find, download or build the control-plane binaries for a Kubernetes version.",
     )
     commands = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
-    parser.set_defaults(handler=lambda _args: _print_help(parser))
+    parser.set_defaults(help_parser=parser)  # without a subcommand: its help
 
     install = commands.add_parser(
         "install",
@@ -66,11 +65,6 @@ def _add_resolution_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quiet", "-q", action="store_true", help="no progress lines on stderr"
     )
-
-
-def _print_help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
 
 
 def _resolve(args: argparse.Namespace, *, repair: bool = False) -> Assets:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,7 +87,7 @@ def register(subparsers: Any) -> None:
         "init", help="write CI configuration into your repository (github-actions)"
     )
     targets = parser.add_subparsers(title="targets", metavar="TARGET")
-    parser.set_defaults(handler=lambda _args: _print_help(parser))
+    parser.set_defaults(help_parser=parser)  # without a subcommand: its help
     github = targets.add_parser(
         "github-actions",
         help="a workflow running your pytest suite across Kubernetes versions x backends",
@@ -225,12 +226,12 @@ def render_standalone_workflow(options: WorkflowOptions) -> str:
     for number, (name, requirement) in enumerate(extras):
         lines += [
             f'          {"elif" if number else "if"} [ "$KTEST_BACKEND" = {name} ]; then',
-            f"            python -m pip install {_shell_word(requirement)}",
+            f"            python -m pip install {shlex.quote(requirement)}",
         ]
     if extras:
-        lines += ["          else", f"            python -m pip install {_shell_word(plain)}", "          fi"]
+        lines += ["          else", f"            python -m pip install {shlex.quote(plain)}", "          fi"]
     else:
-        lines.append(f"          python -m pip install {_shell_word(plain)}")
+        lines.append(f"          python -m pip install {shlex.quote(plain)}")
     lines += [
         *(f"          {line}" for line in options.install.splitlines() if line.strip()),
         "      - name: Resolve the Kubernetes version to its exact release",
@@ -321,12 +322,6 @@ def _backend_ci_steps(
         if part is not None:
             found.append((name, part(context)))
     return found
-
-
-def _shell_word(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
 
 
 def check_options(options: WorkflowOptions) -> None:
@@ -438,13 +433,6 @@ def _items(text: str) -> tuple[str, ...]:
 
 def _yaml_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-def _print_help(parser: argparse.ArgumentParser) -> int:
-    import sys
-
-    parser.print_help(sys.stderr)
-    return 2
 
 
 def _github_actions(args: argparse.Namespace) -> int:

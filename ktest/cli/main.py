@@ -76,8 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = exit_request.code
         return code if isinstance(code, int) else EXIT_ERROR
     handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help(sys.stderr)
+    if handler is None:  # a command without its subcommand (``ktest binaries``): that command's help
+        getattr(args, "help_parser", parser).print_help(sys.stderr)
         return EXIT_ERROR
     try:
         return int(handler(args))

@@ -186,7 +186,7 @@ def register(subparsers: Any, parsers: dict[str, argparse.ArgumentParser]) -> No
         ),
     )
     commands = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
-    parser.set_defaults(handler=lambda _args: _print_help(parser))
+    parser.set_defaults(help_parser=parser)  # without a subcommand: its help
 
     build = commands.add_parser(
         "build-image", help="build the node image for a Kubernetes version (a no-op when it exists)"
@@ -207,11 +207,6 @@ def register(subparsers: Any, parsers: dict[str, argparse.ArgumentParser]) -> No
     )
     install.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     install.set_defaults(handler=_install)
-
-
-def _print_help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
 
 
 def _build_image(args: argparse.Namespace) -> int:
