@@ -72,6 +72,15 @@ def is_assertion_style(fn: Callable[..., Any], _depth: int = 0) -> bool:
     return callee is not None and callable(callee) and is_assertion_style(callee, _depth + 1)
 
 
+def lambda_source(fn: Callable[..., Any]) -> str | None:
+    """The source text of the lambda ``fn`` itself (not the rest of its line), if readable."""
+    code = getattr(fn, "__code__", None)
+    node = _lambda_node(code) if code is not None else None
+    if code is None or node is None:
+        return None
+    return ast.get_source_segment("".join(linecache.getlines(code.co_filename)), node)
+
+
 def source_unknown(fn: Callable[..., Any]) -> bool:
     """True if ktest cannot read the source of ``fn`` (for the hint in messages)."""
     code = check_code(fn)

@@ -3,7 +3,6 @@ how often, how it failed last, and the last value seen."""
 
 from __future__ import annotations
 
-import inspect
 import pprint
 import reprlib
 import textwrap
@@ -11,6 +10,8 @@ import traceback
 import types
 from collections.abc import Callable
 from typing import Any
+
+from ktest.wait.checks import lambda_source
 
 MAX_VALUE_CHARS = 2000
 MAX_VALUE_LINES = 40
@@ -21,41 +22,9 @@ def describe_callable(fn: Callable[..., Any]) -> str:
     """A short name for a check: its function name, or the source of a lambda."""
     name = getattr(fn, "__name__", None)
     if name == "<lambda>":
-        try:
-            source = inspect.getsource(fn)
-        except (OSError, TypeError):
-            return "<lambda>"
-        text = " ".join(_lambda_expression(source).split())
+        text = " ".join((lambda_source(fn) or name).split())
         return text if len(text) <= 80 else text[:77] + "..."
-    if name:
-        return name
-    return repr(fn)
-
-
-def _lambda_expression(source: str) -> str:
-    """``lambda ...`` cut where the enclosing call's argument ends (at a ``,`` or closing
-    bracket outside any bracket or string opened by the lambda)."""
-    start = source.find("lambda")
-    if start < 0:
-        return source.strip()
-    depth = 0
-    quote = ""
-    for index in range(start, len(source)):
-        char = source[index]
-        if quote:
-            if char == quote and source[index - 1] != "\\":
-                quote = ""
-        elif char in "\"'":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            if depth == 0:
-                return source[start:index].strip()
-            depth -= 1
-        elif char == "," and depth == 0:
-            return source[start:index].strip()
-    return source[start:].strip()
+    return name or repr(fn)
 
 
 def format_value(value: Any) -> str:
