@@ -18,8 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from tenacity import RetryCallState, retry_if_result, stop_after_delay, wait_fixed
-from tenacity.wait import wait_base
+from tenacity import RetryCallState, retry_if_result, stop_after_delay
 
 from ktest.cluster.reads import ReadTarget, recording_reads, target_of
 from ktest.errors import ConfigError
@@ -71,19 +70,6 @@ AttemptObserver = Callable[["WaitRun", Attempt], None]
 
 attempt_observers: ContextVar[tuple[AttemptObserver, ...]] = ContextVar("ktest_attempt_observers", default=())
 """Who is told of the attempts made in this context (see ktest.timeline)."""
-
-
-class wait_within(wait_base):
-    """Wait like ``base`` but never past ``window`` seconds from the first attempt,
-    so the final attempt happens right at the deadline."""
-
-    def __init__(self, base: wait_base, window: float) -> None:
-        self.base = base
-        self.window = window
-
-    def __call__(self, retry_state: RetryCallState) -> float:
-        elapsed = retry_state.seconds_since_start or 0.0
-        return max(0.0, min(self.base(retry_state), self.window - elapsed))
 
 
 class WaitRun:
@@ -208,10 +194,15 @@ class WaitRun:
             retry = retry_if_result(lambda a: a.verdict is not Verdict.FAILED)
         return {
             "stop": stop_after_delay(self.window),
-            "wait": wait_within(wait_fixed(self.interval), self.window),
+            "wait": self._pause,
             "retry": retry,
             "retry_error_callback": self._window_over,
         }
+
+    def _pause(self, retry_state: RetryCallState) -> float:
+        """The poll interval, cut so that the final attempt lands right on the deadline."""
+        elapsed = retry_state.seconds_since_start or 0.0
+        return max(0.0, min(self.interval, self.window - elapsed))
 
     def _window_over(self, retry_state: RetryCallState) -> Attempt:
         """The attempt that decides the call once the window is over."""
