@@ -52,17 +52,13 @@ def _api_or_connection_cause(exc: BaseException) -> BaseException | None:
     seen = 0
     current: BaseException | None = exc
     while current is not None and seen < 8:
-        if isinstance(current, ApiException) or _is_connection_error(current):
+        if isinstance(current, (ApiException, ConnectionError, TimeoutError, urllib3.exceptions.HTTPError)):
             return current
         if not isinstance(current, KtestError):
             return None
         current = current.__cause__
         seen += 1
     return None
-
-
-def _is_connection_error(exc: BaseException) -> bool:
-    return isinstance(exc, (ConnectionError, TimeoutError, urllib3.exceptions.HTTPError))
 
 
 def describe(exc: BaseException) -> str:

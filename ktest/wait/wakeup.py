@@ -165,30 +165,27 @@ class _Watch:
                 resource_version = self._stream(resource, resource_version)
                 backoff = 0.05
                 expired_in_a_row = False
+                continue
             except ApiException as exc:
                 if self._stopping.is_set():
                     return
                 if exc.status == 410:  # expired: list again, at once the first time
                     resource_version = None
-                    if expired_in_a_row:
-                        self._pause(backoff)
-                        backoff = min(backoff * 2, _MAX_BACKOFF)
-                    expired_in_a_row = True
-                    continue
-                if exc.status in (401, 403):
+                    if not expired_in_a_row:
+                        expired_in_a_row = True
+                        continue
+                elif exc.status in (401, 403):
                     self.failure = f"{exc.status} {exc.reason}: not allowed to list/watch"
                     self.failed_at = time.monotonic()
                     log.info("ktest wake-up disabled for %s %s: %s", self.api_version,
                              self.kind, self.failure)
                     return
-                self._pause(backoff)
-                backoff = min(backoff * 2, _MAX_BACKOFF)
             except Exception as exc:
                 if self._stopping.is_set():
                     return
                 log.debug("ktest watch of %s %s failed: %r", self.api_version, self.kind, exc)
-                self._pause(backoff)
-                backoff = min(backoff * 2, _MAX_BACKOFF)
+            self._stopping.wait(backoff)
+            backoff = min(backoff * 2, _MAX_BACKOFF)
 
     def _resource(self) -> Any:
         cluster = self.hub.cluster
@@ -222,9 +219,6 @@ class _Watch:
         finally:
             self._watcher = None
         return resource_version
-
-    def _pause(self, seconds: float) -> None:
-        self._stopping.wait(seconds)
 
 
 class WatchHub:
