@@ -1,28 +1,15 @@
 """The ``kubernetes`` package's process-wide defaults, routed to each in-process operator's proxy.
 
-Operators configure the official client once (``load_kube_config()``,
-``load_incluster_config()``, kopf's default login) and then build clients with
-no argument (``kubernetes.client.CoreV1Api()``). In a test process those
-defaults lead nowhere (``No host specified``) or, worse, to the developer's
-``~/.kube/config``. While at least one in-process operator runs, the code of
-each operator (its threads, see ``threads``, and the import of its modules)
-sees, instead of the process's own:
-
-* ``Configuration.get_default_copy()``/``get_default()``/``set_default()`` and
-  ``ApiClient.get_default()``/``set_default()``: defaults of its own, first
-  loaded from its proxy kubeconfig;
-* ``load_kube_config()``, ``load_kube_config_from_dict()``,
-  ``new_client_from_config()``, ``load_config()`` (whatever file, dict or
-  context they name) and ``load_incluster_config()``: its proxy kubeconfig,
-  noted once in its log;
-* ``os.environ["KUBECONFIG"]`` and ``os.getenv("KUBECONFIG")``: its proxy kubeconfig.
-
-The C-level environment, which child processes started without ``env=``
-inherit, is one per process: it names the kubeconfig of the most recently
-started in-process operator that still runs. The test's own code sees the
-process's defaults, untouched; everything is restored when the last operator
-stops. ``kubernetes_asyncio`` is not routed (its operators read
-``ctx.kubeconfig`` / ``memo.kubeconfig``, or ``KUBECONFIG``).
+Operators configure the official client once (``load_kube_config()``, ``load_incluster_config()``,
+kopf's default login) and then build clients with no argument. In a test process those defaults
+lead nowhere or, worse, to the developer's ``~/.kube/config``. While an in-process operator runs,
+its code (its threads, see ``threads``, and the import of its modules) sees instead: default
+``Configuration``/``ApiClient`` objects of its own, loaded from its proxy kubeconfig; every
+kubeconfig and in-cluster loader leading to that kubeconfig (noted once in its log); and
+``os.environ["KUBECONFIG"]`` naming it. The C-level environment, which child processes inherit,
+names the kubeconfig of the most recently started operator still running. The test's own code
+sees the process's defaults; everything is restored when the last operator stops.
+``kubernetes_asyncio`` is not routed (its operators read ``ctx.kubeconfig`` / ``memo.kubeconfig``).
 """
 
 from __future__ import annotations
@@ -72,8 +59,8 @@ class KubeRoute:
         from kubernetes.client import Configuration
 
         target = type.__call__(Configuration) if into is None else into
-        assert _patches.loader is not None  # a route is only used while the patches are installed
-        loader = _patches.loader(filename=str(self.kubeconfig))
+        assert patches.loader is not None  # a route is only used while the patches are installed
+        loader = patches.loader(filename=str(self.kubeconfig))
         loader.load_and_set(target)
         choose_proxy(target, loader)  # the proxy listens on 127.0.0.1: never via HTTPS_PROXY
         return target
@@ -149,7 +136,7 @@ class _Patches:
             if not self.routes:
                 self._install()
             self.routes.append(route)
-            self._set_c_environment()
+            os.putenv(_VARIABLE, str(route.kubeconfig))
 
     def release(self, route: KubeRoute) -> None:
         with self.lock:
@@ -157,12 +144,9 @@ class _Patches:
                 return
             self.routes.remove(route)
             if self.routes:
-                self._set_c_environment()
+                os.putenv(_VARIABLE, str(self.routes[-1].kubeconfig))
             else:
                 self._uninstall()
-
-    def _set_c_environment(self) -> None:
-        os.putenv(_VARIABLE, str(self.routes[-1].kubeconfig))
 
     def _install(self) -> None:
         self.environ_class = type(os.environ)
@@ -262,14 +246,5 @@ def _choosing_proxy_on_load(loader: Any) -> Any:
     return loader
 
 
-_patches = _Patches()
-
-
-def activate(route: KubeRoute) -> None:
-    """Route the defaults for ``route``'s operator until :func:`deactivate` (reference-counted)."""
-    _patches.acquire(route)
-
-
-def deactivate(route: KubeRoute) -> None:
-    """End ``route`` (idempotent); the last one restores the process's own defaults."""
-    _patches.release(route)
+patches = _Patches()
+"""``patches.acquire(route)`` routes the defaults for ``route``'s operator until ``release(route)``."""

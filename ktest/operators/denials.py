@@ -45,8 +45,7 @@ class Denial:
 
     def missing_rule(self) -> str:
         """The RBAC rule that would allow the request, as YAML flow text."""
-        resource = self.resource
-        return f'{{apiGroups: ["{self.group}"], resources: ["{resource}"], verbs: ["{self.verb}"]}}'
+        return f'{{apiGroups: ["{self.group}"], resources: ["{self.resource}"], verbs: ["{self.verb}"]}}'
 
 
 def find_denials(text: str) -> list[Denial]:
@@ -55,14 +54,5 @@ def find_denials(text: str) -> list[Denial]:
     for line in text.splitlines():
         match = _DENIAL.search(line)
         if match:
-            found.append(
-                Denial(
-                    user=match["user"],
-                    verb=match["verb"],
-                    resource=match["resource"],
-                    group=match["group"],
-                    namespace=match["namespace"],
-                    line=line.strip(),
-                )
-            )
+            found.append(Denial(**match.groupdict(), line=line.strip()))
     return found

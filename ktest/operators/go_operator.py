@@ -1,19 +1,12 @@
 """Build a Go operator (e.g. a controller-runtime manager) once and cache the binary.
 
-The cache key is a hash of the module's Go sources (``*.go`` without tests,
-``go.mod``, ``go.sum``, ``go.work*``, ``vendor/modules.txt``), the Go
-version, the target platform, the package and the build flags, so an
-unchanged operator is never rebuilt, across test runs and xdist workers.
-Binaries are built like the user's own ``go build`` (same environment, so the
-same ``GOCACHE``, ``GOFLAGS`` and ``CGO_ENABLED``; only ``-buildvcs=false``
-added, which does not change how packages compile), so a warm Go build cache is
-reused; ``reproducible=True`` adds ``-trimpath`` and ``CGO_ENABLED=0`` (a
-static binary, compiled apart from the user's cache). The binary goes to
-``<ktest cache>/operators/<name>-<hash>/<name>``, written to a temporary name
-and renamed into place under a file lock; the compiler's output (``go build
--v``: one line per package compiled) goes to ``build.log`` beside it, and
-progress lines on stderr say what is built, where the binary and log go, and
-how long it has taken.
+The cache key hashes the module's Go sources (``*.go`` without tests, ``go.mod``, ``go.sum``,
+``go.work*``, ``vendor/modules.txt``), the Go version, the platform, the package and the build
+flags, so an unchanged operator is never rebuilt, across runs and xdist workers. It is built like
+the user's own ``go build`` (same environment, so a warm ``GOCACHE`` is reused; only
+``-buildvcs=false`` added); ``reproducible=True`` adds ``-trimpath`` and ``CGO_ENABLED=0``. The
+binary goes to ``<ktest cache>/operators/<name>-<hash>/<name>`` (renamed into place under a file
+lock), the compiler's output to ``build.log`` beside it.
 """
 
 from __future__ import annotations
@@ -44,13 +37,6 @@ _SKIP_DIRECTORIES = frozenset({"bin", "dist", "testdata", "node_modules"})
 _LOG_TAIL_LINES = 30
 
 
-def operators_cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    """``<ktest cache>/operators`` (the cache root honours ``KTEST_CACHE_DIR`` and ``XDG_CACHE_HOME``)."""
-    from ktest.assets.store import Locations
-
-    return Locations.from_env(env).cache_root / "operators"
-
-
 def source_files(source_dir: Path) -> Iterator[Path]:
     """The files whose content decides the binary, in a stable order."""
     for root, directories, files in os.walk(source_dir):
@@ -79,7 +65,7 @@ class GoBuild:
 
     @property
     def cached(self) -> bool:
-        return _is_executable(self.binary)
+        return self.binary.is_file() and os.access(self.binary, os.X_OK)
 
     @property
     def log(self) -> Path:
@@ -117,6 +103,7 @@ def plan_go_build(
 ) -> GoBuild:
     """The cache location and build command for ``package`` of the Go module at ``source_dir``."""
     from ktest.assets.gotool import find_go
+    from ktest.assets.store import Locations
 
     source = Path(source_dir).expanduser().resolve()
     if not (source / "go.mod").is_file():
@@ -141,7 +128,8 @@ def plan_go_build(
         flags.append(f"-ldflags={ldflags}")
     cgo = f"CGO_ENABLED={build_env.get('CGO_ENABLED', '')}"
     digest = _digest(source, go.version, package, [*flags, cgo], build_env)
-    root = Path(cache_dir) if cache_dir is not None else operators_cache_dir(build_env)
+    default_root = Locations.from_env(build_env).cache_root / "operators"  # KTEST_CACHE_DIR, XDG_CACHE_HOME
+    root = Path(cache_dir) if cache_dir is not None else default_root
     binary = root / f"{binary_name}-{digest[:16]}" / binary_name
     return GoBuild(source, binary, (go.path, "build", "-v", *flags, "-o", "{output}", package), build_env)
 
@@ -242,7 +230,3 @@ def _digest(source: Path, go_version: str, package: str, flags: Sequence[str], e
 def _machine() -> str:
     machine = platform.machine().lower()
     return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
-
-
-def _is_executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)

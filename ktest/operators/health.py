@@ -113,11 +113,8 @@ class OperatorHealth(abc.ABC):
         if not self._running():
             return self._make_error(self._death_reason(), hint=self._denial_hint())
         if self.fail_on_forbidden:
-            # Only complete lines count; a partial last line is scanned again next time.
-            new = self.log.read(self._scanned)
-            complete = new[: new.rfind(b"\n") + 1]
-            self._scanned += len(complete)
-            found = find_denials(complete.decode("utf-8", "replace"))
+            lines, self._scanned = self.log.complete_lines(self._scanned)
+            found = find_denials(lines)
             if found:
                 return self._denial_error(found[0])
         return None

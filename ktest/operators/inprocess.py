@@ -96,12 +96,12 @@ class ThreadOperator(OperatorHandle):
             route = run.threads.kube = client_defaults.KubeRoute(
                 self.name, self.api_cluster.kubeconfig, note=self.log.write
             )
-            client_defaults.activate(route)
+            client_defaults.patches.acquire(route)
         return route
 
     def _unroute_client_defaults(self, run: ThreadRun) -> None:
         if run.threads.kube is not None:
-            client_defaults.deactivate(run.threads.kube)
+            client_defaults.patches.release(run.threads.kube)
 
     def _start_thread(self, run: ThreadRun, body: Callable[[], None], thread_name: str) -> None:
         """Start ``body`` as the run's main thread and return once it has started; log routing

@@ -1,27 +1,13 @@
 """Load kopf operator modules into a fresh ``kopf.OperatorRegistry`` for one run.
 
-kopf's decorators register into the process-wide default registry at import
-time, so importing an operator twice (two tests, a restart) would register
-its handlers twice, and handlers imported by the test itself would leak into
-every run. Instead, each run:
-
-* swaps in a fresh registry as kopf's default for the duration of the import
-  (under a lock, restored afterwards);
-* executes the operator's handler modules afresh: the named module and every
-  module of its top-level package that uses kopf (it holds the ``kopf`` module:
-  that is where decorators register) are taken out of ``sys.modules`` for the
-  import and put back afterwards, so the run registers its handlers into its
-  own registry and the rest of the process keeps the modules it had (new
-  modules of that package are removed again). The package's other modules
-  (storage clients, exception classes, helpers) the test already imported are
-  shared with the operator, as ``kopf run`` would share them: an exception class
-  the test catches is the one the operator raises;
-* loads files (``path/to/handlers.py``) under a private module name, with the
-  file's folder first on ``sys.path``, as ``kopf run path/to/handlers.py`` does, so
-  ``from cache import ...`` of a sibling module works (see :class:`SiblingModules`).
-
-Modules outside the operator's package (kopf, libraries) are imported
-normally and shared.
+kopf's decorators register into the process-wide default registry at import time, so importing
+an operator twice (two tests, a restart) would register its handlers twice. Instead, each run
+swaps in a fresh default registry for the import (under a lock) and executes the operator's
+handler modules afresh: the named module and every module of its package that holds ``kopf``
+are taken out of ``sys.modules`` for the import and put back afterwards. The package's other
+modules (exception classes, helpers) stay shared with the test, as ``kopf run`` would share them:
+an exception class the test catches is the one the operator raises. Files load under a private
+module name with their folder first on ``sys.path`` (:class:`SiblingModules`).
 """
 
 from __future__ import annotations
@@ -218,22 +204,13 @@ def _exec_file(path: Path, modules: _ModuleSwap, siblings: SiblingModules) -> No
 class SiblingModules:
     """The folders one run put on ``sys.path`` and the sibling modules imported from them.
 
-    ``kopf run src/handlers.py`` puts ``src/`` first on ``sys.path``, so the operator
-    imports its neighbours (``from cache import Cache``). ktest does the same while the
-    run lasts, so imports inside handlers work too, and undoes it when the run ends:
-
-    * the folder leaves ``sys.path`` again (the one entry this run added);
-    * modules imported from that folder during the run (the run's own siblings) leave
-      ``sys.modules``, so the next run, or another operator with a same-named sibling
-      (``cache.py`` in another folder), imports its own copy afresh;
-    * a module already imported from that folder before the run (the test imported
-      ``cache`` itself) is shared with the operator, never re-executed: the test and the
-      operator see the same classes and state;
-    * a module of the same name imported from elsewhere (the test suite's own ``cache``)
-      does not shadow the operator's sibling: it is set aside while the file is imported and
-      put back afterwards, so the operator's module holds its own sibling. Modules of Python
-      itself and of installed packages are never set aside (a sibling ``secrets.py`` does not
-      replace the standard library's for the rest of the process).
+    ``kopf run src/handlers.py`` puts ``src/`` first on ``sys.path`` so the operator imports its
+    neighbours; ktest does the same while the run lasts and undoes it when the run ends: the
+    folder leaves ``sys.path``, and the siblings the run imported leave ``sys.modules`` (the next
+    run, or an operator with a same-named sibling elsewhere, imports its own copy). A sibling the
+    test imported before the run is shared, never re-executed. A same-named module from elsewhere
+    (the test suite's own ``cache``) is set aside while the file is imported, unless it is part of
+    Python or an installed package (a sibling ``secrets.py`` never replaces the standard library's).
     """
 
     def __init__(self) -> None:
@@ -297,12 +274,8 @@ def _installed(name: str, module: object) -> bool:
     holds (other code imported meanwhile needs the real ``secrets`` or ``yaml``)."""
     if name in sys.stdlib_module_names or name in sys.builtin_module_names:
         return True
-    prefixes = {_resolved(prefix) + os.sep for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    locations = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
-    return any(
-        isinstance(location, str) and _resolved(location).startswith(tuple(prefixes))
-        for location in locations
-    )
+    prefixes = tuple({_resolved(root) + os.sep for root in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    return any(location.startswith(prefixes) for location in _locations(module))
 
 
 def _sibling_exists(folder: Path, name: str) -> bool:
@@ -311,12 +284,13 @@ def _sibling_exists(folder: Path, name: str) -> bool:
 
 def _module_in(module: object, folder: Path) -> bool:
     """Whether ``module`` was loaded from a file (or is a package) inside ``folder``."""
-    locations = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
-    inside = str(folder) + os.sep
-    return any(
-        isinstance(location, str) and location and _resolved(location).startswith(inside)
-        for location in locations
-    )
+    return any(location.startswith(str(folder) + os.sep) for location in _locations(module))
+
+
+def _locations(module: object) -> list[str]:
+    """Where ``module`` was loaded from (its file, its package folders), symlinks resolved."""
+    found = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
+    return [_resolved(location) for location in found if isinstance(location, str) and location]
 
 
 @functools.cache

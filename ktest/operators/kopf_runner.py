@@ -103,7 +103,7 @@ class KopfOperator(ThreadOperator):
 
     def __init__(
         self,
-        sources: Sequence[Source],
+        sources: Source | Sequence[Source],
         cluster: Cluster,
         *,
         namespaces: Sequence[str] | None = None,
@@ -451,9 +451,8 @@ def run_kopf(
     arguments: :class:`~ktest.operators.options.InProcessOptions`.
     """
     wait = options.pop("wait", True)
-    sources = [modules_or_paths] if isinstance(modules_or_paths, (str, Path)) else list(modules_or_paths)
     handle = KopfOperator(
-        sources,
+        modules_or_paths,
         cluster,
         configure=configure,
         memo=memo,

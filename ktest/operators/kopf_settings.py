@@ -1,22 +1,15 @@
 """The test's kopf settings win over the operator's own startup handlers.
 
-A test sets kopf settings through ``run_kopf(configure=...)`` (ktest's webhook
-front server needs ``settings.admission.server = wh.kopf_server()``), and ktest
-sets one of its own (``settings.process.ultimate_exiting_timeout = None``, so the
-operator can never SIGKILL the test process). An operator commonly sets the same
-settings in a ``@kopf.on.startup`` handler, which kopf runs later: left alone, it
-would replace the test's choice with its production wiring (a webhook server on
-the cluster's service address, a tunnel), and the test could not run the
-operator unmodified.
+A test sets kopf settings through ``run_kopf(configure=...)`` (ktest's webhook front server needs
+``settings.admission.server = wh.kopf_server()``), and ktest sets one of its own (no
+``ultimate_exiting_timeout``: the operator must never SIGKILL the test process). An operator
+commonly sets the same settings in a ``@kopf.on.startup`` handler, which kopf runs later and which
+would replace the test's choice with its production wiring.
 
-So every setting assigned during ``configure`` (and ktest's own) is *pinned*:
-a later assignment of that attribute (by a startup handler or any operator
-code) is ignored and noted in the operator's log at WARNING, naming the
-setting, the value the operator wanted and the file and line that set it.
-Settings the test did not assign stay the operator's to set. Only attribute
-assignments are guarded (``settings.admission.server = ...``, or a whole group
-``settings.admission = kopf.AdmissionSettings(...)``, whose pinned fields are
-kept); changes inside a value (a mapping's items) are not.
+So every setting assigned during ``configure`` (and ktest's own) is *pinned*: a later assignment
+of that attribute (or of its whole group) is ignored and noted in the operator's log at WARNING,
+naming the setting, the value wanted and the file and line that set it. Changes inside a value
+(a mapping's items) are not guarded.
 """
 
 from __future__ import annotations
@@ -25,7 +18,6 @@ import dataclasses
 import logging
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 _STATE = "_ktest_pins"
@@ -128,42 +120,22 @@ def _all_pins(settings: Any) -> Iterator[_Pins]:
             yield pins
 
 
-def guard(settings: Any) -> None:
-    """Make ``settings`` (a fresh ``kopf.OperatorSettings``) and each of its groups guarded."""
+def configure_pinned(settings: Any, *steps: tuple[str, Callable[[Any], None] | None]) -> None:
+    """Guard ``settings`` (a fresh ``kopf.OperatorSettings``) and its groups, and run each
+    ``(origin, step)`` (the test's ``configure``, ktest's own) with pinning on: what they assign,
+    the operator cannot change."""
     _guard(settings, "settings")
     for field in dataclasses.fields(settings):
         group = getattr(settings, field.name)
         if dataclasses.is_dataclass(group) and not isinstance(group, type):
             _guard(group, field.name)
-
-
-@contextmanager
-def pinning(settings: Any, origin: str) -> Iterator[None]:
-    """Inside the block, every attribute assigned on ``settings`` (or its groups) is pinned,
-    as set by ``origin`` ("the test's configure=")."""
-    for pins in list(_all_pins(settings)):
-        pins.recording = origin
-    try:
-        yield
-    finally:
-        for pins in list(_all_pins(settings)):
-            pins.recording = None
-
-
-def pinned(settings: Any) -> list[str]:
-    """The pinned settings, as ``admission.server`` paths (for messages and docs)."""
-    found: list[str] = []
-    for pins in _all_pins(settings):
-        prefix = "" if pins.path == "settings" else f"{pins.path}."
-        found.extend(f"{prefix}{name}" for name in sorted(pins.pinned))
-    return sorted(found)
-
-
-def configure_pinned(settings: Any, *steps: tuple[str, Callable[[Any], None] | None]) -> None:
-    """Guard ``settings`` and run each ``(origin, step)`` (the test's ``configure``, ktest's own)
-    with pinning on: what they assign, the operator cannot change."""
-    guard(settings)
     for origin, step in steps:
-        if step is not None:
-            with pinning(settings, origin):
-                step(settings)
+        if step is None:
+            continue
+        for pins in list(_all_pins(settings)):
+            pins.recording = origin
+        try:
+            step(settings)
+        finally:
+            for pins in list(_all_pins(settings)):
+                pins.recording = None

@@ -1,16 +1,10 @@
 """Where an operator's output goes: one log file per handle, readable while it grows.
 
-In-process operators (threads, asyncio, kopf) write through the standard
-``logging`` module or ``print()``. A single routing handler on the root logger
-sends each record to the log of the operator whose code emitted it, found
-through a ``ContextVar`` that the operator's thread sets before running
-anything (asyncio tasks inherit it, and kopf copies it into the threads that
-run sync handlers), or else through the thread's owner (``ownership``: the
-threads an operator starts belong to it). ``print()`` calls made by an
-operator's threads to stdout or stderr go to its log the same way (as
-``print(stdout)`` / ``print(stderr)`` lines). Output of other code (the test
-itself) is left alone. Both are installed while at least one in-process
-operator runs.
+In-process operators write through ``logging`` or ``print()``. While one runs, a routing handler
+on the root logger (and a wrapped ``print``) sends each record to the log of the operator whose
+code emitted it: found through a ``ContextVar`` its thread sets first (asyncio tasks inherit it,
+kopf copies it into the threads of sync handlers), or else through the thread's run (``threads``).
+Output of other code (the test itself) is left alone.
 """
 
 from __future__ import annotations
@@ -98,6 +92,13 @@ class OperatorLog:
                     return file.read()
             except OSError:
                 return b""
+
+    def complete_lines(self, start: int) -> tuple[str, int]:
+        """The whole lines written from ``start`` on, and the offset after them (a partial last
+        line is read again next time)."""
+        new = self.read(start)
+        complete = new[: new.rfind(b"\n") + 1]
+        return complete.decode("utf-8", "replace"), start + len(complete)
 
     def since(self, mark: int = 0) -> str:
         return self.read(mark).decode("utf-8", "replace")
@@ -274,20 +275,17 @@ def format_exception(error: BaseException) -> str:
     readable (status, reason and the server's message instead of HTTP headers and body)."""
     described = traceback.TracebackException.from_exception(error)
     seen: set[int] = set()
-    current: traceback.TracebackException | None = described
-    chain: list[tuple[traceback.TracebackException, BaseException]] = []
-    exception: BaseException | None = error
-    while current is not None and exception is not None and id(exception) not in seen:
-        seen.add(id(exception))
-        chain.append((current, exception))
-        if current.__cause__ is not None:
-            current, exception = current.__cause__, exception.__cause__
-        else:
-            current, exception = current.__context__, exception.__context__
-    for part, raised in chain:
+    part: traceback.TracebackException | None = described
+    raised: BaseException | None = error
+    while part is not None and raised is not None and id(raised) not in seen:
+        seen.add(id(raised))
         readable = api_error_text(raised)
         if readable is not None and hasattr(part, "_str"):
             part._str = readable
+        if part.__cause__ is not None:
+            part, raised = part.__cause__, raised.__cause__
+        else:
+            part, raised = part.__context__, raised.__context__
     return "".join(described.format()).rstrip("\n")
 
 

@@ -1,14 +1,5 @@
-"""``OperatorHandle``: what a test holds for a running operator, whatever its kind.
-
-A handle starts the operator, waits until it is ready, and can stop it,
-crash it (no cleanup) and restart it. While it runs it takes part in the
-test run (``ktest.run_context``): a health check raises ``OperatorError`` once
-the operator died, raised, or (optionally) logged an error or was refused
-by RBAC, so the next ``eventually`` or the test's teardown fails with the
-operator's own error instead of a timeout; and its log is attached to the
-report of a failing test (for a session-scoped operator: the part written
-during that test).
-"""
+"""``OperatorHandle``: what a test holds for a running operator, whatever its kind: its lifecycle
+(start, stop, crash, restart, close) on top of its health (``health``)."""
 
 from __future__ import annotations
 
@@ -18,7 +9,7 @@ import fnmatch
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, TypeVar
@@ -99,7 +90,7 @@ class OperatorHandle(OperatorHealth):
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
         self.starts = 0
-        self._cleanups: list[object] = []
+        self._cleanups: list[Callable[[], object]] = []
         self.wait_for_namespaces: bool | Sequence[str] = True
         """Which background namespace deletions :meth:`close` waits for before it stops the
         operator (so it can process its finalizers there): True, those it serves (for a
@@ -393,7 +384,7 @@ class OperatorHandle(OperatorHealth):
                 self._state = "closed"
                 cleanups, self._cleanups = self._cleanups, []
             for cleanup in cleanups:
-                cleanup()  # type: ignore[operator]
+                cleanup()
             self._release()
             self.log.close()
         if pending and failure is not None:
@@ -435,15 +426,11 @@ class OperatorHandle(OperatorHealth):
             from ktest.proxy import OperatorProxy
 
             self.proxy = OperatorProxy(self.cluster, self.name, http2=self.proxy_http2).start()
-            self._cleanups.append(self._close_proxy)
+            self._cleanups.append(self.proxy.close)
         self._cleanups.append(run_context.add_health_check(self.check))
         detach = attach_reports(self.name, self.log, self.proxy)
         if detach is not None:
             self._cleanups.append(detach)
-
-    def _close_proxy(self) -> None:
-        if self.proxy is not None:
-            self.proxy.close()
 
     def _end_run(self, new_state: str) -> bool | None:
         """Leave the running state (recording a death that came first): None if it was not

@@ -1,20 +1,12 @@
 """Run any command as the operator under test (a Go manager, ``python -m my_operator``, a script).
 
-The process gets ``KUBECONFIG`` pointing at the test cluster (and none of
-the in-cluster service-account variables that would make a client library
-ignore it), runs in its own process group, and is killed by the kernel if
-the test process dies (``ktest.base.process``). Its stdout and
-stderr go to the handle's log file. ``crash()`` is SIGKILL; ``stop()`` is
-SIGTERM, then SIGKILL after ``stop_timeout``.
-
-When the environment names a proxy (``HTTPS_PROXY``...) and the process's API server
-or proxy is on loopback, loopback is added to its ``NO_PROXY`` and ``no_proxy``: a
-Python operator's client would otherwise send its requests to that proxy.
-
-``{port}`` in the command, ``args``, ``env`` values or ``ready_http`` is
-replaced by a free local port chosen once per handle (kept across restarts),
-for probe or metrics addresses; ``{namespaces}`` by the ``namespaces=`` it
-serves, comma-separated (e.g. ``env={"WATCH_NAMESPACE": "{namespaces}"}``).
+The process gets ``KUBECONFIG`` pointing at the test cluster (and none of the in-cluster
+service-account variables that would make a client library ignore it), runs in its own process
+group, dies with the test process (``ktest.base.process``) and writes to the handle's log.
+``crash()`` is SIGKILL; ``stop()`` is SIGTERM, then SIGKILL after ``stop_timeout``. Loopback is
+added to its ``NO_PROXY`` when the environment names a proxy (its client would send the test
+cluster's requests there). ``{port}`` (a free port, kept across restarts) and ``{namespaces}``
+in the command, ``args``, ``env`` or ``ready_http`` are replaced.
 """
 
 from __future__ import annotations
@@ -184,11 +176,8 @@ class ProcessOperator(OperatorHandle):
 
     def _log_matches(self) -> bool:
         assert self.ready_pattern is not None
-        new = self.log.read(self._ready_scanned)
-        complete = new[: new.rfind(b"\n") + 1]
-        self._ready_scanned += len(complete)
-        lines = complete.decode("utf-8", "replace").splitlines()
-        return any(self.ready_pattern.search(line) for line in lines)
+        lines, self._ready_scanned = self.log.complete_lines(self._ready_scanned)
+        return any(self.ready_pattern.search(line) for line in lines.splitlines())
 
     def _http_ready(self) -> bool:
         url = self.ready_url

@@ -12,34 +12,19 @@ Session-scoped operator, namespace per test::
         with namespace_for(operator, cluster) as name:
             yield name
 
-pytest tears fixtures down in the reverse order of their setup, and a fixture
-is set up after the fixtures it requests. A namespace fixture that requests
-the operator fixture is therefore always deleted *before* the operator stops,
-whatever the scopes: the operator is still running while the namespace
-controller deletes the objects in it, so its finalizers are processed and the
-namespace really goes away. (A namespace fixture that does not request the
-operator may be set up before it, and then outlives it: objects with the
-operator's finalizers keep the namespace in ``Terminating`` for good.)
+pytest tears fixtures down in the reverse order of their setup, so a namespace fixture that
+requests the operator fixture is deleted while the operator still runs and can process its
+finalizers; one that does not may outlive it and stay ``Terminating`` for good.
 :func:`namespace_for` checks exactly this and says how to fix it.
 
-Operator per test, limited to the test's namespace: one call,
-:func:`operator_for_test`, which stops the operator only after what the test
-left in the namespace is deleted and gone (so its finalizers were processed)::
+Operator per test, limited to the test's namespace: :func:`operator_for_test` stops the operator
+only after what the test left in the namespace is deleted and gone::
 
     @pytest.fixture
     def operator(cluster, namespace):
         with operator_for_test(run_kopf("my_operator.handlers", cluster, namespaces=[namespace]),
                                cluster, namespace) as op:
             yield op
-
-(The namespace fixture is set up before this one, so it is torn down after
-it: without the clean-up, objects with the operator's finalizers would keep
-the namespace in ``Terminating`` once the operator stopped.)
-
-Failures: a handle registers a health check with the test run, so the
-plugin fails the test with the operator's own error at the next
-``eventually`` or right after the test body, and attaches the operator's log
-(for a session-scoped one: the part written during the failing test).
 """
 
 from __future__ import annotations
@@ -172,11 +157,8 @@ def held_finalizers(
     """The objects of the clean-up (in ``namespace``, and the cluster-scoped ``created``) that
     carry a finalizer ``operator`` owns, as "<kind> <name> holds <finalizer>" lines."""
     found = []
-    for info in cluster.discovery.namespaced_kinds():
-        if info.kind == "Event":
-            continue
-        for obj in _list_or_empty(cluster, info, namespace):
-            found.extend(_owned(info.kind, obj, operator))
+    for info, obj in _namespaced_objects(cluster, namespace):
+        found.extend(_owned(info.kind, obj, operator))
     for api_version, kind, name, uid in dict.fromkeys(created):
         try:
             info = cluster.info(api_version, kind)
@@ -206,19 +188,12 @@ def finalize_namespace(
 
     from ktest.cluster.discovery import is_custom_api_version
 
-    doomed: list[tuple[ResourceInfo, str, str]] = []  # (kind, name, uid)
-    for info in cluster.discovery.namespaced_kinds():
-        if info.kind == "Event":
-            continue
-        custom = is_custom_api_version(info.api_version)
-        for obj in _list_or_empty(cluster, info, namespace):
-            meta = obj.get("metadata") or {}
-            if custom or meta.get("finalizers"):
-                doomed.append((info, meta["name"], meta.get("uid", "")))
-    _delete_and_wait(
-        cluster, [(info, namespace, name, uid) for info, name, uid in doomed],
-        where=f"in {namespace}", timeout=timeout, operator=operator,
-    )
+    doomed = [
+        (info, namespace, obj["metadata"]["name"], obj["metadata"].get("uid", ""))
+        for info, obj in _namespaced_objects(cluster, namespace)
+        if is_custom_api_version(info.api_version) or (obj.get("metadata") or {}).get("finalizers")
+    ]
+    _delete_and_wait(cluster, doomed, where=f"in {namespace}", timeout=timeout, operator=operator)
 
 
 def finalize_cluster_objects(
@@ -259,7 +234,7 @@ def _delete_and_wait(
             if error.status != 404:
                 raise
 
-    def left() -> list[str]:
+    def all_gone() -> bool:
         remaining = []
         for info, namespace, name, uid in doomed:
             try:
@@ -270,10 +245,6 @@ def _delete_and_wait(
                 raise
             if obj["metadata"].get("uid") == uid:
                 remaining.append(f"{info.kind} {name} (finalizers {obj['metadata'].get('finalizers') or []})")
-        return remaining
-
-    def all_gone() -> bool:
-        remaining = left()
         assert not remaining, f"still there ({where}): {'; '.join(remaining)}"
         return True
 
@@ -287,13 +258,16 @@ def _delete_and_wait(
     )
 
 
-"""Kubernetes' own API groups (apps, batch, *.k8s.io); the others are custom resources."""
-
-
-def _list_or_empty(cluster: Cluster, info: ResourceInfo, namespace: str) -> list[dict[str, Any]]:
-    try:
-        return list(cluster.rest.request("GET", info.path(namespace)).get("items") or [])
-    except ApiError as error:
-        if error.status in (403, 404, 405, 503):  # not ours to see, gone, or an unavailable API
-            return []
-        raise
+def _namespaced_objects(cluster: Cluster, namespace: str) -> Iterator[tuple[ResourceInfo, dict[str, Any]]]:
+    """Every object in ``namespace`` (Events aside) with its kind, skipping kinds it cannot list."""
+    for info in cluster.discovery.namespaced_kinds():
+        if info.kind == "Event":
+            continue
+        try:
+            items = cluster.rest.request("GET", info.path(namespace)).get("items") or []
+        except ApiError as error:
+            if error.status in (403, 404, 405, 503):  # not ours to see, gone, or an unavailable API
+                continue
+            raise
+        for obj in items:
+            yield info, obj

@@ -50,11 +50,7 @@ class OperatorIdentity:
     def revoke(self) -> None:
         """Delete the bindings and roles created for this user (in reverse order)."""
         for obj in reversed(self.objects):
-            meta = obj["metadata"]
-            self.admin.delete(
-                {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": dict(meta)},
-                missing_ok=True,
-            )
+            self.admin.delete(obj, missing_ok=True)
         self.objects.clear()
 
     def __enter__(self) -> OperatorIdentity:
@@ -131,15 +127,7 @@ def _grant(identity: OperatorIdentity, manifest: Manifest, namespaces: Sequence[
     name = _private_name(identity.user, original)
     rules = role.get("rules") or []
     if role["kind"] == "ClusterRole":
-        _create(
-            identity,
-            {
-                "apiVersion": RBAC_API,
-                "kind": "ClusterRole",
-                "metadata": {"name": name, "labels": _labels(identity)},
-                "rules": rules,
-            },
-        )
+        _create(identity, _rbac_object("ClusterRole", name, None, identity, rules=rules))
         if namespaces is None:
             _create(identity, _binding("ClusterRoleBinding", name, None, "ClusterRole", identity))
             identity.grants.extend((rule, None) for rule in rules)
@@ -155,15 +143,7 @@ def _grant(identity: OperatorIdentity, manifest: Manifest, namespaces: Sequence[
                 f"{manifest.origin}: Role {original} has no namespace; set metadata.namespace "
                 "or pass namespaces=[...]."
             )
-        _create(
-            identity,
-            {
-                "apiVersion": RBAC_API,
-                "kind": "Role",
-                "metadata": {"name": name, "namespace": namespace, "labels": _labels(identity)},
-                "rules": rules,
-            },
-        )
+        _create(identity, _rbac_object("Role", name, namespace, identity, rules=rules))
         _create(identity, _binding("RoleBinding", name, namespace, "Role", identity))
         identity.grants.extend((rule, namespace) for rule in rules)
 
@@ -171,16 +151,24 @@ def _grant(identity: OperatorIdentity, manifest: Manifest, namespaces: Sequence[
 def _binding(
     kind: str, name: str, namespace: str | None, role_kind: str, identity: OperatorIdentity
 ) -> dict[str, Any]:
+    return _rbac_object(
+        kind,
+        name,
+        namespace,
+        identity,
+        roleRef={"apiGroup": RBAC_GROUP, "kind": role_kind, "name": name},
+        subjects=[{"apiGroup": RBAC_GROUP, "kind": "User", "name": identity.user}],
+    )
+
+
+def _rbac_object(
+    kind: str, name: str, namespace: str | None, identity: OperatorIdentity, **content: Any
+) -> dict[str, Any]:
+    """A role or binding for ``identity``, labelled as ktest's."""
     metadata: dict[str, Any] = {"name": name, "labels": _labels(identity)}
     if namespace:
         metadata["namespace"] = namespace
-    return {
-        "apiVersion": RBAC_API,
-        "kind": kind,
-        "metadata": metadata,
-        "roleRef": {"apiGroup": RBAC_GROUP, "kind": role_kind, "name": name},
-        "subjects": [{"apiGroup": RBAC_GROUP, "kind": "User", "name": identity.user}],
-    }
+    return {"apiVersion": RBAC_API, "kind": kind, "metadata": metadata, **content}
 
 
 def _create(identity: OperatorIdentity, obj: dict[str, Any]) -> None:
