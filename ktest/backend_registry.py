@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -153,24 +153,7 @@ class BackendSpec:
         return loaded
 
 
-PARTS = (
-    "open",
-    "check",
-    "preflight",
-    "fixtures",
-    "attach",
-    "health",
-    "diagnostics",
-    "cli",
-    "up",
-    "down",
-    "status",
-    "settings",
-    "describe",
-    "ci_steps",
-    "on_death",
-    "foreign_options",
-)
+PARTS = ("open", *(field.name for field in fields(BackendSpec) if field.type == "str | None"))
 """The fields of :class:`BackendSpec` that name a ``"module:attribute"``."""
 
 
@@ -253,29 +236,15 @@ def _load_entry(entry: Any) -> BackendSpec:
     return spec
 
 
-def names() -> tuple[str, ...]:
-    """The names ``--ktest-backend`` accepts."""
-    return tuple(backends())
-
-
-def matrix_names() -> tuple[str, ...]:
-    """The backends a CI matrix can name (those that make their own cluster)."""
-    return tuple(name for name, found in backends().items() if found.creates_cluster)
-
-
-def up_names() -> tuple[str, ...]:
-    """The backends ``ktest up`` can keep warm."""
-    return tuple(name for name, found in backends().items() if found.up is not None)
+def names(having: str | None = None) -> tuple[str, ...]:
+    """The names ``--ktest-backend`` accepts; with ``having``, those whose spec has that part or
+    flag: ``up``/``down`` (``ktest up``/``ktest down``), ``creates_cluster`` (a CI matrix's)."""
+    return tuple(name for name, found in backends().items() if having is None or getattr(found, having))
 
 
 def node_names() -> tuple[str, ...]:
     """The backends whose clusters always have real nodes (for ``ktest_nodes`` tests)."""
     return tuple(name for name, found in backends().items() if found.nodes == "always")
-
-
-def down_names() -> tuple[str, ...]:
-    """The backends ``ktest down`` can stop or delete."""
-    return tuple(name for name, found in backends().items() if found.down is not None)
 
 
 def parts(part: str) -> list[tuple[BackendSpec, Callable[..., Any]]]:

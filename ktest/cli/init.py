@@ -355,9 +355,10 @@ def _check_matrix(options: WorkflowOptions) -> None:
             )
     if not _PYTHON_VERSION.match(options.python_version):
         raise InitError(f"--python-version {options.python_version!r} is not a Python version like 3.12")
+    matrix = registry.names("creates_cluster")
     for backend in options.backends:
-        if backend not in registry.matrix_names():
-            raise InitError(f"--backends: {backend!r} is not one of {', '.join(registry.matrix_names())}")
+        if backend not in matrix:
+            raise InitError(f"--backends: {backend!r} is not one of {', '.join(matrix)}")
     if not options.backends:
         raise InitError("--backends is empty; give bare, kind or bare,kind")
     if not 1 <= options.shards <= 32:

@@ -30,9 +30,9 @@ def register(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     add_setting_option(up, "k8s_version")
     up.add_argument(
         "--backend",
-        choices=registry.up_names(),
+        choices=registry.names("up"),
         default=DEFAULT_BACKEND,
-        help="; ".join(f"{name}: {registry.spec(name).summary}" for name in registry.up_names())
+        help="; ".join(f"{name}: {registry.spec(name).summary}" for name in registry.names("up"))
         + f" (default: {DEFAULT_BACKEND})",
     )
     up.set_defaults(handler=_up)
@@ -43,7 +43,7 @@ def register(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     down = subparsers.add_parser("down", help="stop a warm cluster started by `ktest up`")
     down.add_argument(
         "--backend",
-        choices=registry.down_names(),
+        choices=registry.names("down"),
         default=DEFAULT_BACKEND,
         help=f"whose warm clusters (default: {DEFAULT_BACKEND})",
     )

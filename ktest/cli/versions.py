@@ -116,7 +116,7 @@ class VersionReport:
             "default": self.default,
             "older": self.older,
             "supported": self.supported,
-            "backends": list(registry.matrix_names()),
+            "backends": list(registry.names("creates_cluster")),
             "kind_version": self.kind_version,
             "resolved": self.resolved,
             "minors": [status.as_json() for status in self.minors],
