@@ -39,9 +39,9 @@ def diff(actual: Any, expected: Any, *, list_keys: ListKeys | None = None) -> li
     empty when it matches.  ``expected`` may be YAML text."""
     if isinstance(expected, str):
         expected = _load_expected(expected)
-    out: list[str] = []
-    _compare(_plain(actual), expected, "", "", list_keys, out)
-    return out
+    differences = _Differences(list_keys)
+    differences.compare(_plain(actual), expected, "", "")
+    return differences.lines
 
 
 def assert_matches(actual: Any, expected: Any, *, list_keys: ListKeys | None = None) -> bool:
@@ -59,92 +59,77 @@ def assert_matches(actual: Any, expected: Any, *, list_keys: ListKeys | None = N
     return True
 
 
-def _compare(
-    actual: Any,
-    expected: Any,
-    path: str,
-    generic: str,
-    list_keys: ListKeys | None,
-    out: list[str],
-) -> None:
-    if isinstance(expected, Mapping):
-        if not isinstance(actual, Mapping):
-            out.append(f"{_where(path)}: expected a mapping, got {_typed(actual)}")
-            return
-        for key, want in expected.items():
-            child = _child(path, key)
-            child_generic = f"{generic}.{key}" if generic else str(key)
-            if key not in actual:
-                if want is not None:
-                    out.append(f"{child}: missing, expected {_short(want)}{_present(actual)}")
-                continue
-            _compare(actual[key], want, child, child_generic, list_keys, out)
-    elif isinstance(expected, list):
-        if not isinstance(actual, list):
-            out.append(f"{_where(path)}: expected a list of {_items(len(expected))}, got {_typed(actual)}")
-            return
-        key_field = _key_field(generic, list_keys)
-        if key_field is None:
-            _compare_in_order(actual, expected, path, generic, list_keys, out)
+class _Differences:
+    """The lines of one :func:`diff`; ``path`` is where a value sits (``spec.items[0]``),
+    ``generic`` the same without indexes (``spec.items``, what ``list_keys`` names)."""
+
+    def __init__(self, list_keys: ListKeys | None) -> None:
+        self.list_keys = list_keys
+        self.lines: list[str] = []
+
+    def compare(self, actual: Any, expected: Any, path: str, generic: str) -> None:
+        if isinstance(expected, Mapping):
+            if not isinstance(actual, Mapping):
+                self.lines.append(f"{_where(path)}: expected a mapping, got {_typed(actual)}")
+                return
+            for key, want in expected.items():
+                child = _child(path, key)
+                if key not in actual:
+                    if want is not None:
+                        self.lines.append(f"{child}: missing, expected {_short(want)}{_present(actual)}")
+                    continue
+                self.compare(actual[key], want, child, f"{generic}.{key}" if generic else str(key))
+        elif isinstance(expected, list):
+            if not isinstance(actual, list):
+                self.lines.append(
+                    f"{_where(path)}: expected a list of {_items(len(expected))}, got {_typed(actual)}"
+                )
+                return
+            key_field = _key_field(generic, self.list_keys)
+            if key_field is None:
+                self.compare_in_order(actual, expected, path, generic)
+            else:
+                self.compare_by_key(actual, expected, key_field, path, generic)
         else:
-            _compare_by_key(actual, expected, key_field, path, generic, list_keys, out)
-    else:
-        _compare_scalar(actual, expected, path, out)
+            self.compare_scalar(actual, expected, path)
 
+    def compare_in_order(self, actual: list[Any], expected: list[Any], path: str, generic: str) -> None:
+        if len(actual) != len(expected):
+            self.lines.append(f"{_where(path)}: expected {_items(len(expected))}, got {len(actual)}")
+        for index, (have, want) in enumerate(zip(actual, expected, strict=False)):
+            self.compare(have, want, f"{path}[{index}]", generic)
 
-def _compare_in_order(
-    actual: list[Any],
-    expected: list[Any],
-    path: str,
-    generic: str,
-    list_keys: ListKeys | None,
-    out: list[str],
-) -> None:
-    if len(actual) != len(expected):
-        out.append(f"{_where(path)}: expected {_items(len(expected))}, got {len(actual)}")
-    for index, (have, want) in enumerate(zip(actual, expected, strict=False)):
-        _compare(have, want, f"{path}[{index}]", generic, list_keys, out)
+    def compare_by_key(
+        self, actual: list[Any], expected: list[Any], key_field: str, path: str, generic: str
+    ) -> None:
+        by_key = {item[key_field]: item for item in actual if isinstance(item, Mapping) and key_field in item}
+        for index, want in enumerate(expected):
+            if not isinstance(want, Mapping) or key_field not in want:
+                raise ManifestError(
+                    f"expected item {_where(path)}[{index}] = {_short(want)} has no {key_field!r} "
+                    f"field, but list_keys says the items of {generic!r} are matched by "
+                    f"{key_field!r}; add {key_field}: ... to the item or drop that list key"
+                )
+            key = want[key_field]
+            label = key if isinstance(key, str) else repr(key)
+            item_path = f"{path}[{key_field}={label}]"
+            if key not in by_key:
+                present = ", ".join(_short(k) for k in by_key) or "none"
+                self.lines.append(
+                    f"{item_path}: missing, no item has {key_field}={_short(key)} "
+                    f"(items have {key_field}: {present})"
+                )
+                continue
+            self.compare(by_key[key], want, item_path, generic)
 
-
-def _compare_by_key(
-    actual: list[Any],
-    expected: list[Any],
-    key_field: str,
-    path: str,
-    generic: str,
-    list_keys: ListKeys | None,
-    out: list[str],
-) -> None:
-    by_key = {item[key_field]: item for item in actual if isinstance(item, Mapping) and key_field in item}
-    for index, want in enumerate(expected):
-        if not isinstance(want, Mapping) or key_field not in want:
-            raise ManifestError(
-                f"expected item {_where(path)}[{index}] = {_short(want)} has no {key_field!r} "
-                f"field, but list_keys says the items of {generic!r} are matched by "
-                f"{key_field!r}; add {key_field}: ... to the item or drop that list key"
-            )
-        key = want[key_field]
-        label = key if isinstance(key, str) else repr(key)
-        item_path = f"{path}[{key_field}={label}]"
-        if key not in by_key:
-            present = ", ".join(_short(k) for k in by_key) or "none"
-            out.append(
-                f"{item_path}: missing, no item has {key_field}={_short(key)} "
-                f"(items have {key_field}: {present})"
-            )
-            continue
-        _compare(by_key[key], want, item_path, generic, list_keys, out)
-
-
-def _compare_scalar(actual: Any, expected: Any, path: str, out: list[str]) -> None:
-    if expected is None:
-        if actual is not None:
-            out.append(f"{_where(path)}: expected null, got {_short(actual)}")
-        return
-    if not _same_kind(actual, expected):
-        out.append(f"{_where(path)}: expected {_typed(expected)}, got {_typed(actual)}")
-    elif actual != expected:
-        out.append(f"{_where(path)}: expected {_short(expected)}, got {_short(actual)}")
+    def compare_scalar(self, actual: Any, expected: Any, path: str) -> None:
+        if expected is None:
+            if actual is not None:
+                self.lines.append(f"{_where(path)}: expected null, got {_short(actual)}")
+        elif not _same_kind(actual, expected):
+            self.lines.append(f"{_where(path)}: expected {_typed(expected)}, got {_typed(actual)}")
+        elif actual != expected:
+            self.lines.append(f"{_where(path)}: expected {_short(expected)}, got {_short(actual)}")
 
 
 def _same_kind(actual: Any, expected: Any) -> bool:
