@@ -45,21 +45,7 @@ _EXPORTS = {
     "use_defaults": "ktest.wait.defaults",
 }
 
-__all__ = [
-    "ListKeys",
-    "ReadTarget",
-    "WaitDefaults",
-    "aio",
-    "assert_matches",
-    "close_hub",
-    "consistently",
-    "current_defaults",
-    "diff",
-    "eventually",
-    "record_read",
-    "recording_reads",
-    "use_defaults",
-]
+__all__ = sorted([*_EXPORTS, "aio"])
 
 
 if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error, not Any
