@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -95,28 +94,22 @@ class History:
         self._threads: list[threading.Thread] = []
         self._watchers: list[k8s_watch.Watch] = []
 
-    @contextmanager
-    def recording(self) -> Iterator[History]:
-        """Record inside the ``with`` block; on exit, read the end state and settle."""
+    def record_for(self, seconds: float, *, first: Callable[[], object] | None = None) -> History:
+        """Record a window of ``seconds`` (the window itself is the measurement), calling
+        ``first`` once the watches are set up; then read the end state and settle."""
         self.start()
         try:
-            yield self
-            self.finish()
-        finally:
-            self.stop()
-
-    def record_for(self, seconds: float, *, first: Callable[[], object] | None = None) -> History:
-        """Record a window of ``seconds`` (the window itself is the measurement),
-        calling ``first`` once the watches are set up."""
-        with self.recording():
             if first is not None:
                 first()
             self._stopping.wait(max(0.0, seconds - (time.monotonic() - self.started)))
+            self.finish()
+        finally:
+            self.stop()
         return self
 
     def start(self) -> None:
         for target in self.targets:
-            resource_version = self._read_baseline(target)
+            target.baseline, resource_version = self._read(target)
             watcher = k8s_watch.Watch()
             self._watchers.append(watcher)
             thread = threading.Thread(
@@ -165,10 +158,6 @@ class History:
         return (self.ended or time.monotonic()) - self.started
 
     # -- internals ---------------------------------------------------------------------
-
-    def _read_baseline(self, target: Target) -> str:
-        target.baseline, resource_version = self._read(target)
-        return resource_version
 
     def _read(self, target: Target) -> tuple[dict[str, dict[str, Any]], str]:
         """The objects of ``target`` by name, and the resourceVersion to watch from."""
@@ -221,19 +210,13 @@ class History:
 
     def _delivered(self, target: Target) -> bool:
         """Whether the watch caught up with the end read (lock held)."""
-        if not target.end_differs():
-            return True
-        if target.watch_ended:
-            return True
-        return all(_end_index(target, name) is not None for name in _ended(target))
+        ended = _ended(target)
+        return target.watch_ended or all(_end_index(target, name) is not None for name in ended)
 
     def _trim(self, target: Target) -> None:
         """Drop writes made after the end read (a loop that goes on after the window)."""
-        cut: dict[str, int] = {}
-        for name in _ended(target):
-            index = _end_index(target, name)
-            if index is not None:
-                cut[name] = index
+        found = {name: _end_index(target, name) for name in _ended(target)}
+        cut = {name: index for name, index in found.items() if index is not None}
         window = self.ended - self.started
         target.writes = [
             write for index, write in enumerate(target.writes)
