@@ -1,13 +1,6 @@
-"""Assertions for CRD version evolution: conversion that loses nothing, and what etcd stores.
-
-- :func:`assert_round_trips`: an object read at another version (the API server converts,
-  through the CRD's conversion webhook), written back there and read at its own version again
-  is unchanged: every lost, changed or added field is named;
-- :func:`assert_stored_as`: the version an object is really stored in, read from etcd (the API
-  server answers in whatever version is asked for, so only etcd can say).
-
-:func:`ktest.assertions.assert_converts` checks the converted form itself.
-"""
+"""Assertions for CRD version evolution: conversion that loses nothing, and the version etcd
+really stores (the API server answers in whatever version is asked for, so only etcd can say).
+:func:`ktest.assertions.assert_converts` checks the converted form itself."""
 
 from __future__ import annotations
 

@@ -2,16 +2,6 @@
 
 They need the operator to run behind ktest's proxy (the default): each reads
 ``op.traffic`` and, where it needs a fault, injects it with ``op.faults``.
-
-- :func:`assert_no_hot_loop`: the operator's own writes per object, counted at
-  the proxy, stay under a bound (no-op writes the API server swallows count too:
-  they are load all the same, and resourceVersion churn never shows them);
-- :func:`assert_recovers`: under a fault, then after it, the operator converges,
-  re-opens the watches the fault closed and retries what the fault refused;
-- :func:`assert_backs_off`: after 429/5xx the operator waits before it retries
-  (at least ``Retry-After``), never retries in a tight loop;
-- :func:`assert_relists_after_410`: after ``410 Gone`` on a watch the operator lists
-  again before it watches again.
 """
 
 from __future__ import annotations

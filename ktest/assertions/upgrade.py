@@ -1,15 +1,7 @@
-"""What must hold after an in-place control-plane upgrade (``cp.upgrade("1.37")``).
+"""What must hold after an in-place control-plane upgrade (``cp.upgrade("1.37")``): every
+object intact, and an operator that reconnected and calls no API the new minor removed.
 
-- :func:`snapshot_objects` before, :func:`assert_objects_intact` after: every object is
-  still there with its uid and resourceVersion (the new API server reads the same etcd
-  data; nothing was rewritten or recreated by the upgrade);
-- :func:`assert_recovered_after_upgrade`: the operator re-opened every watch the upgrade
-  cut (read from its traffic record) and is not in a hot loop afterwards;
-- :func:`assert_no_removed_api_calls`: none of the operator's requests went to an API the
-  new minor no longer serves (the upgrade report names those; the traffic record names the
-  requests).
-
-The last two read ``op.traffic``: the operator must run behind ktest's proxy (the default).
+The operator's assertions read ``op.traffic``: it must run behind ktest's proxy (the default).
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""Assertions for admission and conversion webhooks, checked through the real API server.
-
-- :func:`assert_rejected`: a request is refused by a webhook's *denial* (not by a webhook
-  that could not be called), with the expected message, and nothing was stored;
-- :func:`assert_defaulted`: what a mutating webhook filled in;
-- :func:`assert_converts`: the API server's conversion to another version gives what is
-  expected, and converting back loses nothing.
-"""
+"""Assertions for admission and conversion webhooks, checked through the real API server:
+a denial (not a webhook that could not be called), defaulting, lossless conversion."""
 
 from __future__ import annotations
 
