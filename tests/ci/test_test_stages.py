@@ -31,8 +31,9 @@ def _stand_ins(
 ) -> dict[str, str]:
     """A fake ``make`` (background job A, ``kind-image``, runs ``image``; job B,
     ``binaries-older``, runs ``older``; ``test-floors`` runs ``floors``, ``test-example``
-    ``example``) and ``python`` (runs
-    ``python_first``, then exits with ``python_status``); both log their calls."""
+    ``example``) and ``python`` (runs ``python_first``, then exits with ``python_status``;
+    the older-version tests record whether the kind layer had ended when they started and
+    whether they were still running when the kind layer's own tests ended); both log their calls."""
     calls = tmp_path / "calls"
     make = tmp_path / "make"
     make.write_text(
@@ -45,11 +46,11 @@ def _stand_ins(
         f'  echo "B started before binaries: $([[ -e b-started ]] && echo yes || echo no)" >> {calls}\n'
         "fi\n"
         # The floors record whether the bare suite had ended when they started, and whether
-        # they were still running when the kind layer's tests ended (waiting briefly for that).
+        # they were still running when the kind layer ended (waiting briefly for that).
         'if [[ $* == *test-floors* ]]; then\n'
         f'  echo "floors after the bare suite: $([[ -e suite-done ]] && echo yes || echo no)" >> {calls}\n'
-        "  for _ in $(seq 100); do [[ -e kind-tests-done ]] && break; sleep 0.05; done\n"
-        f'  echo "floors beside the kind layer: $([[ -e kind-tests-done ]] && echo yes || echo no)"'
+        "  for _ in $(seq 100); do [[ -e kind-layer-done ]] && break; sleep 0.05; done\n"
+        f'  echo "floors beside the kind layer: $([[ -e kind-layer-done ]] && echo yes || echo no)"'
         f" >> {calls}\n"
         "fi\n"
         # The example project records whether the kind layer had ended when it started.
@@ -71,6 +72,13 @@ def _stand_ins(
     python.write_text(
         "#!/usr/bin/env bash\n"
         f"{python_first}\n"
+        'if [[ -n ${KTEST_OLDER_K8S_VERSION:-} ]]; then\n'
+        f'  echo "older tests after the kind layer: $([[ -e {tmp_path}/kind-layer-done ]] && echo yes || echo no)"'
+        f" >> {calls}\n"
+        f"  for _ in $(seq 100); do [[ -e {tmp_path}/kind-tests-done ]] && break; sleep 0.05; done\n"
+        f'  echo "older tests beside the kind layer\'s tests: $([[ -e {tmp_path}/kind-tests-done ]] && echo yes || echo no)"'
+        f" >> {calls}\n"
+        "fi\n"
         f'echo "python $* older=${{KTEST_OLDER_K8S_VERSION:-unset}}" >> {calls}\n'
         f'[[ $* == *"tests examples"* ]] && touch {tmp_path}/suite-done\n'
         f'[[ $* == *"tests/kind"* && $* != *--ignore* ]] && touch {tmp_path}/kind-tests-done\n'
@@ -116,6 +124,9 @@ BACKGROUND = {
     "make --no-print-directory kind-image OLDER_K8S_VERSION=1.36 nice=10",
     "make --no-print-directory test-floors OLDER_K8S_VERSION=1.36 nice=5",
     "make --no-print-directory test-example OLDER_K8S_VERSION=1.36 nice=5",
+    # The older-version tests' job: the binaries (B's, waited for through its install lock), the tests.
+    "make --no-print-directory binaries-older OLDER_K8S_VERSION=1.36 nice=5",
+    f"{OLDER_TEST_CALL} older=1.36",
 }
 
 
@@ -131,11 +142,11 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
     )
     foreground = [
         call for call in calls
-        if call not in BACKGROUND and not call.startswith(("B ", "floors ", "example "))
+        if call not in BACKGROUND and not call.startswith(("B ", "floors ", "example ", "older tests "))
     ]
     assert foreground[0] == "make --no-print-directory binaries nice=0"
     assert foreground[1].startswith("python -m pytest -n 2 --dist loadgroup tests examples")
-    # What needs the older minor's binaries waits for them (the last stage), so the bare suite leaves it out.
+    # What needs the older minor's binaries waits for them (after the kind layer), so the bare suite leaves it out.
     for test in OLDER_TESTS.split():
         left_out = f"--deselect={test}" if "::" in test else f"--ignore={test}"
         assert left_out in foreground[1]
@@ -144,13 +155,15 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
     # lines may come after the kind layer's: a background job's first line is not ordered.)
     assert "floors after the bare suite: yes" in calls
     assert "floors beside the kind layer: yes" in calls
-    # The example project starts once the kind layer is done, beside the kind layer's own tests.
+    # The example project and the older-version tests start once the kind layer is done, and
+    # run beside the kind layer's own tests (off the critical path: those mostly wait on kind).
     assert "example after the kind layer: yes" in calls
+    assert "older tests after the kind layer: yes" in calls
+    assert "older tests beside the kind layer's tests: yes" in calls
     assert foreground[2].startswith("make --no-print-directory test-kind")
     # The kind layer's own tests: the default version only (no older node image is built).
     assert foreground[3] == "python -m pytest tests/kind older=unset"
-    assert foreground[4] == f"{OLDER_TEST_CALL} older=1.36"
-    assert len(foreground) == 5
+    assert len(foreground) == 4
 
 
 def _failed_job_run(tmp_path: Path, job: str, goal: str, status: int, message: str) -> str:
@@ -172,13 +185,15 @@ def test_a_failed_kind_image_build_fails_the_run_before_the_kind_layer(tmp_path:
 
 
 def test_failed_floors_fail_the_run_with_their_log(tmp_path: Path) -> None:
+    """Waited for once the kind layer is done: nothing after the kind layer starts."""
     calls = _failed_job_run(tmp_path, "floors", "test-floors", 2, "pip: no matching distribution")
-    assert OLDER_TEST_CALL not in calls
+    assert "test-kind" in calls
+    assert "python -m pytest tests/kind" not in calls and OLDER_TEST_CALL not in calls
 
 
 def test_a_failed_example_project_fails_the_run_with_its_log(tmp_path: Path) -> None:
     calls = _failed_job_run(tmp_path, "example", "test-example", 3, "example: 1 failed")
-    assert OLDER_TEST_CALL not in calls
+    assert "python -m pytest tests/kind older=unset" in calls
 
 
 def test_a_failed_older_build_fails_the_run(tmp_path: Path) -> None:
