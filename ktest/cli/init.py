@@ -32,8 +32,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ktest import backend_registry as registry
+from ktest.assets.minors import supported_minors
 from ktest.assets.selectors import parse_selector
-from ktest.cli.versions import supported_minors
 from ktest.errors import KtestError
 
 DEFAULT_PATH = Path(".github/workflows/ktest.yml")

@@ -123,11 +123,6 @@ class VersionReport:
         }
 
 
-def supported_minors() -> list[str]:
-    """Minor versions ktest supports on every backend, newest first."""
-    return minors.supported_minors()
-
-
 def check_selector(text: str, supported: list[str]) -> str:
     """The selector's minor (``latest`` -> the newest supported); AssetsError naming the supported ones."""
     from ktest.assets.selectors import parse_selector
@@ -230,7 +225,7 @@ def build_report(
     from ktest.backends.kind import recipe
     from ktest.public_api import VERSION
 
-    supported = supported_minors()
+    supported = minors.supported_minors()
     wanted = selectors if selectors else supported
     wanted_minors = list(dict.fromkeys(check_selector(text, supported) for text in wanted))
     # Exact releases need no listing: ask the remote listings only for what is left open.

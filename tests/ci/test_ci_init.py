@@ -305,7 +305,7 @@ def test_what_we_ship_passes_actionlint_and_zizmor() -> None:
 
 
 def test_the_default_versions_are_the_two_newest_supported(user_repo: Path) -> None:
-    from ktest.cli.versions import supported_minors
+    from ktest.assets.minors import supported_minors
 
     assert main(ARGS) == 0
     newest = supported_minors()[:2]

@@ -30,18 +30,14 @@ class _DownKind(argparse.Action):
 
 
 def up_from_args(args: Any, k8s_version: str | None) -> int:
-    """``ktest up --backend kind``."""
-    return up_kind(k8s_version, args.kind_config, args.kind_image)
-
-
-def up_kind(k8s_version: str | None, kind_config: str | None, kind_image: str | None = None) -> int:
-    """Create (or find) the warm kind cluster and print how to use it; ``kind_image`` as the
-    setting ``ktest_kind_image`` (checked the same way)."""
+    """``ktest up --backend kind``: create (or find) the warm kind cluster and print how to use it;
+    ``--kind-image`` as the setting ``ktest_kind_image`` (checked the same way)."""
     from pathlib import Path
 
     from ktest.backends.kind.backend import KindBackend, find_kept
     from ktest.config import Source, specs_by_name
 
+    kind_config, kind_image = args.kind_config, args.kind_image
     image_spec = specs_by_name()["kind_image"]
     image_source = f"--kind-image (default ${image_spec.env})"
     settings = Settings(
@@ -112,13 +108,12 @@ def status_lines() -> list[str]:
 def down_from_args(args: argparse.Namespace) -> int:
     """The registry's ``down``: ``ktest down --kind [NAME]`` (or ``--backend kind``)."""
     name = getattr(args, "kind", None)
-    done = down_kind(None if name in (None, "*") else name)
-    for line in done or ["no kept or orphaned kind clusters"]:
+    for line in _down_kind(None if name in (None, "*") else name) or ["no kept or orphaned kind clusters"]:
         print(f"ktest down: {line}", file=sys.stderr)
     return 0
 
 
-def down_kind(name: str | None = None) -> list[str]:
+def _down_kind(name: str | None) -> list[str]:
     """Delete kept kind clusters (all, or the one named; spares of the warm pool too, its filler
     stopped) and orphans; one line per thing done. Without the docker package (the ``kind``
     extra) a KindError names the clusters left and how to install it."""

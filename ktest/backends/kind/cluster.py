@@ -330,21 +330,28 @@ def _private_kubeconfig(cluster: KindCluster) -> None:
     (directory / "kind.kubeconfig").unlink()
 
 
+def read_container_file(container: Any, path: str) -> bytes | None:
+    """The content of the file ``path`` in a Docker container (its archive API); None when ``path``
+    is not a regular file."""
+    stream, _ = container.get_archive(path)
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+        member = archive.extractfile(archive.getmembers()[0])
+        return None if member is None else member.read()
+
+
 def copy_from_node(node: str, path: str) -> bytes:
-    """The content of one file inside a node container (Docker's archive API)."""
+    """The content of one file inside a node container."""
     from docker.errors import DockerException
 
     from ktest.backends.kind.engine import connect
 
     try:
-        stream, _ = connect().containers.get(node).get_archive(path)
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
-            member = archive.extractfile(archive.getmembers()[0])
-            if member is None:
-                raise KindError(f"{path} in kind node {node} is not a regular file")
-            return member.read()
+        content = read_container_file(connect().containers.get(node), path)
     except (DockerException, tarfile.TarError, IndexError) as error:
         raise KindError(f"cannot read {path} from kind node {node}: {error}") from error
+    if content is None:
+        raise KindError(f"{path} in kind node {node} is not a regular file")
+    return content
 
 
 # -------------------------------------------------------------------- readiness

@@ -129,17 +129,13 @@ def configured_node_image(
 
 def _kind_version_file(client: Any, image_id: str) -> str:
     """The text of ``/kind/version`` in the image (kind reads it to pick its kubeadm config), or ""."""
-    import io
-    import tarfile
-
     from docker.errors import DockerException, NotFound
+
+    from ktest.backends.kind.cluster import read_container_file
 
     container = client.containers.create(image_id, command=["true"])
     try:
-        stream, _ = container.get_archive("/kind/version")
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
-            member = archive.extractfile("version")
-            return member.read().decode().strip() if member is not None else ""
+        return (read_container_file(container, "/kind/version") or b"").decode().strip()
     except NotFound:
         return ""
     finally:
