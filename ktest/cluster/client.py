@@ -151,9 +151,9 @@ class ClusterClient:
         for manifest in load_located(source, namespace=namespace):
             obj = manifest.obj
             info = self.info(obj["apiVersion"], obj["kind"])
-            ns = obj["metadata"].get("namespace") if info.namespaced else None
             if not info.namespaced:
                 obj["metadata"].pop("namespace", None)
+            ns = obj["metadata"].get("namespace")
             if info.namespaced and not ns:
                 raise ClusterError(
                     f"{manifest.origin}: {manifest.ref_text} is namespaced but has no namespace; "

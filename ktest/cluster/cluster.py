@@ -13,7 +13,7 @@ import logging
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -217,37 +217,35 @@ class Cluster(ClusterClient):
                 f"this cluster ({self.name}) cannot issue user credentials; "
                 "users are available on the embedded control plane (backend 'bare')"
             )
-        key = (name, tuple(groups))
-        with self._lock:
-            if key not in self._users:
-                kubeconfig = self._user_issuer(name, list(groups))
-                self._users[key] = Cluster(
-                    kubeconfig,
-                    controllers=self.controllers,
-                    name=f"{self.name} as {name}",
-                    parent=self,
-                    webhook_host=lambda: self.webhook_host,
-                    webhook_client_ca=self.webhook_client_ca,
-                )
-            return self._users[key]
+        kubeconfig = partial(self._user_issuer, name, list(groups))  # issued once, on first use
+        return self._derived((name, tuple(groups)), kubeconfig, name=f"{self.name} as {name}")
 
     def as_field_manager(self, manager: str) -> Cluster:
         """The same cluster and identity, writing under field manager ``manager`` (closed with this one)."""
         if manager == self.field_manager:
             return self
-        key = (f"field manager {manager}", ())
+        return self._derived(
+            (f"field manager {manager}", ()),
+            lambda: self.kubeconfig,
+            name=f"{self.name} writing as {manager}",
+            context=self.context,
+            user_issuer=self._user_issuer,
+            field_manager=manager,
+        )
+
+    def _derived(
+        self, key: tuple[str, tuple[str, ...]], kubeconfig: Callable[[], Path], **options: Any
+    ) -> Cluster:
+        """The cluster ``key`` names among those made from this one (made once, closed with it)."""
         with self._lock:
             if key not in self._users:
                 self._users[key] = Cluster(
-                    self.kubeconfig,
-                    context=self.context,
-                    user_issuer=self._user_issuer,
+                    kubeconfig(),
                     controllers=self.controllers,
-                    name=f"{self.name} writing as {manager}",
                     parent=self,
-                    field_manager=manager,
                     webhook_host=lambda: self.webhook_host,
                     webhook_client_ca=self.webhook_client_ca,
+                    **options,
                 )
             return self._users[key]
 

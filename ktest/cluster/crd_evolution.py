@@ -1,16 +1,10 @@
 """Evolve a CustomResourceDefinition's versions as a real cluster does: a new revision, then
 storage migration, then pruning ``status.storedVersions``.
 
-- :func:`evolve_crd` installs a new revision of an installed CRD after checking that it is a
-  valid evolution of it (before anything is sent, so a refusal leaves the cluster as it was):
-  a version that objects may still be stored in (``status.storedVersions``) is neither removed
-  nor stops being served; versions whose schemas differ need a conversion webhook. It returns
-  once the revision is served with its new storage version.
-- :func:`migrate_storage` re-stores every object in the storage version (a no-op update each:
-  the API server writes what it read back in the storage version) and then prunes
-  ``status.storedVersions`` to the storage version, so older versions can be removed.
-- :func:`stored_versions` says in which version each object really is stored, from etcd
-  (ktest owns etcd on the bare backend; see :mod:`ktest.controlplane.etcd_reads`).
+:func:`evolve_crd` installs a revision once it is a valid evolution of the installed one (checked
+before anything is sent); :func:`migrate_storage` re-stores every object in the storage version and
+prunes ``status.storedVersions``; :func:`stored_versions` reads from etcd which version each object
+is really stored in (bare backend: :mod:`ktest.controlplane.etcd_reads`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Install CustomResourceDefinitions and wait until they are really served.
 
-A CRD object exists long before its kinds can be used: the API server must
-accept its names (``NamesAccepted``), establish it (``Established``) and serve
-each version through discovery. Tests that start before that fail with
-confusing 404s, so installation waits for all three.
-
-Every CRD is checked before the first one is sent, so a mistake in the last
-file installs nothing: its shape (the ``apiextensions.k8s.io/v1`` fields ktest
-and the API server rely on: ``metadata.name``, ``spec.group``, ``spec.names``,
-``spec.scope``, each ``spec.versions`` entry with its ``name``, ``served`` and
-``storage`` booleans, ``schema.openAPIV3Schema``, ``subresources``,
-``additionalPrinterColumns``, ``spec.conversion``) and its size (the API server
-decodes request bodies of at most 3 MiB). Errors name the file, the document,
-the field and its line.
+A CRD's kinds are usable only once the API server accepted its names (``NamesAccepted``),
+established it and serves each version through discovery; tests that start earlier fail with
+confusing 404s, so installation waits for all three. Every CRD is checked before the first is sent
+(its shape: the ``apiextensions.k8s.io/v1`` fields ktest and the API server rely on; and its size),
+so a mistake in the last file installs nothing; errors name file, document, field and line.
 """
 
 from __future__ import annotations

@@ -106,17 +106,18 @@ class Discovery:
             self._by_group_version[api_version] = kinds
         return kinds
 
+    def preferred_api_versions(self) -> list[str]:
+        """``v1`` and the preferred version of every group (one request)."""
+        groups = self._rest.request("GET", "/apis").get("groups") or []
+        preferred = (group.get("preferredVersion") or {} for group in groups)
+        return ["v1", *(str(version["groupVersion"]) for version in preferred if version)]
+
     def namespaced_kinds(self) -> list[ResourceInfo]:
         """Every namespaced kind one can list and delete, in its group's preferred version
-        (one request for the groups; each group-version's resources come from the cache)."""
-        versions = ["v1"] + [
-            str(group["preferredVersion"]["groupVersion"])
-            for group in self._rest.request("GET", "/apis").get("groups") or []
-            if group.get("preferredVersion")
-        ]
+        (each group-version's resources come from the cache)."""
         return [
             info
-            for version in versions
+            for version in self.preferred_api_versions()
             for info in self._cached(version).values()
             if info.namespaced and {"list", "delete"} <= info.verbs
         ]

@@ -1,13 +1,9 @@
 """Load Kubernetes objects from dicts, YAML strings, files and directories.
 
-Errors name the file, the document and its line, because a typo in a
-manifest is the most common way a test suite fails before it starts.
-
-YAML is parsed with PyYAML's safe loader (libyaml's when installed: a 20 MiB
-document parses in well under a second, not 15 s), and a document whose
-aliases would expand past :data:`MAX_EXPANDED_NODES` nodes (a "billion laughs"
-alias bomb) or that refers to itself is refused while parsing: such a
-document is small on disk but endless once written out as JSON.
+Errors name the file, the document and its line: a typo in a manifest is the most common way a
+suite fails before it starts. YAML is parsed with PyYAML's safe loader (libyaml's when installed),
+and a document whose aliases expand past :data:`MAX_EXPANDED_NODES` nodes (an alias bomb) or that
+refers to itself is refused while parsing.
 """
 
 from __future__ import annotations
@@ -208,20 +204,15 @@ def _refuse_alias_bombs(root: yaml.Node, origin: str) -> None:
                 )
             expanded[key] = total
             continue
-        if key in in_progress:
-            raise ManifestError(
-                f"{origin}: the node at line {node.start_mark.line + 1} contains itself through an "
-                "alias: the object would be endless. Remove the alias that refers back to its own anchor."
-            )
+        for looped in (node, *children):
+            if id(looped) in in_progress:
+                raise ManifestError(
+                    f"{origin}: the node at line {looped.start_mark.line + 1} contains itself through an "
+                    "alias: the object would be endless. Remove the alias that refers back to its own anchor."
+                )
         in_progress.add(key)
         stack.append((node, True))
         for child in children:
-            if id(child) in in_progress:
-                raise ManifestError(
-                    f"{origin}: the node at line {child.start_mark.line + 1} contains itself through "
-                    "an alias: the object would be endless. Remove the alias that refers back to its "
-                    "own anchor."
-                )
             if id(child) not in expanded:
                 stack.append((child, False))
 

@@ -1,18 +1,13 @@
 """Namespaces that really go away: creation, deletion, and stuck finalizers.
 
-Deleting a namespace only completes when the namespace controller has
-emptied it (after a fixed 5 s grace period), and an object whose finalizer
-nobody removes (the operator under test already stopped, or its cleanup is
-broken) holds it in ``Terminating`` forever. Teardown must not hang the
-session, and must not hide the cause: :func:`delete_namespace` reports which
-objects and which finalizers hold the namespace, then removes those
-finalizers and says so.
+A namespace's deletion completes only once the namespace controller has emptied it (after a fixed
+5 s), and an object whose finalizer nobody removes holds it ``Terminating`` forever. Teardown must
+neither hang nor hide the cause: :func:`delete_namespace` reports which objects and finalizers hold
+the namespace, then removes those finalizers and says so.
 
-A process killed with ``kill -9`` deletes nothing: on a cluster that outlives it (backend
-``existing``) its namespaces would stay for good. Every namespace ktest creates names its
-holder in the annotation :data:`HOLDER_ANNOTATION` (pid, start time, and the boot and pid
-namespace they belong to); :func:`sweep_dead_namespaces` deletes the namespaces whose
-holder ran on this machine and is certainly dead, and leaves every other alone.
+A process killed with ``kill -9`` deletes nothing, so on a cluster that outlives it (``existing``)
+every namespace ktest creates names its holder (:data:`HOLDER_ANNOTATION`), and
+:func:`sweep_dead_namespaces` deletes those whose holder ran on this machine and is certainly dead.
 """
 
 from __future__ import annotations
@@ -169,11 +164,7 @@ class NamespaceHolder:
 def release_namespace(cluster: ClusterClient, name: str) -> None:
     """Drop the holder of a namespace kept on purpose, so no sweep deletes it."""
     unheld = {"metadata": {"annotations": {HOLDER_ANNOTATION: None}}}
-    try:
-        cluster.patch(ObjectRef("v1", "Namespace", name), unheld)
-    except ApiError as error:
-        if error.status != 404:  # deleted by the test itself: nothing left to keep
-            raise
+    _patch_unless_gone(cluster, ObjectRef("v1", "Namespace", name), unheld)  # gone: nothing to keep
 
 
 @dataclass
@@ -311,7 +302,7 @@ def await_namespace_deletion(
             report.held_by = objects_with_finalizers(cluster, name, deleting_only=True)
             for held in report.held_by:
                 log.warning("namespace %s held by %s: removing its finalizers", name, held)
-                _remove_finalizers(cluster, held.ref)
+                _patch_unless_gone(cluster, held.ref, {"metadata": {"finalizers": None}})
             report.forced = bool(report.held_by)
         time.sleep(_POLL)
     report.seconds = time.monotonic() - started
@@ -336,7 +327,7 @@ def objects_with_finalizers(
 ) -> list[HeldObject]:
     """Every object in ``namespace`` that carries at least one finalizer (and is being deleted)."""
     held = []
-    for api_version in _preferred_api_versions(cluster):
+    for api_version in cluster.discovery.preferred_api_versions():
         for info in cluster.discovery.group_version_resources(api_version).values():
             if not info.namespaced or "list" not in info.verbs:
                 continue
@@ -351,18 +342,9 @@ def objects_with_finalizers(
     return held
 
 
-def _preferred_api_versions(cluster: ClusterClient) -> list[str]:
-    versions = ["v1"]
-    for group in cluster.rest.request("GET", "/apis").get("groups") or []:
-        preferred = group.get("preferredVersion") or {}
-        if preferred.get("groupVersion"):
-            versions.append(preferred["groupVersion"])
-    return versions
-
-
-def _remove_finalizers(cluster: ClusterClient, ref: ObjectRef) -> None:
+def _patch_unless_gone(cluster: ClusterClient, ref: ObjectRef, patch: Mapping[str, object]) -> None:
     try:
-        cluster.patch(ref, {"metadata": {"finalizers": None}})
+        cluster.patch(ref, patch)
     except ApiError as error:
         if error.status != 404:
             raise

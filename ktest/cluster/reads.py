@@ -1,9 +1,8 @@
 """Which objects a check read: the targets watch-driven wake-up listens to.
 
-``Cluster`` calls :func:`record_read` for every get/list/exists.  While
-``eventually``/``consistently`` evaluate a check they install a
-:class:`ReadRecorder` in a ContextVar, so reads made by other tests, threads or
-tasks are never mixed in, and nothing is recorded outside a check.
+``Cluster`` calls :func:`record_read` for every get/list/exists; ``eventually``/``consistently``
+install a :class:`ReadRecorder` in a ContextVar while a check runs, so reads of other tests,
+threads or tasks never mix in, and nothing is recorded outside a check.
 """
 
 from __future__ import annotations
@@ -51,19 +50,16 @@ class ReadRecorder:
 
     def __init__(self, parent: ReadRecorder | None = None) -> None:
         self._parent = parent
-        self._clusters: dict[int, Any] = {}
-        self._targets: dict[int, set[ReadTarget]] = {}
+        self._targets: dict[int, tuple[Any, set[ReadTarget]]] = {}  # by id(cluster)
 
     def add(self, cluster: Any, target: ReadTarget) -> None:
-        key = id(cluster)
-        self._clusters[key] = cluster
-        self._targets.setdefault(key, set()).add(target)
+        self._targets.setdefault(id(cluster), (cluster, set()))[1].add(target)
         if self._parent is not None:
             self._parent.add(cluster, target)
 
     def by_cluster(self) -> list[tuple[Any, frozenset[ReadTarget]]]:
         """The recorded targets grouped by the cluster they were read from."""
-        return [(self._clusters[key], frozenset(t)) for key, t in self._targets.items()]
+        return [(cluster, frozenset(targets)) for cluster, targets in self._targets.values()]
 
     def __bool__(self) -> bool:
         return bool(self._targets)

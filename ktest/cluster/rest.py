@@ -1,22 +1,14 @@
 """Plain JSON requests to the API server through a ``kubernetes`` ApiClient.
 
-The generated typed clients need a model per kind and the dynamic client
-re-runs discovery; tests work with dicts of any kind, so ktest talks REST
-directly, reusing the ApiClient's TLS and credentials. Errors are raised as
-:class:`ktest.errors.api.ApiError`, which is also a ``kubernetes.client.ApiException``,
-so callers and ``eventually``'s retry rules see the official client's type.
+Tests work with dicts of any kind, so ktest talks REST directly (the typed clients need a model per
+kind, the dynamic client re-runs discovery), reusing the ApiClient's TLS and credentials. Errors are
+:class:`ktest.errors.api.ApiError`, also a ``kubernetes.client.ApiException``.
 
-Like client-go, a request the API server refuses with ``Retry-After`` (429, or a 5xx such as
-the ``503 apiserver is shutting down`` of a custom resource whose storage is being replaced
-after its CRD changed) is sent again, writes included: such a refusal means the request was
-not served. Retry-After is taken as the longest wait: the API server always asks for whole
-seconds, while what a test cluster refuses for (storage initialising, a CRD's storage being
-replaced) usually passes within milliseconds, so the waits start short and double.
-
-A body larger than kube-apiserver accepts (:data:`MAX_REQUEST_BODY_BYTES`) is refused here,
-unsent, with its size and the limit: sent, it ended after seconds of connection retries in a
-178-line ``MaxRetryError``. A request an environment proxy (``HTTPS_PROXY``) failed says so and
-how to bypass it (:mod:`ktest.base.proxies`; ktest's own loopback servers never go through one).
+Like client-go, a refusal with ``Retry-After`` (429, or a 5xx such as a CRD's storage being
+replaced) is sent again, writes included: it means the request was not served. The waits start
+short and double up to Retry-After, since what a test cluster refuses for usually passes within
+milliseconds. A body over :data:`MAX_REQUEST_BODY_BYTES` is refused here, unsent; a request an
+environment proxy failed says how to bypass it (:mod:`ktest.base.proxies`).
 """
 
 from __future__ import annotations
