@@ -1,9 +1,5 @@
-"""What an API request is about: verb, resource, namespace, name, subresource.
-
-Kubernetes REST paths follow one grammar (``/api/v1/...`` for the core group,
-``/apis/<group>/<version>/...`` for the others), so a request can be named the
-way RBAC and audit logs name it, from its method, path and query alone:
-``GET .../webapps?watch=true`` is ``watch webapps``, ``PATCH
+"""What an API request is about, named the way RBAC and audit logs name it from method, path
+and query alone: ``GET .../webapps?watch=true`` is ``watch webapps``, ``PATCH
 .../webapps/shop/status`` is ``patch webapps/shop (status)``.
 """
 
@@ -46,10 +42,6 @@ class ApiRequest:
     def lists(self) -> bool:
         """Reads the whole current state: a list, or a watch that streams it first."""
         return self.verb == "list" or (self.verb == "watch" and self.send_initial_events)
-
-    @property
-    def is_write(self) -> bool:
-        return self.verb in WRITE_VERBS
 
     @property
     def qualified_resource(self) -> str:

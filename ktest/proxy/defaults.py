@@ -1,11 +1,7 @@
-"""Whether operators started by ktest's runners go through the API proxy by default,
-and whether that proxy offers HTTP/2.
-
-The proxy is on unless turned off (setting ``ktest_operator_proxy = off``, or
-``proxy=False`` on one runner); it offers HTTP/2 unless that is turned off
-(setting ``ktest_operator_proxy_http2 = off``, or ``http2=False`` on
-``OperatorProxy``). Kept in ContextVars, like the wait defaults, so the pytest
-plugin sets them for its session and nothing leaks between sessions.
+"""Whether operators started by ktest's runners go through the API proxy, and whether it offers
+HTTP/2: on unless turned off (settings ``ktest_operator_proxy``, ``ktest_operator_proxy_http2``;
+``proxy=False`` on a runner, ``http2=False`` on ``OperatorProxy``). ContextVars, like the wait
+defaults, so the pytest plugin sets them for its session and nothing leaks between sessions.
 """
 
 from __future__ import annotations

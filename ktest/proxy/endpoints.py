@@ -1,9 +1,6 @@
-"""Which local addresses are operator proxies, and for which API server.
-
-The in-process conflict injector (``ktest.assertions.conflict_injection``)
-recognises an operator's writes by the address they go to; behind a proxy that
-is the proxy's, so it asks here which API server a proxy forwards to. Entries
-live exactly as long as their proxy listens.
+"""Which local addresses are operator proxies, and for which API server: the in-process conflict
+injector (``ktest.assertions.conflict_injection``) recognises an operator's writes by where they
+go, which behind a proxy is the proxy. Entries live exactly as long as their proxy listens.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """One request of the operator, whatever carries it: named, recorded in the traffic, held,
 answered by a fault or forwarded to the API server, and its answer relayed as it arrives.
 
-A chunked answer (every watch) is forwarded chunk by chunk, so a watch event
-reaches the operator as soon as the API server sends it, and is counted on the
-way. Before a request is forwarded, the active fault rules may hold it
-(latency), answer it themselves (409, 429, 5xx, 410) or reset the connection.
-
-Both sides of the proxy stand on this module: ``server`` (the listener, HTTP/1.1
-connections) and ``http2`` (h2 connections, one ``exchange`` per stream); a
-``ClientSide`` says how an answer is written back. Neither side imports the other
-for it.
+A chunked answer (every watch) is forwarded chunk by chunk, so a watch event reaches the operator
+as soon as the API server sends it. Both sides of the proxy stand on this module: ``server``
+(HTTP/1.1 connections) and ``http2`` (one ``exchange`` per stream); a ``ClientSide`` says how an
+answer is written back, so neither side imports the other.
 """
 
 from __future__ import annotations
@@ -23,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import IO, TYPE_CHECKING, Protocol
 
 from ktest.proxy.api_request import ApiRequest, parse_request
@@ -121,8 +117,6 @@ class UpstreamLink:
                 self.sock.close()
         self.sock = self.reader = None
         self._registered(None)
-
-
 
 
 class Forwarder:
@@ -343,16 +337,7 @@ class Forwarder:
             "reason": "BadRequest",
             "code": 400,
         }
-        body = json.dumps(status, separators=(",", ":")).encode()
-        headers = [
-            ("Content-Type", "application/json"),
-            ("Content-Length", str(len(body))),
-            ("Connection", "close"),
-            ("X-Ktest-Refused", "malformed-head"),
-        ]
-        client.send_head(Head("HTTP/1.1 400 Bad Request", headers), has_body=True)
-        client.send_data(body)
-        client.finish()
+        _send_status(client, status, [("Connection", "close"), ("X-Ktest-Refused", "malformed-head")])
         return False
 
     def _answer_with_fault(
@@ -385,22 +370,28 @@ class Forwarder:
             client.send_data(event)
             client.finish()
         else:
-            body = json.dumps(status_body, separators=(",", ":")).encode()
-            headers = [
-                ("Content-Type", "application/json"),
-                ("Content-Length", str(len(body))),
-                ("X-Ktest-Fault", decision.label),
-            ]
+            headers = [("X-Ktest-Fault", decision.label)]
             if decision.retry_after is not None:
                 headers.append(("Retry-After", f"{decision.retry_after:g}"))
                 call.retry_after = decision.retry_after
             call.status = decision.status
             call.ended = self.traffic.now()
-            status_line = f"HTTP/1.1 {decision.status} {_REASON_PHRASES.get(decision.status, 'Error')}"
-            client.send_head(Head(status_line, headers), has_body=True)
-            client.send_data(body)
-            client.finish()
+            _send_status(client, status_body, headers)
         return not head.has_token("Connection", "close")
+
+
+def _send_status(client: ClientSide, status: dict[str, object], headers: list[tuple[str, str]]) -> None:
+    """Answer with a ``Status`` object made here, its code as the HTTP status."""
+    body = json.dumps(status, separators=(",", ":")).encode()
+    code = int(str(status["code"]))
+    try:
+        phrase = HTTPStatus(code).phrase
+    except ValueError:
+        phrase = "Error"
+    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *headers]
+    client.send_head(Head(f"HTTP/1.1 {code} {phrase}", headers), has_body=True)
+    client.send_data(body)
+    client.finish()
 
 
 def _empty_watch_head() -> Head:
@@ -422,17 +413,6 @@ def _named_by_body(request: ApiRequest, body: bytes) -> ApiRequest:
     if isinstance(name, str) and name:
         return dataclasses.replace(request, name=name)
     return request
-
-
-_REASON_PHRASES = {
-    409: "Conflict",
-    410: "Gone",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
 
 
 def _status(request: ApiRequest, code: int, reason: str, retry_after: float | None) -> dict[str, object]:

@@ -1,12 +1,9 @@
 """Faults while they are injected: which rules are active, what each request gets.
 
-:class:`FaultSet` is what the proxy asks about every request (:meth:`decide`)
-and tells about every watch it streams (so ``close_watches`` and ``gone`` can
-end them). :class:`Faults` is the test's side: ``with op.faults.inject(rule):``
-activates rules for the block; rules stack (the first rule that answers a
-request wins, latencies add up) and end with their block. A rule that matched
-nothing during its block is reported (``UnusedFaultRuleWarning``): most likely a
-typo in a name, or the operator never made that request.
+The proxy asks :class:`FaultSet` about every request and tells it about every watch it streams
+(so ``close_watches`` and ``gone`` can end them). :class:`Faults` is the test's side: rules of
+``with op.faults.inject(rule):`` stack (the first that answers wins, latencies add up) and end
+with the block; one that matched nothing is reported (``UnusedFaultRuleWarning``): likely a typo.
 """
 
 from __future__ import annotations
@@ -51,7 +48,9 @@ class WatchStream:
         self.call = call
         self.request = call.request
         self._upstream: ssl.SSLSocket | None = None
-        self._client_gone = client_gone
+        # Whether the operator closed its end (a watch it abandoned): the forwarding thread only
+        # notices when the next event arrives, which on a quiet watch may be never.
+        self.client_gone = client_gone
         self.cut_by: str | None = None
 
     def attach(self, upstream: ssl.SSLSocket) -> None:
@@ -65,11 +64,6 @@ class WatchStream:
         if self.cut_by is None:
             self.cut_by = reason
             shutdown(self._upstream)
-
-    def client_gone(self) -> bool:
-        """Whether the operator closed its end (a watch it abandoned): the forwarding thread only
-        notices when the next event arrives, which on a quiet watch may be never."""
-        return self._client_gone()
 
 
 class FaultSet:
@@ -101,7 +95,7 @@ class FaultSet:
             if rule.action == "latency":
                 delay += rule.delay
                 continue
-            answer = {"status": "status", "gone": "gone", "reset": "reset"}[rule.action]
+            answer = rule.action  # what is left answers: "status", "gone" or "reset"
             return Decision(" + ".join(labels), delay, answer, rule.status, rule.reason, rule.retry_after)
         return Decision(" + ".join(labels), delay) if labels else None
 

@@ -1,9 +1,6 @@
-"""HTTP/1.1 framing for the proxy: message heads, bodies (whole or chunked), and the
-operator's HTTP/1.1 connection as a ``ClientSide`` (answers written as bytes).
-
-The proxy forwards answers as they stream (watches chunk by chunk) and needs the raw
-bytes on both sides, so the framing is this small reader/writer rather than a full
-HTTP library; ``server`` does the forwarding, ``http2`` the h2 side.
+"""HTTP/1.1 framing for the proxy (heads, whole or chunked bodies) and the operator's HTTP/1.1
+connection as a ``ClientSide``: the proxy streams answers and needs the raw bytes on both sides,
+so this small reader/writer stands in for a full HTTP library.
 """
 
 from __future__ import annotations

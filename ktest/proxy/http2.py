@@ -1,19 +1,11 @@
 """The proxy's HTTP/2 side: one operator connection, many streams, each an API request.
 
-Go's client-go prefers HTTP/2 and multiplexes all of an operator's requests,
-watches included, over one connection. When the proxy offers ``h2`` (setting
-``ktest_operator_proxy_http2``, on by default) the connection is served here with the ``h2``
-library: one thread reads frames; every request stream, once its request is
-whole, gets a thread of its own that runs the same request handling as
-HTTP/1.1 (``Forwarder.exchange`` in ``exchange``: naming, the traffic record, fault rules)
-and forwards the request over an HTTP/1.1 connection to the API server. The
-answer goes back as HEADERS and DATA frames as it arrives (watch events are
-never held back), within the windows the operator grants (flow control).
-
-The ``reset`` fault resets the request's stream (RST_STREAM, INTERNAL_ERROR),
-not the connection: on HTTP/1.1 it breaks the one connection that carries the
-request, and on HTTP/2 that is the stream; the operator's other requests and
-watches on the connection go on.
+client-go prefers HTTP/2 and multiplexes all of an operator's requests, watches included, over one
+connection. Served here with the ``h2`` library: one thread reads frames; each request stream, once
+whole, gets a thread that runs ``Forwarder.exchange`` as HTTP/1.1 does and forwards over an
+HTTP/1.1 connection to the API server; the answer goes back as it arrives, within the operator's
+flow-control windows. The ``reset`` fault resets the stream (RST_STREAM), not the connection: the
+operator's other requests on it go on.
 """
 
 from __future__ import annotations
@@ -135,7 +127,7 @@ class _Connection:
             streams = list(self.streams.values())
             self.lock.notify_all()
         for stream in streams:
-            stream.link.drop_from_other_thread()
+            shutdown(stream.link.sock)  # its thread sees the end of the API server connection
         deadline = time.monotonic() + _JOIN
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -171,9 +163,6 @@ class _StreamLink(UpstreamLink):
                     self.sock = self.reader = None
         self.drop()
 
-    def drop_from_other_thread(self) -> None:
-        shutdown(self.sock)
-
 
 class _Stream:
     """One request stream: its request, and where its answer is written (a ``ClientSide``)."""
@@ -188,7 +177,6 @@ class _Stream:
         self.headers = headers
         self.body = bytes(body)
         self.reset_by_client = False
-        self.answered = False
         self.finished = False
         self.link = _StreamLink(connection)
 
@@ -232,7 +220,6 @@ class _Stream:
             self._check_open()
             self.connection.h2.send_headers(self.id, headers, end_stream=not has_body)
             self.connection.flush()
-        self.answered = True
         self.finished = not has_body
 
     def send_data(self, data: bytes) -> None:
@@ -273,7 +260,7 @@ class _Stream:
         raise OSError("HTTP/2 has no protocol switch (101)")
 
     def _check_open(self) -> None:
-        if self.reset_by_client or self.connection.closed:
+        if self.client_gone():
             raise OSError(f"HTTP/2 stream {self.id} was closed by the operator")
 
 

@@ -1,13 +1,10 @@
 """``OperatorProxy``: one operator identity behind a recording, fault-injecting proxy.
 
-ktest gives the operator a kubeconfig that points at the proxy (127.0.0.1, a
-port of its own) instead of the API server. The proxy's TLS is ktest's own: a
-CA made for this proxy (its key never leaves memory) signs the proxy's serving
-certificate and a client certificate that only this operator's kubeconfig
-holds, so nothing else on the machine can use the proxy. The proxy forwards
-every request to the real API server with the credentials of the identity the
-operator was given (its client certificate, or its token): authentication,
-RBAC and admission are the real server's, unchanged.
+The operator's kubeconfig points at the proxy (127.0.0.1, a port of its own). Its TLS is ktest's:
+a CA made for this proxy (key kept in memory) signs the serving certificate and a client
+certificate only this operator's kubeconfig holds, so nothing else on the machine can use it. The
+proxy forwards with the credentials of the operator's identity: authentication, RBAC and admission
+stay the real server's.
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import ssl
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -60,10 +56,7 @@ class OperatorProxy:
     def start(self) -> OperatorProxy:
         from ktest.base import holders
 
-        base = Path(tempfile.gettempdir())
-        holders.sweep(base, DIRECTORY_PREFIX)
-        self._directory = Path(tempfile.mkdtemp(prefix=DIRECTORY_PREFIX))
-        holders.write_holder(self._directory)
+        self._directory = holders.held_directory(DIRECTORY_PREFIX)
         try:
             authority = CertificateAuthority(self._directory / "pki", "ktest-operator-proxy", write_key=False)
             serving = authority.serving("proxy", ["localhost"], ["127.0.0.1"], common_name="ktest-proxy")

@@ -93,12 +93,10 @@ class Rule:
             parts.insert(0, str(self.status))
         if self.action == "latency":
             parts.insert(0, f"{self.delay:g}s")
-        if self.retry_after is not None:
-            parts.append(f"retry_after={self.retry_after:g}")
-        if self.every is not None:
-            parts.append(f"every={self.every:g}s")
-        if self.times is not None:
-            parts.append(f"times={self.times}")
+        for key, unit in (("retry_after", ""), ("every", "s"), ("times", "")):
+            value = getattr(self, key)
+            if value is not None:
+                parts.append(f"{key}={value:g}{unit}")
         if self.probability is not None:
             parts.append(f"probability={self.probability:g}, seed={self.seed}")
         return f"{self.label}({', '.join(parts)})"

@@ -1,19 +1,10 @@
 """The proxy's listener and its HTTP/1.1 connections: TLS in from the operator, TLS out to the
-API server (HTTP/1.1 framing in ``http1``, h2 in ``http2``, one request's handling in
-``exchange``).
+API server (framing in ``http1``, h2 in ``http2``, one request's handling in ``exchange``).
 
-One thread per operator connection, paired with one connection to the API
-server (opened on the first request, reused while both sides keep it alive).
-Requests are read whole (API request bodies are small); answers are streamed
-(see ``exchange``).
-
-With ``http2`` (``OperatorProxy``'s default) the proxy offers h2 besides
-HTTP/1.1 and serves such connections in ``ktest.proxy.http2``, each stream
-through the same ``exchange`` as an HTTP/1.1 request (a ``ClientSide`` says how
-its answer is written). Without it only HTTP/1.1 is offered (ALPN ``http/1.1``):
-Go's client-go, which prefers HTTP/2, falls back to HTTP/1.1, as behind any
-HTTP/1.1-only load balancer, at the cost of one connection per concurrent
-request (each watch holds one).
+One thread per operator connection, paired with one API server connection (opened on the first
+request, reused while both sides keep it alive); requests are read whole, answers streamed. With
+``http2`` the proxy also offers h2; without it, Go clients fall back to HTTP/1.1 as behind any
+HTTP/1.1-only load balancer, at the cost of one connection per concurrent request (each watch).
 """
 
 from __future__ import annotations

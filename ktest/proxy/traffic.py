@@ -1,11 +1,8 @@
 """The traffic record: every request an operator sent through its proxy, and what came back.
 
-A :class:`Call` is one request: when it was sent, what it was about (verb,
-resource, namespace/name, subresource), who sent it (user agent, field
-manager), the answer (status code, time to the answer's headers) and, for a
-watch, how many events the stream delivered and when it ended. Calls answered
-by an injected fault say which (``fault``). :class:`Traffic` is the thread-safe
-record with the filters and counters tests use::
+A :class:`Call` is one request (verb, resource, object, user agent, field manager), its answer
+(status, latency), for a watch the events it delivered and how it ended, and the fault that
+answered it if any. :class:`Traffic` is the thread-safe record tests filter and count::
 
     op.traffic.writes(kind="WebApp", name="shop")        # the operator's writes of one object
     op.traffic.per_second(verb="patch", window=2)         # its recent write rate
@@ -20,6 +17,7 @@ import threading
 import time
 import weakref
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -251,11 +249,7 @@ class Traffic:
             request = call.request
             if verbs is not None and request.verb not in verbs:
                 continue
-            if (
-                resources is not None
-                and request.resource not in resources
-                and (request.qualified_resource not in resources)
-            ):
+            if resources is not None and not {request.resource, request.qualified_resource} & resources:
                 continue
             if namespace is not None and request.namespace != namespace:
                 continue
@@ -342,12 +336,9 @@ class Traffic:
 
     def summary(self, *, since: int = 0) -> str:
         """Counts per verb and resource: ``patch webapps x12, watch webapps x3``."""
-        counts: dict[str, int] = {}
-        for call in self.calls(since=since):
-            key = f"{call.verb} {call.request.resource or call.request.path}"
-            counts[key] = counts.get(key, 0) + 1
-        ordered = sorted(counts.items(), key=lambda item: -item[1])
-        return ", ".join(f"{key} x{count}" for key, count in ordered) or "no calls"
+        calls = self.calls(since=since)
+        counts = Counter(f"{call.verb} {call.request.resource or call.request.path}" for call in calls)
+        return ", ".join(f"{key} x{count}" for key, count in counts.most_common()) or "no calls"
 
     def _resources(self, resource: str | None, kind: str | None) -> set[str] | None:
         if resource is None and kind is None:
