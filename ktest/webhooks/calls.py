@@ -1,9 +1,8 @@
 """The webhook calls the API server made during a test: what, answer, latency, errors.
 
-Every call passes through ktest's front server, so the log sees the three
-serving modes alike (Python handlers, the operator's own server, conversion).
-A failing test's report lists them, so "why was my object rejected" and "was
-my webhook even called" are answered without a debugger.
+Every call passes through ktest's front server, so the log sees Python handlers, the operator's
+own server and conversions alike; a failing test's report lists them ("why was my object
+rejected", "was my webhook even called").
 """
 
 from __future__ import annotations
@@ -14,6 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 _CLOCK_MARGIN = 0.1
+_CONSEQUENCES = {  # of a failed call, by failurePolicy ("-": a conversion)
+    "Ignore": "the API server ignored the failure (failurePolicy Ignore): "
+    "the request went on WITHOUT this webhook",
+    "Fail": "the API server failed the request (failurePolicy Fail)",
+    "-": "the API server failed the request (conversion)",
+}
 
 
 @dataclass
@@ -58,15 +63,7 @@ class WebhookCall:
             )
             return f"NO ANSWER YET after {self.elapsed:.1f}s{late}"
         if self.error:
-            consequence = (
-                "the API server ignored the failure (failurePolicy Ignore): "
-                "the request went on WITHOUT this webhook"
-                if self.failure_policy == "Ignore"
-                else "the API server failed the request (failurePolicy Fail)"
-                if self.failure_policy == "Fail"
-                else "the API server failed the request (conversion)"
-            )
-            return f"ERROR {self.error}; {consequence}"
+            return f"ERROR {self.error}; {_CONSEQUENCES.get(self.failure_policy, _CONSEQUENCES['-'])}"
         if self.timed_out:
             return (
                 f"answered after {self.latency:.1f}s, but the API server gives up after "

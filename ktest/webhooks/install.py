@@ -1,13 +1,10 @@
 """Install rewritten webhook configurations and CRDs, wait until the API server calls them, remove them.
 
-"Installed" is not "in effect": the API server loads webhook configurations
-through an informer and rebuilds a CRD's conversion when the CRD changes. So
-readiness is proven by the API server itself: a dry-run create of a ConfigMap
-labelled with this set's token must reach the probe webhook of every
-configuration, and a dry-run create of a probe custom resource at a
-non-storage version must reach ktest for every conversion webhook (the API
-server converts it to the storage version). The front server answers probes
-itself; the operator never sees them.
+"Installed" is not "in effect": the API server loads webhook configurations through an informer
+and rebuilds a CRD's conversion when the CRD changes. So the API server itself proves readiness:
+a dry-run create of a ConfigMap labelled with this set's token must reach every configuration's
+probe webhook, and one of a probe custom resource at a non-storage version every conversion
+webhook. The front server answers probes itself.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """A lock file that is removed when its holder releases it.
 
-Conversion webhooks take one lock per API server and CRD (``install._conversion_lock``).
-An ``flock`` lock file is usually left in place, because removing it races with a
-process that opened the file a moment before and then locks a name nobody else
-finds any more. Here the holder removes the file while it still holds the lock,
-and whoever acquires checks, once locked, that the name still leads to the file
-it locked (same device and inode), else it starts over: at most one process at a
-time holds the lock of a name, and no file stays once nobody holds or waits.
-A killed holder's file stays (the kernel drops its ``flock``); the next process
-to take and release that lock removes it.
+Conversion webhooks take one lock per API server and CRD (``install._conversion_lock``). Removing
+an ``flock`` file races with a process that opened it a moment before, so the holder removes the
+file while it still holds the lock, and whoever acquires checks that the name still leads to the
+file it locked (else it starts over): one holder at a time, and no file left once nobody holds or
+waits. A killed holder's file stays until the next holder releases that lock.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """Read the user's webhook configurations and CRDs, and rewrite them to point at ktest.
 
-What is read: ``ValidatingWebhookConfiguration`` / ``MutatingWebhookConfiguration``
-documents (kubebuilder's ``config/webhook/manifests.yaml``) and CRDs; a CRD with
-``spec.conversion.strategy: Webhook`` gets its conversion rewritten, others are
-installed as they are. What is rewritten, per webhook: ``clientConfig`` becomes
-``url: https://<host>:<port>/<secret>/hook/<n>`` with ktest's CA bundle (``<secret>``: random,
-per webhook set; the front server refuses requests without it) (the front server
-forwards to the operator's own path, or answers with a Python handler); the
-configuration's name gets a unique suffix (they are cluster-scoped and tests run
-in parallel); with ``namespaces``, a ``namespaceSelector`` term limits admission
-webhooks to those namespaces, so one test's webhooks never judge another test's
-objects; and a probe webhook is added, through which ktest sees when the API
-server has really loaded the configuration.
+Read: ``Validating``/``MutatingWebhookConfiguration`` documents (kubebuilder's
+``config/webhook/manifests.yaml``) and CRDs (a ``spec.conversion.strategy: Webhook`` gets its
+conversion rewritten). Rewritten, per webhook: ``clientConfig`` becomes
+``url: https://<host>:<port>/<secret>/hook/<n>`` with ktest's CA bundle; the configuration's name
+gets a unique suffix (cluster-scoped, and tests run in parallel); with ``namespaces``, a
+``namespaceSelector`` term keeps one test's webhooks from judging another test's objects; and a
+probe webhook shows when the API server has really loaded the configuration.
 """
 
 from __future__ import annotations

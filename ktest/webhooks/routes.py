@@ -1,10 +1,8 @@
 """The front server's routing table: which webhook a request path belongs to, and who answers it.
 
-Every rewritten client config points at ``https://<host>:<port>/<secret>/hook/<index>``
-(the front server checks and strips the secret before it looks a route up);
-the index names one webhook (its kind, failurePolicy, timeout and where it came
-from) and its target: a Python handler of ktest's, or a path on the operator's
-own webhook server.
+Rewritten client configs point at ``https://<host>:<port>/<secret>/hook/<index>`` (the front
+server strips the secret first); the index names one webhook and its target: a Python handler of
+ktest's, or a path on the operator's own webhook server.
 """
 
 from __future__ import annotations

@@ -1,28 +1,20 @@
 """ktest's HTTPS front server: the one address every rewritten webhook points at.
 
-It answers Python handlers itself and forwards the other calls to the operator's
-own webhook server (``https://127.0.0.1:<operator port><path>``, verified against
-ktest's CA), recording each call (:mod:`ktest.webhooks.calls`). Probe requests
-(ktest's readiness checks) are answered here and never reach the operator.
+It answers Python handlers itself, forwards the other calls to the operator's own webhook
+server (verified against ktest's CA) and records each call (:mod:`ktest.webhooks.calls`);
+ktest's readiness probes are answered here and never reach the operator.
 
-Only the API server may call it (issue 23.3): every path starts with a secret
-segment only the installed configurations carry, and on the embedded control
-plane, whose API server presents a client certificate to admission webhooks
-(:mod:`ktest.controlplane.admission`), a client without that certificate fails the
-TLS handshake. Requests refused either way are not read and never logged.
-
-Nor can a client that connects and then says nothing pin threads of the test
-process (issue 37.2): each listener holds at most :data:`MAX_CONNECTIONS`
-connections, a TLS handshake must end within :data:`HANDSHAKE_TIMEOUT`, and a
-connection idle for :data:`IDLE_TIMEOUT` is closed. At the cap, the oldest
-connection that has not yet sent a request carrying the path secret makes room
-for the new one, so the API server's next call gets through while someone holds
-the cap with idle connections; only when every connection is serving one of its
-calls is a new one closed at once.
+Only the API server may call it: every path starts with a secret segment only the installed
+configurations carry, and on the embedded control plane a client without the API server's
+admission-webhook client certificate fails the TLS handshake; refused requests are neither
+read nor logged. A client that connects and says nothing cannot pin the test's threads: the
+limits below bound connections, handshakes and idle time, and at the cap the oldest connection
+not serving a call makes room, so the API server's next call still gets through.
 """
 
 from __future__ import annotations
 
+import base64
 import errno
 import hmac
 import http.client
@@ -36,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ktest.errors import WebhookError
+from ktest.proxy.http1 import shutdown
 from ktest.webhooks.calls import CallLog, WebhookCall
 from ktest.webhooks.handlers import AdmissionRequest, Registration, answer_admission, answer_conversion
 from ktest.webhooks.routes import PROBE_PREFIX, Route, RouteTable
@@ -287,8 +280,6 @@ def _record_answer(call: WebhookCall, response: dict[str, Any]) -> None:
     if not call.allowed:
         call.message = str(status.get("message") or status.get("reason") or "(no message)")
     elif response.get("patch"):
-        import base64
-
         try:
             operations = json.loads(base64.b64decode(response["patch"]))
             call.message = "patched " + ", ".join(f"{op['op']} {op['path']}" for op in operations)
@@ -359,7 +350,7 @@ class _Connections:
                 if oldest is None:
                     return False
                 del self._serving[oldest]
-                _shutdown(oldest)  # its thread sees the end of the connection and finishes
+                shutdown(oldest)  # its thread sees the end of the connection and finishes
             self._serving[connection] = False
             return True
 
@@ -376,17 +367,7 @@ class _Connections:
         with self._lock:
             held, self._serving = list(self._serving), {}
         for connection in held:
-            _shutdown(connection)
-
-
-def _shutdown(connection: socket.socket) -> None:
-    """End ``connection`` for the thread blocked reading it (shutdown acts on the connection, so
-    it wakes that thread; the thread closes the socket itself)."""
-    try:
-        with socket.socket(fileno=socket.dup(connection.fileno())) as duplicate:
-            duplicate.shutdown(socket.SHUT_RDWR)
-    except (OSError, ValueError):
-        pass  # already closed
+            shutdown(connection)  # wakes the thread reading it, which closes the socket itself
 
 
 class _Server(ThreadingHTTPServer):

@@ -1,11 +1,9 @@
 """TLS material for one set of webhooks: a CA of its own and one serving certificate.
 
-The certificate carries every address a webhook server listens on (``127.0.0.1``
-for the operator's own server, the address the API server dials, e.g. a kind
-network's gateway) plus ``localhost``; the API server trusts it through the CA
-bundle written into each rewritten client config. Files use controller-runtime's
-names (``tls.crt``, ``tls.key`` in ``cert_dir``), so a manager needs only
-``--webhook-cert-dir``.
+The certificate carries every address a webhook server listens on (the operator's 127.0.0.1, the
+address the API server dials) plus ``localhost``; the API server trusts it through the CA bundle of
+each rewritten client config. Files use controller-runtime's names (``tls.crt``, ``tls.key``), so a
+manager needs only ``--webhook-cert-dir``.
 """
 
 from __future__ import annotations

@@ -6,14 +6,9 @@
     with run_subprocess([manager, *wh.controller_runtime_args()], cluster, ...), wh:
         ...   # start() waited for the operator's server, installed, and saw the API server call
 
-The operator starts first (certificate and port are known before ``start()``): a
-conversion webhook is called as soon as it is installed.
-
-One set of webhooks = one CA and serving certificate, one front server on the
-address the API server reaches (``cluster.webhook_host``), the user's
-configurations rewritten to point at it, and a call log. The operator's own
-webhook server listens on ``127.0.0.1:<operator_port>`` with ``cert_dir``;
-Python handlers (``handlers=``) are answered by the front server itself.
+The operator starts first (certificate and port are known before ``start()``): a conversion
+webhook is called as soon as it is installed. One set = one CA and serving certificate, one front
+server where the API server reaches this machine, the rewritten configurations and a call log.
 """
 
 from __future__ import annotations
@@ -22,13 +17,13 @@ import secrets
 import shutil
 import socket
 import ssl
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktest.base.delegation import Delegated
+from ktest.base.ports import free_ports
 from ktest.errors import WebhookError
 from ktest.webhooks import install
 from ktest.webhooks.calls import CallLog
@@ -89,7 +84,7 @@ class Webhooks:
             )
         self.host: str = resolved_host
         self.requested_port = port
-        self.operator_port = operator_port if operator_port is not None else _free_port()
+        self.operator_port = operator_port if operator_port is not None else free_ports(1)[0]
         self.timeout_seconds = timeout_seconds
         self.ready_timeout = ready_timeout
         self.wait_for_operator_first = wait_for_operator
@@ -343,22 +338,13 @@ class Webhooks:
             from ktest.base import holders
             from ktest.base.janitor_client import JanitorHandle
 
-            holders.sweep(Path(tempfile.gettempdir()), holders.WEBHOOKS_PREFIX)  # what killed runs left
-            directory = Path(tempfile.mkdtemp(prefix=holders.WEBHOOKS_PREFIX))
-            self._directory = directory
-            holders.write_holder(directory)
+            directory = self._directory = holders.held_directory(holders.WEBHOOKS_PREFIX)
             # The serving key must not outlive this process, even after kill -9: the janitor
             # stops what still uses the directory (an operator given --webhook-cert-dir) and
             # removes it when this process dies without close().
             self._janitor = JanitorHandle(directory)
             self.tls = WebhookTLS(directory / "certs", {self.host or OPERATOR_HOST, OPERATOR_HOST})
         return self.tls
-
-
-def _free_port() -> int:
-    from ktest.base.ports import free_ports
-
-    return free_ports(1)[0]
 
 
 def _clean(name: str) -> str:
