@@ -5,10 +5,10 @@ Thin: settings → this package's machinery (node image, config, create, sweep) 
 (``--ktest-keep-cluster``); orphans of killed runs are swept before the next
 one creates its own. ``ktest up --backend kind`` keeps one warm for later runs
 to attach to (:func:`find_kept`); pytest-xdist workers attach to the controller's
-(:class:`AttachedKindBackend`). With ``ktest_kind_pool`` a run claims a spare cluster made in
+(:func:`attach`). With ``ktest_kind_pool`` a run claims a spare cluster made in
 the background by an earlier run (:mod:`ktest.backends.kind.pool`) and, once its own cluster is
 up, starts the making of the next. Its registry parts (``ktest.backend_registry``): ``open_kind``,
-``preflight``, ``AttachedKindBackend``, ``diagnostics``.
+``preflight``, ``attach``, ``diagnostics``.
 """
 
 from __future__ import annotations
@@ -210,6 +210,11 @@ class AttachedKindBackend(AttachedBackend):
             resolve_kind(progress=False),
             self.cluster,
         )
+
+
+def attach(share: ClusterShare, name: str) -> Backend:
+    """The registry's ``attach``: the kind cluster of ``share``, run by another process."""
+    return AttachedKindBackend(share, name=name)
 
 
 def cluster_name_of(backend: Backend) -> str | None:
