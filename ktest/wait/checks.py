@@ -37,10 +37,8 @@ _NONE_MESSAGES = ("'NoneType' object", "argument of type 'NoneType'")
 def check_code(fn: Callable[..., Any]) -> types.CodeType | None:
     """The code object that runs when ``fn`` is called: through partials, bound
     methods, decorators that set ``__wrapped__`` and callable objects."""
-    seen = 0
     current: Any = fn
-    while seen < 10:
-        seen += 1
+    for _ in range(10):  # a bounded walk: a callable may wrap itself
         if isinstance(current, functools.partial):
             current = current.func
         elif inspect.ismethod(current):

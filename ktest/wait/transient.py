@@ -49,15 +49,13 @@ def classify(exc: BaseException, *, waiting_for_appearance: bool) -> Verdict | N
 
 
 def _api_or_connection_cause(exc: BaseException) -> BaseException | None:
-    seen = 0
     current: BaseException | None = exc
-    while current is not None and seen < 8:
+    for _ in range(8):
         if isinstance(current, (ApiException, ConnectionError, TimeoutError, urllib3.exceptions.HTTPError)):
             return current
         if not isinstance(current, KtestError):
             return None
         current = current.__cause__
-        seen += 1
     return None
 
 
