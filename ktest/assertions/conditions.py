@@ -196,34 +196,26 @@ def assert_transition_time_stable(
     versions += [(w.resource_version, w.obj, w.at) for w in target.writes if w.type == "MODIFIED"]
     seen: list[tuple[str, Any, Any]] = []
     violations: list[str] = []
-    previous: Mapping[str, Any] | None = None
-    previous_version: Mapping[str, Any] | None = None
-    for resource_version, version, at in versions:
-        who = who_wrote(previous_version, version) if previous_version is not None else []
-        by = f" (written by {', '.join(who)})" if who else ""
-        previous_version = version
-        condition = _find(get_field(version, path), type)
-        if condition is None:
-            seen.append((resource_version, None, None))
-            violations.append(f"+{at:.2f}s rv {resource_version}: condition {type!r} was removed{by}")
-            previous = None
-            continue
-        state = (resource_version, condition.get("status"), condition.get("lastTransitionTime"))
-        seen.append(state)
-        if previous is not None:
-            same_status = previous.get("status") == condition.get("status")
-            same_time = previous.get("lastTransitionTime") == condition.get("lastTransitionTime")
-            if same_status and not same_time:
+    previous: Mapping[str, Any] = {}
+    for index, (resource_version, version, at) in enumerate(versions):
+        who = who_wrote(versions[index - 1][1], version) if index else []
+        where, by = f"+{at:.2f}s rv {resource_version}", f" (written by {', '.join(who)})" if who else ""
+        condition = _find(get_field(version, path), type) or {}
+        status, moved = condition.get("status"), condition.get("lastTransitionTime")
+        seen.append((resource_version, status, moved))
+        if not condition:
+            violations.append(f"{where}: condition {type!r} was removed{by}")
+        elif previous:
+            was_status, was_moved = previous.get("status"), previous.get("lastTransitionTime")
+            if status == was_status and moved != was_moved:
                 violations.append(
-                    f"+{at:.2f}s rv {resource_version}: status stayed {condition.get('status')!r} but "
-                    f"lastTransitionTime moved {previous.get('lastTransitionTime')} -> "
-                    f"{condition.get('lastTransitionTime')}{by}"
+                    f"{where}: status stayed {status!r} but lastTransitionTime moved {was_moved} -> "
+                    f"{moved}{by}"
                 )
-            elif not same_status and same_time:
+            elif status != was_status and moved == was_moved:
                 violations.append(
-                    f"+{at:.2f}s rv {resource_version}: status changed {previous.get('status')!r} -> "
-                    f"{condition.get('status')!r} but lastTransitionTime stayed "
-                    f"{condition.get('lastTransitionTime')}{by}"
+                    f"{where}: status changed {was_status!r} -> {status!r} but lastTransitionTime "
+                    f"stayed {moved}{by}"
                 )
         previous = condition
     if violations:

@@ -23,7 +23,7 @@ from ktest.assertions.objects import (
     timeout_or_default,
     uid_of,
 )
-from ktest.assertions.waiting import throughout, until, until_read
+from ktest.assertions.waiting import Vanished, throughout, until, until_read
 from ktest.cluster.refs import RefLike, as_ref
 
 if TYPE_CHECKING:
@@ -297,7 +297,7 @@ def _wait_marked(
     def marked() -> dict[str, Any]:
         _current = cluster.get_or_none(ref)
         if _current is None or uid_of(_current) != uid:
-            raise _Gone()
+            raise Vanished()
         if not _current["metadata"].get("deletionTimestamp"):
             raise AssertionError("metadata.deletionTimestamp is unset")
         return _current
@@ -316,7 +316,7 @@ def _wait_marked(
                 ],
             ),
         )
-    except _Gone:
+    except Vanished:
         raise AssertionError(
             failure(
                 f"deletion of {name} was not blocked by finalizer {finalizer!r}",
@@ -325,10 +325,6 @@ def _wait_marked(
                 f"{finalizers_of(before)}): {finalizer!r} was removed without waiting for cleanup",
             )
         ) from None
-
-
-class _Gone(Exception):
-    """The object vanished while waiting for its deletion mark: not retried."""
 
 
 def _still_there(obj: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ from ktest.assertions.objects import (
     timeout_or_default,
     uid_of,
 )
-from ktest.assertions.waiting import throughout, until
+from ktest.assertions.waiting import Vanished, throughout, until
 from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 from ktest.errors import ClusterError
 
@@ -286,7 +286,7 @@ def assert_orphaned(
         _child = cluster.get_or_none(child_ref)
         if _child is None or uid_of(_child) != child_uid:
             broke.append(f"at {clock} the child was {'gone (404)' if _child is None else 'recreated'}")
-            raise _ChildDeleted()
+            raise Vanished()
         return _child
 
     def orphaned() -> dict[str, Any]:
@@ -314,13 +314,9 @@ def assert_orphaned(
                                [*_gc_discovery_note(cluster, owner_ref), report]))
         throughout(child_alive, duration=window, description=f"{child_ref} survives",
                    explain=deleted_message)
-    except _ChildDeleted:
+    except Vanished:
         raise AssertionError(deleted_message()) from None
     return result
-
-
-class _ChildDeleted(Exception):
-    """The child vanished: a definite failure, not retried."""
 
 
 def _several(child: RefLike | Sequence[RefLike]) -> list[RefLike]:

@@ -28,6 +28,10 @@ Explain = Callable[[str], str]
 """Builds the whole failure message from the wait report (timings, attempts, last failure)."""
 
 
+class Vanished(Exception):
+    """The object went away: a definite failure, so not retried; the assertion catches it."""
+
+
 def until(check: Callable[[], T], *, timeout: float, description: str, explain: Explain) -> T:
     """``eventually(check)``; on timeout an AssertionError whose text is ``explain(report)``."""
     __tracebackhide__ = True
