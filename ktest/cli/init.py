@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 
 from ktest import backend_registry as registry
 from ktest.assets.minors import supported_minors
-from ktest.assets.selectors import parse_selector
+from ktest.assets.selectors import KubeVersion, parse_selector
 from ktest.errors import KtestError
 
 DEFAULT_PATH = Path(".github/workflows/ktest.yml")
@@ -347,7 +347,8 @@ def _check_matrix(options: WorkflowOptions) -> None:
                 f"--k8s-versions: {version!r} is not a Kubernetes version; use 1.37, 1.37.2, "
                 "default or supported"
             )
-        if version not in ("default", "latest", "supported") and _minor(version) not in supported:
+        named = version in ("default", "latest", "supported")
+        if not named and KubeVersion.parse(version).minor_text not in supported:
             raise InitError(
                 f"--k8s-versions: Kubernetes {version} is not supported by this ktest: the supported "
                 f"minors are {', '.join(supported)} (`ktest versions` lists them); give one of those (e.g. "
@@ -421,11 +422,6 @@ def _github_repository(url: str) -> str | None:
     """``owner/name`` from an https or ssh GitHub URL (``git+`` prefix and ``.git`` suffix allowed)."""
     match = re.search(r"github\.com[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$", url)
     return f"{match.group(1)}/{match.group(2)}" if match else None
-
-
-def _minor(version: str) -> str:
-    selector = parse_selector(version)
-    return f"{selector.major}.{selector.minor}"
 
 
 def _items(text: str) -> tuple[str, ...]:

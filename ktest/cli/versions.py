@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ktest import backend_registry as registry
 from ktest.assets import minors
+from ktest.assets.selectors import KubeVersion, parse_selector
 from ktest.errors import AssetsError
 
 if TYPE_CHECKING:
@@ -125,8 +126,6 @@ class VersionReport:
 
 def check_selector(text: str, supported: list[str]) -> str:
     """The selector's minor (``latest`` -> the newest supported); AssetsError naming the supported ones."""
-    from ktest.assets.selectors import parse_selector
-
     selector = parse_selector(text)
     if selector.is_latest:
         return supported[0]
@@ -138,10 +137,6 @@ def check_selector(text: str, supported: list[str]) -> str:
             "or an exact release of one (e.g. 1.37.2)."
         )
     return minor
-
-
-def _newest_first(versions: list[str]) -> list[str]:
-    return sorted(versions, key=lambda v: tuple(int(p) for p in v.split(".")), reverse=True)
 
 
 def how_obtained(
@@ -157,8 +152,6 @@ def how_obtained(
     """How ``ktest binaries install --k8s-version <minor>`` would get this minor here, in the order
     it tries (reuse, envtest download, a registered binary source such as ktest-offline's Go
     build): ``(way, explanation)``; way ``none`` says why not."""
-    from ktest.assets.selectors import parse_selector
-
     if installed:
         return "installed", f"installed here: {', '.join(installed)}"
     build, build_unavailable = _build_plan(minor, known=known, remote=remote, builders=builders, go=go)
@@ -189,7 +182,6 @@ def _build_plan(
     go: GoTool | None,
 ) -> tuple[str, str]:
     """``(how a build would go, "")`` or ``("", why no build can run here)``."""
-    from ktest.assets.selectors import parse_selector
     from ktest.assets.sources import not_installed_note
 
     facts = minors.facts(minor)
@@ -221,7 +213,6 @@ def build_report(
     from ktest.assets import download, sources, store, versions
     from ktest.assets.gotool import find_go
     from ktest.assets.progress import as_progress
-    from ktest.assets.selectors import parse_selector
     from ktest.backends.kind import recipe
     from ktest.public_api import VERSION
 
@@ -260,7 +251,8 @@ def build_report(
     builders = sources.binary_sources()
     statuses = []
     for minor in wanted_minors:
-        installed = _newest_first([v for v in installed_here if v.startswith(minor + ".")])
+        installed = [v for v in installed_here if v.startswith(minor + ".")]
+        installed.sort(key=KubeVersion.parse, reverse=True)
         way, detail = how_obtained(
             minor,
             installed=installed,

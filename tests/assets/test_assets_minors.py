@@ -14,7 +14,6 @@ from assets_helpers import REPO_ROOT  # type: ignore[import-not-found]
 from ktest.assets import minors
 from ktest.assets.gotool import find_go
 from ktest.backends.kind import recipe
-from ktest.cli.versions import supported_minors
 from ktest.errors import AssetsError
 from ktest_offline.kubernetes import ETCD_SERVER_RELEASES
 
@@ -22,7 +21,6 @@ from ktest_offline.kubernetes import ETCD_SERVER_RELEASES
 def test_the_supported_minors_run_from_1_32_to_the_default_without_a_gap() -> None:
     numbers = [minors.MINORS[minor].minor_number for minor in minors.supported_minors()]
     assert numbers == list(range(37, 31, -1))
-    assert supported_minors() == minors.supported_minors()
     assert minors.supported_minors()[0] == minors.DEFAULT_MINOR
     assert minors.supported_minors()[1] == minors.OLDER_MINOR  # the previous minor: upgrades need no build
     for minor, facts in minors.MINORS.items():
