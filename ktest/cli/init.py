@@ -1,20 +1,10 @@
 """``ktest init github-actions``: write a ready GitHub Actions workflow into the user's repository.
 
-The workflow is a dozen lines calling ktest's reusable workflow
-(``.github/workflows/ktest.yml`` of the ktest repository) pinned by commit SHA,
-when the ktest repository and commit are known (``--repository``/``--ref``, or
-ktest installed from a GitHub URL or a git checkout whose ``origin`` is on GitHub).
-Otherwise (ktest installed from PyPI, or a checkout without a GitHub ``origin``) it
-writes a self-contained workflow instead: a matrix job that installs the same ktest
-release from PyPI (the ``kind`` extra only in kind cells), caches the binaries by
-their exact version and the kind node image, and runs pytest (only GitHub's own
-actions, pinned by commit); a failed run uploads the failed tests' timelines
-(``timelines-<cell>``) and names them in the job summary, as the reusable workflow does.
-Either workflow runs on push and on pull requests from forks (a pull request from a branch
-of the repository already ran on its push). Each backend adds its own steps to its matrix
-cells (the ``ci_steps`` part of its spec: kind's extra, binary, node image, logs).
-Kubernetes versions ktest does not support are refused. An existing file is left
-alone unless ``--force``.
+When ktest's repository and commit are known (``--repository``/``--ref``, or ktest installed from
+GitHub or a checkout whose ``origin`` is there), a dozen lines calling ktest's reusable workflow,
+pinned by commit SHA; otherwise a self-contained matrix job installing the same release from PyPI
+(:func:`render_standalone_workflow`), which uploads the failed tests' timelines as the reusable
+workflow does. Each backend adds its own steps to its cells (the ``ci_steps`` part of its spec).
 """
 
 from __future__ import annotations

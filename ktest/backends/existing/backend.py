@@ -1,18 +1,12 @@
 """Backend ``existing``: any cluster reachable through a kubeconfig context.
 
-Before any test runs, the server is asked for ``/version``: when that fails,
-the error says which context and server, what failed (DNS, refused, timeout,
-TLS, credentials) and how to check it by hand. Then a SelfSubjectReview asks
-who the server takes the client for: credentials that never loaded (an exec
-plugin whose command is missing or fails, a token file that is gone) leave
-the client anonymous, which ``/version`` accepts; the error names the cause
-and the fix before any test runs, not a ``system:anonymous`` failure later.
+Before any test runs, ``/version`` (:func:`check_reachable`) and a SelfSubjectReview
+(:func:`check_identity`: credentials that never loaded leave the client anonymous, which
+``/version`` accepts) turn a bad context into one error naming the cause and the fix.
 
-Safety first: the context must be named explicitly and be the kubeconfig's
-current context, so a test run cannot land on a production cluster because
-someone's kubeconfig pointed there. ktest never deletes what it did not create
-(namespaces it creates carry ``app.kubernetes.io/managed-by=ktest``, and only
-those are deleted).
+Safety first: the context must be named explicitly and be the kubeconfig's current context,
+so a test run cannot land on a production cluster because someone's kubeconfig pointed there.
+ktest deletes only the namespaces it created (``app.kubernetes.io/managed-by=ktest``).
 """
 
 from __future__ import annotations

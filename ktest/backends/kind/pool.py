@@ -1,26 +1,17 @@
 """The warm pool for kind: one spare cluster made in the background, claimed by the next run.
 
-With ``ktest_kind_pool`` on, the kind backend first :func:`claim`\\ s a spare: a ready one
-with the same fingerprint (:class:`SpareSpec`: node image reference and the engine's id
-for it, Kubernetes version, merged kind config), taken atomically
-(:func:`ktest.backends.kind.records.take_spare`: one claimer wins, across processes and xdist
-sessions), checked in one round (node containers running, API answering, nodes Ready,
-CoreDNS, kube-proxy, default ServiceAccount) and from then on the run's own cluster,
-deleted when it closes like one it created. Without a spare it creates one as usual.
-Either way, once the run's own cluster is up, it calls :func:`refill`: unless a spare
-of that fingerprint is ready or a filler runs, it starts a filler,
-``python -m ktest.backends.kind.pool fill`` in a session of its own (no pytest file descriptor
-inherited, output in ``<cache>/kind/pool/filler.log``).
+With ``ktest_kind_pool`` on, the kind backend first :func:`claim`\\ s a ready spare of the same
+:class:`SpareSpec` (taken atomically: one claimer wins, across processes and xdist sessions;
+checked in one round), which from then on is the run's own cluster. Once the run's cluster is
+up, :func:`refill` starts a filler (``python -m ktest.backends.kind.pool fill``, a session of its
+own) unless a spare is ready or a filler runs.
 
-A filler holds ``<records>/.filler.lock`` while it lives (an flock: the kernel releases
-it when the filler dies, so a second filler exits at once and a dead one blocks
-nothing) and names itself in ``<records>/.filler`` (``ktest status`` shows it, ``ktest
-down --kind`` stops it). It makes room (at most :data:`MAX_SPARES` spares: the oldest
-of another fingerprint is deleted), creates the spare owned by itself (a filler killed
-half-way leaves an orphan, which its janitor or the next sweep deletes) and marks it
-kept once usable. It runs at nice 10, and only after the run's own cluster is up; the
-node container it boots still competes for CPU with the run's tests for the 20-40 s
-a kind cluster takes to start.
+A filler holds ``<records>/.filler.lock`` while it lives (an flock: the kernel releases it
+when the filler dies, so a second filler exits at once and a dead one blocks nothing) and
+names itself in ``<records>/.filler`` (``ktest status`` shows it, ``ktest down --kind`` stops
+it). The spare it creates is its own until usable (a filler killed half-way leaves an orphan
+for its janitor or the next sweep), then kept. It runs at nice 10, after the run's cluster is
+up: the node it boots still competes with the run's tests for the 20-40 s a cluster takes.
 """
 
 from __future__ import annotations

@@ -27,13 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ktest.backends.kind.kubectl import forwarded_port, stop_forwarding
+from ktest.backends.kind.kubectl import PORT_FORWARD_TIMEOUT, forwarded_port, stop_forwarding
 from ktest.base.process import popen_bound
 
 if TYPE_CHECKING:
     from ktest.backends.kind.handle import KindHandle
-
-PORT_FORWARD_TIMEOUT = 30.0
 
 
 class LatestImageWarning(UserWarning):

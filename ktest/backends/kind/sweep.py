@@ -1,14 +1,9 @@
 """Remove the kind clusters ktest left behind: owner killed (kill -9, crash) and not kept.
 
-Runs before the kind backend creates a cluster, and from ``ktest down``. Spares of the
-warm pool are swept like any other ktest cluster: one whose filler died half-way is an
-orphan (its filler owned it), a finished one is deleted once older than
-:data:`~ktest.backends.kind.records.SPARE_MAX_AGE` and by ``ktest down --kind``, always taken
-first (:func:`~ktest.backends.kind.records.take_spare`) so that a run claiming it at the same
-moment keeps it. Only
-clusters with a ktest record are considered (see :mod:`ktest.backends.kind.records`);
-a cluster whose record is gone, or whose name lacks the ``ktest-`` prefix,
-is never touched.
+Runs before the kind backend creates a cluster, and from ``ktest down``; only clusters with a
+ktest record count (:mod:`ktest.backends.kind.records`). A ready spare of the warm pool is
+taken first (:func:`~ktest.backends.kind.records.take_spare`), so that a run claiming it at the
+same moment keeps it.
 """
 
 from __future__ import annotations
