@@ -26,7 +26,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import filelock
 
@@ -118,9 +117,6 @@ class ClusterRecord:
     def path(self, directory: Path | None = None) -> Path:
         return (directory or records_directory()) / f"{self.name}.json"
 
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def owned_by_this_process(
     name: str, directory: Path, image: str, version: str, purpose: str = "run", spare: str = ""
@@ -142,7 +138,7 @@ def owned_by_this_process(
 def write_record(record: ClusterRecord, directory: Path | None = None) -> Path:
     """Write atomically (readers never see half a record), 0600 in a 0700 directory."""
     path = record.path(directory)
-    write_private_file(path, (json.dumps(record.to_json(), indent=2) + "\n").encode())
+    write_private_file(path, (json.dumps(asdict(record), indent=2) + "\n").encode())
     return path
 
 
@@ -157,12 +153,8 @@ def read_record(name: str, directory: Path | None = None) -> ClusterRecord | Non
 
 def list_records(directory: Path | None = None) -> list[ClusterRecord]:
     directory = directory or records_directory()
-    found = []
-    for path in sorted(directory.glob(f"{CLUSTER_PREFIX}*.json")):
-        record = read_record(path.stem, directory)
-        if record is not None:
-            found.append(record)
-    return found
+    paths = sorted(directory.glob(f"{CLUSTER_PREFIX}*.json"))
+    return [record for path in paths if (record := read_record(path.stem, directory)) is not None]
 
 
 def remove_record(record: ClusterRecord, directory: Path | None = None) -> None:
