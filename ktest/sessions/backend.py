@@ -1,16 +1,13 @@
 """What every backend provides: a :class:`Cluster`, a way to share it, and ``close()``.
 
-A backend is where the session's cluster comes from (the embedded control
-plane, a kind cluster, an existing kubeconfig, a warm ``ktest up``). :class:`ClusterShare` is
-the JSON-able description other processes need to attach to the same cluster:
-pytest-xdist workers get it from the controller process, and ``ktest up``
-records it for later test runs.
+:class:`ClusterShare` is the JSON-able description another process needs to attach to the same
+cluster (pytest-xdist workers get it from the controller; ``ktest up`` records it).
 """
 
 from __future__ import annotations
 
 import abc
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,19 +58,12 @@ class ClusterShare:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClusterShare:
-        components = {name: Component(**value) for name, value in (data.get("components") or {}).items()}
-        controllers = data.get("controllers")
-        return cls(
-            kubeconfig=data["kubeconfig"],
-            version=data["version"],
-            description=data.get("description", ""),
-            context=data.get("context"),
-            controllers=tuple(controllers) if controllers is not None else None,
-            directory=data.get("directory"),
-            components=components,
-            control_address=data.get("control_address"),
-            backend_details=dict(data.get("backend_details") or {}),
-        )
+        values = {key: value for key, value in data.items() if key in {f.name for f in fields(cls)}}
+        values["components"] = {name: Component(**c) for name, c in (values.get("components") or {}).items()}
+        if values.get("controllers") is not None:
+            values["controllers"] = tuple(values["controllers"])
+        values["backend_details"] = dict(values.get("backend_details") or {})
+        return cls(**{"description": "", **values})
 
     def dead_components(self) -> list[tuple[str, str]]:
         """(name, log tail) of every recorded component that is no longer running."""

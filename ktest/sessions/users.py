@@ -1,11 +1,8 @@
 """Issue user credentials for an embedded control plane from another process.
 
-:meth:`ControlPlane.add_user` needs the ControlPlane object, which lives in one
-process only (the pytest-xdist controller, or the ``ktest up`` daemon). Every
-other process attached to it signs client certificates with the CA files in
-the control plane's directory (``certs/ca.crt``, ``certs/ca.key``, through
-:meth:`ktest.base.certs.CertificateAuthority.load`) and writes a kubeconfig
-pointing at the same server as the admin kubeconfig.
+Only the holding process has the ControlPlane object (:meth:`ControlPlane.add_user`); an attached
+process signs client certificates with the CA files in the control plane's directory and writes
+a kubeconfig for the same server as the admin kubeconfig.
 """
 
 from __future__ import annotations
