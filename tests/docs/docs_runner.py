@@ -7,16 +7,21 @@ and the kind layer (tests/kind_backend/test_docs_kind_examples.py: the blocks ma
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from docs_blocks import ROOT, Block, blocks
+from docs_child_progress import PROGRESS_ENV
 
 PYTHON = ("python", "py", "python3")
 CHILD_TIMEOUT = 1500
@@ -61,19 +66,81 @@ def run_page(
     """Run the page's tests for ``backend`` in a child session; fail with its output unless all pass.
 
     Returns the child's output ("" when the page has no tests for ``backend``)."""
+    run = start_page(page, project, pytestconfig, backend=backend, args=args, env=env)
+    return run.finish() if run is not None else ""
+
+
+def start_page(
+    page: Path,
+    project: Path,
+    pytestconfig: pytest.Config,
+    *,
+    backend: str | None,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> PageRun | None:
+    """Start the page's tests for ``backend`` in a child session (None: the page has none)."""
     tests = write_project(page, project, backend)
     if not tests:
-        return ""
+        return None
     if not any((project / name).exists() for name in ("pytest.ini", "pyproject.toml", "setup.cfg")):
         (project / "pytest.ini").write_text("[pytest]\n")
-    result = run_child_pytest(project, pytestconfig, args, env)
     files = ", ".join(f"{name} = {block.where}" for name, block in tests.items())
-    shown = f"{files}\n{result.stdout[-6000:]}"
     where = str(page.relative_to(ROOT)) + (f" (backend {backend})" if backend else "")
-    assert result.returncode == 0, f"the examples of {where} failed:\n{shown}\n{result.stderr[-2000:]}"
-    assert not re.search(r"\d+ skipped", result.stdout), f"an example was skipped, not run:\n{shown}"
-    assert re.search(r"\d+ passed", result.stdout), shown
-    return result.stdout
+    output = project.parent / "child-output"
+    output.mkdir(exist_ok=True)
+    progress = output / "progress.json"
+    path = os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get("PYTHONPATH")]))
+    extra = {**(env or {}), PROGRESS_ENV: str(progress), "PYTHONPATH": path}
+    stdout, stderr = (open(output / name, "w") for name in ("stdout", "stderr"))  # noqa: SIM115
+    with stdout, stderr:
+        process = start_child_pytest(project, pytestconfig, ["-p", "docs_child_progress", *args], extra,
+                                     stdout=stdout, stderr=stderr)
+    return PageRun(where, files, process, output, progress)
+
+
+@dataclasses.dataclass
+class PageRun:
+    """A page's child session, started; :meth:`finish` waits for it and checks its outcome.
+
+    :meth:`tests_passed` may tell earlier: once the child's tests have all passed and it only
+    waits for its test namespaces' deletion (about 5 s, see docs_child_progress), the docs
+    session can go on with its next page and :meth:`finish` this one later."""
+
+    where: str
+    files: str
+    process: subprocess.Popen[str]
+    output: Path
+    progress_file: Path
+    started: float = dataclasses.field(default_factory=time.monotonic)
+
+    def tests_passed(self) -> dict[str, Any] | None:
+        """Wait until the child has exited or says how its tests went; what it said if every
+        collected test passed (None otherwise: :meth:`finish` shows what went wrong)."""
+        deadline = self.started + CHILD_TIMEOUT
+        while not self.progress_file.exists() and self.process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # a child session's file, not readiness of anything this test waits on
+        if not self.progress_file.exists():
+            return None
+        progress: dict[str, Any] = json.loads(self.progress_file.read_text())
+        passed = progress["outcomes"] == {"passed": progress["collected"]} and progress["collected"] > 0
+        return progress if passed else None
+
+    def finish(self) -> str:
+        """Wait for the child to exit; fail with its output unless its tests all passed."""
+        try:
+            self.process.wait(timeout=max(1.0, self.started + CHILD_TIMEOUT - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        stdout = (self.output / "stdout").read_text()
+        stderr = (self.output / "stderr").read_text()
+        shown = f"{self.files}\n{stdout[-6000:]}"
+        failed = f"the examples of {self.where} failed:\n{shown}\n{stderr[-2000:]}"
+        assert self.process.returncode == 0, failed
+        assert not re.search(r"\d+ skipped", stdout), f"an example was skipped, not run:\n{shown}"
+        assert re.search(r"\d+ passed", stdout), shown
+        return stdout
 
 
 def _python_file(block: Block) -> str:
@@ -104,12 +171,13 @@ def _write(project: Path, name: str, block: Block) -> None:
     target.write_text(block.text)
 
 
-def run_child_pytest(
+def start_child_pytest(
     project: Path,
     pytestconfig: pytest.Config,
-    args: Sequence[str] = (),
-    extra_env: Mapping[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
+    args: Sequence[str],
+    extra_env: Mapping[str, str],
+    **popen: Any,
+) -> subprocess.Popen[str]:
     env = {key: value for key, value in os.environ.items() if key not in CHILD_ENV_DROPPED}
     env.update(extra_env or {})
     if any(not path.parent.is_symlink() for path in project.glob("*/go.mod")):
@@ -120,6 +188,4 @@ def run_child_pytest(
     version = pytestconfig.getoption("--ktest-k8s-version", default=None)
     if version:
         command += ["--ktest-k8s-version", str(version)]
-    return subprocess.run(
-        command, cwd=project, env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT, check=False
-    )
+    return subprocess.Popen(command, cwd=project, env=env, text=True, stdin=subprocess.DEVNULL, **popen)

@@ -5,7 +5,9 @@ runs in one child pytest session with ktest's plugin against a real control plan
 would run it; its ini/toml/yaml/json blocks must parse; its shell blocks may only name
 ``ktest`` commands and options, pytest options, extras and make targets that exist.
 A page's child session attaches to the docs session's warm control plane, as a user's project
-attaches to ``ktest up``, unless the page needs one of its own (``warm_plane``).
+attaches to ``ktest up``, unless the page needs one of its own (``warm_plane``). Such a page's
+test returns once its child's tests passed; the child's last ~5 s (its namespaces' deletion)
+overlap the next pages, and its exit status and output are checked before the warm plane stops.
 
 Own extraction rather than sybil or pytest-examples: a page's blocks work together (an
 operator module, its test file and the ini beside them, run by pytest with the plugin as a
@@ -24,11 +26,12 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from docs_blocks import ROOT, Block, blocks, pages
-from docs_runner import CHILD_TIMEOUT, PYTHON, page_blocks, run_page
+from docs_runner import CHILD_TIMEOUT, PYTHON, page_blocks, start_page
 from warm_plane import own_plane_reasons
 
 sys.path.insert(0, str(ROOT / "docs"))
@@ -73,12 +76,27 @@ def test_page_examples_run(
     runs_python = any(block.language in PYTHON for block in page_blocks(page, None))
     shares = runs_python and not own_plane_reasons(page)
     warm = request.getfixturevalue("docs_warm_plane") if shares else None
-    output = run_page(page, tmp_path / "project", pytestconfig, backend=None, env=warm.env if warm else None)
-    if warm is not None and re.search(r"^cluster: ", output, re.MULTILINE):  # the child used a cluster
-        attached = f"cluster: warm control plane 'default' (ktest up, pid {os.getpid()})"
-        assert attached in output, (
+    run = start_page(page, tmp_path / "project", pytestconfig, backend=None, env=warm.env if warm else None)
+    if run is None:
+        return
+    if warm is None:
+        run.finish()
+        return
+    # Once its tests passed, the child only waits for its namespaces' deletion: the next pages
+    # run meanwhile, and the warm plane finishes it (exit status, output) before it stops.
+    progress = run.tests_passed()
+    if progress is not None:
+        warm.finishing.append(run)
+        cluster, output = progress["cluster"], ""
+    else:
+        output = run.finish()
+        found = re.search(r"^cluster: (.*)$", output, re.MULTILINE)
+        cluster = found[1] if found else None
+    if cluster is not None:  # the child used a cluster
+        attached = f"warm control plane 'default' (ktest up, pid {os.getpid()})"
+        assert cluster.startswith(attached), (
             f"{_page_id(page)}: its child session did not attach to the docs session's warm control plane "
-            f"({warm.description}) but started its own: if the page needs one of its own, make "
+            f"({warm.description}) but used {cluster}: if the page needs one of its own, make "
             f"warm_plane.own_plane_reasons say why.\n{output[-3000:]}"
         )
 
@@ -294,3 +312,49 @@ def _check_own_plane_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     warm_plane._first_definitions.cache_clear()
     assert [own_plane_reasons(page) for page in (first, same)] == [[], []]
     assert own_plane_reasons(other) == ["defines CRD widgets.example.com unlike a.md"]
+
+
+FAILS_AFTER_ITS_TESTS = '''\
+<!-- docs-test: file=conftest.py -->
+```python
+import pytest
+
+@pytest.fixture(scope="session", autouse=True)
+def breaks_at_the_end():
+    yield
+    raise RuntimeError("the session broke after its tests")
+```
+
+```python
+def test_passes(cluster, namespace):
+    assert cluster.exists(("v1", "Namespace", namespace))
+```
+'''
+
+
+def test_a_child_that_fails_after_its_tests_passed_fails_when_the_warm_plane_finishes_it(
+    tmp_path: Path, pytestconfig: pytest.Config, docs_warm_plane: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page's test returns once its child's tests passed (the child then only waits for its
+    namespaces' deletion): what goes wrong after that still fails, naming the page."""
+    import docs_blocks
+    import docs_runner
+    from warm_plane import WarmPlane, finish_children
+
+    monkeypatch.setattr(docs_blocks, "ROOT", tmp_path)
+    monkeypatch.setattr(docs_runner, "ROOT", tmp_path)
+    page = tmp_path / "page.md"
+    page.write_text(FAILS_AFTER_ITS_TESTS)
+    run = start_page(page, tmp_path / "project", pytestconfig, backend=None, env=docs_warm_plane.env)
+    assert run is not None
+    progress = run.tests_passed()
+    assert progress is not None, (tmp_path / "child-output" / "stdout").read_text()
+    assert progress["outcomes"] == {"passed": 1}
+    assert progress["cluster"].startswith(f"warm control plane 'default' (ktest up, pid {os.getpid()})")
+    warm = WarmPlane(docs_warm_plane.env, docs_warm_plane.description, [run])
+    with pytest.raises(AssertionError) as caught:
+        finish_children(warm)
+    message = str(caught.value)
+    assert "after their tests passed" in message and "the examples of page.md failed" in message, message
+    assert "the session broke after its tests" in message, message
+    assert warm.finishing == []

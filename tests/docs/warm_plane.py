@@ -16,6 +16,10 @@ cannot give (:func:`own_plane_reasons`): settings that shape the control plane, 
 ``control_plane`` fixture or an upgrade, or a CRD another page defines differently (CRDs stay
 installed on a shared plane, and a re-applied schema takes effect some time after the
 install returns).
+
+A child whose tests passed may still be finishing (waiting for its namespaces' deletion) while
+the next page runs: the plane waits for it and checks how it ended before it stops
+(:func:`finish_children`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 
 import yaml
 from docs_blocks import ROOT, pages
-from docs_runner import PYTHON, page_blocks
+from docs_runner import PYTHON, PageRun, page_blocks
 
 from ktest.backends.bare.backend import BareBackend
 from ktest.backends.bare.reuse import DEFAULT_NAME, UpRecord, record_path, state_directory, write_record
@@ -103,10 +107,24 @@ def _crds(page: Path) -> dict[str, Any]:
 
 @dataclasses.dataclass(frozen=True)
 class WarmPlane:
-    """The environment that makes a child session attach to the warm plane."""
+    """The environment that makes a child session attach to the warm plane, and the children
+    whose tests passed that still finish (their namespaces' deletion), checked before it stops."""
 
     env: dict[str, str]
     description: str
+    finishing: list[PageRun] = dataclasses.field(default_factory=list)
+
+
+def finish_children(warm: WarmPlane) -> None:
+    """Wait for the children still finishing; fail naming each whose session did not end well."""
+    failures = []
+    for run in warm.finishing:
+        try:
+            run.finish()
+        except AssertionError as error:
+            failures.append(str(error))
+    warm.finishing.clear()
+    assert not failures, "after their tests passed:\n" + "\n\n".join(failures)
 
 
 def warm_plane(state_home: Path, k8s_version: str | None) -> Iterator[WarmPlane]:
@@ -135,10 +153,14 @@ def warm_plane(state_home: Path, k8s_version: str | None) -> Iterator[WarmPlane]
                 share=dataclasses.replace(share, description=f"Kubernetes {plane.version} at {plane.server}"),
                 path=path,
             ))
+            warm = WarmPlane(env, f"Kubernetes {plane.version} at {plane.server}")
             try:
-                yield WarmPlane(env, f"Kubernetes {plane.version} at {plane.server}")
+                yield warm
             finally:
-                path.unlink(missing_ok=True)
+                try:
+                    finish_children(warm)
+                finally:
+                    path.unlink(missing_ok=True)
         finally:
             server.close()
     finally:
