@@ -124,12 +124,12 @@ def _walk(old: Any, new: Any, path: str, out: list[str]) -> None:
     if isinstance(old, Mapping) and isinstance(new, Mapping):
         for key in list(old) + [k for k in new if k not in old]:
             child = f"{path}.{key}" if path else str(key)
+            if child in IGNORED_PATHS:
+                continue
             if key not in new:
-                if child not in IGNORED_PATHS:
-                    out.append(f"{child}: removed (was {short(old[key])})")
+                out.append(f"{child}: removed (was {short(old[key])})")
             elif key not in old:
-                if child not in IGNORED_PATHS:
-                    out.append(f"{child}: added {short(new[key])}")
+                out.append(f"{child}: added {short(new[key])}")
             else:
                 _walk(old[key], new[key], child, out)
         return
