@@ -1,11 +1,16 @@
-"""The pytest side of failure timelines (:mod:`ktest.timeline`): record each test that uses the
-``cluster`` fixture, write the page of a failing one (setting ``ktest_timeline``: off, on-failure,
-always) to ``<artifacts>/timelines/``, and say where it is: the failing test's report, the JUnit
-report (``<property name="ktest_timeline" value="...">``), the terminal summary.
+"""The pytest side of failure timelines (:mod:`ktest.timeline`): record each test that uses a
+control plane (the ``cluster`` fixture, or a plane of its own: a fixture whose value is a
+:class:`ktest.Cluster` or has one as ``.cluster``, like ``control_plane_upgrade``), write the
+page of a failing one (setting ``ktest_timeline``: off, on-failure, always) to
+``<artifacts>/timelines/``, and say where it is: the failing test's report, the JUnit report
+(``<property name="ktest_timeline" value="...">``), the terminal summary.
 
 Nothing here can change a test's result: a page that cannot be written is reported (terminal
 summary, JUnit property ``ktest_timeline_error``) and the run goes on. A test interrupted mid-way
-gets a partial page that says where the recording stops. Under pytest-xdist every worker writes
+gets a partial page that says where the recording stops. The recorded plane stopping in the
+test's teardown (the session's last test, a plane of the test's own) ends the API server's view
+there, not the recording. An upgrade of a plane of the test's own (the fixture value's
+``.report``) is on the page. Under pytest-xdist every worker writes
 its own tests' pages; the summary, in the controller, reads them from the reports.
 """
 
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +33,8 @@ if TYPE_CHECKING:  # the recorder (and the cluster client under it) loads only o
 PROPERTY = "ktest_timeline"
 ERROR_PROPERTY = "ktest_timeline_error"
 _RECORDER = pytest.StashKey["Recorder"]()
+_PLANE = pytest.StashKey[Any]()
+"""The value of the fixture the recorded cluster came from (its ``.report``: an upgrade)."""
 _FAILED = pytest.StashKey[bool]()
 
 
@@ -50,25 +58,55 @@ def page_name(nodeid: str) -> str:
     return safe + ".html"
 
 
-def _cluster_of(item: pytest.Item) -> Any:
-    """The session's cluster if the test uses it and it exists already (never created here)."""
-    if "cluster" not in getattr(item, "fixturenames", ()):
+def _cluster_in(value: Any) -> Any:
+    """``value`` if it is a :class:`ktest.Cluster`, else its ``.cluster`` if that is one, else None."""
+    module = sys.modules.get("ktest.cluster")  # not loaded: no fixture value can be a Cluster
+    if module is None:
         return None
+    if isinstance(value, module.Cluster):
+        return value
+    inner = getattr(value, "cluster", None)
+    return inner if isinstance(inner, module.Cluster) else None
+
+
+def _plane_of(item: pytest.Item) -> tuple[Any, Any, Any]:
+    """(cluster, fixture definition, fixture value) of the plane the test uses, if set up already
+    (never created here): the session's ``cluster``, else the first fixture whose value is a
+    Cluster or holds one as ``.cluster`` (a plane of the test's own)."""
     definitions = getattr(item, "_fixtureinfo", None)
-    for definition in definitions.name2fixturedefs.get("cluster", ()) if definitions else ():
-        cached = getattr(definition, "cached_result", None)
-        if cached is not None and cached[2] is None:
-            return cached[0]
-    return None
+    if definitions is None:
+        return None, None, None
+    names = list(getattr(item, "fixturenames", ()))
+    if "cluster" in names:
+        names = ["cluster"]
+    for name in names:
+        for definition in reversed(definitions.name2fixturedefs.get(name, ())):
+            cached = getattr(definition, "cached_result", None)
+            if cached is None or cached[2] is not None:
+                continue
+            cluster = _cluster_in(cached[0])
+            if cluster is not None:
+                return cluster, definition, cached[0]
+    return None, None, None
 
 
-def _start(item: pytest.Item) -> None:
-    cluster = _cluster_of(item)
-    if cluster is None or _RECORDER in item.stash:
+def _start(item: pytest.Item, plugin: TimelinePlugin) -> None:
+    if _RECORDER in item.stash:
+        return
+    cluster, definition, value = _plane_of(item)
+    if cluster is None:
         return
     from ktest.timeline import Recorder
 
-    item.stash[_RECORDER] = Recorder(cluster, test=item.nodeid).start()
+    recorder = item.stash[_RECORDER] = Recorder(cluster, test=item.nodeid).start()
+    item.stash[_PLANE] = value
+    plugin.watch_plane_stop(definition, recorder)
+
+
+def _note_upgrade(item: pytest.Item, recorder: Recorder) -> None:
+    report = getattr(item.stash.get(_PLANE, None), "report", None)
+    if report is not None and hasattr(report, "started") and hasattr(report, "to_version"):
+        recorder.note_upgrade(report)
 
 
 class TimelinePlugin:
@@ -78,16 +116,34 @@ class TimelinePlugin:
         self.config = config
         self.written: list[tuple[str, str]] = []
         self.unwritten: list[tuple[str, str]] = []
+        self._recording: Recorder | None = None
+        self._planes_watched: set[int] = set()
+
+    def watch_plane_stop(self, definition: Any, recorder: Recorder) -> None:
+        """Before the recorded plane's fixture is torn down, end the recording's watches: a plane
+        stopping in the test's teardown is not a recording cut short."""
+        self._recording = recorder
+        if id(definition) in self._planes_watched:
+            return
+        self._planes_watched.add(id(definition))
+
+        def plane_stops() -> None:  # runs before the fixture's own teardown (finalizers: last in, first out)
+            self._planes_watched.discard(id(definition))
+            recording = self._recording
+            if recording is not None and recording.stopped is None:
+                recording.end_watches()
+
+        definition.addfinalizer(plane_stops)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, Any, Any]:
         if _mode(item.config) == "off":
             return (yield)
-        _start(item)  # the cluster exists already: the setup's writes are recorded too
+        _start(item, self)  # the cluster exists already: the setup's writes are recorded too
         try:
             return (yield)
         finally:
-            _start(item)  # the first test: its setup made the cluster
+            _start(item, self)  # the first test: its setup made the cluster
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(
@@ -112,6 +168,7 @@ class TimelinePlugin:
         recorder = item.stash.get(_RECORDER, None)
         if recorder is None:
             return report
+        _note_upgrade(item, recorder)
         if report.failed and not item.stash.get(_FAILED, False):
             item.stash[_FAILED] = True
             message = call.excinfo.exconly() if call.excinfo is not None else report.longreprtext
@@ -123,6 +180,8 @@ class TimelinePlugin:
             keep = _mode(item.config) == "always" or failed
             recorder.stop("failed" if failed else "passed", settle=keep)
             del item.stash[_RECORDER]  # items live as long as the session: free what was recorded
+            item.stash[_PLANE] = None
+            self._recording = None
             if keep:
                 self._write(item, recorder, report.user_properties)
         return report

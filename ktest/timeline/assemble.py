@@ -14,12 +14,17 @@ from ktest.operators.logs import OperatorLog
 from ktest.proxy.api_request import WRITE_VERBS, ApiRequest
 from ktest.proxy.traffic import Call, Traffic
 from ktest.timeline.model import Event, TimelineData, cut, object_diff
-from ktest.timeline.watches import ResourceKey, Seen
+from ktest.timeline.watches import UNREACHABLE, ResourceKey, ResourceWatch, Seen
 
 MAX_LOG_LINES = 3000
 """Per operator: the latest log lines kept."""
 MAX_DELIVERIES = 2000
 """Per operator: the latest watch events delivered to it that are shown."""
+DELIVERY_SLACK = 0.05
+"""Seconds a delivery to an operator may seem to precede the API server's view of its write
+(the two are timed by different threads)."""
+EARLIER_LINE_SLACK = 0.1
+"""Seconds before the start a log line's time may say (clocks round) and still be shown."""
 _CONTROLLER_MANAGERS = ("kube-controller-manager",)
 _CLOCK = re.compile(r"(\d{2}):(\d{2}):(\d{2})[.,](\d{1,6})")
 
@@ -115,6 +120,7 @@ class Assembly:
         lane = f"operator:{log.name}"
         day = time.localtime(self.started_wall)
         last = 0.0
+        lines = [line for line in lines if not logged_before(line, day, self.started_wall)]
         for line in lines[-MAX_LOG_LINES:]:
             at = _line_time(line, day, self.started_wall, end)
             last = at if at is not None else last
@@ -166,7 +172,7 @@ class Assembly:
                 "approximate": event.replayed,
             }
             label = f"{event.type} {key.resource} {where} rv {meta.get('resourceVersion')}"
-            if event.type == "MODIFIED" and changed:
+            if event.type in ("MODIFIED", "RELISTED") and changed:
                 label += f" ({changed})"
             timeline.events.append(Event("apiserver", "watch-event", at, label, detail))
             if event.type == "DELETED" and (key.resource, namespace, name) not in deleted:
@@ -203,6 +209,31 @@ class Assembly:
                         },
                     )
                 )
+
+    @staticmethod
+    def type_deliveries(timeline: TimelineData) -> None:
+        """Give each watch event delivered to an operator its type (ADDED, MODIFIED, DELETED): the
+        proxy counts deliveries per object, the API server's view has the type of the write each
+        one follows (the latest write of that object the view saw by then)."""
+        writes: dict[tuple[str, str | None, str | None], list[tuple[float, str]]] = {}
+        for event in timeline.events:
+            if event.lane == "apiserver" and event.kind == "watch-event":
+                resource = str(event.detail["resource"]).split(".", 1)[0]
+                where = str(event.detail["object"]).split(" ", 1)[1]
+                namespace, _, name = where.rpartition("/")
+                key = (resource, namespace or None, name)
+                writes.setdefault(key, []).append((event.t, event.detail["type"]))
+        for history in writes.values():
+            history.sort(key=lambda write: write[0])
+        for event in timeline.events:
+            if event.kind != "watch-event" or not event.lane.startswith("operator:"):
+                continue
+            detail = event.detail
+            history = writes.get((detail["resource"], detail["namespace"], detail["name"]), [])
+            before = [kind for at, kind in history if at <= event.t + DELIVERY_SLACK]
+            detail["type"] = before[-1] if before else "unknown (no write of it in the API server's view)"
+            kind = detail["type"].split(" ")[0]
+            event.label = event.label.replace("watch event to", f"{kind} watch event to", 1)
 
     def _when(self, event: Seen) -> float:
         at = event.arrived - self.started
@@ -330,19 +361,109 @@ def _latest_stamp(obj: dict[str, Any]) -> float | None:
     return max(times) if times else None
 
 
-def _line_time(line: str, day: time.struct_time, started_wall: float, end: float) -> float | None:
-    """Seconds since the start of the time a log line names (HH:MM:SS.fff, local time or UTC)."""
+def _line_clocks(line: str, day: time.struct_time, started_wall: float) -> tuple[float, ...]:
+    """Seconds since the start of the time a log line names (HH:MM:SS.fff), read as local time
+    and as UTC; none if the line names no time."""
     import calendar
 
     match = _CLOCK.search(line[:60])
     if match is None:
-        return None
+        return ()
     hours, minutes, seconds, fraction = match.groups()
     clock = (int(hours), int(minutes), int(seconds))
     fraction_seconds = int(fraction) / 10 ** len(fraction)
     parts = (day.tm_year, day.tm_mon, day.tm_mday, *clock, 0, 0, -1)
     local = time.mktime(parts) + fraction_seconds - started_wall
-    if -5 <= local <= end + 5:
-        return local
     utc = calendar.timegm(parts[:6]) + fraction_seconds - started_wall
-    return utc if -5 <= utc <= end + 5 else None
+    return (local, utc)
+
+
+def _line_time(line: str, day: time.struct_time, started_wall: float, end: float) -> float | None:
+    """Seconds since the start of the time a log line names (local time or UTC), if in the recording."""
+    for at in _line_clocks(line, day, started_wall):
+        if -5 <= at <= end + 5:
+            return at
+    return None
+
+
+def logged_before(line: str, day: time.struct_time, started_wall: float) -> bool:
+    """Whether a line's own time says it was logged before the recording began (read either way,
+    local or UTC): a line an operator's output buffer held back, or an earlier test's."""
+    clocks = _line_clocks(line, day, started_wall)
+    return bool(clocks) and all(at < -EARLIER_LINE_SLACK for at in clocks)
+
+
+def upgrade_events(upgrades: list[Any], started: float) -> list[Event]:
+    """An ``upgrade`` event per control-plane upgrade (:class:`~ktest.controlplane.upgrade.UpgradeReport`),
+    spanning it, on the controllers lane: where the reader sees "upgrade 1.36 -> 1.37 here"."""
+    events = []
+    for report in upgrades:
+        removed = [str(api) for api in report.removed_apis]
+        events.append(
+            Event(
+                "controllers",
+                "upgrade",
+                report.started - started,
+                f"control plane upgrade {report.from_version} -> {report.to_version} "
+                f"({report.duration:.2f} s)",
+                {
+                    "from": report.from_version,
+                    "to": report.to_version,
+                    "until": round(report.finished - started, 4),
+                    "seconds": round(report.duration, 3),
+                    "no_longer_served": removed,
+                },
+            )
+        )
+    return events
+
+
+def outage_events(watches: list[ResourceWatch], upgrades: list[Any], started: float) -> list[Event]:
+    """A ``gap`` event on the API server's lane for each time its watches could not reach it (a
+    restart, an upgrade): from when the streams broke to when they resumed, and whether writes
+    made meanwhile were lost (a 410 on the resume) or replayed from the last resourceVersion."""
+    spans = sorted(
+        ((begin, end, why, watch) for watch in watches for begin, end, why in watch.outages),
+        key=lambda span: span[:2],
+    )
+    merged: list[tuple[float, float, str, list[ResourceWatch]]] = []
+    for begin, end, reason, watch in spans:
+        if merged and begin <= merged[-1][1] + 0.5:
+            first, last, known, members = merged[-1]
+            unreachable = UNREACHABLE if UNREACHABLE in (known, reason) else known
+            merged[-1] = (first, max(last, end), unreachable, [*members, watch])
+        else:
+            merged.append((begin, end, reason, [watch]))
+    events = []
+    for begin, end, why, members in merged:
+        for report in upgrades:
+            if report.started - 0.5 <= end and begin <= report.finished + 0.5:
+                why = f"the control plane was being upgraded ({report.from_version} -> {report.to_version})"
+        lost = sorted(
+            {str(watch.key) for watch in members if watch.gap_at is not None and watch.gap_at >= begin}
+        )
+        if lost:
+            outcome = (
+                "the API server no longer had the writes since (410 Gone) of "
+                + ", ".join(lost)
+                + ": a list shows each object changed meanwhile once (RELISTED), "
+                "the versions in between are missing"
+            )
+        else:
+            outcome = "the watches resumed from their last resourceVersion: no write is missing"
+        events.append(
+            Event(
+                "apiserver",
+                "gap",
+                begin - started,
+                f"no view of the API server for {end - begin:.2f} s: {why}; {outcome}",
+                {
+                    "until": round(end - started, 4),
+                    "seconds": round(end - begin, 3),
+                    "why": why,
+                    "watches": sorted({str(watch.key) for watch in members}),
+                    "missing": lost,
+                },
+            )
+        )
+    return events

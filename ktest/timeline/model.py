@@ -24,7 +24,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA = 1
-KINDS = ("request", "watch-event", "log", "attempt", "k8s-event", "fault", "gc", "assertion-failure")
+KINDS = (
+    "request",
+    "watch-event",
+    "log",
+    "attempt",
+    "k8s-event",
+    "fault",
+    "gc",
+    "upgrade",
+    "gap",
+    "assertion-failure",
+)
 FIXED_LANES = ("test", "apiserver", "controllers", "faults")
 
 MAX_VALUE_CHARS = 200

@@ -24,13 +24,14 @@ from ktest.cluster import rest
 from ktest.operators.logs import OperatorLog
 from ktest.proxy.api_request import ApiRequest, parse_request
 from ktest.proxy.traffic import Traffic
-from ktest.timeline.assemble import Assembly, Marks, note_request
+from ktest.timeline.assemble import Assembly, Marks, note_request, outage_events, upgrade_events
 from ktest.timeline.model import Event, TimelineData, cut
 from ktest.timeline.watches import ResourceKey, ResourceWatch, Seen, current_resource_version
 from ktest.wait import run as wait_run
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
+    from ktest.controlplane.upgrade import UpgradeReport
 
 SCAN_INTERVAL = 0.2
 """Seconds between looks at the operators' new calls for resources to watch."""
@@ -84,6 +85,9 @@ class Recorder:
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._pending: list[ResourceKey] = []
+        self._asked: set[ResourceKey] = set()
+        self._upgrades: list[Any] = []
+        self._watches_ended: float | None = None
         self._host = cluster.api_client.configuration.host.rstrip("/") if cluster is not None else None
 
     # ------------------------------------------------------------ lifecycle
@@ -136,12 +140,37 @@ class Recorder:
         if self._starter is not None:
             self._starter.join(timeout=2.0)
         self.stopped = time.monotonic()
-        if settle and self._start_version is not None:
+        if settle and self._start_version is not None and self._watches_ended is None:
             self._scan()
             self._open_pending()
-            self._settle()
+            self._settle(self.stopped)
         for watch in list(self._watches.values()):
             watch.stop()
+
+    def end_watches(self) -> None:
+        """Close the API server's view now (its last writes settled), the rest of the recording
+        going on: called before the control plane stops while the test is still being recorded
+        (the session's last test, a plane of the test's own), so the stop is not taken for a
+        recording cut short."""
+        if self._watches_ended is not None or self.stopped is not None:
+            return
+        self._stopping.set()
+        self._wake.set()
+        if self._starter is not None:
+            self._starter.join(timeout=2.0)
+        self._watches_ended = time.monotonic()
+        if self._start_version is not None:
+            self._scan()
+            self._open_pending()
+            self._settle(self._watches_ended)
+        for watch in list(self._watches.values()):
+            watch.stop()
+
+    def note_upgrade(self, report: UpgradeReport) -> None:
+        """Show a control-plane upgrade (what :meth:`ktest.ControlPlane.upgrade` returned) on the
+        page: an ``upgrade`` event from its start to its end, and the gap it left in the watches."""
+        if all(known.started != report.started for known in self._upgrades):
+            self._upgrades.append(report)
 
     def fail(self, message: str, at: float | None = None) -> None:
         """Mark the failing assertion (``at``: a monotonic time; default now)."""
@@ -249,11 +278,14 @@ class Recorder:
         """Ask for a watch of ``key`` (opened by the starter thread, or by :meth:`stop`)."""
         if self.cluster is None or self._start_version is None or self.stopped is not None:
             return
+        if self._watches_ended is not None:
+            return
         if key.resource in _UNWATCHABLE and (key.group, key.resource) != ("", "events"):
             return
         with self._lock:
-            if key in self._watches or key in self._pending:
+            if key in self._asked:  # opened, or being opened (no longer pending, not yet in _watches)
                 return
+            self._asked.add(key)
             self._pending.append(key)
         self._wake.set()
 
@@ -299,9 +331,8 @@ class Recorder:
             for call in calls:
                 self._watch_request(call.request)
 
-    def _settle(self) -> None:
+    def _settle(self, stopped: float) -> None:
         deadline = time.monotonic() + SETTLE_LIMIT
-        stopped = self.stopped or time.monotonic()
         watches = list(self._watches.values())
         for watch in watches:
             watch.connected.wait(max(0.0, deadline - time.monotonic()))
@@ -348,6 +379,7 @@ class Recorder:
                 timeline.problems.append(f"the log of operator {log.name}: {type(error).__name__}: {error}")
         timeline.operators = operators
         assembly.add_api_view(timeline, seen, operators, touched, namespaces, deleted)
+        assembly.type_deliveries(timeline)
         if self._failure is not None:
             timeline.failure = self._failure
             timeline.events.append(
@@ -368,6 +400,8 @@ class Recorder:
             if watch.gap:
                 timeline.problems.append(watch.gap)
         timeline.truncated = truncated
+        timeline.events += upgrade_events(self._upgrades, self.started)
+        timeline.events += outage_events(list(self._watches.values()), self._upgrades, self.started)
         timeline.problems += self._problems
         return timeline
 

@@ -8,8 +8,10 @@ The DOM contract (the browser tests and users' own scripts may rely on it):
 - lanes: elements ``[data-lane]`` valued ``test``, ``operator:<name>`` (one per operator),
   ``apiserver``, ``controllers``, ``faults``;
 - events: ``.event[data-kind=<kind>][data-time=<seconds since start>]`` inside their lane, kind one
-  of request, watch-event, log, attempt, k8s-event, fault, gc, assertion-failure; hovering shows
-  the label (``title``);
+  of request, watch-event, log, attempt, k8s-event, fault, gc, upgrade (a control-plane upgrade,
+  as wide as it took, in the ``controllers`` lane), gap (the API server could not be watched, as
+  wide as that lasted, in the ``apiserver`` lane), assertion-failure; hovering shows the label
+  (``title``); time 0 is a small gutter right of the lane titles, so no event hides under them;
 - clicking an event fills ``#details``: a request's method, path and response code, an object's
   diff between two resourceVersions as rows ``.diff-row[data-path="spec.replicas"]`` with
   ``.old`` and ``.new`` cells, a log record, an ``eventually`` attempt and its value;
@@ -50,6 +52,9 @@ h1{font-size:15px;margin:0 0 4px}
 .event[data-kind=attempt]{background:#8e5bd8}.event[data-kind=attempt].passed{background:#4caf50}
 .event[data-kind=k8s-event]{background:#00a3a3}.event[data-kind=fault]{background:#d32f2f}
 .event[data-kind=gc]{background:#795548}
+.event[data-kind=upgrade]{background:#f2b400;margin-left:0;min-width:7px}
+.event[data-kind=gap]{background:repeating-linear-gradient(45deg,#d08c00 0 4px,#fff4d6 4px 8px);margin-left:0;
+ min-width:7px}
 .event[data-kind=assertion-failure]{background:#c62828;width:4px;top:0;height:26px;margin-left:-2px}
 .cutline{position:absolute;top:0;bottom:0;border-left:3px dashed #d08c00}
 #details{padding:8px 12px;font-family:ui-monospace,monospace;white-space:pre-wrap}
@@ -65,7 +70,7 @@ _SCRIPT = r"""
 (function(){
 "use strict";
 var data=JSON.parse(document.getElementById("ktest-timeline-data").textContent);
-var scale=120, selected=null;
+var scale=120, selected=null, gutter=12;
 function el(tag,attrs,text){var e=document.createElement(tag);for(var k in attrs){e.setAttribute(k,attrs[k]);}
  if(text!==undefined){e.textContent=text;}return e;}
 function fmt(t){return (t>=0?"+":"")+t.toFixed(3)+"s";}
@@ -81,7 +86,8 @@ for(var kind in (data.dropped||{})){
  problems.push(data.dropped[kind]+" earlier "+kind+" events left out (size cap)");}
 if(problems.length){var p=document.getElementById("problems");p.hidden=false;p.textContent="Not recorded: "+
  problems.join("; ");}
-function width(){return Math.max(600,Math.ceil((data.duration+0.5)*scale));}
+function x(t){return gutter+t*scale;}
+function width(){return Math.max(600,Math.ceil(gutter+(data.duration+0.5)*scale));}
 function draw(){
  var board=document.getElementById("board");board.textContent="";
  var w=width();
@@ -89,7 +95,7 @@ function draw(){
  var at=el("div",{"class":"track"});at.style.width=w+"px";
  var step=[0.1,0.25,0.5,1,2,5,10,30,60].filter(function(s){return s*scale>=70;})[0]||60;
  for(var t=0;t<=data.duration+0.5;t+=step){var k=el("div",{"class":"tick"},fmt(t));
-  k.style.left=(t*scale)+"px";
+  k.style.left=x(t)+"px";
   at.appendChild(k);}
  axis.appendChild(at);board.appendChild(axis);
  var tracks={};
@@ -98,7 +104,7 @@ function draw(){
   row.appendChild(el("div",{"class":"lane-title","title":lane.title},lane.title));
   var track=el("div",{"class":"track"});track.style.width=w+"px";row.appendChild(track);
   if(data.truncated){var cl=el("div",{"class":"cutline","title":"the recording stops here"});
-   cl.style.left=(data.truncated.at*scale)+"px";track.appendChild(cl);}
+   cl.style.left=x(data.truncated.at)+"px";track.appendChild(cl);}
   tracks[lane.id]=track;board.appendChild(row);
  });
  data.events.forEach(function(ev,i){
@@ -108,7 +114,9 @@ function draw(){
   if(ev.kind==="attempt"&&d.verdict==="passed"){cls+=" passed";}
   var e=el("div",{"class":cls,"data-kind":ev.kind,"data-time":String(ev.t),"data-index":String(i),
    "title":fmt(ev.t)+" "+ev.label,"tabindex":"0"});
-  e.style.left=(ev.t*scale)+"px";track.appendChild(e);
+  e.style.left=x(ev.t)+"px";
+  if(d.until!==undefined&&(ev.kind==="upgrade"||ev.kind==="gap")){e.style.width=((d.until-ev.t)*scale)+"px";}
+  track.appendChild(e);
  });
 }
 function row(table,name,value){var tr=el("tr");tr.appendChild(el("th",{},name));
@@ -164,6 +172,8 @@ _PAGE = """<!DOCTYPE html>
 <span><i style="background:#8e5bd8"></i>attempt</span><span><i style="background:#00a3a3"></i>Event</span>
 <span><i style="background:#d32f2f"></i>fault</span>
 <span><i style="background:#795548"></i>GC / controllers</span>
+<span><i style="background:#f2b400"></i>control plane upgrade</span>
+<span><i style="background:#d08c00"></i>API server not seen</span>
 <span><i style="background:#c62828"></i>failing assertion</span></span></div></header>
 <div id="board"></div>
 <div id="details">Click an event for its details.</div>

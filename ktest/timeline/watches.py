@@ -7,6 +7,11 @@ start, in order, with the bodies the API server stored (what object diffs are co
 watch whose start is too old for the server's watch cache (410 Gone) lists, then watches from the
 list: the writes between the start and the list are then missing, which the page says.
 
+A watch outlives an API server that goes away and comes back (a restart, an in-place upgrade): it
+connects again, with a growing pause, for up to :data:`OUTAGE_LIMIT` seconds, and resumes from the
+last resourceVersion it saw; each time it could not reach the server is kept in
+:attr:`ResourceWatch.outages`, which the page shows as a gap in the API server's view.
+
 A namespaced resource is watched in the namespaces the test and the operators work in, not across
 the cluster: other tests' objects (other xdist workers, a session operator's) never reach the
 recording. The watches are raw streams with the cluster's TLS and credentials, on a connection pool of their
@@ -36,7 +41,15 @@ if TYPE_CHECKING:
 
 _SERVER_TIMEOUT = 300
 RESUMES = 3
-"""A watch whose stream breaks this many times in a row (no event in between) gives up."""
+"""A watch whose stream breaks this many times in a row (no event in between) gives up, unless
+the API server has been away for less than :data:`OUTAGE_LIMIT` seconds."""
+OUTAGE_LIMIT = 60.0
+"""How long a watch keeps connecting again to an API server that went away (an upgrade's restart
+takes a few seconds; a control plane's start timeout is of this order)."""
+_RETRY_PAUSE_LIMIT = 0.5
+UNREACHABLE = "the API server did not answer"
+_NOT_READY = (429, 500, 502, 503, 504)
+"""Answers of an API server that is starting (or too busy): the watch asks again, as after a break."""
 _CONNECT_TIMEOUT = 5.0
 _POOLS: weakref.WeakKeyDictionary[Any, urllib3.PoolManager] = weakref.WeakKeyDictionary()
 """The watches' connection pool of each cluster (dropped with the cluster)."""
@@ -107,8 +120,17 @@ class ResourceWatch:
         """Why the watch stopped before it was asked to (shown as where the recording stops)."""
         self.problem_at: float | None = None
         self.gap: str | None = None
+        self.gap_at: float | None = None
+        """When (monotonic) the watch found its writes since the start gone (a 410 on a resume)."""
+        self.outages: list[tuple[float, float, str]] = []
+        """(from, to, why), monotonic: each time the stream broke and the API server could not be
+        reached (or did not serve the resource yet) until ``to``, when the watch resumed from its
+        last resourceVersion."""
+        self._refusal: str | None = None
         self.last_arrival = 0.0
         self.delivered = 0
+        self._bodies: dict[tuple[str | None, str | None], dict[str, Any]] = {}
+        """The newest body seen of each object (what a list after a 410 is compared with)."""
         self.connected = threading.Event()
         self._stopping = threading.Event()
         self._response: Any = None
@@ -132,24 +154,36 @@ class ResourceWatch:
 
     def _run(self) -> None:
         """Stream until stopped; a stream that breaks resumes from the last resourceVersion seen
-        (nothing is missed); only :data:`RESUMES` breaks in a row end the watch for good."""
+        (nothing is missed). It gives up only after :data:`RESUMES` breaks in a row with the API
+        server away for :data:`OUTAGE_LIMIT` seconds."""
         failures = 0
+        broken_at: float | None = None  # when the stream last broke without being asked to
         while not self._stopping.is_set():
             delivered = self.delivered
             try:
-                status, body = self._stream()
+                status, body = self._stream(broken_at)
             except Exception as error:
                 if self._stopping.is_set():
                     break
+                now = time.monotonic()
+                broken_at = broken_at or now
                 failures = 1 if self.delivered != delivered else failures + 1
-                if failures > RESUMES:
+                if failures > RESUMES and now - broken_at > OUTAGE_LIMIT:
                     self.problem = f"the watch of {self.key} ended: {type(error).__name__}: {error}"
-                    self.problem_at = time.monotonic()
+                    self.problem_at = now
                     break
-                self._stopping.wait(0.05 * failures)
+                self._stopping.wait(min(_RETRY_PAUSE_LIMIT, 0.05 * failures))
                 continue
             if self._stopping.is_set():
                 break
+            now = time.monotonic()
+            if status in _NOT_READY and now - (broken_at or now) <= OUTAGE_LIMIT:
+                if broken_at is None:  # the server answers but does not serve this resource yet
+                    self._refusal = f"the API server answered {status} to the watch of {self.key}"
+                broken_at = broken_at or now  # a restarting API server answers before it serves
+                self._stopping.wait(_RETRY_PAUSE_LIMIT)
+                continue
+            broken_at = None
             if status == 410:
                 self._relist()
             elif status in (404, 405):  # not watchable (a review, a virtual resource)
@@ -162,7 +196,9 @@ class ResourceWatch:
                 failures = 0
         self.connected.set()
 
-    def _stream(self) -> tuple[int | None, bytes]:
+    def _stream(self, broken_at: float | None = None) -> tuple[int | None, bytes]:
+        """One watch request, read to its end; ``broken_at``: when the previous stream broke
+        (an answer now ends that outage)."""
         configuration = self.cluster.api_client.configuration
         query = {
             "watch": "1",
@@ -190,6 +226,9 @@ class ResourceWatch:
         try:
             if response.status != 200:
                 return response.status, response.read()
+            if broken_at is not None:
+                self.outages.append((broken_at, self.opened, self._refusal or UNREACHABLE))
+            self._refusal = None
             pending = b""
             for chunk in response.stream(65536):
                 pending += chunk
@@ -220,16 +259,51 @@ class ResourceWatch:
         now = time.monotonic()
         self.last_arrival = now
         self.delivered += 1
+        meta = obj.get("metadata") or {}
+        if kind == "DELETED":
+            self._bodies.pop((meta.get("namespace"), meta.get("name")), None)
+        else:
+            self._bodies[(meta.get("namespace"), meta.get("name"))] = obj
         replayed = self.late and now - self.opened < 0.2
         self.sink(self.key, Seen(now, str(kind), obj, replayed))
         return None
 
     def _relist(self) -> None:
-        answer = self.cluster.rest.request("GET", self.key.path(), query={"limit": 1})
-        self.resource_version = str(answer["metadata"]["resourceVersion"])
+        """The server no longer has the writes since :attr:`resource_version` (410 Gone): list,
+        deliver each object written since then once, as listed (``RELISTED``), and each object
+        seen before that the list no longer has as ``DELETED``; then watch from the list."""
+        since = self.resource_version
+        answer = self.cluster.rest.request("GET", self.key.path())
+        listed_version = str(answer["metadata"]["resourceVersion"])
+        now = time.monotonic()
+        found: set[tuple[str | None, str | None]] = set()
+        changed = gone = 0
+        kind = str(answer.get("kind") or "").removesuffix("List")
+        for listed in answer.get("items") or ():
+            item = {"apiVersion": answer.get("apiVersion"), "kind": kind, **listed}  # list items lack both
+            meta = item.get("metadata") or {}
+            found.add((meta.get("namespace"), meta.get("name")))
+            version = str(meta.get("resourceVersion") or "")
+            if not (version.isdigit() and since.isdigit()) or int(version) > int(since):
+                changed += 1
+                self._bodies[(meta.get("namespace"), meta.get("name"))] = item
+                self.sink(self.key, Seen(now, "RELISTED", item, True))
+        for where, body in list(self._bodies.items()):
+            if where not in found:
+                gone += 1
+                del self._bodies[where]
+                meta = {**(body.get("metadata") or {}), "resourceVersion": listed_version}
+                deleted = {**body, "metadata": meta}
+                self.sink(self.key, Seen(now, "DELETED", deleted, True))
+        self.resource_version = listed_version
+        if not changed and not gone:
+            return  # nothing was written meanwhile: nothing is missing
+        self.gap_at = now
+        when = "while its watch was away" if self.outages else "before its watch opened"
         self.gap = (
-            f"the API server no longer had the writes of {self.key} since the recording began (410 Gone): "
-            "writes before its watch opened are missing"
+            f"the API server no longer had the writes of {self.key} made {when} (410 Gone): a list "
+            f"found {changed} changed and {gone} gone since resourceVersion {since}, each shown once "
+            "as listed (RELISTED, DELETED); the versions in between are missing"
         )
 
 

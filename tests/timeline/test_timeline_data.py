@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +17,9 @@ from builders import configmap, configmap_ref
 from ktest import faults
 from ktest.cluster import Cluster
 from ktest.operators import run_callable
+from ktest.operators.logs import OperatorLog
 from ktest.timeline import recording
+from ktest.timeline.model import Event, TimelineData
 from ktest.timeline.render import render
 from ktest.wait import eventually
 
@@ -118,6 +122,14 @@ def test_the_failing_assertion_is_marked_where_it_failed(recorded: dict[str, Any
     assert marker["t"] >= max(a["t"] for a in events(recorded, "test", "attempt"))
 
 
+def test_each_write_is_in_the_api_servers_view_once(recorded: dict[str, Any]) -> None:
+    seen = [
+        (e["detail"]["object"], e["detail"]["resourceVersion"], e["detail"]["type"])
+        for e in events(recorded, "apiserver", "watch-event")
+    ]
+    assert seen and len(seen) == len(set(seen)), f"a resource watched twice: {sorted(seen)}"
+
+
 def test_garbage_collection_and_the_injected_fault_have_their_lanes(recorded: dict[str, Any]) -> None:
     collected = events(recorded, "controllers", "gc")
     assert any(
@@ -213,3 +225,55 @@ def test_a_watch_whose_connection_breaks_resumes_without_losing_a_write(admin: C
     assert added(rec) == [f"configmaps {ns}/first", f"configmaps {ns}/second"]
     data = rec.data().as_json()
     assert data["truncated"] is None and data["problems"] == []
+
+
+def clock(at: float) -> str:
+    """A log line's time as operators print it (HH:MM:SS.mmm, local time)."""
+    return time.strftime("%H:%M:%S", time.localtime(at)) + f".{int(at % 1 * 1000):03d}"
+
+
+def test_an_operators_lines_logged_before_the_recording_began_are_left_out(tmp_path: Path) -> None:
+    log = OperatorLog("buffered", tmp_path)  # a session's operator, its output written out late
+    log.write(f"{clock(time.time() - 120)} INFO an earlier test's line, written in time")
+    rec = recording(test="log lines").start()
+    log.write(f"{clock(time.time() - 60)} INFO an earlier test's line, written out only now")
+    log.write(f"{clock(time.time())} INFO this test's line")
+    log.write("a line without a time of its own")
+    rec.stop()
+
+    lines = [e["detail"]["line"] for e in events(rec.data().as_json(), "operator:buffered", "log")]
+    assert len(lines) == 2, lines
+    assert lines[0].endswith(" INFO this test's line") and lines[1] == "a line without a time of its own"
+
+
+def test_a_watch_event_delivered_to_an_operator_has_the_type_of_the_write_it_follows() -> None:
+    from ktest.timeline.assemble import Assembly
+
+    def delivered(at: float, name: str) -> Event:
+        detail = {"resource": "configmaps", "namespace": "ns", "name": name, "delivered_to": "op"}
+        return Event("operator:op", "watch-event", at, f"watch event to op: configmaps ns/{name}", detail)
+
+    def written(at: float, kind: str, name: str) -> Event:
+        detail = {"type": kind, "resource": "configmaps", "object": f"configmaps ns/{name}"}
+        return Event("apiserver", "watch-event", at, f"{kind} configmaps ns/{name}", detail)
+
+    timeline = TimelineData("t", time.time())
+    timeline.events = [
+        written(1.0, "ADDED", "web"),
+        delivered(1.01, "web"),
+        written(2.0, "MODIFIED", "web"),
+        delivered(2.02, "web"),
+        delivered(2.5, "other"),  # the API server's view has no write of it
+        written(3.0, "DELETED", "web"),
+        delivered(2.99, "web"),  # timed a moment before the view's arrival: still that write's
+    ]
+    Assembly.type_deliveries(timeline)
+
+    types = [(e.t, e.detail["type"]) for e in timeline.events if e.lane == "operator:op"]
+    assert types == [
+        (1.01, "ADDED"),
+        (2.02, "MODIFIED"),
+        (2.5, "unknown (no write of it in the API server's view)"),
+        (2.99, "DELETED"),
+    ]
+    assert timeline.events[3].label == "MODIFIED watch event to op: configmaps ns/web"
