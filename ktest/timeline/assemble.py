@@ -239,6 +239,8 @@ class Assembly:
         at = event.arrived - self.started
         if not event.replayed:
             return at
+        if event.type == "DELETED" and not (event.obj.get("metadata") or {}).get("deletionTimestamp"):
+            return at  # its stamps are its writes', not its deletion's: it went at the latest when it arrived
         stamped = _latest_stamp(event.obj)
         if stamped is None:
             return at

@@ -277,3 +277,19 @@ def test_a_watch_event_delivered_to_an_operator_has_the_type_of_the_write_it_fol
         (2.99, "DELETED"),
     ]
     assert timeline.events[3].label == "MODIFIED watch event to op: configmaps ns/web"
+
+
+def test_a_replayed_deletion_without_a_deletion_timestamp_stays_where_it_arrived() -> None:
+    from ktest.timeline.assemble import Assembly, Marks
+    from ktest.timeline.watches import Seen
+
+    started = time.monotonic()
+    wall = time.time()
+    written = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))  # created at the start
+    obj = {"metadata": {"name": "c", "creationTimestamp": written, "managedFields": [{"time": written}]}}
+    assembly = Assembly(started, wall, Marks())
+
+    deleted = Seen(started + 6.0, "DELETED", obj, replayed=True)  # by the namespace controller, at +6 s
+    assert assembly._when(deleted) == pytest.approx(6.0)
+    modified = Seen(started + 6.0, "MODIFIED", obj, replayed=True)  # a replayed write: at its stamp
+    assert assembly._when(modified) < 1.0
