@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ktest.cluster.refs import RefLike, as_ref
+from ktest.cluster.refs import ObjectRef, RefLike, as_ref
 from ktest.wait.defaults import check_seconds, current_defaults
 
 if TYPE_CHECKING:
@@ -76,6 +76,14 @@ def field(obj: Mapping[str, Any] | None, path: str, default: Any = None) -> Any:
             return default
         current = current[part]
     return current
+
+
+def crd_of(cluster: Cluster, ref: ObjectRef) -> dict[str, Any] | None:
+    """The CustomResourceDefinition of ``ref``'s kind, or None (a built-in kind, or none found)."""
+    if not ref.group:
+        return None
+    name = f"{cluster.info(ref.api_version, ref.kind).plural}.{ref.group}"
+    return cluster.get_or_none(("apiextensions.k8s.io/v1", "CustomResourceDefinition", name))
 
 
 def finalizers_of(obj: Mapping[str, Any] | None) -> list[str]:

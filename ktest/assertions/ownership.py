@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ktest.assertions.objects import (
     Clock,
+    crd_of,
     describe,
     duration_or_default,
     failure,
@@ -199,12 +200,7 @@ def assert_garbage_collected(
     owner_ref = as_ref(owner) if owner is not None else None
     extra, why_extra = _gc_discovery_allowance(cluster, owner_ref)
     wait += extra
-    owner_uid = None
-    if owner_ref is not None:
-        owner_obj = cluster.get_or_none(owner_ref)
-        owner_uid = uid_of(owner_obj)
-        if delete_owner and owner_obj is not None:
-            cluster.delete(owner_ref, propagation=propagation)
+    owner_uid = None if owner_ref is None else _delete_owner(cluster, owner_ref, propagation, delete_owner)
     remaining: dict[ObjectRef, dict[str, Any]] = dict(before)  # the children not collected yet
 
     def collected() -> None:
@@ -275,10 +271,7 @@ def assert_orphaned(
     name = describe(child_ref, child_uid)
     extra, why_extra = _gc_discovery_allowance(cluster, owner_ref)
     wait += extra
-    owner_obj = cluster.get_or_none(owner_ref)
-    owner_uid = uid_of(owner_obj)
-    if delete_owner and owner_obj is not None:
-        cluster.delete(owner_ref, propagation="Orphan")
+    owner_uid = _delete_owner(cluster, owner_ref, "Orphan", delete_owner)
     clock = Clock()
     broke: list[str] = []
 
@@ -329,6 +322,14 @@ def _several(child: RefLike | Sequence[RefLike]) -> list[RefLike]:
     return [cast("RefLike", child)]  # a Mapping or a tuple of strings: one reference
 
 
+def _delete_owner(cluster: Cluster, owner_ref: ObjectRef, propagation: str, delete: bool) -> str | None:
+    """The owner's uid (None: it is gone already), deleting it with ``propagation`` when ``delete``."""
+    owner = cluster.get_or_none(owner_ref)
+    if delete and owner is not None:
+        cluster.delete(owner_ref, propagation=propagation)
+    return uid_of(owner)
+
+
 def _require_gc(cluster: Cluster, what: str) -> None:
     if not cluster.gc_available:
         running = ", ".join(sorted(cluster.controllers or ())) or "none"
@@ -342,22 +343,18 @@ def _require_gc(cluster: Cluster, what: str) -> None:
 
 def _owner_crd_age(cluster: Cluster, owner_ref: ObjectRef | None) -> tuple[str, float] | None:
     """The owner's CustomResourceDefinition name and age in seconds (None for built-in kinds)."""
-    if owner_ref is None or not owner_ref.group:
-        return None
     try:
-        plural = cluster.info(owner_ref.api_version, owner_ref.kind).plural
-        crd = cluster.get_or_none(("apiextensions.k8s.io/v1", "CustomResourceDefinition",
-                                   f"{plural}.{owner_ref.group}"))
+        crd = crd_of(cluster, owner_ref) if owner_ref is not None else None
     except ClusterError:
         return None
     created = field(crd, "metadata.creationTimestamp")
-    if not created:
+    if crd is None or not created:
         return None
     try:
         age = (datetime.now(timezone.utc) - datetime.fromisoformat(created.replace("Z", "+00:00")))
     except ValueError:
         return None
-    return f"{plural}.{owner_ref.group}", age.total_seconds()
+    return crd["metadata"]["name"], age.total_seconds()
 
 
 def _gc_discovery_allowance(cluster: Cluster, owner_ref: ObjectRef | None) -> tuple[float, str]:

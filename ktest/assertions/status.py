@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ktest.assertions.changes import status_write_notes
-from ktest.assertions.objects import describe, failure, read_existing, timeout_or_default, uid_of
+from ktest.assertions.objects import crd_of, describe, failure, read_existing, timeout_or_default, uid_of
 from ktest.assertions.objects import field as get_field
 from ktest.assertions.waiting import until_read
 from ktest.cluster.refs import ObjectRef, RefLike, as_ref
@@ -80,7 +80,7 @@ def assert_status_subresource(
     before = read_existing(cluster, ref, purpose="probe its status subresource")
     name = describe(ref, uid_of(before))
     info = cluster.info(ref.api_version, ref.kind)
-    schema = _crd_schema(cluster, ref, info.plural)
+    schema = _crd_schema(cluster, ref)
     status = (
         dict(status_probe)
         if status_probe is not None
@@ -204,12 +204,9 @@ def _restore_patch(probe: Mapping[str, Any], original: Any) -> dict[str, Any]:
     return patch
 
 
-def _crd_schema(cluster: Cluster, ref: ObjectRef, plural: str) -> dict[str, Any] | None:
+def _crd_schema(cluster: Cluster, ref: ObjectRef) -> dict[str, Any] | None:
     """The version's openAPIV3Schema (plus ``status_subresource``) from its CRD, if it is a CRD."""
-    if not ref.group:
-        return None
-    crd_ref = ("apiextensions.k8s.io/v1", "CustomResourceDefinition", f"{plural}.{ref.group}")
-    crd = cluster.get_or_none(crd_ref)
+    crd = crd_of(cluster, ref)
     if crd is None:
         return None
     version = ref.api_version.rpartition("/")[2]
