@@ -281,10 +281,6 @@ def _remove_leftovers(record: UpRecord) -> None:
             janitor.kill_and_remove(directory, remove=True, timeout=5.0)
 
 
-def log_path(path: Path) -> Path:
-    return path.with_suffix(".log")
-
-
 # -------------------------------------------------------------------- internals
 
 
@@ -299,7 +295,7 @@ def _start_daemon(
     from ktest.base.process import read_tail
 
     private_state_directory(path.parent)
-    log = log_path(path)
+    log = path.with_suffix(".log")
     command = [sys.executable, "-m", DAEMON_MODULE, "--record", str(path), "--name", name]
     command += ["--controllers", ",".join(controllers) or "none"]
     if k8s_version:

@@ -1,15 +1,11 @@
 """A kind cluster ktest created: create, wait until usable, inspect, delete, export logs.
 
-The ``kind`` CLI drives the lifecycle; the Docker SDK answers questions about
-node containers. Creation is recorded before ``kind create cluster`` runs (see
-:mod:`ktest.backends.kind.records`), so a run killed mid-creation still leaves a record
-the next sweep finds. ``kind create cluster --wait`` is not used: it returns
-success even when its wait timed out. ktest waits itself, for what a test
-needs: every node Ready, CoreDNS available, kube-proxy running on every node
-and the ``default`` ServiceAccount present; it fails fast, with the reason,
-when a node container stops or a system image cannot be found in the node.
-CoreDNS's readiness probe is shortened by kubeadm as it creates the Deployment
-(:mod:`ktest.backends.kind.kubeadm_patches`), so no pod is ever replaced.
+The ``kind`` CLI drives the lifecycle; the Docker SDK answers questions about node
+containers. Creation is recorded before ``kind create cluster`` runs
+(:mod:`ktest.backends.kind.records`), so a run killed mid-creation still leaves a record the
+next sweep finds. ``kind create cluster --wait`` returns success even when its wait timed out,
+so ktest waits itself (:func:`wait_usable`), failing fast when a node container stops or a
+system image is not in the node.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """What ktest changes in the objects kubeadm creates, applied by kubeadm itself (``patches``).
 
-CoreDNS's readiness probe runs every :data:`COREDNS_PROBE_PERIOD` s instead of
-kubeadm's 10 s. ktest used to patch the CoreDNS Deployment once the API server
-answered, which is after ``kind create cluster`` returns and so after its pods
-exist: the Deployment controller then replaced them (a rollout, seconds slower,
-racing the readiness wait). Now kubeadm creates the Deployment with the probe
-already changed: a kubeadm patch (target ``corednsdeployment``), read from a
-directory inside the control-plane node. ktest writes the patch into the
-cluster's private directory and mounts it there, read-only, through the kind
-config (``extraMounts``, and ``InitConfiguration.patches`` via
-``kubeadmConfigPatches``). A user kind config that sets its own
-``InitConfiguration.patches`` directory replaces ktest's (CoreDNS is then ready
-up to 10 s later, nothing breaks).
+CoreDNS's readiness probe runs every :data:`COREDNS_PROBE_PERIOD` s instead of kubeadm's 10 s.
+Patched after ``kind create cluster``, the Deployment would roll its pods (seconds slower,
+racing the readiness wait), so kubeadm creates it patched: a patch (target
+``corednsdeployment``) in the cluster's private directory, mounted read-only into the
+control-plane node through the kind config (``extraMounts``, ``InitConfiguration.patches``).
+A user kind config setting its own ``InitConfiguration.patches`` replaces ktest's (CoreDNS is
+then ready up to 10 s later, nothing breaks).
 """
 
 from __future__ import annotations
