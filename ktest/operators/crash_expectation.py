@@ -76,7 +76,7 @@ class CrashExpectation:
     def take_into_aftermath(self, text: str) -> bool:
         """An ERROR record right after an expected crash: kept with it (True), not a failure."""
         with self._lock:
-            if self._outcome is None or time.monotonic() > self._until:
+            if self._outcome is None or not self.aftermath_open():
                 return False
             self._outcome.aftermath.append(text)
             return True

@@ -26,9 +26,7 @@ from ktest.operators.threads import (
     RunThreads,
     call_in_loop,
     close_loop,
-    crash_threads,
     raise_in,
-    report_leftovers,
     thread_tracking,
 )
 
@@ -150,7 +148,13 @@ class ThreadOperator(OperatorHandle):
         run.thread.join(timeout)
         if run.thread.is_alive():
             return False
-        report_leftovers(run.threads, 1.0, self.log.write, self.name)
+        leftover = run.threads.join(1.0)  # threads it started and did not join
+        if leftover:
+            self.log.write(
+                f"---- ktest: {self.name} stopped but left {len(leftover)} thread(s) running: "
+                f"{', '.join(t.name for t in leftover)} (an operator should join its threads before it "
+                "returns) ----"
+            )
         return True
 
     def _kill(self) -> None:
@@ -164,7 +168,17 @@ class ThreadOperator(OperatorHandle):
             else:
                 raise_in(thread)
         self._signal_stop(run)  # after the kill, so that the operator cannot take its graceful path
-        self.leaked_threads = crash_threads(run.threads, thread, self.stop_timeout, self.log.write, self.name)
+        for other in run.threads.alive():  # the main thread was told to end its own way above
+            if other is not thread:
+                raise_in(other)
+        self.leaked_threads = leaked = run.threads.join(self.stop_timeout)
+        if leaked:
+            self.log.write(
+                f"---- ktest: {len(leaked)} thread(s) of {self.name} still run {self.stop_timeout:g} s "
+                f"after crash(): {', '.join(t.name for t in leaked)}; they are blocked outside Python code, "
+                "are left behind as daemon threads, and end with OperatorCrash at their next Python "
+                "instruction ----"
+            )
         if thread is not None and thread.is_alive() and run.loop is not None:
             # The cancelled task is still winding down (kopf waits for its own tasks): a killed
             # pod would not, so its loop stops and is closed with whatever was left pending.
@@ -365,14 +379,11 @@ def run_callable(
 ) -> CallableOperator:
     """Start ``fn(ctx)`` as the operator under test and (with ``wait``) wait until it is ready.
 
-    Ready when ``fn`` calls ``ctx.ready()``, or when ``ready()`` returns True if
-    a readiness check is given. ``namespaces=[...]`` (names or globs) tells the
-    operator (``ctx.namespaces``) and ktest which namespaces it serves: the handle
-    then waits before it stops only for deletions of those namespaces. ``proxy``
-    (default: the ``ktest_operator_proxy`` setting, on) gives the operator a kubeconfig
-    through ktest's API proxy: ``op.traffic``, ``op.faults``. The other keyword arguments:
-    :class:`~ktest.operators.options.InProcessOptions`. Use the result as a context manager
-    to stop it::
+    Ready when ``fn`` calls ``ctx.ready()``, or when ``ready()`` returns True if a readiness
+    check is given. ``namespaces=[...]`` reaches the operator as ``ctx.namespaces``; ``proxy``
+    (default on) gives it a kubeconfig through ktest's API proxy (``op.traffic``, ``op.faults``).
+    The keyword arguments: :class:`~ktest.operators.options.InProcessOptions`. Use the result
+    as a context manager to stop it::
 
         with run_callable(my_operator, cluster) as op:
             ...

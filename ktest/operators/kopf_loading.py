@@ -41,21 +41,15 @@ def is_path(source: Source) -> bool:
     return isinstance(source, Path) or text.endswith(".py") or "/" in text
 
 
-def load_registry(sources: Sequence[Source], siblings: SiblingModules | None = None) -> Any:
+def load_registry(sources: Sequence[Source], siblings: SiblingModules) -> Any:
     """A new ``kopf.OperatorRegistry`` holding the handlers of ``sources`` (modules or files).
 
     Files are run with their folder first on ``sys.path``; ``siblings`` (one per run) keeps
     that entry and the sibling modules the files imported until the run ends
-    (:meth:`SiblingModules.release`). Without it they are released at once.
+    (:meth:`SiblingModules.release`).
     """
     import kopf
 
-    if isinstance(sources, (str, Path)):
-        sources = [sources]
-    if not sources:
-        raise OperatorError("run_kopf needs at least one module name or file path with kopf handlers.")
-    own_siblings = siblings is None
-    siblings = SiblingModules() if siblings is None else siblings
     registry = kopf.OperatorRegistry()
     with _lock:
         previous = kopf.get_default_registry()
@@ -73,8 +67,6 @@ def load_registry(sources: Sequence[Source], siblings: SiblingModules | None = N
         finally:
             kopf.set_default_registry(previous)
             modules.restore()
-    if own_siblings:
-        siblings.release()
     if handler_count(registry) == 0:
         raise OperatorError(
             f"kopf operator {describe_sources(sources)} registered no handlers. Its decorators must use "

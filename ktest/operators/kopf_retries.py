@@ -15,9 +15,9 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
@@ -32,6 +32,7 @@ DEFAULT_TOLERATED_RETRIES = 5
 """Temporary failures in a row of one handler on one object that do not fail a test."""
 DEFAULT_SETTLE_TIMEOUT = 3.0
 """Seconds ktest waits at the end of a test for a handler's pending retry to succeed."""
+R = TypeVar("R")
 
 
 @dataclass
@@ -59,12 +60,32 @@ class Retry:
         return f"{self.handler}{self.where} failed temporarily {times}; its last error: {self.last_error}"
 
 
-class RetryTracker:
-    """The temporary failures of one kopf run, from its log records (thread-safe)."""
+class _Pending(Generic[R]):
+    """The retries of one kopf run whose last attempt failed (thread-safe; a change wakes waiters)."""
+
+    def __init__(self, failed_at: Callable[[R], float]) -> None:
+        self._pending: dict[Any, R] = {}
+        self._changed = threading.Condition()
+        self._failed_at = failed_at
+
+    @property
+    def pending(self) -> list[R]:
+        """The retries whose last attempt failed, oldest first."""
+        with self._changed:
+            return sorted(self._pending.values(), key=self._failed_at)
+
+    def settle(self, timeout: float) -> list[R]:
+        """Wait up to ``timeout`` s until none is failing; those still failing."""
+        with self._changed:
+            self._changed.wait_for(lambda: not self._pending, timeout)
+            return self.pending
+
+
+class RetryTracker(_Pending[Retry]):
+    """The temporary failures of one kopf run's handlers, from its log records."""
 
     def __init__(self) -> None:
-        self._pending: dict[tuple[str, str | None], Retry] = {}
-        self._changed = threading.Condition()
+        super().__init__(lambda retry: retry.since)
 
     def observe(self, record: logging.LogRecord) -> Retry | None:
         """Take one record into account: the retry it adds to (a temporary failure), else None."""
@@ -92,18 +113,6 @@ class RetryTracker:
             retry.last_error = match.group("error").strip()
             self._changed.notify_all()
             return retry
-
-    @property
-    def pending(self) -> list[Retry]:
-        """Handlers whose last attempt failed temporarily, oldest first."""
-        with self._changed:
-            return sorted(self._pending.values(), key=lambda retry: retry.since)
-
-    def settle(self, timeout: float) -> list[Retry]:
-        """Wait up to ``timeout`` s until no handler is failing; those still failing."""
-        with self._changed:
-            self._changed.wait_for(lambda: not self._pending, timeout)
-            return self.pending
 
 
 def retried_object_exists(cluster: Cluster, retry: Retry) -> bool:
@@ -192,7 +201,7 @@ def still_failing_failure(still: Sequence[Retry] | Sequence[RequestRetry]) -> tu
     return what, f"Its last error: {first.last_error}" + (f"\nAlso still failing:{others}" if others else "")
 
 
-class RequestRetryTracker:
+class RequestRetryTracker(_Pending[RequestRetry]):
     """kopf's API-request retries of one run, from its "Request attempt #n/m ..." records.
 
     kopf logs each failed attempt at ERROR and a later attempt's success only at DEBUG
@@ -200,8 +209,7 @@ class RequestRetryTracker:
     while a retry is pending (:class:`KopfDebugRecords`)."""
 
     def __init__(self) -> None:
-        self._pending: dict[str, RequestRetry] = {}
-        self._changed = threading.Condition()
+        super().__init__(lambda retry: retry.failed_at)
         self._debug_records = False
 
     def observe(self, record: logging.LogRecord, backoffs: Any = None) -> RequestRetry | None:
@@ -257,12 +265,6 @@ class RequestRetryTracker:
                 self._debug_records = False
                 KopfDebugRecords.release()
 
-    @property
-    def pending(self) -> list[RequestRetry]:
-        """Requests whose last attempt failed and that kopf retries, oldest first."""
-        with self._changed:
-            return sorted(self._pending.values(), key=lambda retry: retry.failed_at)
-
     def settle(self, timeout: float) -> list[RequestRetry]:
         """Wait until no request is failing (each gets its backoff plus ``timeout`` s); those failing."""
         with self._changed:
@@ -270,8 +272,7 @@ class RequestRetryTracker:
                 return []
             # Fixed once: a request failing again meanwhile gets no more time.
             deadline = max(retry.failed_at + retry.backoff for retry in self._pending.values()) + timeout
-            self._changed.wait_for(lambda: not self._pending, deadline - time.monotonic())
-            return self.pending
+            return super().settle(deadline - time.monotonic())
 
 
 class KopfDebugRecords:

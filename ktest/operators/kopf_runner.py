@@ -106,8 +106,6 @@ class KopfOperator(ThreadOperator):
         sources: Source | Sequence[Source],
         cluster: Cluster,
         *,
-        namespaces: Sequence[str] | None = None,
-        cluster_wide: bool = False,
         configure: Callable[[Any], None] | None = None,
         memo: dict[str, Any] | None = None,
         name: str | None = None,
@@ -132,10 +130,10 @@ class KopfOperator(ThreadOperator):
             )
 
         sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
-        default_name = Path(str(sources[0])).stem if sources and is_path(sources[0]) else str(sources[0])
-        super().__init__(
-            name or default_name, cluster, namespaces=namespaces, cluster_wide=cluster_wide, **options
-        )
+        if not sources:
+            raise OperatorError("run_kopf needs at least one module name or file path with kopf handlers.")
+        default_name = Path(str(sources[0])).stem if is_path(sources[0]) else str(sources[0])
+        super().__init__(name or default_name, cluster, **options)
         self.sources = sources
         self.configure = configure
         self.memo = dict(memo or {})
@@ -446,9 +444,8 @@ def run_kopf(
     s after the test ended, fails the test (with ``fail_on_errors``, the default). kopf's retries
     of its own API requests (the API server briefly away) pass when a later attempt succeeds; a
     request kopf gives up on, or still failing when the test ends, fails the test.
-    ``proxy`` (default: the ``ktest_operator_proxy`` setting, on) routes the operator's
-    API calls through ktest's proxy: ``op.traffic``, ``op.faults``. The other keyword
-    arguments: :class:`~ktest.operators.options.InProcessOptions`.
+    The other keyword arguments (``proxy``: ``op.traffic``, ``op.faults``):
+    :class:`~ktest.operators.options.InProcessOptions`.
     """
     wait = options.pop("wait", True)
     handle = KopfOperator(

@@ -297,10 +297,10 @@ def exception_text(error: BaseException) -> str:
 def api_error_text(error: BaseException | None) -> str | None:
     """``409 Conflict: <the server's message>`` for a ``kubernetes`` ApiException (whose own text
     dumps HTTP headers and body), else None. ktest's ApiError reads well already."""
-    if error is None or not any(cls.__name__ == "ApiException" for cls in type(error).__mro__):
+    classes = {(cls.__module__, cls.__name__) for cls in type(error).__mro__}
+    if error is None or not any(name == "ApiException" for _, name in classes):
         return None
-    mro = type(error).__mro__
-    if any(cls.__name__ == "ApiError" and cls.__module__ == "ktest.errors.api" for cls in mro):
+    if ("ktest.errors.api", "ApiError") in classes:
         return None
     return _status_line(
         getattr(error, "status", None), getattr(error, "reason", None), getattr(error, "body", None)

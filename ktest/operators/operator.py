@@ -67,15 +67,11 @@ class OperatorHandle(OperatorHealth):
         cluster_wide: bool = False,
         proxy: bool | None = None,
     ) -> None:
+        from ktest.proxy.defaults import operator_proxy_default, operator_proxy_http2_default
+
         self.namespaces = checked_namespaces(type(self).runner, namespaces, cluster_wide)
-        if proxy is None:
-            from ktest.proxy.defaults import operator_proxy_default
-
-            proxy = operator_proxy_default()
-        self.use_proxy = bool(proxy)
+        self.use_proxy = bool(operator_proxy_default() if proxy is None else proxy)
         """Whether the operator talks to the API server through ktest's recording proxy."""
-        from ktest.proxy.defaults import operator_proxy_http2_default
-
         self.proxy_http2 = operator_proxy_http2_default()
         """Whether that proxy offers HTTP/2 (setting ``ktest_operator_proxy_http2``)."""
         self.proxy: OperatorProxy | None = None

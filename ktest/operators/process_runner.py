@@ -225,15 +225,12 @@ def run_subprocess(
 ) -> ProcessOperator:
     """Start ``cmd`` (+ ``args``) with ``KUBECONFIG`` set and wait until it is ready.
 
-    Ready when a line of its output matches ``ready_log`` or when
-    ``ready_http`` answers 200 (e.g. ``"http://127.0.0.1:{port}/readyz"`` with
-    ``--health-probe-bind-address=127.0.0.1:{port}`` in ``args``); with
-    neither, as soon as it started. ``namespaces=[...]`` (names or globs) says
-    which namespaces it serves: ``{namespaces}`` in its arguments or environment
-    becomes them, comma-separated, and the handle waits before it stops only for
-    deletions of those namespaces. ``proxy`` (default: the ``ktest_operator_proxy``
-    setting, on) points ``KUBECONFIG`` at ktest's API proxy: ``op.traffic``, ``op.faults``.
-    The other keyword arguments: :class:`~ktest.operators.options.OperatorOptions`.
+    Ready when a line of its output matches ``ready_log`` or when ``ready_http`` answers 200
+    (e.g. ``"http://127.0.0.1:{port}/readyz"`` with ``--health-probe-bind-address=127.0.0.1:{port}``
+    in ``args``); with neither, as soon as it started. ``{namespaces}`` in its arguments or
+    environment becomes the ``namespaces=[...]`` it serves, comma-separated. ``proxy`` (default
+    on) points ``KUBECONFIG`` at ktest's API proxy (``op.traffic``, ``op.faults``). The other
+    keyword arguments: :class:`~ktest.operators.options.OperatorOptions`.
     """
     wait = options.pop("wait", True)
     return launch(ProcessOperator(cmd, cluster, **options), wait)

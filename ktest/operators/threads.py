@@ -132,42 +132,6 @@ def raise_in(thread: threading.Thread) -> None:
         )
 
 
-def crash_threads(
-    threads: RunThreads,
-    main: threading.Thread | None,
-    timeout: float,
-    write: Callable[[str], None],
-    name: str,
-) -> list[threading.Thread]:
-    """Kill every thread of a crashed run but ``main`` (already told to end its own way), wait
-    up to ``timeout`` s for all of them, and report those still running through ``write`` (the
-    run's log); returns them."""
-    threads.crashed = True
-    for thread in threads.alive():
-        if thread is not main:
-            raise_in(thread)
-    leaked = threads.join(timeout)
-    if leaked:
-        write(
-            f"---- ktest: {len(leaked)} thread(s) of {name} still run {timeout:g} s after crash(): "
-            f"{', '.join(t.name for t in leaked)}; they are blocked outside Python code, are left behind "
-            "as daemon threads, and end with OperatorCrash at their next Python instruction ----"
-        )
-    return leaked
-
-
-def report_leftovers(threads: RunThreads, timeout: float, write: Callable[[str], None], name: str) -> None:
-    """After a graceful stop: wait up to ``timeout`` s for threads the operator started and did
-    not join; name those still running through ``write`` (the run's log)."""
-    leftover = threads.join(timeout)
-    if leftover:
-        write(
-            f"---- ktest: {name} stopped but left {len(leftover)} thread(s) running: "
-            f"{', '.join(t.name for t in leftover)} (an operator should join its threads before it "
-            "returns) ----"
-        )
-
-
 def call_in_loop(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:
     """Run ``callback`` in ``loop`` (owned by another thread); nothing if the loop is closed,
     since a closed loop means the run is over."""

@@ -159,4 +159,6 @@ def test_bad_arguments(admin: Cluster) -> None:
         run_kopf(SAMPLES / "no_such_file.py", admin, cluster_wide=True)
     with pytest.raises(OperatorError, match="registered no handlers"):
         run_kopf("sample_operators.mirror", admin, cluster_wide=True)
+    with pytest.raises(OperatorError, match="at least one module name or file path"):
+        run_kopf([], admin, cluster_wide=True)
     assert not kopf_threads()
