@@ -23,6 +23,9 @@ MAX_DELIVERIES = 2000
 DELIVERY_SLACK = 0.05
 """Seconds a delivery to an operator may seem to precede the API server's view of its write
 (the two are timed by different threads)."""
+REPLAY_SLACK = 1.0
+"""A delivery this long before the first write of its object the view has takes that write's type:
+a write the view replayed is placed by its whole-second stamp."""
 EARLIER_LINE_SLACK = 0.1
 """Seconds before the start a log line's time may say (clocks round) and still be shown."""
 _CONTROLLER_MANAGERS = ("kube-controller-manager",)
@@ -231,6 +234,8 @@ class Assembly:
             detail = event.detail
             history = writes.get((detail["resource"], detail["namespace"], detail["name"]), [])
             before = [kind for at, kind in history if at <= event.t + DELIVERY_SLACK]
+            if not before and history and history[0][0] - event.t <= REPLAY_SLACK:
+                before = [history[0][1]]  # the view's time of a replayed write is its stamp's second
             detail["type"] = before[-1] if before else "unknown (no write of it in the API server's view)"
             kind = detail["type"].split(" ")[0]
             event.label = event.label.replace("watch event to", f"{kind} watch event to", 1)

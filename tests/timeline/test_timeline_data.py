@@ -266,6 +266,8 @@ def test_a_watch_event_delivered_to_an_operator_has_the_type_of_the_write_it_fol
         delivered(2.5, "other"),  # the API server's view has no write of it
         written(3.0, "DELETED", "web"),
         delivered(2.99, "web"),  # timed a moment before the view's arrival: still that write's
+        delivered(3.5, "replayed"),  # its write, replayed, is placed at its stamp: a second off
+        written(4.2, "ADDED", "replayed"),
     ]
     Assembly.type_deliveries(timeline)
 
@@ -275,6 +277,7 @@ def test_a_watch_event_delivered_to_an_operator_has_the_type_of_the_write_it_fol
         (2.02, "MODIFIED"),
         (2.5, "unknown (no write of it in the API server's view)"),
         (2.99, "DELETED"),
+        (3.5, "ADDED"),
     ]
     assert timeline.events[3].label == "MODIFIED watch event to op: configmaps ns/web"
 
