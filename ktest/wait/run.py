@@ -226,22 +226,13 @@ class WaitRun:
         return self._reads + self.explicit_targets
 
     def sleep(self, seconds: float) -> None:
-        if seconds <= 0:
-            return
-        targets = self.wake_targets()
-        if not targets:
-            time.sleep(seconds)
-        elif wakeup.wait_for_change(targets, self._attempt_began, seconds):
+        if seconds > 0 and wakeup.wait_for_change(self.wake_targets(), self._attempt_began, seconds):
             self.wakeups += 1
 
     async def async_sleep(self, seconds: float) -> None:
         if seconds <= 0:
             await asyncio.sleep(0)
-            return
-        targets = self.wake_targets()
-        if not targets:
-            await asyncio.sleep(seconds)
-        elif await wakeup.async_wait_for_change(targets, self._attempt_began, seconds):
+        elif await wakeup.async_wait_for_change(self.wake_targets(), self._attempt_began, seconds):
             self.wakeups += 1
 
     # -- messages -------------------------------------------------------------------

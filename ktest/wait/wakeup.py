@@ -430,12 +430,7 @@ def wait_for_change(targets: ClusterTargets, since: float, timeout: float) -> bo
     woken = threading.Event()
     subscribed = _subscribe_all(targets, woken.set)
     try:
-        if _changed(subscribed, since):
-            return True
-        if not subscribed:
-            time.sleep(timeout)
-            return False
-        return woken.wait(timeout)
+        return _changed(subscribed, since) or woken.wait(timeout)  # nothing watched: a plain sleep
     finally:
         _unsubscribe_all(subscribed)
 
@@ -453,10 +448,7 @@ async def async_wait_for_change(targets: ClusterTargets, since: float, timeout: 
     try:
         if _changed(subscribed, since):
             return True
-        if not subscribed:
-            await asyncio.sleep(timeout)
-            return False
-        try:
+        try:  # nothing watched: a plain sleep
             await asyncio.wait_for(woken.wait(), timeout)
         except asyncio.TimeoutError:
             return False
