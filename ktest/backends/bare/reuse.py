@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 
 import filelock
 
+from ktest import backends
 from ktest.base.delegation import Delegated
 from ktest.base.process import end_popen
 from ktest.base.procfs import Holder, private_directory, write_private_file
@@ -44,9 +45,7 @@ _READY_ATTEMPTS = 3
 
 def state_directory(env: Mapping[str, str] | None = None) -> Path:
     """``${XDG_STATE_HOME:-~/.local/state}/ktest/up``."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".local" / "state")
-    return Path(base).expanduser() / "ktest" / "up"
+    return backends.state_directory("up", env)
 
 
 def fingerprint(requested_version: str | None, controllers: Sequence[str]) -> str:

@@ -266,18 +266,17 @@ def find_kept(settings: Settings, notes: list[str] | None = None) -> KindBackend
     if not candidates:
         return None
     kind = resolve_kind(progress=False)
+    notes = [] if notes is None else notes
     for record in sorted(candidates, key=lambda r: r.created_at, reverse=True):
         cluster = KindCluster(record, kind)
         problem = cluster.stopped()
         if problem is None and not record.kubeconfig.is_file():
             problem = f"its kubeconfig {record.kubeconfig} is gone"
         if problem is not None:
-            if notes is not None:
-                notes.append(f"not attaching to kept kind cluster {record.name}: {problem}")
+            notes.append(f"not attaching to kept kind cluster {record.name}: {problem}")
             continue
         backend = KindBackend(cluster, owned=False)
-        if notes is not None:
-            notes.append(f"attached to kept kind cluster {record.name} (`ktest down --kind` deletes it)")
+        notes.append(f"attached to kept kind cluster {record.name} (`ktest down --kind` deletes it)")
         return backend
     return None
 

@@ -20,7 +20,6 @@ orphan); once usable it is kept (no owner) until a run claims it
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import filelock
 
+from ktest import backends
 from ktest.base.procfs import Holder, write_private_file
 from ktest.errors import KindError
 
@@ -42,9 +42,7 @@ POOL_LOCK = ".pool.lock"
 
 def records_directory(env: Mapping[str, str] | None = None) -> Path:
     """``${XDG_STATE_HOME:-~/.local/state}/ktest/kind``."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".local" / "state")
-    return Path(base).expanduser() / "ktest" / "kind"
+    return backends.state_directory("kind", env)
 
 
 def new_cluster_name(purpose: str = "run") -> str:
