@@ -1,14 +1,9 @@
 """Backend ``kind``: a real kind cluster (real nodes, kubelet, kube-proxy, CoreDNS) per test run.
 
 Thin: settings → this package's machinery (node image, config, create, sweep) → a
-:class:`Cluster`. The cluster is deleted on :meth:`close` unless kept
-(``--ktest-keep-cluster``); orphans of killed runs are swept before the next
-one creates its own. ``ktest up --backend kind`` keeps one warm for later runs
-to attach to (:func:`find_kept`); pytest-xdist workers attach to the controller's
-(:func:`attach`). With ``ktest_kind_pool`` a run claims a spare cluster made in
-the background by an earlier run (:mod:`ktest.backends.kind.pool`) and, once its own cluster is
-up, starts the making of the next. Its registry parts (``ktest.backend_registry``): ``open_kind``,
-``preflight``, ``attach``, ``diagnostics``.
+:class:`Cluster`, deleted on :meth:`close` unless kept (``--ktest-keep-cluster``). Reuse attaches
+to a cluster ``ktest up --backend kind`` kept (:func:`find_kept`), ``ktest_kind_pool`` claims a
+spare (:mod:`ktest.backends.kind.pool`), xdist workers attach to the controller's (:func:`attach`).
 """
 
 from __future__ import annotations

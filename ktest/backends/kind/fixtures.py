@@ -1,13 +1,9 @@
 """Fixtures of the kind backend: ``kind`` (ktest's handle), pytest-kind's ``kind_cluster``, health check.
 
-The registry's ``fixtures`` part (:func:`register`) runs for every session: ``kind``
-exists on every backend (and skips off kind); :mod:`.pytest_kind_compat`
-(pytest-kind's ``kind_cluster``) is added when the backend is ``kind`` (it then
-overrides any other plugin's fixture of the same name, so a pytest-kind suite runs on
-ktest's cluster unchanged); on other backends only when no other plugin provides
-``kind_cluster`` (pytest-kind, its fork pytest-kind-ng, or any other, whatever its
-name: pytest's fixture manager is asked at session start), so such a plugin's own
-fixture is left alone. ``health`` is :func:`watch_nodes`.
+``kind`` exists on every backend (and skips off kind). pytest-kind's ``kind_cluster``
+(:mod:`.pytest_kind_compat`) is registered on backend kind, overriding any other plugin's;
+on other backends only when no other plugin provides one (:func:`pytest_sessionstart`), so such
+a plugin's own fixture is left alone.
 """
 
 from __future__ import annotations

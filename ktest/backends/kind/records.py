@@ -1,20 +1,13 @@
-"""Which kind clusters ktest created, who owns them, and the sweep of orphans.
+"""Which kind clusters ktest created, who holds them, and which are orphans.
 
-kind labels its node containers only with ``io.x-k8s.kind.cluster=<name>``,
-so a name alone cannot prove a cluster is ktest's. Before creating a cluster
-ktest writes a record ``${XDG_STATE_HOME:-~/.local/state}/ktest/kind/<name>.json``
-naming the owning process (a :class:`~ktest.base.procfs.Holder`: pid + kernel start
-time, so a reused pid does not count) and the cluster's private directory. A cluster is ktest's when its
-name starts with ``ktest-`` **and** such a record exists; an orphan is one
-whose owner is gone and which was not kept on purpose (``ktest up``,
-``--ktest-keep-cluster``). Clusters without a record are never touched.
-
-Spares of the warm pool (:mod:`ktest.backends.kind.pool`) are records too: ``spare`` holds
-the fingerprint that makes them interchangeable. While its filler creates it a
-spare is owned by the filler (so a killed filler's half-made cluster is an
-orphan); once usable it is kept (no owner) until a run claims it
-(:func:`take_spare`, which makes that run its owner) or it is older than
-:data:`SPARE_MAX_AGE`.
+kind labels node containers only with ``io.x-k8s.kind.cluster=<name>``, so a name cannot prove
+a cluster is ktest's: before creating one, ktest writes a record
+``${XDG_STATE_HOME:-~/.local/state}/ktest/kind/<name>.json`` naming its holder (a
+:class:`~ktest.base.procfs.Holder`: pid + kernel start time) and private directory. A cluster is
+ktest's when its name starts with ``ktest-`` **and** it has a record; an orphan's holder is gone
+and it was not kept on purpose. A spare of the warm pool (:mod:`ktest.backends.kind.pool`) is
+held by its filler until usable, then kept until a run claims it (:func:`take_spare`) or it is
+older than :data:`SPARE_MAX_AGE`.
 """
 
 from __future__ import annotations
