@@ -188,14 +188,11 @@ class WaitRun:
     def retrying_options(self) -> dict[str, Any]:
         """stop/wait/retry/callback for ``Retrying``/``AsyncRetrying`` (sleep is added by
         the caller)."""
-        if self.kind == "eventually":
-            retry = retry_if_result(lambda a: a.verdict is not Verdict.PASSED)
-        else:
-            retry = retry_if_result(lambda a: a.verdict is not Verdict.FAILED)
+        decisive = Verdict.PASSED if self.kind == "eventually" else Verdict.FAILED  # ends the loop early
         return {
             "stop": stop_after_delay(self.window),
             "wait": self._pause,
-            "retry": retry,
+            "retry": retry_if_result(lambda attempt: attempt.verdict is not decisive),
             "retry_error_callback": self._window_over,
         }
 
