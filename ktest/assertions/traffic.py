@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -124,10 +125,7 @@ def assert_no_hot_loop(
     busy = {key: calls for key, calls in per_object.items() if len(calls) > max_writes}
     if busy:
         worst, calls = max(busy.items(), key=lambda item: len(item[1]))
-        verbs: dict[str, int] = {}
-        for call in calls:
-            what = call.verb + (f" ({call.subresource})" if call.subresource else "")
-            verbs[what] = verbs.get(what, 0) + 1
+        verbs = Counter(call.verb + (f" ({call.subresource})" if call.subresource else "") for call in calls)
         observed = [
             f"{key}: {plural(len(c), 'write')}" for key, c in sorted(busy.items(), key=lambda i: -len(i[1]))
         ]
