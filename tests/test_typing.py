@@ -30,6 +30,9 @@ CLEAN = ("user_suite.py", "operator.py")
 MISUSE = "misuse.py"
 EXPECT = re.compile(r"# expect: (?P<mypy>[\w-]+) \| (?P<pyright>\w+)$")
 REVEALS = re.compile(r"reveal_type\(.*# reveals: (?P<pattern>.+)$")
+# Each checker's run is a module fixture that every test of it reads: on one pytest-xdist worker
+# (``--dist loadgroup``, as make test runs) mypy and pyright run once, not once per worker.
+pytestmark = pytest.mark.xdist_group("type-checkers")
 
 
 @dataclass(frozen=True)
