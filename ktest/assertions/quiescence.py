@@ -75,7 +75,7 @@ def assert_quiescent(
     history = History(cluster, targets)
     history.record_for(seconds)
     ignored = frozenset(ignore_writers)
-    counted = {id(t): _counted_writes(t, ignored) for t in targets}
+    counted = {id(t): sum(not skip for *_, skip in _steps(t, ignored)) for t in targets}
     busy = [t for t in targets if counted[id(t)] or (not t.writes and t.end_differs())]
     if busy:
         total = sum(max(counted[id(t)], 1) for t in busy)
@@ -96,20 +96,18 @@ def describe_writes(target: Target, ignored: Collection[str] = ()) -> list[str]:
     (writes made only by managers in ``ignored`` are marked, not counted)."""
     if not target.writes and not target.end_differs():
         return [f"{target.label()}: no writes"]
-    steps = list(_steps(target))
-    skipped = [(before, write) for _, before, write in steps if _is_ignored(before, write, ignored)]
+    steps = _steps(target, ignored)
+    skipped = [(before, write) for before, write, skip in steps if skip]
     head = plural(len(target.writes) - len(skipped), "write")
     if skipped:
         by = sorted(set().union(*(writer_names(before or {}, write.obj) for before, write in skipped)))
         head += f" (and {plural(len(skipped), 'ignored write')} by {', '.join(by)})"
     lines = [f"{target.label()}: {head}{_version_span(target)}"]
     counts: Counter[str] = Counter()
-    for index, before, write in steps:
-        paths = changed_paths(before or {}, write.obj) if write.type == "MODIFIED" else []
-        counts.update(paths)
+    for index, (before, write, skip) in enumerate(steps):
+        counts.update(changed_paths(before or {}, write.obj) if write.type == "MODIFIED" else [])
         if index < MAX_WRITES_SHOWN:
-            mark = " [ignored]" if _is_ignored(before, write, ignored) else ""
-            lines.append(f"  {_write_line(target, write, before)}{mark}")
+            lines.append(f"  {_write_line(target, write, before)}{' [ignored]' if skip else ''}")
     if len(target.writes) > MAX_WRITES_SHOWN:
         lines.append(f"  ... {len(target.writes) - MAX_WRITES_SHOWN} more writes")
     if counts and len(target.writes) > 1:
@@ -121,12 +119,14 @@ def describe_writes(target: Target, ignored: Collection[str] = ()) -> list[str]:
     return lines
 
 
-def _steps(target: Target) -> list[tuple[int, dict[str, Any] | None, Write]]:
-    """Each write with the version of its object just before it."""
+def _steps(target: Target, ignored: Collection[str]) -> list[tuple[dict[str, Any] | None, Write, bool]]:
+    """Each write with the version of its object just before it, and whether only managers in
+    ``ignored`` made it."""
     previous = dict(target.baseline)
     steps = []
-    for index, write in enumerate(target.writes):
-        steps.append((index, previous.get(write.name), write))
+    for write in target.writes:
+        before = previous.get(write.name)
+        steps.append((before, write, _is_ignored(before, write, ignored)))
         previous[write.name] = write.obj
     return steps
 
@@ -136,10 +136,6 @@ def _is_ignored(before: dict[str, Any] | None, write: Write, ignored: Collection
         return False
     names = writer_names(before, write.obj)
     return bool(names) and names <= set(ignored)
-
-
-def _counted_writes(target: Target, ignored: Collection[str]) -> int:
-    return sum(1 for _, before, write in _steps(target) if not _is_ignored(before, write, ignored))
 
 
 def _write_line(target: Target, write: Write, before: dict[str, Any] | None) -> str:
