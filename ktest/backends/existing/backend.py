@@ -110,21 +110,20 @@ def check_context(kubeconfig: Path, context: str) -> None:
 
 def check_reachable(cluster: Cluster, kubeconfig: Path, context: str, timeout: float) -> None:
     """GET ``/version`` once, without retries; raise ClusterError saying what failed and how to check."""
-    server = cluster.server
     response = _send_once(cluster, kubeconfig, context, timeout, "GET", "/version")
     if response.status == 401 and (cause := credentials_problem(kubeconfig, context)) is not None:
         what = f"the server rejected the requests as not authenticated (HTTP 401): {cause}"
-        raise ClusterError(_unreachable(server, kubeconfig, context, what))
-    if response.status in (401, 403):
+    elif response.status in (401, 403):
         what = (
             f"the server rejected the credentials of context {context!r} (HTTP {response.status}: "
             f"{'not authenticated' if response.status == 401 else 'forbidden'}): the client "
             "certificate or token is expired, revoked, or belongs to another cluster"
         )
-        raise ClusterError(_unreachable(server, kubeconfig, context, what))
-    if response.status >= 400:
+    elif response.status >= 400:
         what = f"GET /version answered HTTP {response.status}: {response.data[:200]!r}"
-        raise ClusterError(_unreachable(server, kubeconfig, context, what))
+    else:
+        return
+    raise ClusterError(_unreachable(cluster.server, kubeconfig, context, what))
 
 
 def _send_once(
@@ -201,8 +200,7 @@ def _anonymous(server: str, kubeconfig: Path, context: str) -> str:
     return (
         f"backend existing: the API server {server} takes the client of context {context!r} "
         f"(user {user!r}) in {kubeconfig} for {ANONYMOUS_USER}: its credentials never reached "
-        f"the server. Cause: {cause}.\nCheck by hand with: "
-        f"kubectl --kubeconfig {shlex.quote(str(kubeconfig))} --context {shlex.quote(context)} auth whoami"
+        f"the server. Cause: {cause}.\nCheck by hand with: {_by_hand(kubeconfig, context, 'auth whoami')}"
     )
 
 
@@ -323,14 +321,15 @@ def _causes(error: BaseException) -> list[BaseException]:
 
 
 def _unreachable(server: str, kubeconfig: Path, context: str, what: str) -> str:
-    check = (
-        f"kubectl --kubeconfig {shlex.quote(str(kubeconfig))} --context {shlex.quote(context)} "
-        "get --raw /version"
-    )
     return (
         f"backend existing: cannot use the API server {server} of context {context!r} in {kubeconfig}: "
-        f"{what}.\nCheck by hand with: {check}"
+        f"{what}.\nCheck by hand with: {_by_hand(kubeconfig, context, 'get --raw /version')}"
     )
+
+
+def _by_hand(kubeconfig: Path, context: str, command: str) -> str:
+    """The kubectl command line that asks the same of the same context."""
+    return f"kubectl --kubeconfig {shlex.quote(str(kubeconfig))} --context {shlex.quote(context)} {command}"
 
 
 def open_existing(settings: Settings, notes: list[str]) -> Backend:
