@@ -32,6 +32,9 @@ class AttachedBackend(Backend):
         self._share = share
         controllers = frozenset(share.controllers) if share.controllers is not None else None
         issuer = partial(_issue_user, Path(share.directory)) if share.directory else None
+        # Where the API server reaches this machine: loopback for an embedded control plane (a
+        # backend whose API server runs elsewhere, such as kind, passes webhook_host).
+        webhook_host = webhook_host or ("127.0.0.1" if share.directory else None)
         super().__init__(
             Cluster(
                 share.kubeconfig,
@@ -40,7 +43,7 @@ class AttachedBackend(Backend):
                 controllers=controllers,
                 name="ktest",
                 on_crds_installed=_restart_controllers_of(share),
-                webhook_host=webhook_host or _webhook_host_of(share),
+                webhook_host=webhook_host,
                 webhook_client_ca=webhook_client_ca(share.directory),
             )
         )
@@ -66,12 +69,6 @@ def _issue_user(directory: Path, name: str, groups: Sequence[str]) -> Path:
     from ktest.sessions.users import issue_user  # cryptography: imported only when a user is needed
 
     return issue_user(directory, name, groups)
-
-
-def _webhook_host_of(share: ClusterShare) -> WebhookHost:
-    """Where the API server reaches this machine: loopback for an embedded control plane (a
-    backend whose API server runs elsewhere, such as kind, passes ``webhook_host``)."""
-    return "127.0.0.1" if share.directory else None
 
 
 def _restart_controllers_of(share: ClusterShare) -> Callable[[list[str]], None] | None:
