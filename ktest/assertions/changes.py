@@ -9,7 +9,7 @@ syntax (``status.conditions[type=Ready].lastTransitionTime``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ktest.cluster.cluster import FIELD_MANAGER
@@ -122,21 +122,13 @@ def _walk(old: Any, new: Any, path: str, out: list[str]) -> None:
     if path in IGNORED_PATHS:
         return
     if isinstance(old, Mapping) and isinstance(new, Mapping):
-        for key in list(old) + [k for k in new if k not in old]:
-            child = f"{path}.{key}" if path else str(key)
-            if child in IGNORED_PATHS:
-                continue
-            if key not in new:
-                out.append(f"{child}: removed (was {short(old[key])})")
-            elif key not in old:
-                out.append(f"{child}: added {short(new[key])}")
-            else:
-                _walk(old[key], new[key], child, out)
+        _walk_entries(old, new, lambda key: f"{path}.{key}" if path else str(key), out, show_removed=True)
         return
     if _is_list(old) and _is_list(new):
         key = _shared_key(old, new)
-        if key is not None:
-            _walk_keyed(old, new, path, key, out)
+        if key is not None:  # items matched by their type or name, not their place
+            before, after = ({item[key]: item for item in side} for side in (old, new))
+            _walk_entries(before, after, lambda name: f"{path}[{key}={name}]", out, show_removed=False)
             return
         if len(old) != len(new):
             out.append(f"{path}: {len(old)} items -> {len(new)} items")
@@ -147,17 +139,25 @@ def _walk(old: Any, new: Any, path: str, out: list[str]) -> None:
         out.append(f"{path or '<object>'}: {short(old)} -> {short(new)}")
 
 
-def _walk_keyed(old: Sequence[Any], new: Sequence[Any], path: str, key: str, out: list[str]) -> None:
-    before = {item[key]: item for item in old}
-    after = {item[key]: item for item in new}
-    for name in list(before) + [n for n in after if n not in before]:
-        child = f"{path}[{key}={name}]"
-        if name not in after:
-            out.append(f"{child}: removed")
-        elif name not in before:
-            out.append(f"{child}: added {short(after[name])}")
+def _walk_entries(
+    old: Mapping[Any, Any],
+    new: Mapping[Any, Any],
+    child: Callable[[Any], str],
+    out: list[str],
+    *,
+    show_removed: bool,
+) -> None:
+    """The entries of two mappings by key: removed, added, or walked into (``child``: a key's path)."""
+    for key in list(old) + [k for k in new if k not in old]:
+        path = child(key)
+        if path in IGNORED_PATHS:
+            continue
+        if key not in new:
+            out.append(f"{path}: removed" + (f" (was {short(old[key])})" if show_removed else ""))
+        elif key not in old:
+            out.append(f"{path}: added {short(new[key])}")
         else:
-            _walk(before[name], after[name], child, out)
+            _walk(old[key], new[key], path, out)
 
 
 def _is_list(value: Any) -> bool:
