@@ -299,13 +299,13 @@ class CallableOperator(ThreadOperator):
         self.is_async = inspect.iscoroutinefunction(fn)
         self.ready_check = ready
         self.log_level = log_level
-        self._run = ThreadRun(threads=RunThreads(self.name, self._sink))
+        self._run = ThreadRun(threads=RunThreads(self._sink))
         self._last_check_error: BaseException | None = None
 
     # ------------------------------------------------------------ hooks
 
     def _launch(self) -> None:
-        run = self._run = ThreadRun(threads=RunThreads(self.name, self._sink))
+        run = self._run = ThreadRun(threads=RunThreads(self._sink))
         ctx = OperatorContext(
             kubeconfig=self.api_cluster.kubeconfig,
             stop=threading.Event(),  # replaced by an asyncio.Event inside the loop for async functions

@@ -145,7 +145,7 @@ class KopfOperator(ThreadOperator):
         """Seconds a still-retrying handler gets to succeed once the test ends (:meth:`settle`)."""
         self.liveness_url: str | None = None
         """``http://127.0.0.1:<port>/healthz`` with ``liveness=True`` (the same port for every run)."""
-        self._run = _KopfRun(RunThreads(self.name, self._sink))
+        self._run = _KopfRun(RunThreads(self._sink))
 
     registry = Delegated[Any]("_run")
     """The ``kopf.OperatorRegistry`` of the current run (fresh for every run)."""
@@ -157,7 +157,7 @@ class KopfOperator(ThreadOperator):
     def _launch(self) -> None:
         import kopf
 
-        run = _KopfRun(RunThreads(self.name, self._sink))
+        run = _KopfRun(RunThreads(self._sink))
         route = self._route_client_defaults(run)  # import-time load_kube_config() reaches the proxy too
         try:
             with client_defaults.importing(route):

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ktest.cluster import Cluster
     from ktest.proxy import Faults, OperatorProxy, Traffic
 
+
 class OperatorHandle(OperatorHealth):
     """A running operator under test: ``stop()``, ``crash()``, ``restart()``, ``logs``, ``alive``,
     ``wait_ready()``, ``error``; a context manager that stops it on exit.

@@ -34,8 +34,7 @@ class OperatorCrash(BaseException):
 class RunThreads:
     """The threads of one run of an in-process operator, and where its output goes."""
 
-    def __init__(self, name: str, sink: RecordSink) -> None:
-        self.name = name
+    def __init__(self, sink: RecordSink) -> None:
         self.sink = sink
         self.kube: Any = None
         """The run's ``client_defaults.KubeRoute``: where its ``kubernetes`` defaults lead."""
