@@ -181,17 +181,12 @@ def assert_recovered_after_upgrade(
 
 
 def _reopened(watches: list[Call], key: tuple[str, str], began: float) -> Call | None:
-    resource, namespace = key
-    for call in watches:
-        if (
-            call.resource == resource
-            and (call.request.namespace or "") == namespace
-            and call.at >= began
-            and call.status == 200
-            and not call.answered_by_fault
-        ):
-            return call
-    return None
+    """The first watch of ``key`` (resource, namespace) the new API server answered."""
+    return next((
+        call for call in watches
+        if (call.resource, call.request.namespace or "") == key
+        and call.at >= began and call.status == 200 and not call.answered_by_fault
+    ), None)
 
 
 def _watch_name(resource: str, namespace: str) -> str:
