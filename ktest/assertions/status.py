@@ -231,10 +231,8 @@ def _derived_probe(schema: Mapping[str, Any] | None, section: str, current: Any)
     sub = (schema.get("properties") or {}).get(section)
     if not isinstance(sub, Mapping):
         return None
-    if isinstance(current, Mapping):
-        return _changed_object(sub, current, depth=0)
-    fresh = _fresh_value(sub, depth=0)
-    return fresh if isinstance(fresh, dict) else None
+    probe = _changed_object(sub, current, 0) if isinstance(current, Mapping) else _fresh_value(sub, 0)
+    return probe if isinstance(probe, dict) else None
 
 
 def _keeps_nothing(schema: Mapping[str, Any] | None, section: str) -> bool:
@@ -257,12 +255,10 @@ _MAX_DEPTH = 4
 _PROBE_TIME = "2001-02-03T04:05:06Z"
 
 
-def _changed_object(
-    schema: Mapping[str, Any], current: Mapping[str, Any], depth: int
-) -> dict[str, Any] | None:
+def _changed_object(schema: Mapping[str, Any], current: Mapping[str, Any], depth: int) -> Any:
     """A merge patch changing one field of the existing object ``current`` (scalars first)."""
     if schema.get("x-kubernetes-validations") or depth > _MAX_DEPTH:
-        return None
+        return _NO_VALUE
     properties = schema.get("properties") or {}
     for key, sub in properties.items():
         if _is_scalar(sub):
@@ -283,7 +279,7 @@ def _changed_object(
             return {key: value}
     if schema.get("x-kubernetes-preserve-unknown-fields"):
         return {"ktestProbe": f"probe-{secrets.token_hex(4)}"}
-    return None
+    return _NO_VALUE
 
 
 def _changed_value(schema: Mapping[str, Any], current: Any, depth: int) -> Any:
@@ -293,8 +289,7 @@ def _changed_value(schema: Mapping[str, Any], current: Any, depth: int) -> Any:
     kind = schema.get("type")
     if kind == "object" or "properties" in schema:
         if isinstance(current, Mapping):
-            changed = _changed_object(schema, current, depth)
-            return _NO_VALUE if changed is None else changed
+            return _changed_object(schema, current, depth)
         return _fresh_value(schema, depth)
     if kind == "array":
         return _longer_list(schema, current, depth)
@@ -341,8 +336,7 @@ def _fresh_value(schema: Mapping[str, Any], depth: int) -> Any:
         obj[key] = value
     if obj:
         return obj
-    changed = _changed_object(schema, {}, depth)
-    return _NO_VALUE if changed is None else changed
+    return _changed_object(schema, {}, depth)
 
 
 def _is_scalar(schema: Mapping[str, Any]) -> bool:
