@@ -266,12 +266,9 @@ def _failing_expression(exc: BaseException, fn: Callable[..., Any]) -> str:
     if not frames:
         return ""
     code = check_code(fn)
-    chosen = frames[-1]
-    if code is not None:
-        own = [frame for frame in frames
-               if frame.filename == code.co_filename and frame.name == code.co_name]
-        if own:
-            chosen = own[-1]
+    own = [frame for frame in frames
+           if code is not None and (frame.filename, frame.name) == (code.co_filename, code.co_name)]
+    chosen = own[-1] if own else frames[-1]
     line = linecache.getline(chosen.filename, chosen.lineno or 0)
     text = line.strip()
     start, end = getattr(chosen, "colno", None), getattr(chosen, "end_colno", None)
