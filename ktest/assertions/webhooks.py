@@ -66,15 +66,14 @@ def assert_rejected(
         rejected = error
     else:
         raise AssertionError(failure(f"{target} was not rejected", rule, ["the request succeeded", *calls()]))
-    message = rejected.message
+    message, status_reason = rejected.message, _status_reason(rejected)
     problems = []
-    not_called = _NOT_CALLED.search(message)
-    if not_called and not _DENIED.search(message):
+    not_called, denied = _NOT_CALLED.search(message), _DENIED.search(message)
+    if not_called and not denied:
         problems.append(
             f"webhook {not_called.group('name')!r} could not be called, so the request failed without a "
             "verdict (failurePolicy Fail): this is not a rejection"
         )
-    denied = _DENIED.search(message)
     if webhook is not None and (denied is None or denied.group("name") != webhook):
         by = f"webhook {denied.group('name')!r}" if denied else "no admission webhook"
         problems.append(f"expected a denial by webhook {webhook!r}, got one by {by}")
@@ -84,8 +83,8 @@ def assert_rejected(
             problems.append(f"the message does not contain {_pattern_text(reason)}")
     if isinstance(status, int) and rejected.status != status:
         problems.append(f"expected HTTP status {status}, got {rejected.status}")
-    if isinstance(status, str) and _status_reason(rejected) != status:
-        problems.append(f"expected Status reason {status!r}, got {_status_reason(rejected)!r}")
+    if isinstance(status, str) and status_reason != status:
+        problems.append(f"expected Status reason {status!r}, got {status_reason!r}")
     after = _stored_version(cluster, obj)
     if obj is not None and cluster is not None and after != before:
         problems.append(
@@ -97,7 +96,7 @@ def assert_rejected(
     if problems:
         observed = [
             *problems,
-            f"API error: {rejected.status} {_status_reason(rejected)}: {message}",
+            f"API error: {rejected.status} {status_reason}: {message}",
             *calls(),
         ]
         raise AssertionError(failure(f"{target} was not rejected as expected", rule, observed))
