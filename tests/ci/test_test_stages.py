@@ -73,10 +73,11 @@ def _stand_ins(
         "#!/usr/bin/env bash\n"
         f"{python_first}\n"
         'if [[ -n ${KTEST_OLDER_K8S_VERSION:-} ]]; then\n'
-        f'  echo "older tests after the kind layer: $([[ -e {tmp_path}/kind-layer-done ]] && echo yes || echo no)"'
+        f"  cd {tmp_path}\n"
+        '  echo "older tests after the kind layer: $([[ -e kind-layer-done ]] && echo yes || echo no)"'
         f" >> {calls}\n"
-        f"  for _ in $(seq 100); do [[ -e {tmp_path}/kind-tests-done ]] && break; sleep 0.05; done\n"
-        f'  echo "older tests beside the kind layer\'s tests: $([[ -e {tmp_path}/kind-tests-done ]] && echo yes || echo no)"'
+        "  for _ in $(seq 100); do [[ -e kind-tests-done ]] && break; sleep 0.05; done\n"
+        '  echo "older tests beside the kind tests: $([[ -e kind-tests-done ]] && echo yes || echo no)"'
         f" >> {calls}\n"
         "fi\n"
         f'echo "python $* older=${{KTEST_OLDER_K8S_VERSION:-unset}}" >> {calls}\n'
@@ -146,7 +147,7 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
     ]
     assert foreground[0] == "make --no-print-directory binaries nice=0"
     assert foreground[1].startswith("python -m pytest -n 2 --dist loadgroup tests examples")
-    # What needs the older minor's binaries waits for them (after the kind layer), so the bare suite leaves it out.
+    # What needs the older minor's binaries waits for them (after the kind layer), not in the bare suite.
     for test in OLDER_TESTS.split():
         left_out = f"--deselect={test}" if "::" in test else f"--ignore={test}"
         assert left_out in foreground[1]
@@ -159,7 +160,7 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
     # run beside the kind layer's own tests (off the critical path: those mostly wait on kind).
     assert "example after the kind layer: yes" in calls
     assert "older tests after the kind layer: yes" in calls
-    assert "older tests beside the kind layer's tests: yes" in calls
+    assert "older tests beside the kind tests: yes" in calls
     assert foreground[2].startswith("make --no-print-directory test-kind")
     # The kind layer's own tests: the default version only (no older node image is built).
     assert foreground[3] == "python -m pytest tests/kind older=unset"
