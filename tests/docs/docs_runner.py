@@ -54,19 +54,10 @@ def write_project(page: Path, project: Path, backend: str | None) -> dict[str, B
     return tests
 
 
-def run_page(
-    page: Path,
-    project: Path,
-    pytestconfig: pytest.Config,
-    *,
-    backend: str | None,
-    args: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-) -> str:
-    """Run the page's tests for ``backend`` in a child session; fail with its output unless all pass.
-
-    Returns the child's output ("" when the page has no tests for ``backend``)."""
-    run = start_page(page, project, pytestconfig, backend=backend, args=args, env=env)
+def run_page(page: Path, project: Path, pytestconfig: pytest.Config, **options: Any) -> str:
+    """Run the page's tests in a child session (``options`` as :func:`start_page` takes them);
+    fail with its output unless all pass. Returns the output ("" when the page has no tests)."""
+    run = start_page(page, project, pytestconfig, **options)
     return run.finish() if run is not None else ""
 
 
