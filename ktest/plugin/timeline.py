@@ -19,7 +19,9 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
+import tempfile
 from collections.abc import Generator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,6 +120,8 @@ class TimelinePlugin:
         self.unwritten: list[tuple[str, str]] = []
         self._recording: Recorder | None = None
         self._planes_watched: set[int] = set()
+        self._writer: ThreadPoolExecutor | None = None
+        self._pages: list[Future[None]] = []
 
     def watch_plane_stop(self, definition: Any, recorder: Recorder) -> None:
         """Before the recorded plane's fixture is torn down, end the recording's watches: a plane
@@ -129,6 +133,7 @@ class TimelinePlugin:
 
         def plane_stops() -> None:  # runs before the fixture's own teardown (finalizers: last in, first out)
             self._planes_watched.discard(id(definition))
+            self.finish_pages()  # their watches settle on this plane
             recording = self._recording
             if recording is not None and recording.stopped is None:
                 recording.end_watches()
@@ -178,25 +183,76 @@ class TimelinePlugin:
         if report.when == "teardown":
             failed = item.stash.get(_FAILED, False)
             keep = _mode(item.config) == "always" or failed
-            recorder.stop("failed" if failed else "passed", settle=keep)
+            recorder.end("failed" if failed else "passed", keep=keep)
             del item.stash[_RECORDER]  # items live as long as the session: free what was recorded
             item.stash[_PLANE] = None
             self._recording = None
             if keep:
-                self._write(item, recorder, report.user_properties)
+                self._write_later(item, recorder, report.user_properties)
+            else:
+                recorder.close(settle=False)
         return report
+
+    def _write_later(
+        self, item: pytest.Item, recorder: Recorder, properties: list[tuple[str, object]]
+    ) -> None:
+        """Write the page on a thread of its own: the watches' settling and the page's building
+        overlap the next test instead of lengthening this one. Whether the directory takes a
+        file is checked here, so that an unwritable one is in this test's report."""
+        path = timeline_directory(item.config) / page_name(item.nodeid)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path.parent):
+                pass
+        except Exception as error:
+            recorder.close(settle=False)
+            self._report_unwritten(item, path, error, properties)
+            return
+        properties.append((PROPERTY, str(path)))
+        item.user_properties.append((PROPERTY, str(path)))
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ktest-timeline-page")
+        self._pages.append(self._writer.submit(self._close_and_write, item.nodeid, recorder, path))
+
+    def _close_and_write(self, nodeid: str, recorder: Recorder, path: Path) -> None:
+        try:
+            recorder.close()
+            recorder.write(path)
+        except Exception as error:  # reported at the end of the run: the test's report has gone
+            text = f"could not write the timeline of {nodeid} to {path}: {type(error).__name__}: {error}"
+            self.unwritten.append((nodeid, text))
+            print(f"ktest: {text}", file=sys.stderr)
+
+    def finish_pages(self) -> None:
+        """Wait for the pages being written (before their plane stops, and at the end of the run)."""
+        pages, self._pages = self._pages, []
+        for page in pages:
+            page.result()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        self.finish_pages()
+        if self._writer is not None:
+            self._writer.shutdown()
+            self._writer = None
 
     def _write(self, item: pytest.Item, recorder: Recorder, properties: list[tuple[str, object]]) -> None:
         path = timeline_directory(item.config) / page_name(item.nodeid)
         try:
             written = recorder.write(path)
         except Exception as error:  # an unwritable directory must not change the test's result
-            text = f"could not write the timeline of {item.nodeid} to {path}: {type(error).__name__}: {error}"
-            properties.append((ERROR_PROPERTY, text))
-            item.user_properties.append((ERROR_PROPERTY, text))
+            self._report_unwritten(item, path, error, properties)
             return
         properties.append((PROPERTY, str(written)))
         item.user_properties.append((PROPERTY, str(written)))
+
+    @staticmethod
+    def _report_unwritten(
+        item: pytest.Item, path: Path, error: Exception, properties: list[tuple[str, object]]
+    ) -> None:
+        text = f"could not write the timeline of {item.nodeid} to {path}: {type(error).__name__}: {error}"
+        properties.append((ERROR_PROPERTY, text))
+        item.user_properties.append((ERROR_PROPERTY, text))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the pages written (here, or in an xdist worker: the report carries them)."""

@@ -56,16 +56,22 @@ class Assembly:
         touched: set[tuple[str | None, str | None]],
         namespaces: set[str],
         deleted: set[tuple[str, str | None, str | None]],
+        end: float = float("inf"),
     ) -> None:
+        """The operator's calls and notes from the recording's start to ``end`` (seconds)."""
         known = id(traffic) in self._marks.traffic
-        calls = traffic.calls(since=self._marks.traffic.get(id(traffic), 0))
-        notes = [(at, text) for at, text in traffic.notes() if traffic.started + at >= self.started]
+        offset = traffic.started - self.started
+        calls = [
+            call
+            for call in traffic.calls(since=self._marks.traffic.get(id(traffic), 0))
+            if call.at + offset <= end
+        ]
+        notes = [(at, text) for at, text in traffic.notes() if 0 <= at + offset <= end]
         if not calls and not notes and known:
             return
         lane = f"operator:{traffic.name}"
         if traffic.name not in operators:
             operators.append(traffic.name)
-        offset = traffic.started - self.started
         deliveries: list[Event] = []
         for call in calls:
             request = call.request
@@ -112,9 +118,19 @@ class Assembly:
                 Event(target, kind, at + offset, text, {"note": text, "operator": traffic.name})
             )
 
-    def add_log(self, timeline: TimelineData, log: OperatorLog, operators: list[str], end: float) -> None:
+    def add_log(
+        self,
+        timeline: TimelineData,
+        log: OperatorLog,
+        operators: list[str],
+        end: float,
+        until: int | None = None,
+    ) -> None:
+        """The operator's log lines from the recording's start mark to ``until`` (its end mark)."""
         known = id(log) in self._marks.logs
-        text = log.since(self._marks.logs.get(id(log), 0))
+        start = self._marks.logs.get(id(log), 0)
+        raw = log.read(start)
+        text = (raw if until is None else raw[: max(0, until - start)]).decode("utf-8", "replace")
         lines = [line for line in text.splitlines() if line.strip()]
         if not lines and known:
             return

@@ -12,6 +12,7 @@ only when a page is built.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable
@@ -89,6 +90,10 @@ class Recorder:
         self._upgrades: list[Any] = []
         self._watches_ended: float | None = None
         self._host = cluster.api_client.configuration.host.rstrip("/") if cluster is not None else None
+        self._sources: tuple[list[Traffic], list[OperatorLog]] | None = None
+        self._log_ends: dict[int, int] = {}
+        self._closed = False
+        self._end_version: int | None = None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -123,6 +128,14 @@ class Recorder:
     def stop(self, outcome: str | None = None, *, settle: bool = True) -> None:
         """End the recording. ``settle``: first let the watches deliver the last writes (a page
         will be built); without it the recording ends at once (it will be thrown away)."""
+        self.end(outcome, keep=settle)
+        self.close(settle=settle)
+
+    def end(self, outcome: str | None = None, *, keep: bool = True) -> None:
+        """End the recording now, in the test's own thread (its observers are context variables);
+        the API server's view stays open until :meth:`close`, which may run on another thread
+        while the next test goes on: the page keeps only what came before this moment (``keep``:
+        a page will be built, so the API server's version now is read to cut its view there)."""
         if self.stopped is not None:
             return
         if outcome is not None:
@@ -140,6 +153,19 @@ class Recorder:
         if self._starter is not None:
             self._starter.join(timeout=2.0)
         self.stopped = time.monotonic()
+        if keep and self.cluster is not None and self._start_version is not None:
+            with contextlib.suppress(Exception):  # without it, the view ends where the settling does
+                self._end_version = int(current_resource_version(self.cluster))
+        logs = list(OperatorLog.live)  # held until the page is built: a stopped operator's log stays
+        self._sources = (list(Traffic.live), logs)
+        self._log_ends = {id(log): log.mark() for log in logs}
+
+    def close(self, *, settle: bool = True) -> None:
+        """Close the API server's view after :meth:`end`; ``settle``: first let the watches
+        deliver the events of the writes made before the end."""
+        if self.stopped is None or self._closed:
+            return
+        self._closed = True
         if settle and self._start_version is not None and self._watches_ended is None:
             self._scan()
             self._open_pending()
@@ -355,7 +381,7 @@ class Recorder:
         timeline = TimelineData(self.test, self.started_wall, duration=end, outcome=self.outcome)
         with self._lock:
             timeline.events = list(self._events)
-            seen = list(self._seen)
+            seen = [item for item in self._seen if self._before_end(item[1])]
         operators: list[str] = []
         touched: set[tuple[str | None, str | None]] = set()  # (namespace, name) the test or operators wrote
         namespaces: set[str] = set()
@@ -365,16 +391,17 @@ class Recorder:
             if event.kind == "request":
                 request = parse_request(event.detail["method"], event.detail["path"])
                 note_request(request, touched, namespaces, deleted)
-        for traffic in list(Traffic.live):
+        traffics, logs = self._sources or (list(Traffic.live), list(OperatorLog.live))
+        for traffic in traffics:
             try:
-                assembly.add_operator(timeline, traffic, operators, touched, namespaces, deleted)
+                assembly.add_operator(timeline, traffic, operators, touched, namespaces, deleted, end)
             except Exception as error:
                 timeline.problems.append(
                     f"the calls of operator {traffic.name}: {type(error).__name__}: {error}"
                 )
-        for log in list(OperatorLog.live):
+        for log in logs:
             try:
-                assembly.add_log(timeline, log, operators, end)
+                assembly.add_log(timeline, log, operators, end, until=self._log_ends.get(id(log)))
             except Exception as error:
                 timeline.problems.append(f"the log of operator {log.name}: {type(error).__name__}: {error}")
         timeline.operators = operators
@@ -404,6 +431,10 @@ class Recorder:
         timeline.events += outage_events(list(self._watches.values()), self._upgrades, self.started)
         timeline.problems += self._problems
         return timeline
+
+    def _before_end(self, seen: Seen) -> bool:
+        version = str((seen.obj.get("metadata") or {}).get("resourceVersion") or "")
+        return self._end_version is None or not version.isdigit() or int(version) <= self._end_version
 
     # ------------------------------------------------------------ output
 

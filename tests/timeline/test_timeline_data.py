@@ -296,3 +296,41 @@ def test_a_replayed_deletion_without_a_deletion_timestamp_stays_where_it_arrived
     assert assembly._when(deleted) == pytest.approx(6.0)
     modified = Seen(started + 6.0, "MODIFIED", obj, replayed=True)  # a replayed write: at its stamp
     assert assembly._when(modified) < 1.0
+
+
+def test_a_page_built_after_the_end_keeps_only_what_came_before_it(admin: Cluster, ns: str) -> None:
+    """The plugin ends a recording in the test's teardown and builds its page on another thread
+    while the next test runs: an operator that outlives the test (session-scoped) goes on writing,
+    or stops and drops its log, and neither may change the page."""
+    step = threading.Event()
+
+    def writer(ctx: Any) -> None:
+        import logging
+
+        ctx.ready()
+        ctx.cluster.create(configmap("before", ctx.namespaces[0], {}))
+        logging.getLogger("writer").info("wrote before")
+        step.wait()
+        ctx.cluster.create(configmap("after", ctx.namespaces[0], {}))
+        logging.getLogger("writer").info("wrote after")
+        ctx.stop.wait()
+
+    with run_callable(writer, admin, name="writer", namespaces=[ns]) as op:
+        rec = recording(admin, test="ended").start()
+        eventually(lambda: admin.exists(configmap_ref("before", ns)), timeout=10)
+        eventually(lambda: "wrote before" in op.logs, timeout=10)
+        rec.end("passed")
+        step.set()  # the next test's time: the operator writes on, then stops
+        eventually(lambda: admin.exists(configmap_ref("after", ns)), timeout=10)
+        eventually(lambda: "wrote after" in op.logs, timeout=10)
+    rec.close()
+    data = rec.data().as_json()
+    requests = events(data, "operator:writer", "request")
+    posted = [e["detail"]["path"] for e in requests if e["detail"]["method"] == "POST"]
+    logged = [e["label"] for e in events(data, "operator:writer", "log")]
+    views = events(data, "apiserver", "watch-event")
+    added = [e["detail"]["object"] for e in views if e["detail"]["type"] == "ADDED"]
+    assert len(posted) == 1 and posted[0].endswith("/configmaps"), posted
+    assert any("wrote before" in line for line in logged), logged
+    assert not any("wrote after" in line for line in logged), logged
+    assert f"configmaps {ns}/before" in added and f"configmaps {ns}/after" not in added, added
