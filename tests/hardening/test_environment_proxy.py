@@ -1,7 +1,7 @@
 """``HTTPS_PROXY`` without ``NO_PROXY`` (common on corporate and CI machines) broke
 every test with a 477-line proxy error: the kubernetes client sent ktest's loopback traffic to
 the proxy. A child pytest session runs with ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``ALL_PROXY``
-pointing at a listener that counts connections (and never proxies anything), no ``NO_PROXY``;
+pointing at a listener that records proxy requests (and never proxies anything), no ``NO_PROXY``;
 its test uses the cluster, an in-process operator whose default kubernetes client goes through
 ktest's operator proxy, and a Python subprocess operator probed over ``ready_http``. It must pass,
 and the listener must see no connection. A positive control shows that the listener does see a
@@ -10,6 +10,7 @@ client that honours the variables."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -79,17 +80,22 @@ def test_everything_on_loopback_bypasses_the_environment_proxy(cluster, namespac
         assert process.traffic.count(verb="create", resource="configmaps") == 1
 '''
 
+PROXY_REQUEST = re.compile(rb"^(CONNECT \S+|[A-Z]+ https?://\S+) HTTP/")
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 
 
 class CountingListener:
-    """A TCP listener standing in for an environment proxy: it counts connections and closes them."""
+    """A TCP listener standing in for an environment proxy: it records the first line of every
+    connection and closes it. Only a proxy request (``CONNECT host:port`` or a request for an
+    absolute ``http://`` URL) counts as use of the proxy: on a busy machine another test may
+    connect to this port once someone else released it, and that is not a client honouring
+    ``HTTPS_PROXY``."""
 
     def __init__(self) -> None:
         self.socket = socket.create_server(("127.0.0.1", 0))
         self.socket.settimeout(0.05)  # accept() wakes up to notice close()
         self.port = int(self.socket.getsockname()[1])
-        self.connections = 0
+        self.first_lines: list[bytes] = []
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
@@ -100,8 +106,17 @@ class CountingListener:
                 connection, _ = self.socket.accept()
             except TimeoutError:
                 continue
-            self.connections += 1
-            connection.close()
+            with connection:
+                connection.settimeout(2)
+                try:
+                    first = connection.recv(1024)
+                except OSError:
+                    first = b""
+            self.first_lines.append(first.split(b"\r\n", 1)[0])
+
+    @property
+    def proxy_requests(self) -> list[bytes]:
+        return [line for line in self.first_lines if PROXY_REQUEST.match(line)]
 
     def close(self) -> None:
         self._closed.set()
@@ -156,7 +171,7 @@ def test_a_client_that_honours_the_variables_reaches_the_listener(
         timeout=60,
         check=True,
     )
-    assert proxy_listener.connections >= 1
+    assert proxy_listener.proxy_requests, proxy_listener.first_lines
 
 
 def test_a_session_with_https_proxy_and_no_no_proxy_passes_without_using_it(
@@ -179,8 +194,8 @@ def test_a_session_with_https_proxy_and_no_no_proxy_passes_without_using_it(
     # what ktest cannot route itself (a client the test builds from the kubeconfig) is said up front
     assert "ktest: ALL_PROXY, HTTPS_PROXY, HTTP_PROXY set and NO_PROXY does not name 127.0.0.1" in done.stdout
     assert "export NO_PROXY=127.0.0.1,localhost" in done.stdout
-    assert proxy_listener.connections == 0, (
-        f"the environment proxy saw {proxy_listener.connections} connections"
+    assert not proxy_listener.proxy_requests, (
+        f"the environment proxy was asked: {proxy_listener.proxy_requests}"
     )
 
 
@@ -225,7 +240,7 @@ def test_a_server_beyond_a_failing_proxy_is_named_with_the_fix(
     for fragment in (f"proxy http://127.0.0.1:{proxied.port}", server, "NO_PROXY=kubernetes.example.invalid"):
         assert fragment in message, message
     assert caught.value.__context__ is None or caught.value.__suppress_context__
-    assert proxied.connections >= 1, "positive control: the request did go to the proxy"
+    assert proxied.proxy_requests, f"positive control: the request did go to the proxy: {proxied.first_lines}"
 
 
 @pytest.mark.parametrize(
