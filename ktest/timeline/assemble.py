@@ -157,6 +157,9 @@ class Assembly:
         deleted: set[tuple[str, str | None, str | None]],
     ) -> None:
         previous: dict[tuple[ResourceKey, str | None, str | None], dict[str, Any]] = {}
+        placed: dict[ResourceKey, float] = {}
+        """Where each watch's latest event went: one watch's events keep their resourceVersion
+        order on the page, even where one is placed by its arrival and the next by its stamp."""
         for key, event in sorted(seen, key=lambda item: _version_order(item[1])):
             meta = event.obj.get("metadata") or {}
             namespace, name = meta.get("namespace"), meta.get("name")
@@ -166,7 +169,7 @@ class Assembly:
                 continue
             if key.resource == "namespaces" and name not in namespaces:
                 continue
-            at = self._when(event)
+            at = placed[key] = max(self._when(event), placed.get(key, 0.0))
             if key.resource == "events":
                 timeline.events.append(_k8s_event(event.obj, at, operators))
                 continue

@@ -334,3 +334,33 @@ def test_a_page_built_after_the_end_keeps_only_what_came_before_it(admin: Cluste
     assert any("wrote before" in line for line in logged), logged
     assert not any("wrote after" in line for line in logged), logged
     assert f"configmaps {ns}/before" in added and f"configmaps {ns}/after" not in added, added
+
+
+def test_a_watchs_events_keep_their_order_when_one_is_placed_by_its_stamp() -> None:
+    """A resumed stream's first events are placed by their whole-second stamps (they came late);
+    one placed by its arrival just before must not be drawn after them (CI once saw the two
+    ConfigMaps of the broken-connection test in the other order)."""
+    from ktest.timeline.assemble import Assembly, Marks
+    from ktest.timeline.watches import ResourceKey, Seen
+
+    started = time.monotonic()
+    wall = float(int(time.time())) + 0.3  # the recording began 0.3 s into a second
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(wall))
+
+    def created(name: str, version: str) -> dict[str, Any]:
+        meta = {"name": name, "namespace": "ns", "resourceVersion": version, "creationTimestamp": stamp}
+        meta["managedFields"] = [{"time": stamp}]
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+
+    key = ResourceKey("", "v1", "configmaps", "ns")
+    first = Seen(started + 0.5, "ADDED", created("first", "10"), replayed=False)  # live, at +0.5 s
+    second = Seen(started + 1.6, "ADDED", created("second", "11"), replayed=True)  # after a resume
+    assembly = Assembly(started, wall, Marks())
+    assert assembly._when(second) < assembly._when(first)  # alone, its stamp puts it first
+    timeline = TimelineData("t", wall)
+    assembly.add_api_view(timeline, [(key, second), (key, first)], [], set(), {"ns"}, set())
+    views = [event for event in timeline.events if event.lane == "apiserver"]
+    assert [event.detail["object"] for event in sorted(views, key=lambda event: event.t)] == [
+        "configmaps ns/first",
+        "configmaps ns/second",
+    ]

@@ -62,4 +62,3 @@ def test_a_test_on_a_plane_of_its_own_gets_a_page_with_its_upgrade_and_what_came
     assert seen[after[0]]["t"] >= upgrade["detail"]["until"] - 0.5
     requests = [e for e in data["events"] if e["kind"] == "request" and e["t"] > upgrade["detail"]["until"]]
     assert any(e["detail"]["method"] == "POST" for e in requests), "the test's requests after the upgrade"
-
