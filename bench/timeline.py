@@ -7,14 +7,16 @@ one event rendered in the same run (the browser's own cost).
 Run: .venv/bin/python bench/timeline.py [--rounds 3] [--modes off,always] [--calls 1000] [--renders 7]
 
 The suite's time is the sum of its tests' setup, call and teardown times from the JUnit report
-(the control plane's start, the same in both modes, is left out). Rounds alternate the modes, so a
-machine that gets busier or quieter during the run weighs on both alike.
+(the control plane's start, the same in both modes, is left out); its CPU seconds (pytest and the
+processes it waited for) are shown too, and each mode's ratio to off per round. Rounds alternate
+the modes, so a machine that gets busier or quieter during the run weighs on both alike.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -53,10 +55,15 @@ def test_a_thousand_calls(cluster, namespace):
 """
 
 
-def run_suite(mode: str, artifacts: Path) -> tuple[float, float, int]:
-    """(sum of the tests' times, wall time, tests) of one run of the demo suite."""
+def run_suite(mode: str, artifacts: Path) -> tuple[float, float, float, int]:
+    """(sum of the tests' times, wall time, CPU seconds, tests) of one run of the demo suite.
+
+    The CPU seconds are those of pytest and every process it waited for (etcd, kube-apiserver,
+    kube-controller-manager, subprocess operators): what the recording adds to the machine's work,
+    less swayed than times by a neighbour on a shared machine."""
     junit = artifacts / "junit.xml"
     env = {**os.environ, "KTEST_TIMELINE": mode, "KTEST_ARTIFACTS": str(artifacts)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "examples", f"--junitxml={junit}"],
@@ -67,8 +74,10 @@ def run_suite(mode: str, artifacts: Path) -> tuple[float, float, int]:
         stderr=subprocess.DEVNULL,
     )
     wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     cases = list(ElementTree.parse(junit).iter("testcase"))
-    return sum(float(case.get("time") or 0) for case in cases), wall, len(cases)
+    return sum(float(case.get("time") or 0) for case in cases), wall, cpu, len(cases)
 
 
 def render_milliseconds(pages: list[Path], renders: int) -> list[float]:
@@ -134,21 +143,23 @@ def main() -> int:
     args = parser.parse_args()
     modes = args.modes.split(",")
     times: dict[str, list[float]] = {mode: [] for mode in modes}
+    cpus: dict[str, list[float]] = {mode: [] for mode in modes}
     with tempfile.TemporaryDirectory(prefix="ktest-bench-timeline-") as scratch:
         for round_number in range(args.rounds):
             order = modes if round_number % 2 == 0 else list(reversed(modes))
             for mode in order:
                 artifacts = Path(scratch) / f"{mode}-{round_number}"
-                tests, wall, count = run_suite(mode, artifacts)
+                tests, wall, cpu, count = run_suite(mode, artifacts)
                 pages = (
                     len(list((artifacts / "timelines").glob("*.html")))
                     if (artifacts / "timelines").exists()
                     else 0
                 )
                 times[mode].append(tests)
+                cpus[mode].append(cpu)
                 print(
                     f"round {round_number + 1} {mode:>10}: tests {tests:6.1f} s (wall {wall:5.1f} s, "
-                    f"{count} tests, {pages} pages)",
+                    f"CPU {cpu:6.1f} s, {count} tests, {pages} pages)",
                     flush=True,
                 )
         medians = {mode: statistics.median(samples) for mode, samples in times.items() if samples}
@@ -156,8 +167,15 @@ def main() -> int:
             print(f"median {mode:>10}: {median:6.1f} s")
         if "off" in medians:
             for mode, median in medians.items():
-                if mode != "off":
-                    print(f"{mode} against off: {100 * (median / medians['off'] - 1):+.1f} %")
+                if mode == "off":
+                    continue
+                paired = [100 * (mine / off - 1) for mine, off in zip(times[mode], times["off"], strict=True)]
+                cpu = 100 * (statistics.median(cpus[mode]) / statistics.median(cpus["off"]) - 1)
+                print(
+                    f"{mode} against off: {100 * (median / medians['off'] - 1):+.1f} % (medians); "
+                    f"per round {', '.join(f'{ratio:+.1f}' for ratio in paired)} %, their median "
+                    f"{statistics.median(paired):+.1f} %; CPU seconds {cpu:+.1f} % (medians)"
+                )
         if args.calls:
             size, requests, page = thousand_calls(args.calls, Path(scratch))
             print(

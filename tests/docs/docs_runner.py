@@ -170,6 +170,9 @@ def start_child_pytest(
     **popen: Any,
 ) -> subprocess.Popen[str]:
     env = {key: value for key, value in os.environ.items() if key not in CHILD_ENV_DROPPED}
+    # The pages' eventually() keep the default timeout a reader gets (10 s) on a reader's machine;
+    # beside make test's other workers an operator's start alone can take longer.
+    env.setdefault("KTEST_TIMEOUT", "30")
     env.update(extra_env or {})
     if any(not path.parent.is_symlink() for path in project.glob("*/go.mod")):
         # A page's go.mod comes without go.sum: -mod=mod fills it in, as the page's `go mod tidy` does
