@@ -16,10 +16,16 @@ KTEST := $(BIN)/ktest
 VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
 
 .PHONY: docs
-.PHONY: all venv binaries binaries-older test test-kind test-floors demo lint bench clean-venv docker-engine kind-images \
+.PHONY: all venv binaries go-operators binaries-older test test-kind test-floors demo lint bench clean-venv docker-engine kind-images \
 	kind-image kind-image-older test-kind-older lint-workflows browser
 
 all: venv binaries
+
+# The Go operators ktest's own tests run as subprocesses, built (or found cached) before the suite:
+# cold, a controller-runtime build takes minutes, more than one test's timeout should cover.
+GO_OPERATORS := fixtures/go-manager fixtures/go-webhook-manager
+go-operators: venv
+	$(BIN)/python -c "import sys; from ktest.operators import build_go_binary; [build_go_binary(d) for d in sys.argv[1:]]" $(GO_OPERATORS)
 
 venv: $(VENV)/.installed
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -56,6 +57,20 @@ RequestObserver = Callable[[str, str, str, int, float], None]
 
 request_observers: ContextVar[tuple[RequestObserver, ...]] = ContextVar("ktest_request_observers", default=())
 """Who is told of the requests sent in this context (a timeline recording: see ktest.timeline)."""
+
+upkeep: ContextVar[bool] = ContextVar("ktest_upkeep", default=False)
+"""True while ktest reads for its own clean-up (a namespace's sweep lists every kind in it): a
+timeline shows those requests but opens no watch for what they list."""
+
+
+@contextmanager
+def for_upkeep() -> Iterator[None]:
+    """Mark the requests sent in this block as ktest's own clean-up (see :data:`upkeep`)."""
+    token = upkeep.set(True)
+    try:
+        yield
+    finally:
+        upkeep.reset(token)
 
 log = logging.getLogger(__name__)
 

@@ -33,6 +33,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ktest.cluster.rest import for_upkeep
 from ktest.errors import ClusterError, OperatorError
 from ktest.errors.api import ApiError
 
@@ -264,7 +265,8 @@ def _namespaced_objects(cluster: Cluster, namespace: str) -> Iterator[tuple[Reso
         if info.kind == "Event":
             continue
         try:
-            items = cluster.rest.request("GET", info.path(namespace)).get("items") or []
+            with for_upkeep():
+                items = cluster.rest.request("GET", info.path(namespace)).get("items") or []
         except ApiError as error:
             if error.status in (403, 404, 405, 503):  # not ours to see, gone, or an unavailable API
                 continue

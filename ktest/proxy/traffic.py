@@ -185,6 +185,7 @@ class Traffic:
         self._resolve_kind = resolve_kind
         self._calls: list[Call] = []
         self._dropped = 0  # calls forgotten from the front; marks stay absolute positions
+        self._watches: list[Call] = []  # the watch calls not seen ended yet (open_watches reads no other)
         self._lock = threading.Lock()
         self.started = time.monotonic()
         self._notes: list[tuple[float, str]] = []
@@ -199,6 +200,8 @@ class Traffic:
         call = Call(request, self.now(), user_agent=user_agent, protocol=protocol)
         with self._lock:
             self._calls.append(call)
+            if request.verb == "watch":
+                self._watches.append(call)
             if len(self._calls) > MAX_CALLS:
                 excess = len(self._calls) - MAX_CALLS // 2
                 del self._calls[:excess]
@@ -306,7 +309,16 @@ class Traffic:
         return sorted(found)
 
     def open_watches(self, resource: str | None = None) -> list[Call]:
-        return [call for call in self.calls(verb="watch", resource=resource) if call.ended is None]
+        """The watches still streaming (of ``resource``), oldest first."""
+        resources = self._resources(resource, None)
+        with self._lock:
+            self._watches = [call for call in self._watches if call.ended is None]
+            calls = list(self._watches)
+        if resources is None:
+            return calls
+        return [
+            call for call in calls if resources & {call.request.resource, call.request.qualified_resource}
+        ]
 
     def last(self, count: int = TAIL_CALLS, *, since: int = 0) -> list[Call]:
         with self._lock:

@@ -87,6 +87,10 @@ class Recorder:
         self._wake = threading.Event()
         self._pending: list[ResourceKey] = []
         self._asked: set[ResourceKey] = set()
+        self._in_play: set[str] = set()
+        """Namespaces the test has touched, or an operator has written in."""
+        self._deferred: dict[str, set[ResourceKey]] = {}
+        """What operators list or watch in namespaces not in play, watched once they come into it."""
         self._upgrades: list[Any] = []
         self._watches_ended: float | None = None
         self._host = cluster.api_client.configuration.host.rstrip("/") if cluster is not None else None
@@ -192,6 +196,14 @@ class Recorder:
         for watch in list(self._watches.values()):
             watch.stop()
 
+    @property
+    def watched(self) -> list[str]:
+        """What the API server's view watches (or is opening): ``configmaps in <namespace>``, or a
+        cluster-scoped resource's name."""
+        with self._lock:
+            keys = sorted(self._asked, key=lambda key: (key.namespace or "", str(key)))
+        return [f"{key} in {key.namespace}" if key.namespace else str(key) for key in keys]
+
     def note_upgrade(self, report: UpgradeReport) -> None:
         """Show a control-plane upgrade (what :meth:`ktest.ControlPlane.upgrade` returned) on the
         page: an ``upgrade`` event from its start to its end, and the gap it left in the watches."""
@@ -252,7 +264,7 @@ class Recorder:
                 )
             )
         if self._start_version is not None:
-            self._watch_request(request)
+            self._watch_request(request, by_test=True, upkeep=rest.upkeep.get())
 
     def _on_attempt(self, run: wait_run.WaitRun, attempt: wait_run.Attempt) -> None:
         from ktest.wait.report import short_value
@@ -279,17 +291,39 @@ class Recorder:
 
     # ------------------------------------------------------------ watches
 
-    def _watch_request(self, request: ApiRequest) -> None:
-        """Watch what ``request`` was about: its resource in its namespace (and that namespace's
-        Events), or a cluster-scoped object's resource; a list or watch across every namespace
-        adds nothing (the namespaces it matters in show up in other requests)."""
+    def _watch_request(self, request: ApiRequest, *, by_test: bool, upkeep: bool = False) -> None:
+        """Watch what ``request`` was about.
+
+        A write in a namespace, or any request of the test's own there, puts that namespace in
+        play: the request's resource and the namespace's Events are watched. An operator's read in
+        a namespace not in play is only noted, and watched once the namespace comes into play: a
+        session operator watches (and reads in) every earlier test's namespace, which this test
+        never touches. ``upkeep``: ktest listing every kind in a namespace for its
+        own clean-up, which opens no watch. A list or watch across every namespace adds nothing
+        (the namespaces it matters in show up in other requests); a cluster-scoped object's
+        resource is watched when the request names it."""
         if not request.resource or not request.version:
             return
-        if request.namespace:
-            self._watch(ResourceKey(request.group, request.version, request.resource, request.namespace))
-            self._watch(ResourceKey("", "v1", "events", request.namespace))
-        elif request.name:
-            self._watch(ResourceKey(request.group, request.version, request.resource))
+        namespace = request.namespace
+        if not namespace:
+            if request.name:
+                self._watch(ResourceKey(request.group, request.version, request.resource))
+            return
+        key = ResourceKey(request.group, request.version, request.resource, namespace)
+        reads = request.verb in ("get", "list", "watch")
+        with self._lock:
+            if not reads or (by_test and not upkeep):
+                waiting = self._deferred.pop(namespace, set()) if namespace not in self._in_play else set()
+                self._in_play.add(namespace)
+            elif namespace in self._in_play and not upkeep:
+                waiting = set()
+            else:
+                if not upkeep:
+                    self._deferred.setdefault(namespace, set()).add(key)
+                return
+        for wanted in (key, *waiting):
+            self._watch(wanted)
+        self._watch(ResourceKey("", "v1", "events", namespace))
 
     def _watch_resource_name(self, name: str) -> None:
         assert self.cluster is not None
@@ -332,7 +366,7 @@ class Recorder:
         try:
             for traffic in list(Traffic.live):
                 for call in traffic.open_watches():
-                    self._watch_request(call.request)
+                    self._watch_request(call.request, by_test=False)
             for name in self._resources_wanted:
                 self._watch_resource_name(name)
             while not self._stopping.is_set():
@@ -355,7 +389,7 @@ class Recorder:
             calls = traffic.calls(since=since)
             self._scanned[id(traffic)] = since + len(calls)
             for call in calls:
-                self._watch_request(call.request)
+                self._watch_request(call.request, by_test=False)
 
     def _settle(self, stopped: float) -> None:
         deadline = time.monotonic() + SETTLE_LIMIT

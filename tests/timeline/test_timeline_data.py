@@ -364,3 +364,49 @@ def test_a_watchs_events_keep_their_order_when_one_is_placed_by_its_stamp() -> N
         "configmaps ns/first",
         "configmaps ns/second",
     ]
+
+
+def test_an_operators_reads_in_a_namespace_the_test_leaves_alone_open_no_watch_until_it_writes_there(
+    admin: Cluster, ns: str
+) -> None:
+    """A session operator reads in every earlier test's namespace: those reads alone must not make
+    each test's recording watch them all (thousands of watches over a suite); a write there does."""
+    write = threading.Event()
+
+    def elsewhere(ctx: Any) -> None:
+        ctx.ready()
+        while not ctx.stop.wait(0.05):
+            ctx.cluster.list("v1", "ConfigMap", namespace=ctx.namespaces[0])
+            if write.is_set() and not ctx.cluster.exists(configmap_ref("written", ctx.namespaces[0])):
+                ctx.cluster.create(configmap("written", ctx.namespaces[0], {}))
+
+    with admin.namespace(prefix="elsewhere", background=True) as other:  # noqa: SIM117
+        with run_callable(elsewhere, admin, name="elsewhere", namespaces=[other]) as op:
+            with recording(admin, test="elsewhere") as rec:
+                mark = op.traffic.mark()
+                admin.create(configmap("here", ns, {}))
+                reads = lambda: op.traffic.calls(verb="list", namespace=other, since=mark)  # noqa: E731
+                eventually(lambda: len(reads()) >= 3, timeout=10)
+                assert f"configmaps in {other}" not in rec.watched, rec.watched
+                assert f"configmaps in {ns}" in rec.watched, rec.watched
+                write.set()
+                eventually(lambda: f"configmaps in {other}" in rec.watched, timeout=10)
+            added = [
+                e["detail"]["object"]
+                for e in events(rec.data().as_json(), "apiserver", "watch-event")
+                if e["detail"]["type"] == "ADDED"
+            ]
+    assert f"configmaps {other}/written" in added and f"configmaps {ns}/here" in added, added
+
+
+def test_ktests_sweep_of_a_namespace_opens_no_watch_for_each_kind_it_lists(admin: Cluster, ns: str) -> None:
+    """finalize_namespace lists every kind in the namespace (some forty): the recording shows those
+    requests but watches only what the test wrote."""
+    from ktest.operators.pytest_fixtures import finalize_namespace
+
+    with recording(admin, test="sweep") as rec:
+        admin.create(configmap("kept", ns, {}))
+        finalize_namespace(admin, ns)
+    assert rec.watched == [f"configmaps in {ns}", f"events in {ns}"], rec.watched
+    lists = [e for e in events(rec.data().as_json(), "test", "request") if e["detail"]["method"] == "GET"]
+    assert len(lists) > 10, lists
