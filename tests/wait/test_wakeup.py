@@ -251,7 +251,8 @@ def test_a_refused_watch_falls_back_to_polling_and_says_why(
     eventually(lambda: getter.get(ref), timeout=10, interval=0.05)  # RBAC has propagated
 
     with pytest.raises(AssertionError) as info:
-        eventually(lambda: getter.get(ref)["data"]["v"] == "1", timeout=1, interval=0.1)
+        # 5 s: on a busy machine the watch's refusal took more than 1 s to come back
+        eventually(lambda: getter.get(ref)["data"]["v"] == "1", timeout=5, interval=0.1)
     assert f"No watch for v1 ConfigMap {ns}/limited: 403 Forbidden: not allowed to list/watch" in (
         str(info.value)
     )
