@@ -371,22 +371,26 @@ def test_an_operators_reads_in_a_namespace_the_test_leaves_alone_open_no_watch_u
 ) -> None:
     """A session operator reads in every earlier test's namespace: those reads alone must not make
     each test's recording watch them all (thousands of watches over a suite); a write there does."""
-    write = threading.Event()
+    recorded, write = threading.Event(), threading.Event()
+    mark = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mark"}}
 
     def elsewhere(ctx: Any) -> None:
         ctx.ready()
+        reads = 0
         while not ctx.stop.wait(0.05):
             ctx.cluster.list("v1", "ConfigMap", namespace=ctx.namespaces[0])
+            reads += recorded.is_set()
+            if reads == 3:  # a write here after three recorded reads elsewhere: once it is watched,
+                ctx.cluster.create(mark, namespace=ns)  # the recording has looked at those reads
             if write.is_set() and not ctx.cluster.exists(configmap_ref("written", ctx.namespaces[0])):
                 ctx.cluster.create(configmap("written", ctx.namespaces[0], {}))
 
     with admin.namespace(prefix="elsewhere", background=True) as other:  # noqa: SIM117
-        with run_callable(elsewhere, admin, name="elsewhere", namespaces=[other]) as op:
+        with run_callable(elsewhere, admin, name="elsewhere", namespaces=[other]):
             with recording(admin, test="elsewhere") as rec:
-                mark = op.traffic.mark()
+                recorded.set()
                 admin.create(configmap("here", ns, {}))
-                reads = lambda: op.traffic.calls(verb="list", namespace=other, since=mark)  # noqa: E731
-                eventually(lambda: len(reads()) >= 3, timeout=10)
+                eventually(lambda: f"secrets in {ns}" in rec.watched, timeout=10)
                 assert f"configmaps in {other}" not in rec.watched, rec.watched
                 assert f"configmaps in {ns}" in rec.watched, rec.watched
                 write.set()
