@@ -137,7 +137,7 @@ MOVED: dict[str, dict[str, str]] = {
     # 0.1.0: ApiError left ktest.errors, so that the CLI and the control plane need not
     # import the kubernetes package.
     "ktest.errors": {"ApiError": "ktest.errors.api"},
-    # After 0.1.0 (issue 34): one home for errors, the run context's module named for it, and all
+    # After 0.1.0: one home for errors, the run context's module named for it, and all
     # of kind in its backend's package.
     "ktest.api_error": {"ApiError": "ktest.errors.api"},
     "ktest.context": {name: "ktest.run_context" for name in ("run_context", "check_health", "current_test")},

@@ -1,4 +1,4 @@
-"""The API server's client certificate for admission webhooks (issue 23.3): what the
+"""The API server's client certificate for admission webhooks: what the
 control plane writes, the flag it passes, and that the user's own admission
 configuration replaces it."""
 

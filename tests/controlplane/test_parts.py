@@ -136,7 +136,7 @@ def test_certificates_name_the_right_identities(tmp_path: Path) -> None:
 
 
 def test_kubeconfig_refers_to_private_credential_files(tmp_path: Path) -> None:
-    """No embedded *-data: the kubernetes client would copy it to $TMPDIR (issue 14.2)."""
+    """No embedded *-data: the kubernetes client would copy it to $TMPDIR."""
     path = write_kubeconfig(
         tmp_path / "k",
         server="https://127.0.0.1:1",

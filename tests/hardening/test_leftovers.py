@@ -1,4 +1,4 @@
-"""Issues 14.2 and 14.3 with real processes and real signals: no credentials in
+"""Leftovers, with real processes and real signals: no credentials in
 $TMPDIR after a run, however it ended; socket directories of dead owners are
 swept at the next start and by `ktest down`, which tells the truth."""
 

@@ -1,4 +1,4 @@
-"""Issue 23.1: on a machine with other users, their directories in a shared run
+"""On a machine with other users, their directories in a shared run
 directory never break this user's sweeps, and are never entered or removed.
 
 The tests run as root (the test machine's user). Root can read everything, so

@@ -1,4 +1,4 @@
-"""kind cluster records (ktest/backends/kind/records.py): private and whole (issue 23.7)."""
+"""kind cluster records (ktest/backends/kind/records.py): private and whole."""
 
 from __future__ import annotations
 
