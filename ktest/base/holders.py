@@ -61,26 +61,26 @@ def _age(path: Path) -> float:
         return 0.0
 
 
-def holder_is_dead(directory: Path, unowned: Callable[[Path], bool] | None = None) -> bool:
+def holder_is_dead(directory: Path, unheld_is_dead: Callable[[Path], bool] | None = None) -> bool:
     """True when ``directory``'s recorded holder is gone.
 
-    Without an owner file, ``unowned(directory)`` decides (e.g. "its socket
+    Without a holder file, ``unheld_is_dead(directory)`` decides (e.g. "its socket
     refuses connections"), but only once the directory is older than
     :data:`UNHELD_GRACE_SECONDS` (its creator may be about to write the file).
     """
     holder = read_holder(directory)
     if holder is not None:
         return not holder.alive()
-    if unowned is None or _age(directory) < UNHELD_GRACE_SECONDS:
+    if unheld_is_dead is None or _age(directory) < UNHELD_GRACE_SECONDS:
         return False
-    return unowned(directory)
+    return unheld_is_dead(directory)
 
 
 def sweep(
     base: Path,
     prefix: str,
     *,
-    unowned: Callable[[Path], bool] | None = None,
+    unheld_is_dead: Callable[[Path], bool] | None = None,
     remove: Callable[[Path], None] | None = None,
 ) -> list[Path]:
     """Remove this user's entries ``base/prefix*`` whose holder is dead; return what was removed.
@@ -97,7 +97,7 @@ def sweep(
         return removed
     for entry in entries:
         try:
-            if not own_directory(entry) or not holder_is_dead(entry, unowned):
+            if not own_directory(entry) or not holder_is_dead(entry, unheld_is_dead):
                 continue
             (remove or _remove_tree)(entry)
         except OSError:
@@ -121,16 +121,16 @@ def sweep_temp(base: Path | None = None) -> list[Path]:
     return removed
 
 
-def held_directory(prefix: str, unowned: Callable[[Path], bool] | None = None) -> Path:
+def held_directory(prefix: str, unheld_is_dead: Callable[[Path], bool] | None = None) -> Path:
     """A new 0700 ``prefix*`` directory in the temp directory, held by this process; what dead
-    holders left under the same prefix is swept first (``unowned``: see :func:`holder_is_dead`).
+    holders left under the same prefix is swept first (``unheld_is_dead``: see :func:`holder_is_dead`).
 
     For things made on demand, outside a session's start (a Cluster's scratch directory, a
     webhook set's key, an operator proxy's): a library user without the pytest plugin gets
     them swept too.
     """
     base = Path(tempfile.gettempdir())
-    sweep(base, prefix, unowned=unowned)
+    sweep(base, prefix, unheld_is_dead=unheld_is_dead)
     directory = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
     write_holder(directory)
     return directory

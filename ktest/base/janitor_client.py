@@ -1,4 +1,4 @@
-"""The owner's side of the janitor (see :mod:`ktest.base.janitor`)."""
+"""The holder's side of the janitor (see :mod:`ktest.base.janitor`)."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ class JanitorHandle:
             pass  # the janitor died: nothing else to do
 
     def release(self) -> None:
-        """The owner cleaned up itself: let the janitor exit without doing anything."""
+        """The holder cleaned up itself: let the janitor exit without doing anything."""
         if self._stdin.closed:
             return
         self._send("release")

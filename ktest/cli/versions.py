@@ -139,24 +139,28 @@ def check_selector(text: str, supported: list[str]) -> str:
     return minor
 
 
-def how_obtained(
-    minor: str,
-    *,
-    installed: list[str],
-    known: KnownVersions,
-    remote: bool,
-    downloads_enabled: bool,
-    builders: tuple[BinarySource, ...],
-    go: GoTool | None,
-) -> tuple[str, str]:
+@dataclass(frozen=True)
+class Means:
+    """What this machine has to obtain binaries with: the versions listed, whether the remote
+    listings were asked, whether downloads are on, the registered binary sources and Go."""
+
+    known: KnownVersions
+    remote: bool
+    downloads_enabled: bool
+    builders: tuple[BinarySource, ...]
+    go: GoTool | None
+
+
+def how_obtained(minor: str, installed: list[str], means: Means) -> tuple[str, str]:
     """How ``ktest binaries install --k8s-version <minor>`` would get this minor here, in the order
     it tries (reuse, envtest download, a registered binary source such as ktest-offline's Go
     build): ``(way, explanation)``; way ``none`` says why not."""
     if installed:
         return "installed", f"installed here: {', '.join(installed)}"
-    build, build_unavailable = _build_plan(minor, known=known, remote=remote, builders=builders, go=go)
+    build, build_unavailable = _build_plan(minor, means)
+    known, remote = means.known, means.remote
     why_not: list[str] = []
-    if not downloads_enabled:
+    if not means.downloads_enabled:
         why_not.append("downloads are off (KTEST_DOWNLOAD)")
     elif remote and "envtest index" in known.failures:
         why_not.append(f"the envtest index is unreachable ({known.failures['envtest index']})")
@@ -173,17 +177,11 @@ def how_obtained(
     return "none", "not obtainable here: " + "; ".join([*why_not, build_unavailable])
 
 
-def _build_plan(
-    minor: str,
-    *,
-    known: KnownVersions,
-    remote: bool,
-    builders: tuple[BinarySource, ...],
-    go: GoTool | None,
-) -> tuple[str, str]:
+def _build_plan(minor: str, means: Means) -> tuple[str, str]:
     """``(how a build would go, "")`` or ``("", why no build can run here)``."""
     from ktest.assets.sources import not_installed_note
 
+    known, builders, go = means.known, means.builders, means.go
     facts = minors.facts(minor)
     available = [source for source in builders if not source.unavailable()]
     if not builders:
@@ -194,7 +192,7 @@ def _build_plan(
         return "", "no `go` on PATH for a Go build"
     if go.go_version_tuple() < tuple(int(p) for p in facts.go.split(".")) and go.toolchain == "local":
         return "", f"{go.version} is older than the Go {facts.go} {minor}'s go.mod needs (GOTOOLCHAIN=local)"
-    if remote and "Go module proxy" in known.failures:
+    if means.remote and "Go module proxy" in known.failures:
         return "", f"the Go module proxy is unreachable ({known.failures['Go module proxy']})"
     patch = parse_selector(minor).newest_match(known.by_source.get("Go module proxy", []))
     target = f"k8s.io/kubernetes v{patch}" if patch else f"k8s.io/kubernetes v{minor}.x"
@@ -248,20 +246,12 @@ def build_report(
 
         node_images = node_image_inventory()
     installed_here = known.by_source.get("installed", [])
-    builders = sources.binary_sources()
+    means = Means(known, remote, settings.enabled, sources.binary_sources(), go)
     statuses = []
     for minor in wanted_minors:
         installed = [v for v in installed_here if v.startswith(minor + ".")]
         installed.sort(key=KubeVersion.parse, reverse=True)
-        way, detail = how_obtained(
-            minor,
-            installed=installed,
-            known=known,
-            remote=remote,
-            downloads_enabled=settings.enabled,
-            builders=builders,
-            go=go,
-        )
+        way, detail = how_obtained(minor, installed, means)
         role = {minors.DEFAULT_MINOR: "default", minors.OLDER_MINOR: "older"}.get(minor, "")
         statuses.append(
             MinorStatus(

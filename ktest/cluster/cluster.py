@@ -21,6 +21,7 @@ import kubernetes.config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
+from ktest.base.closing import Closing
 from ktest.base.proxies import choose_proxy
 from ktest.cluster import crds, namespaces
 from ktest.cluster.client import FIELD_MANAGER, ClusterClient
@@ -44,7 +45,7 @@ HostResolver = Callable[[], "str | None"]
 """Finds, when first asked, the address of this machine the API server can connect to."""
 
 
-class Cluster(ClusterClient):
+class Cluster(Closing, ClusterClient):
     """A Kubernetes API server seen through one identity (a kubeconfig).
 
     ``controllers`` is what the backend knows runs there: a set such as
@@ -123,12 +124,6 @@ class Cluster(ClusterClient):
         self._close_hooks.append(hook)
 
     # ----------------------------------------------------------------- basics
-
-    def __enter__(self) -> Cluster:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Cluster({self.name!r}, server={self.server!r})"

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ktest.assets.bundle import Assets
+from ktest.base.closing import StartedOnEnter
 from ktest.base.janitor_client import JanitorHandle
 from ktest.base.ports import free_ports, is_address_in_use
 from ktest.base.process import ManagedProcess
@@ -58,7 +59,7 @@ class _PortTaken(Exception):
     """A component could not bind its port: choose new ports and start again."""
 
 
-class ControlPlane:
+class ControlPlane(StartedOnEnter):
     """A private etcd + kube-apiserver (+ kube-controller-manager) for tests.
 
     ``with ControlPlane() as cp:`` starts it and always stops it; every child process is bound
@@ -215,14 +216,6 @@ class ControlPlane:
         state = f"server={self.server}" if self._started else "stopped"
         return f"ControlPlane({state}, directory={self._directory})"
 
-    # -- context manager -----------------------------------------------------------
-    def __enter__(self) -> ControlPlane:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> ControlPlane:
         """Start etcd, kube-apiserver and the controllers; return once they are ready."""
@@ -242,6 +235,8 @@ class ControlPlane:
         """Stop every component (SIGTERM, bounded wait, SIGKILL) and remove the directory."""
         with self._lock:
             self._teardown()
+
+    close = stop  # ``with ControlPlane() as cp:`` stops it at the end
 
     def restart(self) -> None:
         """Stop every component and start them again on the same etcd data.

@@ -18,6 +18,8 @@ import ssl
 import threading
 from pathlib import Path
 
+from ktest.base.closing import Closing
+
 _HEAD_LIMIT = 64 * 1024
 _HANDSHAKE_TIMEOUT = 10.0
 _CHUNK = 64 * 1024
@@ -31,7 +33,7 @@ _UNAVAILABLE = (
 )
 
 
-class StartupGate:
+class StartupGate(Closing):
     """A loopback listener for kube-controller-manager: see the module docstring."""
 
     def __init__(self, upstream_port: int, serving_cert: Path, serving_key: Path) -> None:
@@ -76,12 +78,6 @@ class StartupGate:
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
         self._acceptor.join(timeout=5)
-
-    def __enter__(self) -> StartupGate:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def _track(self, sock: socket.socket) -> bool:
         with self._lock:

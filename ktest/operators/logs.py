@@ -49,7 +49,7 @@ class OperatorLog:
         self._own_directory = directory is None
         base = Path(tempfile.mkdtemp(prefix="ktest-operator-")) if directory is None else Path(directory)
         base.mkdir(parents=True, exist_ok=True)
-        if self._own_directory:  # owner recorded: swept by the next start if this process is killed
+        if self._own_directory:  # holder recorded: swept by the next start if this process is killed
             from ktest.base.holders import write_holder
 
             write_holder(base)

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktest.base.closing import Closing
 from ktest.base.procfs import process_alive
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ class ClusterShare:
         ]
 
 
-class Backend(abc.ABC):
+class Backend(Closing, abc.ABC):
     """A source of one cluster for a test session; ``close()`` releases what it started."""
 
     name: str = "backend"
@@ -113,8 +114,3 @@ class Backend(abc.ABC):
         """Close the cluster handle; subclasses also stop what they started. Idempotent."""
         self.cluster.close()
 
-    def __enter__(self) -> Backend:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

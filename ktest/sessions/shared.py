@@ -50,7 +50,7 @@ class ClusterServer:
 
     def __init__(self, open_backend: Callable[[], Backend]) -> None:
         self._open_backend = open_backend
-        self._directory = holders.held_directory(SHARE_PREFIX, unowned=_socket_refuses)
+        self._directory = holders.held_directory(SHARE_PREFIX, unheld_is_dead=_socket_refuses)
         self.address = str(self._directory / "socket")
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._socket.bind(self.address)
@@ -134,10 +134,10 @@ class ClusterServer:
 
 def sweep_stale_shares(base: Path | None = None) -> list[Path]:
     """Remove ``ktest-share-*`` directories whose holding process is dead."""
-    return holders.sweep(Path(base or tempfile.gettempdir()), SHARE_PREFIX, unowned=_socket_refuses)
+    return holders.sweep(Path(base or tempfile.gettempdir()), SHARE_PREFIX, unheld_is_dead=_socket_refuses)
 
 
-def remove_share_of_dead_owner(address: str | None) -> bool:
+def remove_share_of_dead_holder(address: str | None) -> bool:
     """Remove the directory of the socket at ``address`` if its holder is dead; True if removed."""
     if not address:
         return False

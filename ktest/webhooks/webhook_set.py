@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktest.base.closing import StartedOnEnter
 from ktest.base.delegation import Delegated
 from ktest.base.ports import free_ports
 from ktest.errors import WebhookError
@@ -42,7 +43,7 @@ OPERATOR_HOST = "127.0.0.1"
 DEFAULT_READY_TIMEOUT = 30.0
 
 
-class Webhooks:
+class Webhooks(StartedOnEnter):
     """Webhooks installed for a test (a context manager; see the module docstring).
 
     ``manifests``: webhook configurations and CRDs (files, directories, dicts).
@@ -142,13 +143,6 @@ class Webhooks:
         return f"https://{_url_host(self.host)}:{port}"
 
     # ------------------------------------------------------------ lifecycle
-
-    def __enter__(self) -> Webhooks:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def start(self) -> Webhooks:
         """Certificates, front server, configurations installed, and called by the API server once."""

@@ -269,9 +269,9 @@ def _discard(record: UpRecord) -> None:
 
 def _remove_leftovers(record: UpRecord) -> None:
     """What a daemon killed with SIGKILL could not remove itself."""
-    from ktest.sessions.shared import remove_share_of_dead_owner
+    from ktest.sessions.shared import remove_share_of_dead_holder
 
-    remove_share_of_dead_owner(record.share.control_address)
+    remove_share_of_dead_holder(record.share.control_address)
     if record.share.directory and not record.daemon_alive():
         from ktest.base import holders, janitor
 
