@@ -112,15 +112,12 @@ class VersionReport:
     sources: str = ""
 
     def as_json(self) -> dict[str, Any]:
+        """Every field but ``sources``, with each minor's own JSON and the backends a matrix can use."""
+        fields = {name: value for name, value in vars(self).items() if name != "sources"}
         return {
-            "ktest_version": self.ktest_version,
-            "default": self.default,
-            "older": self.older,
-            "supported": self.supported,
-            "backends": list(registry.names("creates_cluster")),
-            "kind_version": self.kind_version,
-            "resolved": self.resolved,
+            **fields,
             "minors": [status.as_json() for status in self.minors],
+            "backends": list(registry.names("creates_cluster")),
         }
 
 

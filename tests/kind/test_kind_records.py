@@ -11,7 +11,7 @@ from ktest.backends.kind import records
 
 def test_a_record_is_private_whatever_the_umask_and_never_half_written(tmp_path: Path) -> None:
     directory = tmp_path / "state" / "ktest" / "kind"
-    record = records.owned_by_this_process("ktest-run-abc123", tmp_path / "cluster", "img", "1.37.2")
+    record = records.held_by_this_process("ktest-run-abc123", tmp_path / "cluster", "img", "1.37.2")
     old_umask = os.umask(0o022)
     try:
         path = records.write_record(record, directory)

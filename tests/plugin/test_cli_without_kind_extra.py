@@ -35,7 +35,7 @@ sys.exit(main(sys.argv[1:]))
 @pytest.fixture
 def kept_kind_record(tmp_path: Path) -> records.ClusterRecord:
     """The record ``ktest up --backend kind`` leaves for its kept cluster, in a private state dir."""
-    record = records.owned_by_this_process("ktest-up-5f3a9c", tmp_path / "cluster", "kindest/node:v1.37.2",
+    record = records.held_by_this_process("ktest-up-5f3a9c", tmp_path / "cluster", "kindest/node:v1.37.2",
                                            "1.37.2")
     record = dataclasses.replace(record, kept=True, owner_pid=None, purpose="up")
     records.write_record(record, tmp_path / "state" / "ktest" / "kind")

@@ -82,14 +82,14 @@ def status_lines() -> list[str]:
     for record in records.list_records():
         spare = pool.describe(record)
         if spare is not None:
-            owner = spare
+            holder = spare
         elif record.kept:
-            owner = "kept (ktest up / --ktest-keep-cluster)"
+            holder = "kept (ktest up / --ktest-keep-cluster)"
         elif record.holder_alive():
-            owner = f"owned by pid {record.owner_pid}"
+            holder = f"held by pid {record.owner_pid}"
         else:
-            owner = (
-                f"ORPHANED (owner pid {record.owner_pid} gone; the next kind run or `ktest down --kind` "
+            holder = (
+                f"ORPHANED (holder pid {record.owner_pid} gone; the next kind run or `ktest down --kind` "
                 "removes it)"
             )
         if missing is None:
@@ -97,7 +97,7 @@ def status_lines() -> list[str]:
             state = "running" if problem is None else f"STOPPED ({problem})"
         else:
             state = "state unknown (asking Docker needs the docker Python package)"
-        lines.append(f"kind {record.name}: {state}, Kubernetes {record.version}, {owner}")
+        lines.append(f"kind {record.name}: {state}, Kubernetes {record.version}, {holder}")
         lines.append(f"  kubeconfig: {record.kubeconfig}")
     if missing is not None and lines:
         lines.append(f"kind: {missing}; ktest needs it to check, use or delete these clusters: "

@@ -198,18 +198,18 @@ def create_cluster(
     say = progress or (lambda _message: None)
     records.check_cluster_name(name)
     if name in existing_clusters(kind):
-        owner = records.read_record(name, records_dir)
+        recorded = records.read_record(name, records_dir)
         raise KindError(
             f"a kind cluster named {name!r} already exists"
             + (
                 " (created by ktest; `ktest down` removes it)"
-                if owner is not None
+                if recorded is not None
                 else " and ktest did not create it, so ktest will not touch it; pick another name"
             )
         )
     directory = Path(tempfile.mkdtemp(prefix=f"ktest-kind-{name}-"))
     os.chmod(directory, 0o700)
-    record = records.owned_by_this_process(name, directory, image, version, purpose, spare)
+    record = records.held_by_this_process(name, directory, image, version, purpose, spare)
     if kept:
         record = _kept(record)
     record_path = records.write_record(record, records_dir)

@@ -109,7 +109,7 @@ class ClusterRecord:
         return (directory or records_directory()) / f"{self.name}.json"
 
 
-def owned_by_this_process(
+def held_by_this_process(
     name: str, directory: Path, image: str, version: str, purpose: str = "run", spare: str = ""
 ) -> ClusterRecord:
     holder = Holder.current()
