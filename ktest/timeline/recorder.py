@@ -311,16 +311,14 @@ class Recorder:
             return
         key = ResourceKey(request.group, request.version, request.resource, namespace)
         reads = request.verb in ("get", "list", "watch")
+        if reads and upkeep:
+            return
         with self._lock:
-            if not reads or (by_test and not upkeep):
-                waiting = self._deferred.pop(namespace, set()) if namespace not in self._in_play else set()
-                self._in_play.add(namespace)
-            elif namespace in self._in_play and not upkeep:
-                waiting = set()
-            else:
-                if not upkeep:
-                    self._deferred.setdefault(namespace, set()).add(key)
+            if reads and not by_test and namespace not in self._in_play:
+                self._deferred.setdefault(namespace, set()).add(key)
                 return
+            waiting = set() if namespace in self._in_play else self._deferred.pop(namespace, set())
+            self._in_play.add(namespace)
         for wanted in (key, *waiting):
             self._watch(wanted)
         self._watch(ResourceKey("", "v1", "events", namespace))
