@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -148,7 +149,9 @@ def list_records(directory: Path | None = None) -> list[ClusterRecord]:
     return [record for path in paths if (record := read_record(path.stem, directory)) is not None]
 
 
-def remove_record(record: ClusterRecord, directory: Path | None = None) -> None:
+def forget(record: ClusterRecord, directory: Path | None = None) -> None:
+    """Remove the cluster's private directory and its record."""
+    shutil.rmtree(record.directory, ignore_errors=True)
     record.path(directory).unlink(missing_ok=True)
 
 

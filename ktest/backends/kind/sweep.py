@@ -36,7 +36,7 @@ def sweep_orphans(
             continue
         if record.name not in present:
             if record.orphaned() or include_kept:
-                _forget(record, records_dir)
+                records.forget(record, records_dir)
                 notes.append(f"forgot kind cluster {record.name}: it no longer exists")
             continue
         if record.orphaned() or (include_kept and not record.holder_alive()):
@@ -68,10 +68,3 @@ def delete_spare(
     except KindError as error:
         return [f"could not delete kind cluster {record.name} ({why}): {error}"]
     return [f"deleted kind cluster {record.name}: {why}"]
-
-
-def _forget(record: ClusterRecord, records_dir: Path | None) -> None:
-    import shutil
-
-    shutil.rmtree(record.directory, ignore_errors=True)
-    records.remove_record(record, records_dir)
