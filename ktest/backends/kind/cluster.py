@@ -14,7 +14,6 @@ import base64
 import contextlib
 import io
 import os
-import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -94,6 +93,13 @@ class KindCluster:
     kubeconfig = Delegated[Path]("record")
     """Admin kubeconfig with file references into the cluster's private (0700) directory."""
 
+    @classmethod
+    def held(cls, record: ClusterRecord, kind: Path, record_path: Path) -> KindCluster:
+        """The cluster of ``record``, held by this process: its janitor deletes it if we die first."""
+        janitor = JanitorHandle(Path(record.directory))
+        janitor.on_death(on_death.command(kind, record.name, record_path, Path(record.directory)))
+        return cls(record, kind, janitor)
+
     @property
     def directory(self) -> Path:
         return Path(self.record.directory)
@@ -169,8 +175,7 @@ def delete_cluster(kind: Path, record: ClusterRecord, directory: Path | None = N
         half_made=not record.kubeconfig.is_file(),
         poll=0.25,
     )
-    shutil.rmtree(record.directory, ignore_errors=True)
-    records.remove_record(record, directory)
+    records.forget(record, directory)
 
 
 def create_cluster(
@@ -212,10 +217,7 @@ def create_cluster(
     record = records.held_by_this_process(name, directory, image, version, purpose, spare)
     if kept:
         record = _kept(record)
-    record_path = records.write_record(record, records_dir)
-    cluster = KindCluster(record, kind, JanitorHandle(directory))
-    assert cluster.janitor is not None
-    cluster.janitor.on_death(on_death.command(kind, name, record_path, directory))
+    cluster = KindCluster.held(record, kind, records.write_record(record, records_dir))
     try:
         config_path = directory / "kind-config.yaml"
         config = with_kubeadm_patches(config, write_patches(directory))

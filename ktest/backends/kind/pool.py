@@ -32,10 +32,9 @@ from typing import Any
 
 import filelock
 
-from ktest.backends.kind import on_death, records
+from ktest.backends.kind import records
 from ktest.backends.kind.cluster import KindCluster, create_cluster, delete_cluster, keep, usable_now
 from ktest.base.janitor import write_private_text
-from ktest.base.janitor_client import JanitorHandle
 from ktest.base.procfs import process_alive, process_start_time
 from ktest.errors import KindError
 
@@ -118,11 +117,7 @@ def claim(
         taken = records.take_spare(record.name, purpose, records_dir)
         if taken is None:
             continue  # another run claimed it first
-        cluster = KindCluster(taken, kind, JanitorHandle(Path(taken.directory)))
-        assert cluster.janitor is not None
-        cluster.janitor.on_death(
-            on_death.command(kind, taken.name, taken.path(records_dir), Path(taken.directory))
-        )
+        cluster = KindCluster.held(taken, kind, taken.path(records_dir))
         problem = usable_now(cluster)
         if problem is None:
             return cluster
