@@ -17,14 +17,6 @@ if TYPE_CHECKING:
     from ktest.sessions.backend import Backend
 
 
-def handle_of(backend: Backend) -> KindHandle | None:
-    """The kind handle of the session's backend (owned, kept or shared by the xdist controller);
-    None on another backend."""
-    from ktest.backends.kind.backend import AttachedKindBackend, KindBackend
-
-    return backend.handle if isinstance(backend, KindBackend | AttachedKindBackend) else None
-
-
 def watch_nodes(backend: Backend) -> None:
     """The registry's ``health``: fail the test with "the kind cluster stopped" rather than
     connection errors."""
@@ -51,13 +43,15 @@ def watch_nodes(backend: Backend) -> None:
 @pytest.fixture(scope="session")
 def kind(ktest_backend: Backend) -> KindHandle:
     """The session's kind cluster: ``load_image``, ``kubectl``, ``port_forward``, ``deploy_operator``."""
-    handle = handle_of(ktest_backend)
-    if handle is None:
+    from ktest.backends.kind.backend import AttachedKindBackend, KindBackend
+
+    # Owned, kept or shared by the xdist controller: each has the handle.
+    if not isinstance(ktest_backend, KindBackend | AttachedKindBackend):
         pytest.skip(
             "this test needs real nodes (the kind fixture): run it with --ktest-backend kind; "
             f"this session uses {ktest_backend.describe()}"
         )
-    return handle
+    return ktest_backend.handle
 
 
 COMPAT_PLUGIN = "ktest-kind-compat"
