@@ -53,11 +53,8 @@ def choose_node_image(selector: str | None) -> NodeImage:
     from ktest.backends.kind import image_sources
 
     parsed = parse_selector(selector or "latest")
-    local = sorted(
-        (found for found in image_sources.list_node_images() if parsed.matches(found.k8s_version)),
-        key=lambda found: tuple(int(p) for p in found.k8s_version.split(".")),
-        reverse=True,
-    )
+    # Newest Kubernetes first, as listed.
+    local = [found for found in image_sources.list_node_images() if parsed.matches(found.k8s_version)]
     if local:
         return NodeImage(local[0].reference, local[0].k8s_version, True)
     version = image_sources.resolve_version(selector)
