@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ktest.base.procfs import process_start_time
 from ktest.cluster import Cluster
-from ktest.config import Settings
+from ktest.config import Settings, apiserver_arguments, check_apiserver_flags
 from ktest.controlplane import ControlPlane
 from ktest.sessions.backend import Backend, ClusterShare, Component
 
@@ -41,12 +41,9 @@ class BareBackend(Backend):
         assets = None
         if settings.apiserver_flags or settings.feature_gates:
             from ktest.assets import resolve_assets
-            from ktest.config import check_apiserver_flags
 
             assets = resolve_assets(settings.k8s_version)
             check_apiserver_flags(settings, assets.binary("kube-apiserver"), assets.version)
-        from ktest.config import apiserver_arguments
-
         plane = ControlPlane(
             settings.k8s_version,
             assets=assets,

@@ -12,11 +12,11 @@ from typing import Any
 from ktest.errors import KindError
 
 
-def host_gateway(cluster_name: str, client: Any = None) -> str:
+def host_gateway(cluster_name: str) -> str:
     """The IPv4 gateway of the Docker network of kind cluster ``cluster_name``'s nodes."""
     from ktest.backends.kind.cluster import node_containers
 
-    containers = node_containers(cluster_name, client)
+    containers = node_containers(cluster_name)
     if not containers:
         raise KindError(f"kind cluster {cluster_name} has no node containers: is it still running?")
     networks: dict[str, Any] = containers[0].attrs.get("NetworkSettings", {}).get("Networks") or {}
