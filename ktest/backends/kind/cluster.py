@@ -19,7 +19,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -224,20 +224,10 @@ def create_cluster(
         write_private_file(config_path, yaml.safe_dump(config, sort_keys=False).encode())
         started = time.monotonic()
         say(f"creating kind cluster {name} from {image} ...")
+        create = ["create", "cluster", "--name", name, "--image", image, "--config", str(config_path)]
         run_kind(
             kind,
-            [
-                "create",
-                "cluster",
-                "--name",
-                name,
-                "--image",
-                image,
-                "--config",
-                str(config_path),
-                "--kubeconfig",
-                str(directory / "kind.kubeconfig"),
-            ],
+            [*create, "--kubeconfig", str(directory / "kind.kubeconfig")],
             what=f"creating kind cluster {name} (image {image})",
             timeout=CREATE_TIMEOUT,
             log=directory / "create.log",
@@ -264,8 +254,6 @@ def create_cluster(
 
 
 def _kept(record: ClusterRecord) -> ClusterRecord:
-    from dataclasses import replace
-
     return replace(record, kept=True, owner_pid=0, owner_start="")
 
 
@@ -287,42 +275,29 @@ def _private_kubeconfig(cluster: KindCluster) -> None:
     The CA key is copied from the control-plane node so ``cluster.user(...)``
     can issue client certificates as on the embedded control plane.
     """
-    directory = cluster.directory
+    directory, name = cluster.directory, cluster.name
     raw = yaml.safe_load((directory / "kind.kubeconfig").read_text())
     certs = directory / "certs"
     certs.mkdir(mode=0o700, exist_ok=True)
-    server = raw["clusters"][0]["cluster"]["server"]
-    user = raw["users"][0]["user"]
+    served, user = raw["clusters"][0]["cluster"], raw["users"][0]["user"]
+    server = {"server": served["server"], "certificate-authority": str(certs / "ca.crt")}
     files = {
-        "ca.crt": base64.b64decode(raw["clusters"][0]["cluster"]["certificate-authority-data"]),
+        "ca.crt": base64.b64decode(served["certificate-authority-data"]),
         "admin.crt": base64.b64decode(user["client-certificate-data"]),
         "admin.key": base64.b64decode(user["client-key-data"]),
     }
-    node = f"{cluster.name}-control-plane"
     with contextlib.suppress(KindError):  # without the CA key only cluster.user() is unavailable
-        files["ca.key"] = copy_from_node(node, "/etc/kubernetes/pki/ca.key")
+        files["ca.key"] = copy_from_node(f"{name}-control-plane", "/etc/kubernetes/pki/ca.key")
     for filename, content in files.items():
         write_private_file(certs / filename, content)
+    admin = {"client-certificate": str(certs / "admin.crt"), "client-key": str(certs / "admin.key")}
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [
-            {
-                "name": cluster.name,
-                "cluster": {"server": server, "certificate-authority": str(certs / "ca.crt")},
-            }
-        ],
-        "users": [
-            {
-                "name": "kind-admin",
-                "user": {
-                    "client-certificate": str(certs / "admin.crt"),
-                    "client-key": str(certs / "admin.key"),
-                },
-            }
-        ],
-        "contexts": [{"name": cluster.name, "context": {"cluster": cluster.name, "user": "kind-admin"}}],
-        "current-context": cluster.name,
+        "clusters": [{"name": name, "cluster": server}],
+        "users": [{"name": "kind-admin", "user": admin}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": "kind-admin"}}],
+        "current-context": name,
     }
     write_private_file(cluster.kubeconfig, yaml.safe_dump(config, sort_keys=False))
     (directory / "kind.kubeconfig").unlink()

@@ -17,7 +17,7 @@ import secrets
 import shutil
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import filelock
@@ -172,8 +172,6 @@ def take_spare(name: str, purpose: str = "run", directory: Path | None = None) -
     spare is taken by exactly one claimer (or sweep), and one taken is an ordinary cluster of its
     new owner (deleted when it closes, an orphan if it dies).
     """
-    from dataclasses import replace
-
     with pool_lock(directory):
         record = read_record(name, directory)
         if record is None or not record.ready_spare:
