@@ -145,16 +145,8 @@ class KindHandle:
             if namespace and document.get("kind") != "Namespace":
                 metadata = document.setdefault("metadata", {})
                 metadata.setdefault("namespace", namespace)
-        self.kubectl(
-            "apply",
-            "--server-side",
-            "--force-conflicts",
-            "--field-manager",
-            "ktest",
-            "-f",
-            "-",
-            input=yaml.safe_dump_all(documents),
-        )
+        apply = ("apply", "--server-side", "--force-conflicts", "--field-manager", "ktest", "-f", "-")
+        self.kubectl(*apply, input=yaml.safe_dump_all(documents))
         deployments = [
             (
                 doc["metadata"].get("namespace") or namespace or "default",

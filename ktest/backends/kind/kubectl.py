@@ -116,8 +116,7 @@ class Kubectl:
             text=True,
         )
         try:
-            local = _wait_forwarding(process, timeout, f"{target}:{port}")
-            yield local
+            yield _wait_forwarding(process, timeout, f"{target}:{port}")
         finally:
             stop_forwarding(process)
 

@@ -180,16 +180,8 @@ def refill(kind: Path, spec: SpareSpec, *, records_dir: Path | None = None) -> s
     with contextlib.suppress(OSError):
         if log.stat().st_size > _LOG_ROTATE_BYTES:
             log.replace(log.with_suffix(".log.old"))
-    command = [
-        sys.executable,
-        "-m",
-        "ktest.backends.kind.pool",
-        "fill",
-        "--spec",
-        json.dumps(spec.to_json()),
-        "--kind",
-        str(kind),
-    ]
+    command = [sys.executable, "-m", "ktest.backends.kind.pool", "fill", "--spec", json.dumps(spec.to_json())]
+    command += ["--kind", str(kind)]
     if records_dir is not None:
         command += ["--records-dir", str(records_dir)]
     package_root = str(Path(__file__).resolve().parents[2])
