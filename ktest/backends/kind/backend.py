@@ -150,14 +150,10 @@ def _claim_spare(kind: Path, spare: SpareSpec, purpose: str, notes: list[str]) -
         return claimed
     filler = pool.running_filler()
     if filler is not None:
-        notes.append(
-            f"kind pool: no spare ready yet (the filler, pid {filler.pid}, is still making one); "
-            "created a cluster for this run"
-        )
+        why = f"no spare ready yet (the filler, pid {filler.pid}, is still making one)"
     else:
-        notes.append(
-            "kind pool: no spare for this node image, version and kind config; created a cluster for this run"
-        )
+        why = "no spare for this node image, version and kind config"
+    notes.append(f"kind pool: {why}; created a cluster for this run")
     return None
 
 
