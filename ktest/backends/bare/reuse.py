@@ -195,7 +195,7 @@ def find_compatible(settings: Settings, directory: Path | None = None) -> tuple[
     return None, notes
 
 
-def remove_stale(record: UpRecord, notes: list[str] | None = None) -> None:
+def remove_stale(record: UpRecord, notes: list[str]) -> None:
     """Stop a stale record's daemon (if still there) and delete the record."""
     with _lock(record.path):
         current = read_record(record.path)
@@ -205,8 +205,7 @@ def remove_stale(record: UpRecord, notes: list[str] | None = None) -> None:
         if reason is None:
             return
         _discard(current)
-        if notes is not None:
-            notes.append(f"removed stale warm control plane {current.name!r}: {reason}")
+        notes.append(f"removed stale warm control plane {current.name!r}: {reason}")
 
 
 def attach(record: UpRecord) -> AttachedBackend:
@@ -293,7 +292,6 @@ def _start_daemon(
 ) -> UpRecord:
     from ktest.base.process import read_tail
 
-    private_state_directory(path.parent)
     log = path.with_suffix(".log")
     command = [sys.executable, "-m", DAEMON_MODULE, "--record", str(path), "--name", name]
     command += ["--controllers", ",".join(controllers) or "none"]
