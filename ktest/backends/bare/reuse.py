@@ -312,22 +312,23 @@ def _start_daemon(
             close_fds=True,
             cwd="/",
         )
+
+    def failed(what: str) -> ControlPlaneError:
+        return ControlPlaneError(
+            f"the warm control plane {name!r} {what}.\n"
+            f"--- {log} ---\n{read_tail(log) or '(empty log)'}\n--- end of log ---"
+        )
+
     deadline = time.monotonic() + timeout
     while True:
         record = read_record(path)
         if record is not None and record.pid == daemon.pid:
             return record
         if daemon.poll() is not None:
-            raise ControlPlaneError(
-                f"the warm control plane {name!r} failed to start (exit status {daemon.returncode}).\n"
-                f"--- {log} ---\n{read_tail(log) or '(empty log)'}\n--- end of log ---"
-            )
+            raise failed(f"failed to start (exit status {daemon.returncode})")
         if time.monotonic() > deadline:
             end_popen(daemon, 30)
-            raise ControlPlaneError(
-                f"the warm control plane {name!r} was not ready after {timeout:.0f}s; stopped it.\n"
-                f"--- {log} ---\n{read_tail(log) or '(empty log)'}\n--- end of log ---"
-            )
+            raise failed(f"was not ready after {timeout:.0f}s; stopped it")
         time.sleep(0.05)
 
 

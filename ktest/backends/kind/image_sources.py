@@ -106,23 +106,20 @@ def resolve_version(selector: str | None) -> str:
     if not parsed.is_latest:
         recipe.minor_recipe(text)  # an unsupported minor: KindError naming the supported ones
     if parsed.is_exact:
-        version = parsed.exact_version
-    else:
-        go = find_go()
-        known = versions.known_versions(
-            store.Locations.from_env(), go=go.path if go else None, downloader=None,
-            progress=Progress(enabled=False),
+        return parsed.exact_version
+    go = find_go()
+    known = versions.known_versions(
+        store.Locations.from_env(), go=go.path if go else None, downloader=None,
+        progress=Progress(enabled=False),
+    )
+    chosen = parsed.newest_match(v for v in known.all() if recipe.minor_of(v) in recipe.MINORS)
+    if chosen is None:
+        raise KindError(
+            f"no known Kubernetes release matches {selector!r} among the minors ktest's node images "
+            f"support ({', '.join(recipe.MINORS)}); known releases: {known.describe()}.\n"
+            "Give an exact version such as 1.37.2."
         )
-        chosen = parsed.newest_match(v for v in known.all() if recipe.minor_of(v) in recipe.MINORS)
-        if chosen is None:
-            raise KindError(
-                f"no known Kubernetes release matches {selector!r} among the minors ktest's node images "
-                f"support ({', '.join(recipe.MINORS)}); known releases: {known.describe()}.\n"
-                "Give an exact version such as 1.37.2."
-            )
-        version = chosen
-    recipe.minor_recipe(version)  # unsupported minor: KindError
-    return version
+    return chosen
 
 
 def _version_key(version: str) -> tuple[int, ...]:
