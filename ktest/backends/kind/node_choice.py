@@ -195,13 +195,11 @@ def load_extra_config(path: Path) -> dict[str, Any]:
         if not isinstance(nodes, list) or not nodes:
             problems.append("nodes: must be a non-empty list of {role: control-plane|worker}")
         else:
-            for index, node in enumerate(nodes):
-                role = node.get("role") if isinstance(node, dict) else None
+            roles = [node.get("role") if isinstance(node, dict) else None for node in nodes]
+            for index, role in enumerate(roles):
                 if role not in _NODE_ROLES:
                     problems.append(f"nodes[{index}].role: {role!r} (must be control-plane or worker)")
-            if isinstance(nodes, list) and not any(
-                isinstance(n, dict) and n.get("role") == "control-plane" for n in nodes
-            ):
+            if "control-plane" not in roles:
                 problems.append("nodes: needs at least one control-plane node")
     for key in ("networking", "featureGates", "runtimeConfig"):
         if key in data and not isinstance(data[key], dict):
