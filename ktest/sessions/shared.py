@@ -137,15 +137,13 @@ def sweep_stale_shares(base: Path | None = None) -> list[Path]:
     return holders.sweep(Path(base or tempfile.gettempdir()), SHARE_PREFIX, unheld_is_dead=_socket_refuses)
 
 
-def remove_share_of_dead_holder(address: str | None) -> bool:
-    """Remove the directory of the socket at ``address`` if its holder is dead; True if removed."""
+def remove_share_of_dead_holder(address: str | None) -> None:
+    """Remove the directory of the socket at ``address`` if its holder is dead."""
     if not address:
-        return False
+        return
     directory = Path(address).parent
-    if not directory.name.startswith(SHARE_PREFIX) or not holders.holder_is_dead(directory, _socket_refuses):
-        return False
-    shutil.rmtree(directory, ignore_errors=True)
-    return not directory.exists()
+    if directory.name.startswith(SHARE_PREFIX) and holders.holder_is_dead(directory, _socket_refuses):
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _socket_refuses(directory: Path) -> bool:
