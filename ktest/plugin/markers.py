@@ -44,12 +44,9 @@ def _nodes(settings: Settings) -> str:
 
 @pytest.fixture(autouse=True)
 def _ktest_markers(request: pytest.FixtureRequest) -> None:
-    """``ktest_nodes`` and ``ktest_min_k8s``: skip, with the reason, where the cluster cannot run the test.
-
-    Costs nothing for unmarked tests; a ``ktest_nodes`` test on backend bare was
-    already skipped by :func:`pytest_runtest_setup` without starting anything, and so was
-    a ``ktest_min_k8s`` test on backend bare: the version setting decides there, without
-    a control plane (other backends ask the cluster)."""
+    """``ktest_nodes`` and ``ktest_min_k8s``: skip, with the reason, where the cluster cannot run the
+    test (costs nothing for unmarked tests). What the settings decide without a control plane
+    (backend bare) :func:`pytest_runtest_setup` skipped already; other backends ask the cluster."""
     node = request.node
     needs_nodes = node.get_closest_marker("ktest_nodes") is not None
     minimum = node.get_closest_marker("ktest_min_k8s")
