@@ -80,9 +80,7 @@ _importing: ContextVar[KubeRoute | None] = ContextVar("ktest_kube_route_importin
 def current_route() -> KubeRoute | None:
     """The route of the operator whose code is running now, or None (the test's own code)."""
     run = current_run()
-    if run is not None:
-        return getattr(run, "kube", None)
-    return _importing.get()
+    return run.kube if run is not None else _importing.get()
 
 
 @contextlib.contextmanager

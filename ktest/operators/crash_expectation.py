@@ -97,7 +97,8 @@ class CrashExpectation:
             self.expecting += 1
         try:
             yield outcome
-            failure = _wait_for_failure(probe, _crash_timeout(timeout))
+            timeout = _crash_timeout(timeout)  # the defaults in force when the block ends
+            failure = _wait_for_failure(probe, timeout)
         finally:
             with self._lock:
                 self.expecting -= 1
@@ -105,7 +106,7 @@ class CrashExpectation:
         if failure is None:
             raise AssertionError(
                 f"operator {probe.name!r} was expected to fail{wanted}, but it is still healthy "
-                f"({probe.state()}) {_crash_timeout(timeout):g} s after the block.\n"
+                f"({probe.state()}) {timeout:g} s after the block.\n"
                 f"--- last lines of its log ---\n{probe.log_tail() or '(nothing logged)'}"
             )
         if pattern is not None and not pattern.search(str(failure)):

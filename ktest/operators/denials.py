@@ -50,9 +50,8 @@ class Denial:
 
 def find_denials(text: str) -> list[Denial]:
     """Every RBAC denial in ``text``, in order, one per line at most."""
-    found = []
-    for line in text.splitlines():
-        match = _DENIAL.search(line)
-        if match:
-            found.append(Denial(**match.groupdict(), line=line.strip()))
-    return found
+    return [
+        Denial(**match.groupdict(), line=line.strip())
+        for line in text.splitlines()
+        if (match := _DENIAL.search(line))
+    ]

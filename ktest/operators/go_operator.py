@@ -204,9 +204,8 @@ def _run_build(command: list[str], plan: GoBuild, timeout: float) -> None:
     except OSError as error:
         raise OperatorError(f"could not run {shlex.join(command)}: {error}") from None
     if finished.returncode != 0:
-        output = plan.log.read_text(errors="replace").splitlines()[1:]
-        tail = "\n".join(line for line in output if line.strip())
-        tail = "\n".join(tail.splitlines()[-_LOG_TAIL_LINES:])
+        output = [line for line in plan.log.read_text(errors="replace").splitlines()[1:] if line.strip()]
+        tail = "\n".join(output[-_LOG_TAIL_LINES:])
         raise OperatorError(
             f"building the Go operator in {source} failed (exit status {finished.returncode} after "
             f"{time.monotonic() - started:.0f} s).\nCommand: {shlex.join(command)}\n"

@@ -144,8 +144,7 @@ class _ModuleSwap:
                 setattr(parent, child, value)
 
     def _in_packages(self, key: str) -> bool:
-        top = key.partition(".")[0]
-        return top in self.packages
+        return key.partition(".")[0] in self.packages
 
 
 def _uses_kopf(module: types.ModuleType | None) -> bool:
@@ -306,7 +305,7 @@ def _operator_traceback(error: BaseException) -> str:
     tb = error.__traceback__
     while tb is not None and _machinery(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
-    return format_exception(error.with_traceback(tb)) if tb is not None else format_exception(error)
+    return format_exception(error.with_traceback(tb) if tb is not None else error)
 
 
 def _machinery(filename: str) -> bool:

@@ -298,12 +298,13 @@ class KopfOperator(ThreadOperator):
     def _settle(self, timeout: float | None) -> None:
         if not self.fail_on_errors:
             return
-        requests = self._run.requests.settle(self.settle_timeout if timeout is None else timeout)
+        timeout = self.settle_timeout if timeout is None else timeout
+        requests = self._run.requests.settle(timeout)
         if requests:
             what, details = still_failing_failure(requests)
             self._record_failure(what, details=details, hint=REQUEST_HINT)
             return
-        still = self._run.retries.settle(self.settle_timeout if timeout is None else timeout)
+        still = self._run.retries.settle(timeout)
         still = [retry for retry in still if retried_object_exists(self.cluster, retry)]
         if still:
             what, details = still_failing_failure(still)

@@ -25,14 +25,14 @@ _logger = logging.getLogger("ktest.kopf.settings")
 _guarded_classes: dict[type, type] = {}
 
 
+@dataclasses.dataclass
 class _Pins:
-    """Which attributes of one settings object are pinned, and whether assignments are recorded."""
+    """Which attributes of one settings object are pinned (by whom), and whether assignments are recorded."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.recording: str | None = None
-        """While a step of the run's set-up runs: who sets (named in the note of an ignored change)."""
-        self.pinned: dict[str, str] = {}
+    path: str
+    recording: str | None = None
+    """While a step of the run's set-up runs: who sets (named in the note of an ignored change)."""
+    pinned: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _guarded_setattr(self: Any, name: str, value: Any) -> None:
@@ -103,9 +103,8 @@ def _guard(obj: Any, path: str) -> None:
         return
     guarded = _guarded_classes.get(cls)
     if guarded is None:
-        base = cls
         guarded = _guarded_classes[cls] = type(
-            base.__name__, (base,), {"__setattr__": _guarded_setattr, "__module__": base.__module__}
+            cls.__name__, (cls,), {"__setattr__": _guarded_setattr, "__module__": cls.__module__}
         )
     object.__setattr__(obj, _STATE, _Pins(path))
     obj.__class__ = guarded

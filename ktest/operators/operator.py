@@ -373,7 +373,6 @@ class OperatorHandle(OperatorHealth):
             if self._state == "closed":
                 return
             failure = self.unreported_error()
-            pending = failure is not None
         try:
             self.stop()
         finally:
@@ -384,7 +383,7 @@ class OperatorHandle(OperatorHealth):
                 cleanup()
             self._release()
             self.log.close()
-        if pending and failure is not None:
+        if failure is not None:
             raise OperatorError(str(failure))
 
     def _awaits_deletion_of(self, namespace: str) -> bool:

@@ -226,6 +226,8 @@ def _delete_and_wait(
     timeout: float,
     operator: OperatorHandle | None,
 ) -> None:
+    if not doomed:
+        return
     from ktest.wait import eventually
 
     for info, namespace, name, _ in doomed:
@@ -249,8 +251,6 @@ def _delete_and_wait(
         assert not remaining, f"still there ({where}): {'; '.join(remaining)}"
         return True
 
-    if not doomed:
-        return
     who = f"operator {operator.name!r}" if operator is not None else "the operator"
     eventually(
         all_gone,

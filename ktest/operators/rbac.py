@@ -165,7 +165,8 @@ def _rbac_object(
     kind: str, name: str, namespace: str | None, identity: OperatorIdentity, **content: Any
 ) -> dict[str, Any]:
     """A role or binding for ``identity``, labelled as ktest's."""
-    metadata: dict[str, Any] = {"name": name, "labels": _labels(identity)}
+    labels = {"app.kubernetes.io/managed-by": "ktest", "ktest.dev/operator-user": _label_value(identity.user)}
+    metadata: dict[str, Any] = {"name": name, "labels": labels}
     if namespace:
         metadata["namespace"] = namespace
     return {"apiVersion": RBAC_API, "kind": kind, "metadata": metadata, **content}
@@ -174,10 +175,6 @@ def _rbac_object(
 def _create(identity: OperatorIdentity, obj: dict[str, Any]) -> None:
     identity.admin.apply(obj)
     identity.objects.append(obj)
-
-
-def _labels(identity: OperatorIdentity) -> dict[str, str]:
-    return {"app.kubernetes.io/managed-by": "ktest", "ktest.dev/operator-user": _label_value(identity.user)}
 
 
 def _label_value(text: str) -> str:

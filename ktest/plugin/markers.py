@@ -14,12 +14,6 @@ from ktest.plugin.session import SESSION_KEY, KtestSession, ktest_session
 if TYPE_CHECKING:
     from ktest.sessions.backend import Backend
 
-_NO_NODES = (
-    "ktest_nodes: this test needs real nodes, and backend {backend} runs a control plane "
-    "without nodes; run it with {with_nodes}"
-)
-
-
 def _with_nodes() -> str:
     """How to choose a backend with nodes: ``--ktest-backend kind (or KTEST_BACKEND=kind)``."""
     return " or ".join(f"--ktest-backend {name} (or KTEST_BACKEND={name})" for name in registry.node_names())
@@ -33,7 +27,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if session is None or session.settings_error is not None:
         return
     if item.get_closest_marker("ktest_nodes") is not None and _nodes(session.settings) == "never":
-        pytest.skip(_NO_NODES.format(backend=session.settings.backend, with_nodes=_with_nodes()))
+        pytest.skip(
+            f"ktest_nodes: this test needs real nodes, and backend {session.settings.backend} runs a "
+            f"control plane without nodes; run it with {_with_nodes()}"
+        )
     minimum = item.get_closest_marker("ktest_min_k8s")
     if minimum is not None:
         version = _planned_version(session)
@@ -47,12 +44,9 @@ def _nodes(settings: Settings) -> str:
 
 @pytest.fixture(autouse=True)
 def _ktest_markers(request: pytest.FixtureRequest) -> None:
-    """``ktest_nodes`` and ``ktest_min_k8s``: skip, with the reason, where the cluster cannot run the test.
-
-    Costs nothing for unmarked tests; a ``ktest_nodes`` test on backend bare was
-    already skipped by :func:`pytest_runtest_setup` without starting anything, and so was
-    a ``ktest_min_k8s`` test on backend bare: the version setting decides there, without
-    a control plane (other backends ask the cluster)."""
+    """``ktest_nodes`` and ``ktest_min_k8s``: skip, with the reason, where the cluster cannot run the
+    test (costs nothing for unmarked tests). What the settings decide without a control plane
+    (backend bare) :func:`pytest_runtest_setup` skipped already; other backends ask the cluster."""
     node = request.node
     needs_nodes = node.get_closest_marker("ktest_nodes") is not None
     minimum = node.get_closest_marker("ktest_min_k8s")

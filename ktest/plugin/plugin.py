@@ -189,9 +189,9 @@ def _interrupted(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if session.config.stash.get(_INTERRUPTED, False):  # the run loop set its own status since
         session.exitstatus = pytest.ExitCode.INTERRUPTED
-    ktest_session = session.config.stash.get(SESSION_KEY, None)
-    if ktest_session is not None:
-        ktest_session.exit()
+    state = session.config.stash.get(SESSION_KEY, None)
+    if state is not None:
+        state.exit()
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -288,11 +288,11 @@ def _failure_sections(item: pytest.Item, when: str) -> list[tuple[str, str]]:
         cluster, name = used
         sections.append((f"namespace {name}", describe_namespace(cluster, name)))
     session = item.config.stash.get(SESSION_KEY, None)
-    backend = session.backend if session is not None else None
-    if backend is not None:
+    if session is not None and session.backend is not None:
+        backend = session.backend
         for component, tail in backend.dead_components():
             sections.append((f"{component} died; last lines of its log", tail or "(empty log)"))
-        export = session.log_export(backend) if session is not None else None
+        export = session.log_export(backend)
         if export is not None:
             promise = f"exported at the end of the session ({export.how}) to {export.directory}"
             sections.append((export.what, promise))
@@ -403,14 +403,12 @@ def namespace(
         reaper.force_finalizers_after = ktest_settings.finalizer_grace
         reaper.submit(name, requested_by=request.node.nodeid)
         return
-    delete = functools.partial(
-        delete_namespace,
+    cleanup = delete_namespace(
         cluster,
         name,
         timeout=ktest_settings.namespace_timeout,
         force_finalizers_after=ktest_settings.finalizer_grace,
     )
-    cleanup = delete()
     if cleanup.forced:
         warnings.warn(NamespaceCleanupWarning(cleanup.summary()), stacklevel=1)
         request.node.add_report_section("teardown", "ktest namespace cleanup", cleanup.summary())

@@ -45,19 +45,23 @@ def _mode(config: pytest.Config) -> str:
     return session.settings.timeline if session is not None else "off"
 
 
-def timeline_directory(config: pytest.Config) -> Path:
-    """``<artifacts>/timelines``: the artifacts setting, else ``.ktest-artifacts`` in the rootdir."""
-    session = config.stash.get(SESSION_KEY, None)
+def page_path(item: pytest.Item) -> Path:
+    """``<artifacts>/timelines/<node id>.html`` (artifacts: the setting, else ``.ktest-artifacts`` in
+    the rootdir; the node id made safe, short, and unique)."""
+    session = item.config.stash.get(SESSION_KEY, None)
     artifacts = session.settings.artifacts_dir if session is not None else None
-    return (artifacts or config.rootpath / ".ktest-artifacts") / "timelines"
-
-
-def page_name(nodeid: str) -> str:
-    """A file name for a test's page: its node id made safe, short, and unique."""
+    nodeid = item.nodeid
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_.") or "test"
     if len(safe) > 120:
         safe = safe[:100] + "-" + hashlib.sha256(nodeid.encode()).hexdigest()[:12]
-    return safe + ".html"
+    return (artifacts or item.config.rootpath / ".ktest-artifacts") / "timelines" / f"{safe}.html"
+
+
+def _add_property(item: pytest.Item, name: str, value: str, report: pytest.TestReport | None = None) -> None:
+    """A JUnit property of the test (and of ``report``, made from it already)."""
+    item.user_properties.append((name, value))
+    if report is not None:
+        report.user_properties.append((name, value))
 
 
 def _cluster_in(value: Any) -> Any:
@@ -162,7 +166,7 @@ class TimelinePlugin:
                 recorder.cut(f"the test was interrupted ({type(error).__name__}) before it ended")
                 recorder.stop("interrupted")
                 del item.stash[_RECORDER]
-                self._write(item, recorder, [])
+                self._write(item, recorder)
             raise
 
     @pytest.hookimpl(wrapper=True)
@@ -178,7 +182,7 @@ class TimelinePlugin:
             item.stash[_FAILED] = True
             message = call.excinfo.exconly() if call.excinfo is not None else report.longreprtext
             recorder.fail(message, at=recorder.started + (call.stop - recorder.started_wall))
-            path = timeline_directory(item.config) / page_name(item.nodeid)
+            path = page_path(item)
             report.sections.append(("ktest: timeline", f"written after the teardown to {path}"))
         if report.when == "teardown":
             failed = item.stash.get(_FAILED, False)
@@ -188,28 +192,25 @@ class TimelinePlugin:
             item.stash[_PLANE] = None
             self._recording = None
             if keep:
-                self._write_later(item, recorder, report.user_properties)
+                self._write_later(item, recorder, report)
             else:
                 recorder.close(settle=False)
         return report
 
-    def _write_later(
-        self, item: pytest.Item, recorder: Recorder, properties: list[tuple[str, object]]
-    ) -> None:
+    def _write_later(self, item: pytest.Item, recorder: Recorder, report: pytest.TestReport) -> None:
         """Write the page on a thread of its own: the watches' settling and the page's building
         overlap the next test instead of lengthening this one. Whether the directory takes a
         file is checked here, so that an unwritable one is in this test's report."""
-        path = timeline_directory(item.config) / page_name(item.nodeid)
+        path = page_path(item)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryFile(dir=path.parent):
                 pass
         except Exception as error:
             recorder.close(settle=False)
-            self._report_unwritten(item, path, error, properties)
+            self._report_unwritten(item, path, error, report)
             return
-        properties.append((PROPERTY, str(path)))
-        item.user_properties.append((PROPERTY, str(path)))
+        _add_property(item, PROPERTY, str(path), report)
         if self._writer is None:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ktest-timeline-page")
         self._pages.append(self._writer.submit(self._close_and_write, item.nodeid, recorder, path))
@@ -236,23 +237,21 @@ class TimelinePlugin:
             self._writer.shutdown()
             self._writer = None
 
-    def _write(self, item: pytest.Item, recorder: Recorder, properties: list[tuple[str, object]]) -> None:
-        path = timeline_directory(item.config) / page_name(item.nodeid)
+    def _write(self, item: pytest.Item, recorder: Recorder) -> None:
+        path = page_path(item)
         try:
             written = recorder.write(path)
         except Exception as error:  # an unwritable directory must not change the test's result
-            self._report_unwritten(item, path, error, properties)
+            self._report_unwritten(item, path, error)
             return
-        properties.append((PROPERTY, str(written)))
-        item.user_properties.append((PROPERTY, str(written)))
+        _add_property(item, PROPERTY, str(written))
 
     @staticmethod
     def _report_unwritten(
-        item: pytest.Item, path: Path, error: Exception, properties: list[tuple[str, object]]
+        item: pytest.Item, path: Path, error: Exception, report: pytest.TestReport | None = None
     ) -> None:
         text = f"could not write the timeline of {item.nodeid} to {path}: {type(error).__name__}: {error}"
-        properties.append((ERROR_PROPERTY, text))
-        item.user_properties.append((ERROR_PROPERTY, text))
+        _add_property(item, ERROR_PROPERTY, text, report)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect the pages written (here, or in an xdist worker: the report carries them)."""
