@@ -58,17 +58,9 @@ def writer_entries(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Mappi
 
 
 def _changed_entries(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    before = {_entry_key(e): e for e in _managed(old)}
-    found = []
-    for entry in _managed(new):
-        previous = before.get(_entry_key(entry))
-        if (
-            previous is None
-            or previous.get("time") != entry.get("time")
-            or (previous.get("fieldsV1") != entry.get("fieldsV1"))
-        ):
-            found.append(entry)
-    return found
+    """The entries of ``new`` that ``old`` lacks, or holds with another time or other fields."""
+    before = {_entry_key(e): _stamp(e) for e in _managed(old)}
+    return [entry for entry in _managed(new) if before.get(_entry_key(entry)) != _stamp(entry)]
 
 
 def _owner_entries(obj: Mapping[str, Any], path: str) -> list[Mapping[str, Any]]:
@@ -116,6 +108,10 @@ def _managed(obj: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
 
 def _entry_key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
     return (entry.get("manager"), entry.get("operation"), entry.get("subresource"))
+
+
+def _stamp(entry: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (entry.get("time"), entry.get("fieldsV1"))
 
 
 def _walk(old: Any, new: Any, path: str, out: list[str]) -> None:

@@ -55,7 +55,6 @@ RULE_SURVIVE = (
 STALE_ANNOTATION = "ktest/stale-copy"
 PROBE_ANNOTATION = "ktest/stale-write"
 WRITER_ANNOTATION = "ktest/concurrent-writer"
-_MAX_ERRORS_KEPT = 5
 
 
 def stale_copy(cluster: Cluster, obj: RefLike) -> dict[str, Any]:

@@ -78,7 +78,7 @@ class Target:
 
     def end_differs(self) -> bool:
         """Whether the state at the end differs from the start (by uid and resourceVersion)."""
-        return _versions(self.baseline) != _versions(self.final)
+        return bool(_ended(self))
 
 
 class History:
@@ -250,7 +250,3 @@ def _version(obj: Mapping[str, Any] | None) -> tuple[Any, Any] | None:
         return None
     meta = obj.get("metadata") or {}
     return meta.get("uid"), meta.get("resourceVersion")
-
-
-def _versions(objects: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    return {name: _version(obj) for name, obj in objects.items()}

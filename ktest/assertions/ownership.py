@@ -135,7 +135,8 @@ def owner_reference_problems(
         else:
             problems.append(f"no ownerReference has the owner's uid {owner_uid}")
         return problems
-    if _group(match.get("apiVersion", "")) != owner_ref.group or match.get("kind") != owner_ref.kind:
+    group = match.get("apiVersion", "").rpartition("/")[0]
+    if group != owner_ref.group or match.get("kind") != owner_ref.kind:
         problems.append(
             f"the reference says apiVersion {match.get('apiVersion')!r}, kind {match.get('kind')!r}; "
             f"the owner is apiVersion {owner_ref.api_version!r}, kind {owner_ref.kind!r}"
@@ -444,7 +445,3 @@ def _ref_text(reference: dict[str, Any]) -> str:
     flags = [name for name in ("controller", "blockOwnerDeletion") if reference.get(name)]
     return (f"{reference.get('kind')} {reference.get('name')} ({reference.get('apiVersion')}, "
             f"uid {reference.get('uid')}{', ' + ', '.join(flags) if flags else ''})")
-
-
-def _group(api_version: str) -> str:
-    return api_version.rpartition("/")[0]

@@ -81,17 +81,15 @@ def assert_status_subresource(
     name = describe(ref, uid_of(before))
     info = cluster.info(ref.api_version, ref.kind)
     schema = _crd_schema(cluster, ref)
-    status = (
-        dict(status_probe)
-        if status_probe is not None
-        else _derived_probe(schema, "status", before.get("status"))
+    status, spec = (
+        dict(given) if given is not None else _derived_probe(schema, section, before.get(section))
+        for section, given in (("status", status_probe), ("spec", spec_probe))
     )
     if status is None and not _keeps_nothing(schema, "status"):
         raise ClusterError(
             f"cannot probe the status subresource of {name}: its schema has no status field ktest "
             "can write a test value to; pass status_probe={'someStatusField': <value>}"
         )
-    spec = dict(spec_probe) if spec_probe is not None else _derived_probe(schema, "spec", before.get("spec"))
     for section, probe in (("status", status), ("spec", spec)):
         if probe is not None and not diff(before.get(section) or {}, probe):
             raise ClusterError(

@@ -42,9 +42,8 @@ async def consistently(
 async def _wait(run: WaitRun) -> Any:
     """Await the check under tenacity until ``run`` is decided; the passing attempt's value."""
     __tracebackhide__ = True
-    attempt: Attempt = await AsyncRetrying(sleep=run.async_sleep, **run.retrying_options())(_evaluate, run)
-    run.raise_unless_passed(attempt)
-    return attempt.value
+    decisive: Attempt = await AsyncRetrying(sleep=run.async_sleep, **run.retrying_options())(_evaluate, run)
+    return run.passing_value(decisive)
 
 
 async def _evaluate(run: WaitRun) -> Attempt:

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from ktest.errors import ManifestError
-from ktest.wait.report import shortening_repr
+from ktest.wait.report import plural, shortening_repr
 
 ListKeys = Mapping[str, str] | Callable[[str], "str | None"]
 """How to match list items by key: ``{"conditions": "type", "containers": "name"}``
@@ -52,7 +52,7 @@ def assert_matches(actual: Any, expected: Any, *, list_keys: ListKeys | None = N
     plain = _plain(actual)
     differences = diff(plain, expected, list_keys=list_keys)
     if differences:
-        count = f"{len(differences)} difference{'s' if len(differences) != 1 else ''}"
+        count = plural(len(differences), "difference")
         lines = [f"{_identity(plain)} does not match the expected fields ({count}):"]
         lines += [f"  {line}" for line in differences]
         raise AssertionError("\n".join(lines))
@@ -81,9 +81,8 @@ class _Differences:
                 self.compare(actual[key], want, child, f"{generic}.{key}" if generic else str(key))
         elif isinstance(expected, list):
             if not isinstance(actual, list):
-                self.lines.append(
-                    f"{_where(path)}: expected a list of {_items(len(expected))}, got {_typed(actual)}"
-                )
+                items = plural(len(expected), "item")
+                self.lines.append(f"{_where(path)}: expected a list of {items}, got {_typed(actual)}")
                 return
             key_field = _key_field(generic, self.list_keys)
             if key_field is None:
@@ -95,7 +94,7 @@ class _Differences:
 
     def compare_in_order(self, actual: list[Any], expected: list[Any], path: str, generic: str) -> None:
         if len(actual) != len(expected):
-            self.lines.append(f"{_where(path)}: expected {_items(len(expected))}, got {len(actual)}")
+            self.lines.append(f"{_where(path)}: expected {plural(len(expected), 'item')}, got {len(actual)}")
         for index, (have, want) in enumerate(zip(actual, expected, strict=False)):
             self.compare(have, want, f"{path}[{index}]", generic)
 
@@ -155,10 +154,6 @@ def _child(path: str, key: Any) -> str:
     if isinstance(key, str) and _PLAIN_KEY.match(key):
         return f"{path}.{key}" if path else key
     return f"{path}[{key!r}]" if isinstance(key, str) else f"{path}[{key}]"
-
-
-def _items(count: int) -> str:
-    return f"{count} item{'' if count == 1 else 's'}"
 
 
 def _where(path: str) -> str:

@@ -207,14 +207,15 @@ class WaitRun:
             return self.last_passed
         return self.attempts[-1]
 
-    def raise_unless_passed(self, decisive: Attempt) -> None:
-        """Raise the failure if ``decisive`` (what tenacity returned) is not a pass.
+    def passing_value(self, decisive: Attempt) -> Any:
+        """The value of ``decisive`` (what tenacity returned), or the failure if it is not a pass.
 
         Raised here, in the caller's frame, so the traceback skips tenacity's loop.
         """
         __tracebackhide__ = True
         if decisive.verdict is not Verdict.PASSED:
             raise self.failure() from decisive.error
+        return decisive.value
 
     def wake_targets(self) -> list[tuple[Any, frozenset[ReadTarget]]]:
         """Targets whose changes end the sleep: this attempt's reads plus ``watch=``."""

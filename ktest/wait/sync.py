@@ -58,9 +58,8 @@ def consistently(
 def _wait(run: WaitRun) -> Any:
     """Run the check under tenacity until ``run`` is decided; the passing attempt's value."""
     __tracebackhide__ = True
-    attempt: Attempt = Retrying(sleep=run.sleep, **run.retrying_options())(_evaluate, run)
-    run.raise_unless_passed(attempt)
-    return attempt.value
+    decisive: Attempt = Retrying(sleep=run.sleep, **run.retrying_options())(_evaluate, run)
+    return run.passing_value(decisive)
 
 
 def _evaluate(run: WaitRun) -> Attempt:

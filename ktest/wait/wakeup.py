@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +55,6 @@ _MAX_BACKOFF = 5.0
 
 Callback = Callable[[], None]
 ClusterTargets = Sequence[tuple[Any, Iterable[ReadTarget]]]
-
 
 
 @functools.cache
@@ -103,13 +102,7 @@ class Subscription:
 class _Watch:
     """One thread streaming the events of (api_version, kind, namespace)."""
 
-    def __init__(
-        self,
-        hub: WatchHub,
-        api_version: str,
-        kind: str,
-        namespace: str | None,
-    ) -> None:
+    def __init__(self, hub: WatchHub, api_version: str, kind: str, namespace: str | None) -> None:
         self.hub = hub
         self.api_version = api_version
         self.kind = kind
@@ -403,24 +396,20 @@ def _forget(key: int, hub: WatchHub) -> None:
     hub.close(wait=False)
 
 
-def _subscribe_all(
-    targets: ClusterTargets, callback: Callback
-) -> list[tuple[WatchHub, Subscription]]:
+@contextlib.contextmanager
+def _subscribed(targets: ClusterTargets, callback: Callback) -> Iterator[Callable[[float], bool]]:
+    """Subscribe ``callback`` to ``targets`` on their clusters' hubs while in the block;
+    yields "did one of them change at or after this time?"."""
     subscribed = []
     for cluster, cluster_targets in targets:
         hub = hub_for(cluster)
         if hub is not None and not hub.closed:
             subscribed.append((hub, hub.subscribe(cluster_targets, callback)))
-    return subscribed
-
-
-def _changed(subscribed: list[tuple[WatchHub, Subscription]], since: float) -> bool:
-    return any(hub.changed_since(sub.targets, since) for hub, sub in subscribed)
-
-
-def _unsubscribe_all(subscribed: list[tuple[WatchHub, Subscription]]) -> None:
-    for hub, subscription in subscribed:
-        hub.unsubscribe(subscription)
+    try:
+        yield lambda since: any(hub.changed_since(sub.targets, since) for hub, sub in subscribed)
+    finally:
+        for hub, subscription in subscribed:
+            hub.unsubscribe(subscription)
 
 
 def wait_for_change(targets: ClusterTargets, since: float, timeout: float) -> bool:
@@ -428,11 +417,8 @@ def wait_for_change(targets: ClusterTargets, since: float, timeout: float) -> bo
     (pairs of cluster and read targets) changed at or after ``since`` (a
     ``time.monotonic()`` value)."""
     woken = threading.Event()
-    subscribed = _subscribe_all(targets, woken.set)
-    try:
-        return _changed(subscribed, since) or woken.wait(timeout)  # nothing watched: a plain sleep
-    finally:
-        _unsubscribe_all(subscribed)
+    with _subscribed(targets, woken.set) as changed_since:
+        return changed_since(since) or woken.wait(timeout)  # nothing watched: a plain sleep
 
 
 async def async_wait_for_change(targets: ClusterTargets, since: float, timeout: float) -> bool:
@@ -444,17 +430,14 @@ async def async_wait_for_change(targets: ClusterTargets, since: float, timeout: 
         with contextlib.suppress(RuntimeError):  # the loop closed after the wait ended
             loop.call_soon_threadsafe(woken.set)
 
-    subscribed = _subscribe_all(targets, wake)
-    try:
-        if _changed(subscribed, since):
+    with _subscribed(targets, wake) as changed_since:
+        if changed_since(since):
             return True
         try:  # nothing watched: a plain sleep
             await asyncio.wait_for(woken.wait(), timeout)
         except asyncio.TimeoutError:
             return False
         return True
-    finally:
-        _unsubscribe_all(subscribed)
 
 
 def describe_problems(targets: ClusterTargets) -> list[str]:
