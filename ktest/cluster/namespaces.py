@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ktest.base.procfs import Holder
+from ktest.base.procfs import Holder, process_namespace
 from ktest.cluster.refs import ObjectRef
 from ktest.errors import ClusterError
 from ktest.errors.api import ApiError
@@ -115,8 +115,6 @@ def create_namespace(cluster: ClusterClient, name: str, *, labels: Mapping[str, 
 
 def holder_annotation() -> str:
     """The value of :data:`HOLDER_ANNOTATION` for a namespace this process creates."""
-    from ktest.base.holders import Holder, process_namespace
-
     holder = Holder.current()
     return json.dumps(
         {
