@@ -100,10 +100,11 @@ class Rest:
         timeout: float | tuple[float, float] | None = None,
     ) -> Any:
         config = self.api_client.configuration
-        url = config.host.rstrip("/") + path
+        sent = path
         if query:
             pairs = query.items() if isinstance(query, Mapping) else query
-            url += "?" + urlencode([(k, _query_value(v)) for k, v in pairs if v is not None])
+            sent += "?" + urlencode([(k, _query_value(v)) for k, v in pairs if v is not None])
+        url = config.host.rstrip("/") + sent
         headers = {"Accept": "application/json", **self.api_client.default_headers, **auth_headers(config)}
         payload = None
         if body is not None:
@@ -173,7 +174,6 @@ class Rest:
             time.sleep(wait)
         data = response.data
         for observe in request_observers.get():
-            sent = url[len(config.host.rstrip("/")) :]
             observe(config.host, method, sent, response.status, time.monotonic() - started)
         if not 200 <= response.status < 300:
             text = data.decode("utf-8", "replace") if data else ""

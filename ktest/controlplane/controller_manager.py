@@ -169,8 +169,7 @@ class ControllerManager:
             known=probe(self.binary),
             log_path=self.log_path,
         )
-        if self.log_note:
-            process.log_note = self.log_note
+        process.log_note = self.log_note
         process.start()
 
     def release(self, wait: bool, timeout: float) -> None:

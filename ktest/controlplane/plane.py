@@ -145,7 +145,7 @@ class ControlPlane(StartedOnEnter):
     def kubeconfig(self) -> Path:
         """The admin kubeconfig (client certificate in group system:masters)."""
         self._require_started()
-        return self.directory / "admin.kubeconfig"
+        return self.kubeconfig_path
 
     @property
     def kubeconfig_path(self) -> Path:
