@@ -198,9 +198,7 @@ def served_apis(client: ApiServerClient) -> frozenset[ServedApi]:
     return frozenset(found)
 
 
-def upgrade_plane(
-    plane: Plane, to: str, *, assets: Assets | Path | str | None = None
-) -> UpgradeReport:
+def upgrade_plane(plane: Plane, to: str, *, assets: Assets | Path | str | None = None) -> UpgradeReport:
     """Upgrade ``plane`` in place to ``to`` (``"1.37"``; ``cp.upgrade("1.37")``).
 
     Returns once the new API server is ready and its controllers run; a target
