@@ -140,22 +140,13 @@ def spawn(
     With ``bind_to_parent`` the child is killed by the kernel when this
     process dies, even by SIGKILL.
     """
-    preexec = _parent_death_hook(os.getpid()) if bind_to_parent else None
-
-    def start() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            list(command),
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=preexec,
-            close_fds=True,
-        )
-
-    return _spawner().call(start)
+    arguments: dict[str, Any] = dict(
+        stdin=stdin, stdout=stdout, stderr=stderr, env=dict(env) if env is not None else None, cwd=cwd,
+        start_new_session=True, close_fds=True,
+    )
+    if bind_to_parent:
+        return popen_bound(command, **arguments)
+    return _spawner().call(lambda: subprocess.Popen(list(command), **arguments))
 
 
 def run_captured(
