@@ -205,11 +205,8 @@ def retry_after(status: int, headers: Mapping[str, str]) -> float | None:
 def auth_headers(configuration: Any) -> dict[str, str]:
     """The headers a client configuration authenticates with (a bearer token; client certificates
     are in the TLS pool), refreshed through the configuration's own hook when it has one."""
-    headers: dict[str, str] = {}
-    for setting in (configuration.auth_settings() or {}).values():
-        if setting.get("in") == "header" and setting.get("value"):
-            headers[setting["key"]] = setting["value"]
-    return headers
+    settings = (configuration.auth_settings() or {}).values()
+    return {s["key"]: s["value"] for s in settings if s.get("in") == "header" and s.get("value")}
 
 
 def size_text(size: int) -> str:
@@ -237,9 +234,7 @@ def segment(value: str) -> str:
 
 
 def _query_value(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
+    return str(value).lower() if isinstance(value, bool) else value
 
 
 def _too_large(method: str, path: str, note: str) -> ApiError:
