@@ -311,8 +311,7 @@ class ApiServerClient:
             if served is None or kind not in served:
                 missing.append(f"{kind} (cannot list them)")
                 continue
-            have = set(served[kind])
-            missing.extend(f"{kind} {name}" for name in sorted(set(names) - have))
+            missing.extend(f"{kind} {name}" for name in sorted(set(names) - set(served[kind])))
         return missing
 
     def version(self) -> dict[str, str]:
