@@ -101,9 +101,7 @@ def _builder(
 class CertificateAuthority:
     """A self-signed CA that signs serving and client certificates."""
 
-    def __init__(
-        self, directory: Path, common_name: str = "ktest-ca", *, write_key: bool = True
-    ) -> None:
+    def __init__(self, directory: Path, common_name: str = "ktest-ca", *, write_key: bool = True) -> None:
         """``write_key=False`` keeps the CA's key in memory only: nothing but this
         object can sign for it (etcd's CA, whose certificates are all issued at start)."""
         self.directory = directory
@@ -158,9 +156,7 @@ class CertificateAuthority:
             )
         )
         if alternative_names:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName(alternative_names), critical=False
-            )
+            builder = builder.add_extension(x509.SubjectAlternativeName(alternative_names), critical=False)
         cert = builder.sign(self._key, hashes.SHA256())
         return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 

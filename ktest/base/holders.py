@@ -115,10 +115,7 @@ def sweep_temp(base: Path | None = None) -> list[Path]:
     """Sweep every :data:`TEMP_PREFIXES` directory of a dead holder (of this user) in ``base``
     (default: the temp directory); never raises."""
     directory = base or Path(tempfile.gettempdir())
-    removed: list[Path] = []
-    for prefix in TEMP_PREFIXES:
-        removed += sweep(directory, prefix)
-    return removed
+    return [removed for prefix in TEMP_PREFIXES for removed in sweep(directory, prefix)]
 
 
 def held_directory(prefix: str, unheld_is_dead: Callable[[Path], bool] | None = None) -> Path:

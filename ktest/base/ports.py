@@ -66,11 +66,7 @@ def free_ports(count: int, *, prefer: tuple[int, ...] = ()) -> list[int]:
                 continue
             for _attempt in range(1000):
                 candidate = random.randint(low, high)
-                if (
-                    candidate not in chosen
-                    and candidate not in _recently_handed_out
-                    and is_free(candidate)
-                ):
+                if candidate not in chosen and candidate not in _recently_handed_out and is_free(candidate):
                     chosen.append(candidate)
                     break
             else:

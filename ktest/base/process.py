@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ktest.base.procfs import private_directory
 from ktest.errors import ControlPlaneError
 
 _PR_SET_PDEATHSIG = 1
@@ -62,8 +63,6 @@ def component_environment(base: Mapping[str, str] | None = None) -> dict[str, st
 
 def open_private_log(path: Path) -> Any:
     """``path`` opened for appending, created 0600 in a 0700 directory (logs can hold secrets)."""
-    from ktest.base.certs import private_directory
-
     private_directory(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     return os.fdopen(fd, "ab")
@@ -141,22 +140,13 @@ def spawn(
     With ``bind_to_parent`` the child is killed by the kernel when this
     process dies, even by SIGKILL.
     """
-    preexec = _parent_death_hook(os.getpid()) if bind_to_parent else None
-
-    def start() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            list(command),
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=preexec,
-            close_fds=True,
-        )
-
-    return _spawner().call(start)
+    arguments: dict[str, Any] = dict(
+        stdin=stdin, stdout=stdout, stderr=stderr, env=dict(env) if env is not None else None, cwd=cwd,
+        start_new_session=True, close_fds=True,
+    )
+    if bind_to_parent:
+        return popen_bound(command, **arguments)
+    return _spawner().call(lambda: subprocess.Popen(list(command), **arguments))
 
 
 def run_captured(
@@ -307,10 +297,9 @@ class ManagedProcess:
         if popen is None or popen.returncode is not None:
             return
         self._signal_group(signal.SIGTERM)
-        if not self._exited_unreaped(timeout):
-            self._signal_group(signal.SIGKILL)
-        # The child is a zombie until reaped, so its pid (the group id) cannot be
-        # reused yet: anything it forked into its group goes down safely with it.
+        self._exited_unreaped(timeout)
+        # SIGKILL whether it exited or not: until reaped the child is a zombie whose pid (the
+        # group id) cannot be reused, so anything it forked into its group goes down safely with it.
         self._signal_group(signal.SIGKILL)
         popen.wait()
 
@@ -322,22 +311,17 @@ class ManagedProcess:
         self._signal_group(signal.SIGKILL)
         popen.wait()
 
-    def _exited_unreaped(self, timeout: float) -> bool:
-        """Wait until the child exits, leaving it unreaped; False on timeout."""
+    def _exited_unreaped(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the child to exit, leaving it unreaped."""
         assert self._popen is not None
         deadline = time.monotonic() + timeout
         delay = 0.002
-        while True:
+        while time.monotonic() <= deadline:
             try:
-                info = os.waitid(
-                    os.P_PID, self._popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT
-                )
+                if os.waitid(os.P_PID, self._popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return
             except ChildProcessError:  # already reaped elsewhere
-                return True
-            if info is not None:
-                return True
-            if time.monotonic() > deadline:
-                return False
+                return
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
 

@@ -57,14 +57,10 @@ def without_proxy_for_loopback(env: Mapping[str, str]) -> dict[str, str]:
     result = dict(env)
     if not environment_proxies(env):
         return result
-    entries: list[str] = []
+    given = (entry.strip() for name in NO_PROXY_VARIABLES for entry in env.get(name, "").split(","))
+    entries = ",".join(dict.fromkeys(entry for entry in (*given, *LOOPBACK_HOSTS) if entry))
     for name in NO_PROXY_VARIABLES:
-        for entry in env.get(name, "").split(","):
-            if entry.strip() and entry.strip() not in entries:
-                entries.append(entry.strip())
-    entries += [host for host in LOOPBACK_HOSTS if host not in entries]
-    for name in NO_PROXY_VARIABLES:
-        result[name] = ",".join(entries)
+        result[name] = entries
     return result
 
 

@@ -1,6 +1,6 @@
 """``ClusterClient``: the verbs of :class:`ktest.cluster.Cluster` (read, write, delete),
 in a class of their own, so that the CRD and namespace helpers ``Cluster`` calls depend
-on these and not on ``handle.py`` (no import circle)."""
+on these and not on ``cluster.py`` (no import circle)."""
 
 from __future__ import annotations
 

@@ -161,12 +161,7 @@ def migrate_storage(
     rewritten: list[str] = []
     gone: list[str] = []
     for item in cluster.list(api_version, kind):
-        label = _label(item)
-        if _restore(cluster, item):
-            rewritten.append(label)
-        else:
-            gone.append(label)
-    checked = False
+        (rewritten if _restore(cluster, item) else gone).append(_label(item))
     if etcd is not None:
         elsewhere = {
             version: keys
@@ -182,7 +177,6 @@ def migrate_storage(
                 "old version, or did the API server not switch to the new storage version yet? Run "
                 "migrate_storage again."
             )
-        checked = True
     after = before
     if prune and before != [storage]:
         answer = cluster.patch(
@@ -192,7 +186,7 @@ def migrate_storage(
             field_manager=MIGRATION_FIELD_MANAGER,
         )
         after = list((answer.get("status") or {}).get("storedVersions") or ())
-    return StorageMigration(name, storage, rewritten, gone, before, after, checked)
+    return StorageMigration(name, storage, rewritten, gone, before, after, checked_in_etcd=etcd is not None)
 
 
 def storage_version_hash(group: str, version: str, kind: str) -> str:

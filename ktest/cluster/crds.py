@@ -133,9 +133,8 @@ def _check_versions(shape: _Shape, spec: Mapping[str, Any]) -> list[Mapping[str,
                 "name each version once",
             )
         seen[name] = index
-        for flag in ("served", "storage"):
+        for flag in ("served", "storage", "deprecated"):
             shape.boolean(version, (*at, flag))
-        shape.boolean(version, (*at, "deprecated"))
         shape.string(version, (*at, "deprecationWarning"), "a warning", required=False)
         schema = shape.mapping(version, (*at, "schema"), "openAPIV3Schema")
         shape.mapping(

@@ -131,9 +131,7 @@ def _iter_source(source: Any) -> Iterator[Manifest]:
 
 
 def _looks_like_path(text: str) -> bool:
-    if "\n" in text:
-        return False
-    return text.endswith(MANIFEST_SUFFIXES) or os.path.exists(text)
+    return "\n" not in text and (text.endswith(MANIFEST_SUFFIXES) or os.path.exists(text))
 
 
 def _iter_path(path: Path) -> Iterator[Manifest]:

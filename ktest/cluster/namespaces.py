@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ktest.base.procfs import Holder
+from ktest.base.procfs import Holder, process_namespace
 from ktest.cluster.refs import ObjectRef
 from ktest.errors import ClusterError
 from ktest.errors.api import ApiError
@@ -115,8 +115,6 @@ def create_namespace(cluster: ClusterClient, name: str, *, labels: Mapping[str, 
 
 def holder_annotation() -> str:
     """The value of :data:`HOLDER_ANNOTATION` for a namespace this process creates."""
-    from ktest.base.holders import Holder, process_namespace
-
     holder = Holder.current()
     return json.dumps(
         {
@@ -368,8 +366,7 @@ class NamespaceReaper:
         self.timeout = timeout
         self.force_finalizers_after = force_finalizers_after
         self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-        self._names: dict[threading.Thread, str] = {}
+        self._threads: dict[threading.Thread, str] = {}  # each deletion's thread: its namespace
         self._reports: list[NamespaceCleanup] = []
 
     def submit(self, name: str, *, requested_by: str = "") -> None:
@@ -386,8 +383,7 @@ class NamespaceReaper:
             target=self._reap, args=(name, requested_by, started), name=f"ktest-reap-{name}", daemon=True
         )
         with self._lock:
-            self._threads.append(thread)
-            self._names[thread] = name
+            self._threads[thread] = name
         thread.start()
 
     def pending(self) -> int:
@@ -401,8 +397,8 @@ class NamespaceReaper:
         """
         while True:
             with self._lock:
-                self._threads = [thread for thread in self._threads if thread.is_alive()]
-                threads = [t for t in self._threads if only is None or only(self._names[t])]
+                self._threads = {thread: ns for thread, ns in self._threads.items() if thread.is_alive()}
+                threads = [thread for thread, ns in self._threads.items() if only is None or only(ns)]
             if not threads:
                 return
             for thread in threads:

@@ -68,9 +68,7 @@ class ReadRecorder:
 _recorder: ContextVar[ReadRecorder | None] = ContextVar("ktest_wait_read_recorder", default=None)
 
 
-def record_read(
-    cluster: Any, api_version: str, kind: str, namespace: str | None, name: str | None
-) -> None:
+def record_read(cluster: Any, api_version: str, kind: str, namespace: str | None, name: str | None) -> None:
     """Note that ``cluster`` read ``kind`` objects (one by ``name``, or a list).
 
     Cheap and a no-op outside ``eventually``/``consistently``; safe from any thread.

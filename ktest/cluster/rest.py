@@ -100,10 +100,11 @@ class Rest:
         timeout: float | tuple[float, float] | None = None,
     ) -> Any:
         config = self.api_client.configuration
-        url = config.host.rstrip("/") + path
+        sent = path
         if query:
             pairs = query.items() if isinstance(query, Mapping) else query
-            url += "?" + urlencode([(k, _query_value(v)) for k, v in pairs if v is not None])
+            sent += "?" + urlencode([(k, _query_value(v)) for k, v in pairs if v is not None])
+        url = config.host.rstrip("/") + sent
         headers = {"Accept": "application/json", **self.api_client.default_headers, **auth_headers(config)}
         payload = None
         if body is not None:
@@ -173,7 +174,6 @@ class Rest:
             time.sleep(wait)
         data = response.data
         for observe in request_observers.get():
-            sent = url[len(config.host.rstrip("/")) :]
             observe(config.host, method, sent, response.status, time.monotonic() - started)
         if not 200 <= response.status < 300:
             text = data.decode("utf-8", "replace") if data else ""
@@ -205,11 +205,8 @@ def retry_after(status: int, headers: Mapping[str, str]) -> float | None:
 def auth_headers(configuration: Any) -> dict[str, str]:
     """The headers a client configuration authenticates with (a bearer token; client certificates
     are in the TLS pool), refreshed through the configuration's own hook when it has one."""
-    headers: dict[str, str] = {}
-    for setting in (configuration.auth_settings() or {}).values():
-        if setting.get("in") == "header" and setting.get("value"):
-            headers[setting["key"]] = setting["value"]
-    return headers
+    settings = (configuration.auth_settings() or {}).values()
+    return {s["key"]: s["value"] for s in settings if s.get("in") == "header" and s.get("value")}
 
 
 def size_text(size: int) -> str:
@@ -237,9 +234,7 @@ def segment(value: str) -> str:
 
 
 def _query_value(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
+    return str(value).lower() if isinstance(value, bool) else value
 
 
 def _too_large(method: str, path: str, note: str) -> ApiError:

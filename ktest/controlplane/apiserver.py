@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktest.base.process import ManagedProcess, component_environment
+from ktest.base.procfs import write_private_file
 from ktest.controlplane.admission import ADMISSION_CONFIG_FLAG
 from ktest.controlplane.flags import flag_name, merge_flags, probe
 from ktest.errors import AssetsError, ControlPlaneError
@@ -168,11 +169,9 @@ def rejected_flags_hint(extra_flags: Sequence[str] | Mapping[str, str | None], b
 
 def write_audit_policy(directory: Path) -> tuple[Path, Path]:
     """The Metadata-level audit policy (written in ``directory`` once) and the audit log's path."""
-    from ktest.base.janitor import write_private_text
-
     policy = directory / "audit-policy.yaml"
     if not policy.exists():
-        write_private_text(policy, AUDIT_POLICY)
+        write_private_file(policy, AUDIT_POLICY)
     return policy, directory / "audit.log"
 
 
@@ -311,8 +310,7 @@ class ApiServerClient:
             if served is None or kind not in served:
                 missing.append(f"{kind} (cannot list them)")
                 continue
-            have = set(served[kind])
-            missing.extend(f"{kind} {name}" for name in sorted(set(names) - have))
+            missing.extend(f"{kind} {name}" for name in sorted(set(names) - set(served[kind])))
         return missing
 
     def version(self) -> dict[str, str]:

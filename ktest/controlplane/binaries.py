@@ -23,5 +23,4 @@ def plane_assets(given: Assets | Path | str | None, k8s_version: str | None) -> 
         return Assets(directory=directory, version=k8s_version or "", origin="path")
     from ktest.assets import resolve_assets  # deferred: it pulls in download machinery
 
-    resolved: Assets = resolve_assets(k8s_version)
-    return resolved
+    return resolve_assets(k8s_version)

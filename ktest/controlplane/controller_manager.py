@@ -124,10 +124,7 @@ def controller_manager_process(
 
 def ready_markers(requested: Iterable[str]) -> list[bytes]:
     """Log lines that must appear before the requested controllers do their job."""
-    markers: list[bytes] = []
-    for name in requested:
-        markers.extend(_READY_LINES.get(_normalized(name), ()))
-    return markers
+    return [marker for name in requested for marker in _READY_LINES.get(_normalized(name), ())]
 
 
 class ControllerManager:
@@ -169,8 +166,7 @@ class ControllerManager:
             known=probe(self.binary),
             log_path=self.log_path,
         )
-        if self.log_note:
-            process.log_note = self.log_note
+        process.log_note = self.log_note
         process.start()
 
     def release(self, wait: bool, timeout: float) -> None:

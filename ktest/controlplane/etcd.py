@@ -89,8 +89,6 @@ def etcd_process(
     if known.accepts("unsafe-no-fsync"):
         # Test data is disposable: skipping fsync makes every write much cheaper.
         command.append("--unsafe-no-fsync")
-    # Scrubbed: etcd reads every flag from ETCD_<FLAG> too (ETCD_LISTEN_METRICS_URLS would open
-    # a plain-HTTP listener next to the TLS one).
     return ManagedProcess("etcd", command, log_path, env=component_environment())
 
 

@@ -121,12 +121,8 @@ def custom_resource_key(group: str, plural: str, namespace: str | None, name: st
 
 
 def _flags(command: Sequence[str]) -> dict[str, str]:
-    flags: dict[str, str] = {}
-    for argument in command:
-        if argument.startswith("--") and "=" in argument:
-            name, _, value = argument[2:].partition("=")
-            flags[name] = value
-    return flags
+    pairs = (argument[2:].partition("=") for argument in command if argument.startswith("--"))
+    return {name: value for name, equals, value in pairs if equals}
 
 
 def _b64(value: str | bytes) -> str:

@@ -84,20 +84,14 @@ def _used_length(path: Path) -> int:
 
 
 def _copy_trimmed(source: Path, target: Path) -> None:
-    length = _used_length(source)
+    remaining = _used_length(source)
     with source.open("rb") as src, target.open("wb") as dst:
-        remaining = length
-        while remaining:
-            chunk = src.read(min(remaining, 1 << 20))
-            if not chunk:
-                break
+        while remaining and (chunk := src.read(min(remaining, 1 << 20))):
             dst.write(chunk)
             remaining -= len(chunk)
 
 
-def store(
-    data_dir: Path, destination: Path, bootstrap: Mapping[str, Sequence[str]] | None = None
-) -> None:
+def store(data_dir: Path, destination: Path, bootstrap: Mapping[str, Sequence[str]] | None = None) -> None:
     """Copy a stopped etcd's ``data_dir`` to ``destination`` atomically (WAL zeros trimmed,
     preallocated ``*.tmp`` segments left out), with a manifest of file sizes and the names of
     the ``bootstrap`` objects the data holds (kind -> ``namespace/name``)."""

@@ -52,9 +52,7 @@ def _parse(help_text: str) -> BinaryFlags:
     controllers: tuple[str, ...] = ()
     match = _ALL_CONTROLLERS.search(help_text)
     if match:
-        controllers = tuple(
-            name.strip() for name in re.split(r"[,\s]+", match.group(1)) if name.strip()
-        )
+        controllers = tuple(name for name in re.split(r"[,\s]+", match.group(1)) if name)
     return BinaryFlags(flags, controllers)
 
 
@@ -63,9 +61,7 @@ def probe(binary: Path) -> BinaryFlags:
     try:
         key = _cache_key(binary)
     except OSError as error:
-        raise ControlPlaneError(
-            f"cannot read {binary}: {error}. Check that the binary exists."
-        ) from error
+        raise ControlPlaneError(f"cannot read {binary}: {error}. Check that the binary exists.") from error
     with _memo_lock:
         if key in _memo:
             return _memo[key]
@@ -78,9 +74,7 @@ def probe(binary: Path) -> BinaryFlags:
         try:
             cache_file.parent.mkdir(parents=True, exist_ok=True)
             partial = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.partial")
-            partial.write_text(
-                json.dumps({"flags": sorted(result.flags), "controllers": result.controllers})
-            )
+            partial.write_text(json.dumps({"flags": sorted(result.flags), "controllers": result.controllers}))
             os.replace(partial, cache_file)
         except OSError:
             pass  # a read-only cache only costs a probe next time
@@ -127,20 +121,17 @@ def merge_flags(
     a flag the user gives replaces ktest's value for that flag, others are appended.
     A value of None means a flag without value.
     """
+    if isinstance(overrides, str):
+        raise ControlPlaneError(f"extra flags must be a list such as [{overrides!r}], not a single string.")
     merged: dict[str, str | None] = dict(defaults)
     if isinstance(overrides, Mapping):
         for name, value in overrides.items():
             merged[name.lstrip("-")] = None if value is None else str(value)
     else:
-        if isinstance(overrides, str):
-            raise ControlPlaneError(
-                f"extra flags must be a list such as [{overrides!r}], not a single string."
-            )
         for argument in overrides:
             if not argument.startswith("-"):
                 raise ControlPlaneError(
-                    f"extra flag {argument!r} does not start with '--'. "
-                    "Pass flags as '--name=value'."
+                    f"extra flag {argument!r} does not start with '--'. Pass flags as '--name=value'."
                 )
             name = flag_name(argument)
             merged[name] = argument.split("=", 1)[1] if "=" in argument else None

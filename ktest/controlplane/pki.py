@@ -79,8 +79,8 @@ class PlaneCertificates:
 
     def write_kubeconfigs(self, server: str) -> None:
         """(Re)write the admin's kubeconfig and every user's for ``server``."""
-        self.write_admin_kubeconfig(self.admin_kubeconfig, server)
         with writing_in(self.directory):
+            self._write_kubeconfig(self.admin_kubeconfig, server, ADMIN_USER, self._require().admin)
             for user in self._users:
                 self._write_kubeconfig(user.kubeconfig, server, user.name, user.pair)
 

@@ -93,11 +93,10 @@ class ControlPlane(StartedOnEnter):
         self.k8s_version = k8s_version
         self._assets_argument = assets
         self._requested_controllers = requested_controllers(controllers)
-        given_flags = extra_flag_names(apiserver_flags)
-        self._apiserver_flags = apiserver_flags
         # The user's own admission configuration replaces ktest's, and with it the client
         # certificate the API server presents to webhooks (see webhook_client_ca).
-        self._writes_admission_config = ADMISSION_CONFIG_FLAG not in given_flags
+        self._writes_admission_config = ADMISSION_CONFIG_FLAG not in extra_flag_names(apiserver_flags)
+        self._apiserver_flags = apiserver_flags
         self.audit = audit
         self.keep_directory = keep_directory
         self._root_directory = Path(root_directory) if root_directory is not None else None
@@ -145,7 +144,7 @@ class ControlPlane(StartedOnEnter):
     def kubeconfig(self) -> Path:
         """The admin kubeconfig (client certificate in group system:masters)."""
         self._require_started()
-        return self.directory / "admin.kubeconfig"
+        return self.kubeconfig_path
 
     @property
     def kubeconfig_path(self) -> Path:

@@ -118,9 +118,9 @@ def plan_upgrade(current: str, to: str, assets: Assets | Path | str | None = Non
             f"{', '.join(supported_minors())}). {_next_step(running)}, or start a ControlPlane "
             f"of the version you need (the default is {DEFAULT_MINOR})."
         ) from None
-    step = (wanted.major, wanted.minor) > (running.major, running.minor)
-    same_minor = (wanted.major, wanted.minor) == (running.major, running.minor)
-    if (wanted.major, wanted.minor) < (running.major, running.minor) or (
+    wanted_minor, running_minor = (wanted.major, wanted.minor), (running.major, running.minor)
+    same_minor = wanted_minor == running_minor
+    if wanted_minor < running_minor or (
         same_minor and wanted.patch is not None and running.patch is not None and wanted.patch < running.patch
     ):
         raise ControlPlaneError(
@@ -128,7 +128,7 @@ def plan_upgrade(current: str, to: str, assets: Assets | Path | str | None = Non
             "support (the newer API server may have written objects the older one cannot read). "
             f"Start a ControlPlane of {wanted} instead, and upgrade it if the test needs an upgrade."
         )
-    if step and (wanted.major != running.major or wanted.minor != running.minor + 1):
+    if wanted_minor > running_minor and wanted_minor != (running.major, running.minor + 1):
         raise ControlPlaneError(
             f"cannot upgrade from {running} to {wanted}: that skips a minor. Kubernetes' version-skew "
             "policy allows one minor at a time (kube-apiserver and kube-controller-manager must be "
@@ -148,7 +148,7 @@ def plan_upgrade(current: str, to: str, assets: Assets | Path | str | None = Non
         resolved = KubeVersion.parse(reported) if reported else wanted
     except AssetsError as error:
         raise ControlPlaneError(f"cannot upgrade to Kubernetes {wanted}: {error}") from None
-    if not wanted.text or (resolved.major, resolved.minor) != (wanted.major, wanted.minor):
+    if not wanted.text or (resolved.major, resolved.minor) != wanted_minor:
         raise ControlPlaneError(
             f"cannot upgrade to Kubernetes {wanted}: the binaries in {target.directory} are "
             f"Kubernetes {resolved}. Point assets= at binaries of {wanted}, or leave it out."
@@ -198,9 +198,7 @@ def served_apis(client: ApiServerClient) -> frozenset[ServedApi]:
     return frozenset(found)
 
 
-def upgrade_plane(
-    plane: Plane, to: str, *, assets: Assets | Path | str | None = None
-) -> UpgradeReport:
+def upgrade_plane(plane: Plane, to: str, *, assets: Assets | Path | str | None = None) -> UpgradeReport:
     """Upgrade ``plane`` in place to ``to`` (``"1.37"``; ``cp.upgrade("1.37")``).
 
     Returns once the new API server is ready and its controllers run; a target
