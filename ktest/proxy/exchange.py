@@ -232,38 +232,32 @@ class Forwarder:
             client.splice(upstream, reader)
             call.ended = self.traffic.now()
             return False, False
-        if request_head.first.startswith("HEAD ") or status in _NO_BODY_STATUS or 100 <= status < 200:
-            client.send_head(answer, has_body=False)
-            client.finish()
-            call.ended = self.traffic.now()
-            return not closing, not closing
-        client.send_head(answer, has_body=True)
-        if answer.get("Transfer-Encoding").lower() == "chunked":
+        has_body = not (
+            request_head.first.startswith("HEAD ") or status in _NO_BODY_STATUS or 100 <= status < 200
+        )
+        client.send_head(answer, has_body=has_body)
+        keep = usable = not closing
+        length = answer.get("Content-Length")
+        if has_body and answer.get("Transfer-Encoding").lower() == "chunked":
             # A watch cut by a fault ends cleanly for the operator, whose connection stays usable;
             # the API server's connection is spent (it was in the middle of an answer).
-            usable = self._relay_chunked(client, reader, answer, call, watch)
-            call.ended = self.traffic.now()
-            return not closing, (not closing) and usable
-        length = answer.get("Content-Length")
-        if length:
-            remaining = int(length)
-            while remaining:
-                data = reader.read(min(COPY, remaining))
-                if not data:
-                    raise ProxyProtocolError("the API server ended an answer early")
-                client.send_data(data)
-                remaining -= len(data)
+            usable = self._relay_chunked(client, reader, answer, call, watch) and keep
+        else:
+            if has_body and length:
+                remaining = int(length)
+                while remaining:
+                    data = reader.read(min(COPY, remaining))
+                    if not data:
+                        raise ProxyProtocolError("the API server ended an answer early")
+                    client.send_data(data)
+                    remaining -= len(data)
+            elif has_body:  # delimited by the end of the connection
+                keep = usable = False
+                while data := getattr(reader, "read1", reader.read)(COPY):
+                    client.send_data(data)
             client.finish()
-            call.ended = self.traffic.now()
-            return not closing, not closing
-        while True:  # delimited by the end of the connection
-            data = reader.read1(COPY) if hasattr(reader, "read1") else reader.read(COPY)
-            if not data:
-                break
-            client.send_data(data)
-        client.finish()
         call.ended = self.traffic.now()
-        return False, False
+        return keep, usable
 
     def _end_watch_unanswered(
         self, client: ClientSide, call: Call, watch: WatchStream, started: float
@@ -298,20 +292,17 @@ class Forwarder:
                         if line in (b"\r\n", b"\n", b""):
                             break
                     client.finish(trailer)
-                    if watch is not None and watch.call.closed_by is None:
-                        watch.call.closed_by = "server"
+                    if watch is not None and call.closed_by is None:
+                        call.closed_by = "server"
                     return True
                 data = read_exactly(reader, size)
                 reader.readline(1024)
             except (OSError, ValueError, ProxyProtocolError):
-                if watch is not None and watch.cut_by is not None:
-                    call.closed_by = watch.cut_by
-                    client.finish()  # the stream ends cleanly, as when the server ends it
-                    return False
-                raise
+                if watch is None or watch.cut_by is None:
+                    raise
             if watch is not None and watch.cut_by is not None:
                 call.closed_by = watch.cut_by
-                client.finish()
+                client.finish()  # the stream ends cleanly, as when the server ends it
                 return False
             client.send_data(data)
             if counter is not None:
@@ -327,16 +318,11 @@ class Forwarder:
         call.status = 400
         call.latency = 0.0
         call.ended = self.traffic.now()
-        status = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": f"ktest's operator proxy did not forward this request: {problem}. A CR, LF or NUL "
-            "in a request head would let it carry a second request past the traffic record",
-            "reason": "BadRequest",
-            "code": 400,
-        }
+        message = (
+            f"ktest's operator proxy did not forward this request: {problem}. A CR, LF or NUL "
+            "in a request head would let it carry a second request past the traffic record"
+        )
+        status = _failure(400, "BadRequest", message)
         _send_status(client, status, [("Connection", "close"), ("X-Ktest-Refused", "malformed-head")])
         return False
 
@@ -428,13 +414,18 @@ def _status(request: ApiRequest, code: int, reason: str, retry_after: float | No
     details: dict[str, object] = {"name": name, "group": request.group, "kind": request.resource}
     if retry_after is not None:
         details["retryAfterSeconds"] = int(retry_after)
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": messages.get(code, f"an error on the server ({reason}) injected by ktest"),
-        "reason": "Expired" if code == 410 else reason,
-        "details": details,
-        "code": code,
+    message = messages.get(code, f"an error on the server ({reason}) injected by ktest")
+    return _failure(code, "Expired" if code == 410 else reason, message, details)
+
+
+def _failure(
+    code: int, reason: str, message: str, details: dict[str, object] | None = None
+) -> dict[str, object]:
+    """A failure ``Status`` object, its fields in the API server's order."""
+    status: dict[str, object] = {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+        "reason": reason,
     }
+    if details is not None:
+        status["details"] = details
+    return {**status, "code": code}
