@@ -106,6 +106,11 @@ class Registration:
         name = self.function.__name__.replace("_", "-").strip("-").lower() or "handler"
         return f"{name}.{self.plural}.{self.group or 'core'}"
 
+    @property
+    def client_config(self) -> dict[str, Any]:
+        """The pretend Service reference of generated configurations (see ``PYTHON_SERVICE``)."""
+        return {"service": {"name": PYTHON_SERVICE, "namespace": "ktest", "path": self.path}}
+
 
 class AdmissionOptions(TypedDict, total=False):
     """``operations`` (default CREATE and UPDATE) and ``failure_policy`` (``"Fail"``, the default,
@@ -179,9 +184,7 @@ class Handlers:
                     "admissionReviewVersions": ["v1"],
                     "sideEffects": "None",
                     "failurePolicy": r.failure_policy,
-                    "clientConfig": {
-                        "service": {"name": PYTHON_SERVICE, "namespace": "ktest", "path": r.path}
-                    },
+                    "clientConfig": r.client_config,
                     "rules": [
                         {
                             "apiGroups": [r.group],

@@ -28,7 +28,7 @@ from ktest.base.ports import free_ports
 from ktest.errors import WebhookError
 from ktest.webhooks import install
 from ktest.webhooks.calls import CallLog
-from ktest.webhooks.handlers import PYTHON_SERVICE, Handlers
+from ktest.webhooks.handlers import Handlers
 from ktest.webhooks.manifests import Rewriter, WebhookManifests, read_manifests
 from ktest.webhooks.routes import RouteTable
 from ktest.webhooks.server import FrontServer
@@ -226,12 +226,7 @@ class Webhooks(StartedOnEnter):
             crd = {key: crd[key] for key in ("apiVersion", "kind", "spec")} | {"metadata": {"name": name}}
             crd["spec"]["conversion"] = {
                 "strategy": "Webhook",
-                "webhook": {
-                    "conversionReviewVersions": ["v1"],
-                    "clientConfig": {
-                        "service": {"name": PYTHON_SERVICE, "namespace": "ktest", "path": registration.path}
-                    },
-                },
+                "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": registration.client_config},
             }
             manifests.append(Manifest(crd, f"python handler {registration.function.__name__}"))
         return manifests
