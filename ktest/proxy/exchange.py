@@ -161,7 +161,8 @@ class Forwarder:
                 if decision.answer is not None:
                     return self._answer_with_fault(side, head, request, call, decision)
             if watch is not None and watch.cut_by is not None:  # while it was held
-                self._end_watch_unanswered(side, call, watch, started)
+                call.latency = time.monotonic() - started
+                self._answer_watch(side, call, watch.cut_by)
                 return True
             message = self._forward_head(head, len(body)) + body
             answer: Head | None = None
@@ -180,7 +181,8 @@ class Forwarder:
                     # A kept-alive connection the server closed while idle: once more on a new one.
                     link.drop()
                     if watch is not None and watch.cut_by is not None:
-                        self._end_watch_unanswered(side, call, watch, started)
+                        call.latency = time.monotonic() - started
+                        self._answer_watch(side, call, watch.cut_by)
                         return True
                     if fresh or attempt == 2:
                         call.error = f"API server unreachable: {error}"
@@ -220,9 +222,7 @@ class Forwarder:
     ) -> tuple[bool, bool]:
         """Forward one answer; (keep the operator's connection, keep the upstream one)."""
         call.latency = time.monotonic() - started
-        parts = answer.first.split(" ", 2)
-        status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 502
-        call.status = status
+        status = call.status = answer.status
         if answer.get("Retry-After"):
             with contextlib.suppress(ValueError):
                 call.retry_after = float(answer.get("Retry-After"))
@@ -259,16 +259,20 @@ class Forwarder:
         call.ended = self.traffic.now()
         return keep, usable
 
-    def _end_watch_unanswered(
-        self, client: ClientSide, call: Call, watch: WatchStream, started: float
+    def _answer_watch(
+        self, client: ClientSide, call: Call, closed_by: str, event: bytes = b"", fault: str | None = None
     ) -> None:
-        """A watch cut before the API server answered it: it ends at once, empty, as a watch the
-        server ends (the operator watches again, as it would then)."""
+        """Answer a watch here: 200, ``event`` if any, and the end of the stream. A watch cut before
+        the API server answered it ends so, empty, as a watch the server ends (the operator watches
+        again, as it would then)."""
         call.status = 200
-        call.latency = time.monotonic() - started
-        call.closed_by = watch.cut_by
+        call.closed_by = closed_by
         call.ended = self.traffic.now()
-        client.send_head(_empty_watch_head(), has_body=True)
+        headers = [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")]
+        if fault is not None:
+            headers.append(("X-Ktest-Fault", fault))
+        client.send_head(Head("HTTP/1.1 200 OK", headers), has_body=True)
+        client.send_data(event)
         client.finish()
 
     def _relay_chunked(
@@ -344,17 +348,9 @@ class Forwarder:
         status_body = _status(request, decision.status, decision.reason, decision.retry_after)
         if answer == "gone" and request.is_watch and not wants_protobuf:
             event = json.dumps({"type": "ERROR", "object": status_body}, separators=(",", ":")).encode()
-            event += b"\n"
-            call.status = 200
             call.events = 1
             call.event_types = {"ERROR": 1}
-            call.closed_by = decision.label
-            call.ended = self.traffic.now()
-            head_out = _empty_watch_head()
-            head_out.headers.append(("X-Ktest-Fault", decision.label))
-            client.send_head(head_out, has_body=True)
-            client.send_data(event)
-            client.finish()
+            self._answer_watch(client, call, decision.label, event + b"\n", fault=decision.label)
         else:
             headers = [("X-Ktest-Fault", decision.label)]
             if decision.retry_after is not None:
@@ -378,13 +374,6 @@ def _send_status(client: ClientSide, status: dict[str, object], headers: list[tu
     client.send_head(Head(f"HTTP/1.1 {code} {phrase}", headers), has_body=True)
     client.send_data(body)
     client.finish()
-
-
-def _empty_watch_head() -> Head:
-    """The head of a watch answered here (an empty one, or one carrying an injected ERROR event)."""
-    return Head(
-        "HTTP/1.1 200 OK", [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")]
-    )
 
 
 def _named_by_body(request: ApiRequest, body: bytes) -> ApiRequest:

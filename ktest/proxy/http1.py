@@ -47,6 +47,12 @@ class Head:
                 return value
         return default
 
+    @property
+    def status(self) -> int:
+        """A status line's code (502 when it has none)."""
+        parts = self.first.split(" ", 2)
+        return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 502
+
     def has_token(self, name: str, token: str) -> bool:
         return any(part.strip().lower() == token for part in self.get(name).split(","))
 
