@@ -117,15 +117,12 @@ class Recorder:
                     target=self._start_watches, name="ktest-timeline-watches", daemon=True
                 )
                 self._starter.start()
+        observers: list[tuple[Any, Any]] = [
+            (rest.request_observers, self._on_request),
+            (wait_run.attempt_observers, self._on_attempt),
+        ]
         self._tokens = [
-            (
-                rest.request_observers,
-                rest.request_observers.set((*rest.request_observers.get(), self._on_request)),
-            ),
-            (
-                wait_run.attempt_observers,
-                wait_run.attempt_observers.set((*wait_run.attempt_observers.get(), self._on_attempt)),
-            ),
+            (variable, variable.set((*variable.get(), observer))) for variable, observer in observers
         ]
         return self
 
