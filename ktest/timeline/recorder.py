@@ -303,11 +303,12 @@ class Recorder:
 
     def _watch_resource_name(self, name: str) -> None:
         assert self.cluster is not None
-        for api_version in self.cluster.discovery.all_api_versions():
-            for info in self.cluster.discovery.group_version_resources(api_version).values():
-                group = api_version.rpartition("/")[0]
+        discovery = self.cluster.discovery
+        for api_version in discovery.all_api_versions():
+            group, _, version = api_version.rpartition("/")
+            for info in discovery.group_version_resources(api_version).values():
                 if name in (info.plural, info.kind, f"{info.plural}.{group}"):
-                    self._watch(ResourceKey(group, api_version.rpartition("/")[2], info.plural))
+                    self._watch(ResourceKey(group, version, info.plural))
                     return
 
     def _watch(self, key: ResourceKey) -> None:
