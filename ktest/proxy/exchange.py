@@ -25,12 +25,13 @@ from ktest.proxy.api_request import ApiRequest, parse_request
 from ktest.proxy.faults import WatchStream
 from ktest.proxy.http1 import (
     COPY,
-    MAX_HEAD,
     Head,
     ProxyProtocolError,
     buffered_reader,
+    chunk_size,
     read_exactly,
     read_head,
+    read_trailer,
 )
 from ktest.proxy.traffic import EventCounter
 
@@ -287,15 +288,9 @@ class Forwarder:
                 size_line = reader.readline(1024)
                 if not size_line:
                     raise ProxyProtocolError("the API server ended a stream early")
-                size = int(size_line.split(b";")[0].strip() or b"0", 16)
+                size = chunk_size(size_line)
                 if size == 0:
-                    trailer = b""
-                    while True:
-                        line = reader.readline(MAX_HEAD)
-                        trailer += line
-                        if line in (b"\r\n", b"\n", b""):
-                            break
-                    client.finish(trailer)
+                    client.finish(read_trailer(reader))
                     if watch is not None and call.closed_by is None:
                         call.closed_by = "server"
                     return True
