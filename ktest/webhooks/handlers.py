@@ -248,10 +248,9 @@ def answer_conversion(registration: Registration, request: dict[str, Any]) -> di
 def json_patch(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
     """RFC 6902 operations turning ``before`` into ``after`` (maps recursively, lists whole)."""
     if isinstance(before, dict) and isinstance(after, dict):
-        operations: list[dict[str, Any]] = []
-        for key in before:
-            if key not in after:
-                operations.append({"op": "remove", "path": f"{path}/{_escape(key)}"})
+        operations: list[dict[str, Any]] = [
+            {"op": "remove", "path": f"{path}/{_escape(key)}"} for key in before if key not in after
+        ]
         for key, value in after.items():
             child = f"{path}/{_escape(key)}"
             if key not in before:
