@@ -162,7 +162,7 @@ class ProxyServer(Forwarder):
                 body = self._read_body(reader, head)
                 if not self.exchange(side, head, body, link):
                     return
-        except (OSError, ssl.SSLError, ProxyProtocolError, ValueError):
+        except (OSError, ProxyProtocolError, ValueError):  # ssl.SSLError is an OSError
             return
         except Exception as error:  # a defect must not end the run; the operator sees the connection close
             self.errors.append(f"{type(error).__name__}: {error}")

@@ -255,7 +255,7 @@ class Webhooks(StartedOnEnter):
                     f"cert dir {self.cert_dir} "
                     "(tls.crt, tls.key), e.g. --webhook-cert-dir for a controller-runtime manager"
                 ) from None
-            except (ConnectionRefusedError, ssl.SSLError, OSError) as error:
+            except OSError as error:  # refused, TLS (ssl.SSLError), timeout
                 last = f"{type(error).__name__}: {error}"
             time.sleep(0.05)
         raise WebhookError(
