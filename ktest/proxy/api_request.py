@@ -69,24 +69,21 @@ class ApiRequest:
 def parse_request(method: str, target: str) -> ApiRequest:
     """Name a request from its method and request target (path and query)."""
     parts = urlsplit(target)
-    query = parse_qs(parts.query)
+    query = {key: values[0] for key, values in parse_qs(parts.query).items()}
     method = method.upper()
     segments = [unquote(s) for s in parts.path.split("/") if s]
-    watch_query = (query.get("watch") or [""])[0].lower() in _TRUE
-    field_manager = query["fieldManager"][0] if query.get("fieldManager") else None
-    resource_version = query["resourceVersion"][0] if query.get("resourceVersion") else None
-    initial_events = (query.get("sendInitialEvents") or [""])[0].lower() in _TRUE
 
     def named(verb: str, group: str = "", version: str = "", **about: str | None) -> ApiRequest:
         return ApiRequest(
-            method, parts.path, verb, group, version, field_manager=field_manager,
-            resource_version=resource_version, send_initial_events=initial_events,
+            method, parts.path, verb, group, version, field_manager=query.get("fieldManager"),
+            resource_version=query.get("resourceVersion"),
+            send_initial_events=query.get("sendInitialEvents", "").lower() in _TRUE,
             **about,  # type: ignore[arg-type]
         )
 
     located = _resource_segments(segments)
     if located is None:
-        return named(_non_resource_verb(method))
+        return named(_verb(method))
     group, version, rest = located
     legacy_watch = bool(rest) and rest[0] == "watch"
     if legacy_watch:
@@ -97,11 +94,11 @@ def parse_request(method: str, target: str) -> ApiRequest:
     ):
         namespace, rest = rest[1], rest[2:]
     if not rest:
-        return named(_non_resource_verb(method), group, version)
+        return named(_verb(method), group, version)
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else None
     subresource = "/".join(rest[2:]) or None
-    verb = _verb(method, name is not None, watch_query or legacy_watch)
+    verb = _verb(method, name is not None, legacy_watch or query.get("watch", "").lower() in _TRUE)
     return named(verb, group, version, resource=resource, namespace=namespace, name=name,
                  subresource=subresource)
 
@@ -114,23 +111,10 @@ def _resource_segments(segments: list[str]) -> tuple[str, str, list[str]] | None
     return None
 
 
-def _verb(method: str, named: bool, watch: bool) -> str:
+def _verb(method: str, named: bool = True, watch: bool = False) -> str:
+    """The verb of a request on a resource, or (named, no watch) on a non-resource path."""
     if method in ("GET", "HEAD"):
-        if watch:
-            return "watch"
-        return "get" if named else "list"
-    if method == "POST":
-        return "create"
-    if method == "PUT":
-        return "update"
-    if method == "PATCH":
-        return "patch"
+        return "watch" if watch else "get" if named else "list"
     if method == "DELETE":
         return "delete" if named else "deletecollection"
-    return method.lower()
-
-
-def _non_resource_verb(method: str) -> str:
-    return {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update", "DELETE": "delete"}.get(
-        method, method.lower()
-    )
+    return {"POST": "create", "PUT": "update"}.get(method, method.lower())

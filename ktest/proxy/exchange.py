@@ -25,12 +25,13 @@ from ktest.proxy.api_request import ApiRequest, parse_request
 from ktest.proxy.faults import WatchStream
 from ktest.proxy.http1 import (
     COPY,
-    MAX_HEAD,
     Head,
     ProxyProtocolError,
     buffered_reader,
+    chunk_size,
     read_exactly,
     read_head,
+    read_trailer,
 )
 from ktest.proxy.traffic import EventCounter
 
@@ -161,7 +162,8 @@ class Forwarder:
                 if decision.answer is not None:
                     return self._answer_with_fault(side, head, request, call, decision)
             if watch is not None and watch.cut_by is not None:  # while it was held
-                self._end_watch_unanswered(side, call, watch, started)
+                call.latency = time.monotonic() - started
+                self._answer_watch(side, call, watch.cut_by)
                 return True
             message = self._forward_head(head, len(body)) + body
             answer: Head | None = None
@@ -180,7 +182,8 @@ class Forwarder:
                     # A kept-alive connection the server closed while idle: once more on a new one.
                     link.drop()
                     if watch is not None and watch.cut_by is not None:
-                        self._end_watch_unanswered(side, call, watch, started)
+                        call.latency = time.monotonic() - started
+                        self._answer_watch(side, call, watch.cut_by)
                         return True
                     if fresh or attempt == 2:
                         call.error = f"API server unreachable: {error}"
@@ -220,9 +223,7 @@ class Forwarder:
     ) -> tuple[bool, bool]:
         """Forward one answer; (keep the operator's connection, keep the upstream one)."""
         call.latency = time.monotonic() - started
-        parts = answer.first.split(" ", 2)
-        status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 502
-        call.status = status
+        status = call.status = answer.status
         if answer.get("Retry-After"):
             with contextlib.suppress(ValueError):
                 call.retry_after = float(answer.get("Retry-After"))
@@ -232,49 +233,47 @@ class Forwarder:
             client.splice(upstream, reader)
             call.ended = self.traffic.now()
             return False, False
-        if request_head.first.startswith("HEAD ") or status in _NO_BODY_STATUS or 100 <= status < 200:
-            client.send_head(answer, has_body=False)
-            client.finish()
-            call.ended = self.traffic.now()
-            return not closing, not closing
-        client.send_head(answer, has_body=True)
-        if answer.get("Transfer-Encoding").lower() == "chunked":
+        has_body = not (
+            request_head.first.startswith("HEAD ") or status in _NO_BODY_STATUS or 100 <= status < 200
+        )
+        client.send_head(answer, has_body=has_body)
+        keep = usable = not closing
+        length = answer.get("Content-Length")
+        if has_body and answer.get("Transfer-Encoding").lower() == "chunked":
             # A watch cut by a fault ends cleanly for the operator, whose connection stays usable;
             # the API server's connection is spent (it was in the middle of an answer).
-            usable = self._relay_chunked(client, reader, answer, call, watch)
-            call.ended = self.traffic.now()
-            return not closing, (not closing) and usable
-        length = answer.get("Content-Length")
-        if length:
-            remaining = int(length)
-            while remaining:
-                data = reader.read(min(COPY, remaining))
-                if not data:
-                    raise ProxyProtocolError("the API server ended an answer early")
-                client.send_data(data)
-                remaining -= len(data)
+            usable = self._relay_chunked(client, reader, answer, call, watch) and keep
+        else:
+            if has_body and length:
+                remaining = int(length)
+                while remaining:
+                    data = reader.read(min(COPY, remaining))
+                    if not data:
+                        raise ProxyProtocolError("the API server ended an answer early")
+                    client.send_data(data)
+                    remaining -= len(data)
+            elif has_body:  # delimited by the end of the connection
+                keep = usable = False
+                while data := getattr(reader, "read1", reader.read)(COPY):
+                    client.send_data(data)
             client.finish()
-            call.ended = self.traffic.now()
-            return not closing, not closing
-        while True:  # delimited by the end of the connection
-            data = reader.read1(COPY) if hasattr(reader, "read1") else reader.read(COPY)
-            if not data:
-                break
-            client.send_data(data)
-        client.finish()
         call.ended = self.traffic.now()
-        return False, False
+        return keep, usable
 
-    def _end_watch_unanswered(
-        self, client: ClientSide, call: Call, watch: WatchStream, started: float
+    def _answer_watch(
+        self, client: ClientSide, call: Call, closed_by: str, event: bytes = b"", fault: str | None = None
     ) -> None:
-        """A watch cut before the API server answered it: it ends at once, empty, as a watch the
-        server ends (the operator watches again, as it would then)."""
+        """Answer a watch here: 200, ``event`` if any, and the end of the stream. A watch cut before
+        the API server answered it ends so, empty, as a watch the server ends (the operator watches
+        again, as it would then)."""
         call.status = 200
-        call.latency = time.monotonic() - started
-        call.closed_by = watch.cut_by
+        call.closed_by = closed_by
         call.ended = self.traffic.now()
-        client.send_head(_empty_watch_head(), has_body=True)
+        headers = [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")]
+        if fault is not None:
+            headers.append(("X-Ktest-Fault", fault))
+        client.send_head(Head("HTTP/1.1 200 OK", headers), has_body=True)
+        client.send_data(event)
         client.finish()
 
     def _relay_chunked(
@@ -289,29 +288,20 @@ class Forwarder:
                 size_line = reader.readline(1024)
                 if not size_line:
                     raise ProxyProtocolError("the API server ended a stream early")
-                size = int(size_line.split(b";")[0].strip() or b"0", 16)
+                size = chunk_size(size_line)
                 if size == 0:
-                    trailer = b""
-                    while True:
-                        line = reader.readline(MAX_HEAD)
-                        trailer += line
-                        if line in (b"\r\n", b"\n", b""):
-                            break
-                    client.finish(trailer)
-                    if watch is not None and watch.call.closed_by is None:
-                        watch.call.closed_by = "server"
+                    client.finish(read_trailer(reader))
+                    if watch is not None and call.closed_by is None:
+                        call.closed_by = "server"
                     return True
                 data = read_exactly(reader, size)
                 reader.readline(1024)
             except (OSError, ValueError, ProxyProtocolError):
-                if watch is not None and watch.cut_by is not None:
-                    call.closed_by = watch.cut_by
-                    client.finish()  # the stream ends cleanly, as when the server ends it
-                    return False
-                raise
+                if watch is None or watch.cut_by is None:
+                    raise
             if watch is not None and watch.cut_by is not None:
                 call.closed_by = watch.cut_by
-                client.finish()
+                client.finish()  # the stream ends cleanly, as when the server ends it
                 return False
             client.send_data(data)
             if counter is not None:
@@ -327,16 +317,11 @@ class Forwarder:
         call.status = 400
         call.latency = 0.0
         call.ended = self.traffic.now()
-        status = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": f"ktest's operator proxy did not forward this request: {problem}. A CR, LF or NUL "
-            "in a request head would let it carry a second request past the traffic record",
-            "reason": "BadRequest",
-            "code": 400,
-        }
+        message = (
+            f"ktest's operator proxy did not forward this request: {problem}. A CR, LF or NUL "
+            "in a request head would let it carry a second request past the traffic record"
+        )
+        status = _failure(400, "BadRequest", message)
         _send_status(client, status, [("Connection", "close"), ("X-Ktest-Refused", "malformed-head")])
         return False
 
@@ -358,17 +343,9 @@ class Forwarder:
         status_body = _status(request, decision.status, decision.reason, decision.retry_after)
         if answer == "gone" and request.is_watch and not wants_protobuf:
             event = json.dumps({"type": "ERROR", "object": status_body}, separators=(",", ":")).encode()
-            event += b"\n"
-            call.status = 200
             call.events = 1
             call.event_types = {"ERROR": 1}
-            call.closed_by = decision.label
-            call.ended = self.traffic.now()
-            head_out = _empty_watch_head()
-            head_out.headers.append(("X-Ktest-Fault", decision.label))
-            client.send_head(head_out, has_body=True)
-            client.send_data(event)
-            client.finish()
+            self._answer_watch(client, call, decision.label, event + b"\n", fault=decision.label)
         else:
             headers = [("X-Ktest-Fault", decision.label)]
             if decision.retry_after is not None:
@@ -392,13 +369,6 @@ def _send_status(client: ClientSide, status: dict[str, object], headers: list[tu
     client.send_head(Head(f"HTTP/1.1 {code} {phrase}", headers), has_body=True)
     client.send_data(body)
     client.finish()
-
-
-def _empty_watch_head() -> Head:
-    """The head of a watch answered here (an empty one, or one carrying an injected ERROR event)."""
-    return Head(
-        "HTTP/1.1 200 OK", [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked")]
-    )
 
 
 def _named_by_body(request: ApiRequest, body: bytes) -> ApiRequest:
@@ -428,13 +398,18 @@ def _status(request: ApiRequest, code: int, reason: str, retry_after: float | No
     details: dict[str, object] = {"name": name, "group": request.group, "kind": request.resource}
     if retry_after is not None:
         details["retryAfterSeconds"] = int(retry_after)
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": messages.get(code, f"an error on the server ({reason}) injected by ktest"),
-        "reason": "Expired" if code == 410 else reason,
-        "details": details,
-        "code": code,
+    message = messages.get(code, f"an error on the server ({reason}) injected by ktest")
+    return _failure(code, "Expired" if code == 410 else reason, message, details)
+
+
+def _failure(
+    code: int, reason: str, message: str, details: dict[str, object] | None = None
+) -> dict[str, object]:
+    """A failure ``Status`` object, its fields in the API server's order."""
+    status: dict[str, object] = {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+        "reason": reason,
     }
+    if details is not None:
+        status["details"] = details
+    return {**status, "code": code}

@@ -47,6 +47,12 @@ class Head:
                 return value
         return default
 
+    @property
+    def status(self) -> int:
+        """A status line's code (502 when it has none)."""
+        parts = self.first.split(" ", 2)
+        return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 502
+
     def has_token(self, name: str, token: str) -> bool:
         return any(part.strip().lower() == token for part in self.get(name).split(","))
 
@@ -122,14 +128,26 @@ def read_head(stream: IO[bytes]) -> Head | None:
 
 def read_chunked(stream: IO[bytes]) -> bytes:
     parts: list[bytes] = []
-    while True:
-        size = int(stream.readline(1024).split(b";")[0].strip() or b"0", 16)
-        if size == 0:
-            while stream.readline(MAX_HEAD) not in (b"\r\n", b"\n", b""):
-                pass
-            return b"".join(parts)
+    while size := chunk_size(stream.readline(1024)):
         parts.append(read_exactly(stream, size))
         stream.readline(1024)
+    read_trailer(stream)
+    return b"".join(parts)
+
+
+def chunk_size(line: bytes) -> int:
+    """The size a chunk's first line gives (extensions ignored; none: the last chunk)."""
+    return int(line.split(b";")[0].strip() or b"0", 16)
+
+
+def read_trailer(stream: IO[bytes]) -> bytes:
+    """What follows the last chunk, up to and including the empty line that ends the message."""
+    trailer = b""
+    while True:
+        line = stream.readline(MAX_HEAD)
+        trailer += line
+        if line in (b"\r\n", b"\n", b""):
+            return trailer
 
 
 def read_exactly(stream: IO[bytes], size: int) -> bytes:

@@ -212,9 +212,7 @@ class _Stream:
     # ------------------------------------------------------------ ClientSide
 
     def send_head(self, answer: Head, has_body: bool) -> None:
-        parts = answer.first.split(" ", 2)
-        status = parts[1] if len(parts) > 1 and parts[1].isdigit() else "502"
-        headers = [(":status", status)]
+        headers = [(":status", str(answer.status))]
         headers += [(key.lower(), value) for key, value in answer.headers if key.lower() not in _NOT_IN_HTTP2]
         with self.connection.lock:
             self._check_open()

@@ -57,10 +57,11 @@ class OperatorProxy:
         from ktest.base import holders
 
         self._directory = holders.held_directory(DIRECTORY_PREFIX)
+        user = self.name[:64] or "operator"
         try:
             authority = CertificateAuthority(self._directory / "pki", "ktest-operator-proxy", write_key=False)
             serving = authority.serving("proxy", ["localhost"], ["127.0.0.1"], common_name="ktest-proxy")
-            client = authority.client("operator", self.name[:64] or "operator")
+            client = authority.client("operator", user)
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(serving.cert_path, serving.key_path)
             context.load_verify_locations(authority.cert_path)
@@ -76,7 +77,7 @@ class OperatorProxy:
                 self._directory / "kubeconfig",
                 server=f"https://127.0.0.1:{port}",
                 ca_pem=authority.cert_pem,
-                user=self.name[:64] or "operator",
+                user=user,
                 client_cert_pem=client.cert_pem,
                 client_key_pem=client.key_pem,
                 cluster_name="ktest-proxy",

@@ -75,41 +75,25 @@ class Assembly:
         deliveries: list[Event] = []
         for call in calls:
             request = call.request
+            at = call.at + offset
             note_request(request, touched, namespaces, deleted)
-            timeline.events.append(
-                Event(lane, "request", call.at + offset, _call_label(call), _call_detail(call))
-            )
+            timeline.events.append(Event(lane, "request", at, _call_label(call), _call_detail(call)))
             if call.fault:
+                what = request.describe()
+                detail = {"fault": call.fault, "operator": traffic.name, "request": what, "code": call.status}
                 timeline.events.append(
-                    Event(
-                        "faults",
-                        "fault",
-                        call.at + offset,
-                        f"{call.fault}: {request.describe()} -> {call.status}",
-                        {
-                            "fault": call.fault,
-                            "operator": traffic.name,
-                            "request": request.describe(),
-                            "code": call.status,
-                        },
-                    )
+                    Event("faults", "fault", at, f"{call.fault}: {what} -> {call.status}", detail)
                 )
-            for at, namespace, name in list(call.event_objects):
-                deliveries.append(
-                    Event(
-                        lane,
-                        "watch-event",
-                        at + offset,
-                        f"watch event to {traffic.name}: {request.resource} "
-                        f"{namespace + '/' if namespace else ''}{name}",
-                        {
-                            "resource": request.resource,
-                            "namespace": namespace,
-                            "name": name,
-                            "delivered_to": traffic.name,
-                        },
-                    )
+            for delivered, namespace, name in list(call.event_objects):
+                label = (
+                    f"watch event to {traffic.name}: {request.resource} "
+                    f"{namespace + '/' if namespace else ''}{name}"
                 )
+                detail = {
+                    "resource": request.resource, "namespace": namespace, "name": name,
+                    "delivered_to": traffic.name,
+                }
+                deliveries.append(Event(lane, "watch-event", delivered + offset, label, detail))
         timeline.events += deliveries[-MAX_DELIVERIES:]
         for at, text in notes:
             target = lane if text.startswith("restart") else "faults"
@@ -197,40 +181,18 @@ class Assembly:
             if event.type in ("MODIFIED", "RELISTED") and changed:
                 label += f" ({changed})"
             timeline.events.append(Event("apiserver", "watch-event", at, label, detail))
+            what = f"{key.resource} {where}"
             if event.type == "DELETED" and (key.resource, namespace, name) not in deleted:
                 by = _deleted_by(event.obj, namespace, deleted)
                 if by:
-                    timeline.events.append(
-                        Event(
-                            "controllers",
-                            "gc",
-                            at,
-                            f"{by} deleted {key.resource} {where}",
-                            {
-                                "by": by,
-                                "object": f"{key.resource} {where}",
-                                "owners": [
-                                    f"{ref.get('kind')}/{ref.get('name')}"
-                                    for ref in meta.get("ownerReferences") or ()
-                                ],
-                            },
-                        )
-                    )
+                    references = meta.get("ownerReferences") or ()
+                    owners = [f"{ref.get('kind')}/{ref.get('name')}" for ref in references]
+                    detail = {"by": by, "object": what, "owners": owners}
+                    timeline.events.append(Event("controllers", "gc", at, f"{by} deleted {what}", detail))
             elif event.type == "MODIFIED" and _written_by_controllers(event.obj):
-                timeline.events.append(
-                    Event(
-                        "controllers",
-                        "gc",
-                        at,
-                        f"kube-controller-manager wrote {key.resource} {where}",
-                        {
-                            "by": "kube-controller-manager",
-                            "object": f"{key.resource} {where}",
-                            "diff": rows,
-                            "diffCut": more,
-                        },
-                    )
-                )
+                by = "kube-controller-manager"
+                detail = {"by": by, "object": what, "diff": rows, "diffCut": more}
+                timeline.events.append(Event("controllers", "gc", at, f"{by} wrote {what}", detail))
 
     @staticmethod
     def type_deliveries(timeline: TimelineData) -> None:
@@ -332,20 +294,11 @@ def _k8s_event(obj: dict[str, Any], at: float, operators: list[str]) -> Event:
     message = obj.get("message") or obj.get("note") or ""
     what = f"{involved.get('kind')}/{involved.get('name')}"
     label = f"{obj.get('type', '')} {obj.get('reason', '')} {what}: {message}"
-    return Event(
-        lane,
-        "k8s-event",
-        at,
-        label,
-        {
-            "type": obj.get("type"),
-            "reason": obj.get("reason"),
-            "message": cut(message, 1000),
-            "object": f"{involved.get('kind')}/{involved.get('name')}",
-            "count": obj.get("count"),
-            "source": source,
-        },
-    )
+    detail = {
+        "type": obj.get("type"), "reason": obj.get("reason"), "message": cut(message, 1000), "object": what,
+        "count": obj.get("count"), "source": source,
+    }
+    return Event(lane, "k8s-event", at, label, detail)
 
 
 def _deleted_by(
@@ -424,23 +377,14 @@ def upgrade_events(upgrades: list[Any], started: float) -> list[Event]:
     spanning it, on the controllers lane: where the reader sees "upgrade 1.36 -> 1.37 here"."""
     events = []
     for report in upgrades:
-        removed = [str(api) for api in report.removed_apis]
-        events.append(
-            Event(
-                "controllers",
-                "upgrade",
-                report.started - started,
-                f"control plane upgrade {report.from_version} -> {report.to_version} "
-                f"({report.duration:.2f} s)",
-                {
-                    "from": report.from_version,
-                    "to": report.to_version,
-                    "until": round(report.finished - started, 4),
-                    "seconds": round(report.duration, 3),
-                    "no_longer_served": removed,
-                },
-            )
-        )
+        versions = f"{report.from_version} -> {report.to_version}"
+        label = f"control plane upgrade {versions} ({report.duration:.2f} s)"
+        detail = {
+            "from": report.from_version, "to": report.to_version,
+            "until": round(report.finished - started, 4), "seconds": round(report.duration, 3),
+            "no_longer_served": [str(api) for api in report.removed_apis],
+        }
+        events.append(Event("controllers", "upgrade", report.started - started, label, detail))
     return events
 
 
@@ -477,19 +421,10 @@ def outage_events(watches: list[ResourceWatch], upgrades: list[Any], started: fl
             )
         else:
             outcome = "the watches resumed from their last resourceVersion: no write is missing"
-        events.append(
-            Event(
-                "apiserver",
-                "gap",
-                begin - started,
-                f"no view of the API server for {end - begin:.2f} s: {why}; {outcome}",
-                {
-                    "until": round(end - started, 4),
-                    "seconds": round(end - begin, 3),
-                    "why": why,
-                    "watches": sorted({str(watch.key) for watch in members}),
-                    "missing": lost,
-                },
-            )
-        )
+        label = f"no view of the API server for {end - begin:.2f} s: {why}; {outcome}"
+        detail = {
+            "until": round(end - started, 4), "seconds": round(end - begin, 3), "why": why,
+            "watches": sorted({str(watch.key) for watch in members}), "missing": lost,
+        }
+        events.append(Event("apiserver", "gap", begin - started, label, detail))
     return events

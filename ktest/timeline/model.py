@@ -19,24 +19,12 @@ value cut to :data:`MAX_VALUE_CHARS`, so the page stays small however big the ob
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA = 1
-KINDS = (
-    "request",
-    "watch-event",
-    "log",
-    "attempt",
-    "k8s-event",
-    "fault",
-    "gc",
-    "upgrade",
-    "gap",
-    "assertion-failure",
-)
-FIXED_LANES = ("test", "apiserver", "controllers", "faults")
 
 MAX_VALUE_CHARS = 200
 """A value in a diff, a log line's text, an attempt's value: cut to this many characters."""
@@ -126,9 +114,7 @@ class TimelineData:
 
 def cap_events(events: list[Event]) -> tuple[list[Event], dict[str, int]]:
     """Keep at most :data:`MAX_EVENTS_PER_KIND` of each kind (the latest: failures come last)."""
-    counts: dict[str, int] = {}
-    for event in events:
-        counts[event.kind] = counts.get(event.kind, 0) + 1
+    counts = Counter(event.kind for event in events)
     over = {
         kind: count - MAX_EVENTS_PER_KIND for kind, count in counts.items() if count > MAX_EVENTS_PER_KIND
     }
@@ -173,15 +159,13 @@ def object_diff(
     (``old`` or ``new`` null where the field is absent), and how many rows were cut."""
     before = dict(flatten(old)) if old else {}
     after = dict(flatten(new)) if new else {}
-    rows = []
-    for path in sorted(before.keys() | after.keys()):
-        if path in before and path in after and before[path] == after[path]:
-            continue
-        rows.append(
-            {
-                "path": path,
-                "old": shown_value(before[path]) if path in before else None,
-                "new": shown_value(after[path]) if path in after else None,
-            }
-        )
+    rows = [
+        {
+            "path": path,
+            "old": shown_value(before[path]) if path in before else None,
+            "new": shown_value(after[path]) if path in after else None,
+        }
+        for path in sorted(before.keys() | after.keys())
+        if path not in before or path not in after or before[path] != after[path]
+    ]
     return rows[:MAX_DIFF_ROWS], max(0, len(rows) - MAX_DIFF_ROWS)

@@ -117,15 +117,12 @@ class Recorder:
                     target=self._start_watches, name="ktest-timeline-watches", daemon=True
                 )
                 self._starter.start()
+        observers: list[tuple[Any, Any]] = [
+            (rest.request_observers, self._on_request),
+            (wait_run.attempt_observers, self._on_attempt),
+        ]
         self._tokens = [
-            (
-                rest.request_observers,
-                rest.request_observers.set((*rest.request_observers.get(), self._on_request)),
-            ),
-            (
-                wait_run.attempt_observers,
-                wait_run.attempt_observers.set((*wait_run.attempt_observers.get(), self._on_attempt)),
-            ),
+            (variable, variable.set((*variable.get(), observer))) for variable, observer in observers
         ]
         return self
 
@@ -152,10 +149,7 @@ class Recorder:
                     tuple(o for o in variable.get() if o not in (self._on_request, self._on_attempt))
                 )
         self._tokens = []
-        self._stopping.set()
-        self._wake.set()
-        if self._starter is not None:
-            self._starter.join(timeout=2.0)
+        self._stop_starter()
         self.stopped = time.monotonic()
         if keep and self.cluster is not None and self._start_version is not None:
             with contextlib.suppress(Exception):  # without it, the view ends where the settling does
@@ -170,12 +164,7 @@ class Recorder:
         if self.stopped is None or self._closed:
             return
         self._closed = True
-        if settle and self._start_version is not None and self._watches_ended is None:
-            self._scan()
-            self._open_pending()
-            self._settle(self.stopped)
-        for watch in list(self._watches.values()):
-            watch.stop()
+        self._close_view(self.stopped if settle and self._watches_ended is None else None)
 
     def end_watches(self) -> None:
         """Close the API server's view now (its last writes settled), the rest of the recording
@@ -184,15 +173,23 @@ class Recorder:
         recording cut short."""
         if self._watches_ended is not None or self.stopped is not None:
             return
+        self._stop_starter()
+        self._watches_ended = time.monotonic()
+        self._close_view(self._watches_ended)
+
+    def _stop_starter(self) -> None:
         self._stopping.set()
         self._wake.set()
         if self._starter is not None:
             self._starter.join(timeout=2.0)
-        self._watches_ended = time.monotonic()
-        if self._start_version is not None:
+
+    def _close_view(self, settle_from: float | None) -> None:
+        """Stop the watches; with ``settle_from`` (when the recording or its view ended), first
+        watch what the operators' last calls were about and let the writes before then arrive."""
+        if settle_from is not None and self._start_version is not None:
             self._scan()
             self._open_pending()
-            self._settle(self._watches_ended)
+            self._settle(settle_from)
         for watch in list(self._watches.values()):
             watch.stop()
 
@@ -233,12 +230,12 @@ class Recorder:
     ) -> None:
         if error is None:
             self.stop("passed" if self.outcome == "recorded" else None)
-            return
-        if isinstance(error, AssertionError | Exception):
+        elif isinstance(error, Exception):
             self.fail(f"{type(error).__name__}: {error}")
+            self.stop("failed")
         else:  # KeyboardInterrupt, SystemExit: the test was cut, not failed
             self.cut(f"interrupted by {type(error).__name__}")
-        self.stop("failed" if isinstance(error, Exception) else "interrupted")
+            self.stop("interrupted")
 
     # ------------------------------------------------------------ live hooks
 
@@ -248,21 +245,11 @@ class Recorder:
         request = parse_request(method, path)
         began = time.monotonic() - seconds - self.started
         label = f"{request.describe()} -> {status}"
+        detail = {
+            "method": method, "path": cut(path, 500), "code": status, "latency_ms": round(seconds * 1000, 1)
+        }
         with self._lock:
-            self._events.append(
-                Event(
-                    "test",
-                    "request",
-                    began,
-                    label,
-                    {
-                        "method": method,
-                        "path": cut(path, 500),
-                        "code": status,
-                        "latency_ms": round(seconds * 1000, 1),
-                    },
-                )
-            )
+            self._events.append(Event("test", "request", began, label, detail))
         if self._start_version is not None:
             self._watch_request(request, by_test=True, upkeep=rest.upkeep.get())
 
@@ -271,23 +258,14 @@ class Recorder:
 
         verdict = attempt.verdict.name.lower()
         value = None if attempt.value is wait_run.NO_VALUE else short_value(attempt.value)
+        at = run.started + attempt.at - self.started
+        label = f"{run.kind} attempt {attempt.number} {verdict}: {run.description}"
+        detail = {
+            "check": run.description, "wait": run.kind, "number": attempt.number, "verdict": verdict,
+            "message": cut(attempt.message, 1000), "value": value,
+        }
         with self._lock:
-            self._events.append(
-                Event(
-                    "test",
-                    "attempt",
-                    run.started + attempt.at - self.started,
-                    f"{run.kind} attempt {attempt.number} {verdict}: {run.description}",
-                    {
-                        "check": run.description,
-                        "wait": run.kind,
-                        "number": attempt.number,
-                        "verdict": verdict,
-                        "message": cut(attempt.message, 1000),
-                        "value": value,
-                    },
-                )
-            )
+            self._events.append(Event("test", "attempt", at, label, detail))
 
     # ------------------------------------------------------------ watches
 
@@ -325,18 +303,19 @@ class Recorder:
 
     def _watch_resource_name(self, name: str) -> None:
         assert self.cluster is not None
-        for api_version in self.cluster.discovery.all_api_versions():
-            for info in self.cluster.discovery.group_version_resources(api_version).values():
-                group = api_version.rpartition("/")[0]
+        discovery = self.cluster.discovery
+        for api_version in discovery.all_api_versions():
+            group, _, version = api_version.rpartition("/")
+            for info in discovery.group_version_resources(api_version).values():
                 if name in (info.plural, info.kind, f"{info.plural}.{group}"):
-                    self._watch(ResourceKey(group, api_version.rpartition("/")[2], info.plural))
+                    self._watch(ResourceKey(group, version, info.plural))
                     return
 
     def _watch(self, key: ResourceKey) -> None:
         """Ask for a watch of ``key`` (opened by the starter thread, or by :meth:`stop`)."""
-        if self.cluster is None or self._start_version is None or self.stopped is not None:
+        if self.cluster is None or self._start_version is None:
             return
-        if self._watches_ended is not None:
+        if self.stopped is not None or self._watches_ended is not None:
             return
         if key.resource in _UNWATCHABLE and (key.group, key.resource) != ("", "events"):
             return
@@ -441,15 +420,10 @@ class Recorder:
         assembly.type_deliveries(timeline)
         if self._failure is not None:
             timeline.failure = self._failure
-            timeline.events.append(
-                Event(
-                    "test",
-                    "assertion-failure",
-                    self._failure[0],
-                    self._failure[1].splitlines()[0] if self._failure[1] else "failed",
-                    {"message": cut(self._failure[1], 8000)},
-                )
-            )
+            at, message = self._failure
+            label = message.splitlines()[0] if message else "failed"
+            detail = {"message": cut(message, 8000)}
+            timeline.events.append(Event("test", "assertion-failure", at, label, detail))
         truncated = self._cut
         for watch in self._watches.values():
             if watch.problem and watch.problem_at is not None:

@@ -106,7 +106,8 @@ Sink = Callable[[ResourceKey, Seen], None]
 
 
 class ResourceWatch:
-    """A cluster-wide watch of one resource on a thread, from ``resource_version`` on."""
+    """A watch of one resource (in ``key.namespace``, or cluster-wide) on a thread, from
+    ``resource_version`` on."""
 
     def __init__(
         self, cluster: Cluster, key: ResourceKey, resource_version: str, sink: Sink, *, late: bool

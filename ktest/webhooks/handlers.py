@@ -106,6 +106,11 @@ class Registration:
         name = self.function.__name__.replace("_", "-").strip("-").lower() or "handler"
         return f"{name}.{self.plural}.{self.group or 'core'}"
 
+    @property
+    def client_config(self) -> dict[str, Any]:
+        """The pretend Service reference of generated configurations (see ``PYTHON_SERVICE``)."""
+        return {"service": {"name": PYTHON_SERVICE, "namespace": "ktest", "path": self.path}}
+
 
 class AdmissionOptions(TypedDict, total=False):
     """``operations`` (default CREATE and UPDATE) and ``failure_policy`` (``"Fail"``, the default,
@@ -179,9 +184,7 @@ class Handlers:
                     "admissionReviewVersions": ["v1"],
                     "sideEffects": "None",
                     "failurePolicy": r.failure_policy,
-                    "clientConfig": {
-                        "service": {"name": PYTHON_SERVICE, "namespace": "ktest", "path": r.path}
-                    },
+                    "clientConfig": r.client_config,
                     "rules": [
                         {
                             "apiGroups": [r.group],
@@ -245,10 +248,9 @@ def answer_conversion(registration: Registration, request: dict[str, Any]) -> di
 def json_patch(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
     """RFC 6902 operations turning ``before`` into ``after`` (maps recursively, lists whole)."""
     if isinstance(before, dict) and isinstance(after, dict):
-        operations: list[dict[str, Any]] = []
-        for key in before:
-            if key not in after:
-                operations.append({"op": "remove", "path": f"{path}/{_escape(key)}"})
+        operations: list[dict[str, Any]] = [
+            {"op": "remove", "path": f"{path}/{_escape(key)}"} for key in before if key not in after
+        ]
         for key, value in after.items():
             child = f"{path}/{_escape(key)}"
             if key not in before:

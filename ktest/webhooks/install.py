@@ -37,8 +37,8 @@ class Installed:
     configurations: list[tuple[str, str]] = field(default_factory=list)  # (kind, name)
     conversions: list[str] = field(default_factory=list)  # CRD names whose conversion points at ktest
     locks: list[Any] = field(default_factory=list)  # held conversion locks (locks.RemovableLock)
-    probes: dict[str, Callable[[], None]] = field(default_factory=dict)  # probe key -> request that hits it
-    probe_names: dict[str, str] = field(default_factory=dict)  # probe key -> what it proves
+    probes: dict[str, tuple[str, Callable[[], None]]] = field(default_factory=dict)
+    """Probe key -> (what it proves, the request that hits it)."""
 
 
 def install_configuration(
@@ -59,8 +59,7 @@ def install_configuration(
         ) from None
     installed.configurations.append((config["kind"], config["metadata"]["name"]))
     key = f"{PROBE_PREFIX}{probe_index}"
-    installed.probes[key] = probe
-    installed.probe_names[key] = f"{config['kind']} {config['metadata']['name']}"
+    installed.probes[key] = (f"{config['kind']} {config['metadata']['name']}", probe)
 
 
 def install_conversion(
@@ -100,8 +99,7 @@ def install_conversion(
         raise WebhookError(f"cannot install the conversion webhook of CRD {name}: {message}") from None
     probe = _conversion_probe(cluster, crd, namespace, probe_name)
     if probe is not None:  # one served version: nothing is converted yet, so nothing can call it
-        installed.probes[route_path] = probe
-        installed.probe_names[route_path] = f"conversion webhook of CustomResourceDefinition {name}"
+        installed.probes[route_path] = (f"conversion webhook of CustomResourceDefinition {name}", probe)
 
 
 def _conversion_lock(cluster: Cluster, crd_name: str, timeout: float) -> Any:
@@ -207,12 +205,12 @@ def wait_called(installed: Installed, hits: set[str], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     last_errors: dict[str, str] = {}
     while True:
-        pending = [key for key in installed.probes if key not in hits]
+        pending = {key: probe for key, probe in installed.probes.items() if key not in hits}
         if not pending:
             return
-        for key in pending:
+        for key, (_, send) in pending.items():
             try:
-                installed.probes[key]()
+                send()
             except ApiError as error:
                 last_errors[key] = error.message
             if key in hits:
@@ -221,13 +219,10 @@ def wait_called(installed: Installed, hits: set[str], timeout: float) -> None:
             return
         if time.monotonic() >= deadline:
             lines = [
-                f"  {installed.probe_names[key]}: "
-                + (
-                    f"the probe request failed: {last_errors[key]}"
-                    if key in last_errors
-                    else "no call arrived"
-                )
-                for key in pending
+                f"  {proves}: the probe request failed: {last_errors[key]}"
+                if key in last_errors
+                else f"  {proves}: no call arrived"
+                for key, (proves, _) in pending.items()
                 if key not in hits
             ]
             raise WebhookError(

@@ -90,6 +90,11 @@ def target_path(client_config: dict[str, Any], where: str) -> tuple[str, str | N
     raise WebhookError(f"{where}: clientConfig has neither service nor url; the API server could not call it")
 
 
+def _names_python_service(service: str | None) -> bool:
+    """Whether a webhook names the pretend Service of ktest's Python handlers (``namespace/name:port``)."""
+    return service is not None and service.startswith(f"ktest/{PYTHON_SERVICE}")
+
+
 @dataclass
 class Rewriter:
     """Rewrites manifests for one :class:`~ktest.webhooks.Webhooks`: where, with which CA, what suffix."""
@@ -173,12 +178,12 @@ class Rewriter:
 
     def _python_handler(self, service: str | None, path: str) -> Any:
         """The Python handler registered for ``path`` when the webhook names ktest's Python service."""
-        return self.handlers.get(path) if service and service.startswith(f"ktest/{PYTHON_SERVICE}") else None
+        return self.handlers.get(path) if _names_python_service(service) else None
 
     def _check_one_service(self, service: str | None, where: str) -> None:
         """Every webhook forwarded to the operator must name the same Service: ktest runs one
         operator server, so webhooks of two different Services cannot both be served."""
-        if service is None or service.startswith(f"ktest/{PYTHON_SERVICE}"):
+        if service is None or _names_python_service(service):
             return
         self.services.setdefault(service, where)
         if len(self.services) > 1:

@@ -166,14 +166,15 @@ class FrontServer:
                 response = answer_admission(registration, AdmissionRequest(review["request"]))
         except Exception as error:
             text = "".join(traceback.format_exception_only(type(error), error)).strip()
-            call.error = f"the Python handler {registration.function.__name__} raised {text}"
+            failed = _failed(call, 500, f"the Python handler {registration.function.__name__} raised {text}")
             self.handler_errors.append(call.describe() + "\n" + "".join(traceback.format_exception(error)))
-            return 500, f"ktest: {call.error}".encode()
+            return failed
         _record_answer(call, response)
         return 200, _review(review, response)
 
     def _forward(self, route: Route, body: bytes, call: WebhookCall) -> tuple[int, bytes]:
         host, port = self.upstream
+        server = f"the operator's webhook server at {host}:{port}"
         connection = http.client.HTTPSConnection(
             host, port, context=self.upstream_context, timeout=route.timeout_seconds + 1
         )
@@ -182,29 +183,22 @@ class FrontServer:
             response = connection.getresponse()
             answer = response.read()
         except ssl.SSLCertVerificationError as error:
-            call.error = (
-                f"the operator's webhook server at {host}:{port} presents a certificate ktest did not issue "
-                f"({error.verify_message}): start it with ktest's certificate (cert dir, port and host from "
-                "Webhooks: e.g. --webhook-cert-dir for a controller-runtime manager)"
-            )
-            return 502, f"ktest: {call.error}".encode()
+            return _failed(call, 502, (
+                f"{server} presents a certificate ktest did not issue ({error.verify_message}): start it "
+                "with ktest's certificate (cert dir, port and host from Webhooks: e.g. --webhook-cert-dir "
+                "for a controller-runtime manager)"
+            ))
         except ConnectionRefusedError:
-            call.error = (
-                f"the operator's webhook server at {host}:{port} is unreachable (connection refused): "
-                "is the operator running, and was it given this port?"
-            )
-            return 502, f"ktest: {call.error}".encode()
+            return _failed(call, 502, (
+                f"{server} is unreachable (connection refused): is the operator running, and was it given "
+                "this port?"
+            ))
         except TimeoutError:
-            call.error = (
-                f"the operator's webhook server at {host}:{port}{route.target_path} did not answer "
-                f"within timeoutSeconds={route.timeout_seconds:g}"
-            )
-            return 504, f"ktest: {call.error}".encode()
+            return _failed(call, 504, (
+                f"{server}{route.target_path} did not answer within timeoutSeconds={route.timeout_seconds:g}"
+            ))
         except (OSError, http.client.HTTPException) as error:
-            call.error = (
-                f"calling the operator's webhook server at {host}:{port}{route.target_path} failed: {error}"
-            )
-            return 502, f"ktest: {call.error}".encode()
+            return _failed(call, 502, f"calling {server}{route.target_path} failed: {error}")
         finally:
             connection.close()
         if response.status != 200:
@@ -235,6 +229,12 @@ class FrontServer:
             )
         name = request.get("name") or ((request.get("object") or {}).get("metadata") or {}).get("name") or ""
         return str(name).startswith(self.probe_name)
+
+
+def _failed(call: WebhookCall, status: int, error: str) -> tuple[int, bytes]:
+    """Record why no valid answer reached the API server, and answer it so."""
+    call.error = error
+    return status, f"ktest: {error}".encode()
 
 
 def _served_by(route: Route, upstream: tuple[str, int]) -> str:

@@ -28,7 +28,7 @@ from ktest.base.ports import free_ports
 from ktest.errors import WebhookError
 from ktest.webhooks import install
 from ktest.webhooks.calls import CallLog
-from ktest.webhooks.handlers import PYTHON_SERVICE, Handlers
+from ktest.webhooks.handlers import Handlers
 from ktest.webhooks.manifests import Rewriter, WebhookManifests, read_manifests
 from ktest.webhooks.routes import RouteTable
 from ktest.webhooks.server import FrontServer
@@ -226,12 +226,7 @@ class Webhooks(StartedOnEnter):
             crd = {key: crd[key] for key in ("apiVersion", "kind", "spec")} | {"metadata": {"name": name}}
             crd["spec"]["conversion"] = {
                 "strategy": "Webhook",
-                "webhook": {
-                    "conversionReviewVersions": ["v1"],
-                    "clientConfig": {
-                        "service": {"name": PYTHON_SERVICE, "namespace": "ktest", "path": registration.path}
-                    },
-                },
+                "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": registration.client_config},
             }
             manifests.append(Manifest(crd, f"python handler {registration.function.__name__}"))
         return manifests
@@ -260,7 +255,7 @@ class Webhooks(StartedOnEnter):
                     f"cert dir {self.cert_dir} "
                     "(tls.crt, tls.key), e.g. --webhook-cert-dir for a controller-runtime manager"
                 ) from None
-            except (ConnectionRefusedError, ssl.SSLError, OSError) as error:
+            except OSError as error:  # refused, TLS (ssl.SSLError), timeout
                 last = f"{type(error).__name__}: {error}"
             time.sleep(0.05)
         raise WebhookError(
