@@ -41,10 +41,6 @@ CANCEL_UNLESS_DEFAULT_BRANCH = (
     "${{ github.ref != format('refs/heads/{0}', github.event.repository.default_branch) }}"
 )
 
-
-class InitError(KtestError):
-    """``ktest init`` could not write the workflow (the message says how to fix it)."""
-
 # A pull request from a branch of this repository already runs on its push: run pull requests
 # from forks only, so one change does not run the whole matrix twice.
 ONCE_PER_CHANGE = (
@@ -69,6 +65,10 @@ _WORKFLOW_HEAD = (
     f"    if: {ONCE_PER_CHANGE}",
 )
 """What every workflow ``ktest init github-actions`` writes starts with (after its comments)."""
+
+
+class InitError(KtestError):
+    """``ktest init`` could not write the workflow (the message says how to fix it)."""
 
 
 def register(subparsers: Any) -> None:
@@ -372,14 +372,8 @@ def write_workflow(path: Path, text: str, *, force: bool) -> None:
 def installed_origin() -> tuple[str | None, str | None]:
     """(owner/name, commit) of the ktest installed, from pip's direct_url.json or its git checkout."""
     try:
-        raw = metadata.distribution("ktest").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return None, None
-    if not raw:
-        return None, None
-    try:
-        origin = json.loads(raw)
-    except ValueError:
+        origin = json.loads(metadata.distribution("ktest").read_text("direct_url.json") or "")
+    except (metadata.PackageNotFoundError, ValueError):  # not installed, no such file, not JSON
         return None, None
     url = str(origin.get("url", ""))
     commit = (origin.get("vcs_info") or {}).get("commit_id")
