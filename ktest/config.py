@@ -441,7 +441,7 @@ def _check_combination(settings: Settings, env: Mapping[str, str]) -> Settings:
             where = (
                 "reuse (a control plane started by `ktest up`)"
                 if settings.reuse
-                else (f"backend {settings.backend}")
+                else f"backend {settings.backend}"
             )
             hint = (
                 "for kind, put them in the kind config (ktest_kind_config: featureGates, or "
