@@ -434,8 +434,8 @@ def _github_actions(args: argparse.Namespace) -> int:
                 f"{VERSION} from PyPI instead. For the reusable one, pass --repository OWNER/ktest "
                 "--ref <commit SHA>"
             )
-    standalone = not given and not (repository and ref)
-    if not standalone and (not repository or not ref):
+    pinned = bool(repository and ref)  # else a self-contained workflow, unless an option was given
+    if given and not pinned:
         missing = "--ref <40-hex commit SHA>" if repository else "--repository OWNER/ktest"
         raise InitError(
             "cannot tell which ktest repository and commit to pin: this ktest was not installed from "
@@ -453,7 +453,7 @@ def _github_actions(args: argparse.Namespace) -> int:
         ktest_version=VERSION,
         python_version=args.python_version,
     )
-    if standalone:
+    if not pinned:
         write_workflow(args.path, render_standalone_workflow(options), force=args.force)
         print(f"wrote {args.path} (self-contained: ktest {VERSION} from PyPI); commit it and push{note}")
         return 0
