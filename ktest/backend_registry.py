@@ -249,12 +249,8 @@ def node_names() -> tuple[str, ...]:
 
 def parts(part: str) -> list[tuple[BackendSpec, Callable[..., Any]]]:
     """Every backend that has ``part``, with that part loaded (``status``, ``cli``, ``fixtures``)."""
-    found = []
-    for backend in backends().values():
-        loaded = backend.load(part)
-        if loaded is not None:
-            found.append((backend, loaded))
-    return found
+    loaded = [(backend, backend.load(part)) for backend in backends().values()]
+    return [(backend, found) for backend, found in loaded if found is not None]
 
 
 def spec(name: str) -> BackendSpec:

@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ktest import backend_registry as registry
-from ktest.config_values import (  # noqa: F401  (apiserver_arguments, known_feature_gates: ktest.config's too)
+from ktest.config_values import (  # noqa: F401  (apiserver_arguments: ktest.config's too)
     Source,
     Spec,
     apiserver_arguments,
     check_apiserver_flags,
     flag,
-    known_feature_gates,
     parse_apiserver_flags,
     parse_backend,
     parse_choice,
@@ -100,8 +99,6 @@ class Settings:
 
     def with_values(self, **values: Any) -> Settings:
         """A copy with ``values`` set, core settings and backends' rows alike."""
-        from dataclasses import fields, replace
-
         core = {f.name for f in fields(self)}
         extra = {name: value for name, value in values.items() if name not in core}
         unknown = set(extra) - set(backend_rows())
@@ -221,7 +218,6 @@ CORE_SETTINGS: tuple[Spec, ...] = (
              "the gates the binary knows", "(none)", metavar="GATES"),
 )
 # fmt: on
-
 
 
 def backend_rows() -> dict[str, Spec]:
@@ -354,9 +350,7 @@ def _with_foreign_options(settings: Settings, given: Mapping[str, Any], cwd: Pat
                 f"{settings.backend}, and {foreign.option} has no meaning there: {foreign.refusal}"
             )
         spec = specs_by_name()[foreign.setting]
-        raw = given[foreign.dest]
-        text = ("true" if raw else "false") if isinstance(raw, bool) else str(raw)
-        value = spec.parse(text, spec, Source("option", label, cwd))
+        value = spec.parse(_text(given[foreign.dest]), spec, Source("option", label, cwd))
         own = settings.source_of(spec.name)
         current = getattr(settings, spec.name)
         if own.startswith("option ") and current != value:
@@ -369,8 +363,6 @@ def _with_foreign_options(settings: Settings, given: Mapping[str, Any], cwd: Pat
             sources[spec.name] = label
     if not changes:
         return settings
-    from dataclasses import replace
-
     return replace(settings.with_values(**changes), sources=sources)
 
 
@@ -422,23 +414,22 @@ def _raw_value(
     spec: Spec, option: Any, ini_value: Any, env: Mapping[str, str], cwd: Path, ini_dir: Path
 ) -> tuple[str, Source] | None:
     if option is not None and option != []:
-        label = f"option {spec.option}"
-        if isinstance(option, bool):
-            return ("true" if option else "false"), Source("option", label, cwd)
-        if isinstance(option, (list, tuple)):
-            return "\n".join(str(item) for item in option), Source("option", label, cwd)
-        return str(option), Source("option", label, cwd)
+        return _text(option), Source("option", f"option {spec.option}", cwd)
     raw = env.get(spec.env)
     if raw is not None and raw.strip():
         return raw, Source("env", f"environment variable {spec.env}", cwd)
     if ini_value is not None and ini_value not in ("", []):
-        label = f"ini key {spec.ini}"
-        if isinstance(ini_value, (list, tuple)):
-            return "\n".join(str(item) for item in ini_value), Source("ini", label, ini_dir)
-        if isinstance(ini_value, bool):
-            return ("true" if ini_value else "false"), Source("ini", label, ini_dir)
-        return str(ini_value), Source("ini", label, ini_dir)
+        return _text(ini_value), Source("ini", f"ini key {spec.ini}", ini_dir)
     return None
+
+
+def _text(value: Any) -> str:
+    """A given value as the text its parser reads: a flag as true/false, repeated values one a line."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "\n".join(str(item) for item in value)
+    return str(value)
 
 
 def _check_combination(settings: Settings, env: Mapping[str, str]) -> Settings:
@@ -450,7 +441,7 @@ def _check_combination(settings: Settings, env: Mapping[str, str]) -> Settings:
             where = (
                 "reuse (a control plane started by `ktest up`)"
                 if settings.reuse
-                else (f"backend {settings.backend}")
+                else f"backend {settings.backend}"
             )
             hint = (
                 "for kind, put them in the kind config (ktest_kind_config: featureGates, or "

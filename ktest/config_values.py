@@ -94,16 +94,11 @@ def parse_backend(text: str, spec: Spec, source: Source) -> str:
     return parse_choice(sorted(registry.names()))(text, spec, source)
 
 
-def parse_choice(allowed: Sequence[str], planned: Sequence[str] = ()) -> Parser:
+def parse_choice(allowed: Sequence[str]) -> Parser:
     def parse(text: str, spec: Spec, source: Source) -> str:
         value = text.strip().lower()
         if value in allowed:
             return value
-        if value in planned:
-            raise ConfigError(
-                f"{source.label}: ktest {spec.name} {value!r} is not available yet; "
-                f"use one of: {', '.join(allowed)}"
-            )
         raise ConfigError(
             f"{source.label}: {text!r} is not a valid {spec.name}; allowed values: {', '.join(allowed)}"
         )
@@ -202,9 +197,10 @@ def parse_image_reference(text: str, spec: Spec, source: Source) -> str | None:
 
 
 def _expand(text: str, spec: Spec, source: Source) -> Path:
-    """``~`` and ``~user`` expanded; an unknown user is a ConfigError naming the setting."""
+    """``~`` and ``~user`` expanded, a relative path taken from ``source.base``; an unknown user is a
+    ConfigError naming the setting."""
     try:
-        return Path(text).expanduser()
+        return source.base / Path(text).expanduser()
     except RuntimeError:
         user = text[1:].split("/", 1)[0]
         raise ConfigError(
@@ -217,8 +213,7 @@ def _expand(text: str, spec: Spec, source: Source) -> Path:
 def parse_path(text: str, spec: Spec, source: Source) -> Path | None:
     if not text.strip():
         return None
-    path = _expand(text.strip(), spec, source)
-    return path if path.is_absolute() else source.base / path
+    return _expand(text.strip(), spec, source)
 
 
 def parse_paths(text: str, spec: Spec, source: Source) -> tuple[Path, ...]:
@@ -229,7 +224,6 @@ def parse_paths(text: str, spec: Spec, source: Source) -> tuple[Path, ...]:
         if not piece:
             continue
         path = _expand(piece, spec, source)
-        path = path if path.is_absolute() else source.base / path
         if not path.exists():
             raise ConfigError(
                 f"{source.label}: CRD path {piece!r} does not exist (looked for {path}); "

@@ -39,19 +39,7 @@ _EXPORTS = {
     "KubeVersion": "ktest.assets.selectors",
 }
 
-__all__ = [
-    "ALL_BINARIES",
-    "OPTIONAL_BINARIES",
-    "REQUIRED_BINARIES",
-    "SOURCES",
-    "Assets",
-    "KubeVersion",
-    "Progress",
-    "Selector",
-    "parse_selector",
-    "resolve_assets",
-]
-
+__all__ = sorted(_EXPORTS)
 
 if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error, not Any
     __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

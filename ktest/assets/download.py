@@ -57,8 +57,8 @@ class DownloadSettings:
         return cls(
             index_url=env.get("KTEST_ENVTEST_INDEX_URL") or DEFAULT_INDEX_URL,
             release_url=(env.get("KTEST_K8S_RELEASE_URL") or DEFAULT_RELEASE_URL).rstrip("/"),
-            connect_timeout=_float_env(env, "KTEST_DOWNLOAD_CONNECT_TIMEOUT", 3.0),
-            read_timeout=_float_env(env, "KTEST_DOWNLOAD_READ_TIMEOUT", 30.0),
+            connect_timeout=_float_env(env, "KTEST_DOWNLOAD_CONNECT_TIMEOUT", cls.connect_timeout),
+            read_timeout=_float_env(env, "KTEST_DOWNLOAD_READ_TIMEOUT", cls.read_timeout),
             enabled=env.get("KTEST_DOWNLOAD", "").lower() not in ("0", "false", "no", "off"),
         )
 
@@ -214,8 +214,7 @@ def _reason(error: BaseException) -> str:
         return f"host name not resolvable ({cause.strerror})"
     if isinstance(cause, urllib.error.URLError):
         return str(cause.reason)
-    text = str(cause) or type(cause).__name__
-    return text
+    return str(cause) or type(cause).__name__
 
 
 def parse_index(text: str, url: str) -> dict[str, dict[str, Archive]]:

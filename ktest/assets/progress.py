@@ -27,11 +27,14 @@ def format_duration(seconds: float) -> str:
 
 
 def format_bytes(count: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if count < 1024 or unit == "GiB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+    """``512`` -> ``"512 B"``, ``1536`` -> ``"1.5 KiB"``; GiB is the largest unit."""
+    if count < 1024:
+        return f"{count:.0f} B"
+    for unit in ("KiB", "MiB"):
         count /= 1024
-    raise AssertionError("unreachable")
+        if count < 1024:
+            return f"{count:.1f} {unit}"
+    return f"{count / 1024:.1f} GiB"
 
 
 class Progress:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable
+from functools import cached_property, partial
 from pathlib import Path
 
 from ktest.assets import download, gotool, probe, sources, store, versions
@@ -48,16 +48,21 @@ def resolve_assets(
     :func:`ktest.assets.store.verify_entry`) raises AssetsError naming them;
     ``repair=True`` (``ktest binaries install``) installs it again instead.
     """
-    resolution = Resolution(parse_selector(selector), source, as_progress(progress))
-    resolution.repair = repair
-    resolution.version_requested = selector is not None
-    return resolution.run()
+    return Resolution(
+        parse_selector(selector),
+        source,
+        as_progress(progress),
+        version_requested=selector is not None,
+        repair=repair,
+    ).run()
 
 
 class Resolution:
     """One resolution: the selector, the allowed sources and what has been tried so far."""
 
-    def __init__(self, selector: Selector, source: str, progress: Progress) -> None:
+    def __init__(
+        self, selector: Selector, source: str, progress: Progress, *, version_requested: bool, repair: bool
+    ) -> None:
         if source not in SOURCES:
             raise AssetsError(f"unknown binaries source {source!r}; use one of: {', '.join(SOURCES)}.")
         self.selector = selector
@@ -66,10 +71,8 @@ class Resolution:
         self.locations = store.Locations.from_env()
         self.settings = download.DownloadSettings.from_env()
         self.tried: list[str] = []
-        self.version_requested = True
-        self.repair = False
-        self._go: gotool.GoTool | None = None
-        self._go_looked_up = False
+        self.version_requested = version_requested
+        self.repair = repair
 
     @property
     def allows_download(self) -> bool:
@@ -79,13 +82,10 @@ class Resolution:
     def allows_build(self) -> bool:
         return self.source in ("auto", "build")
 
-    @property
+    @cached_property
     def go(self) -> gotool.GoTool | None:
         """The ``go`` on PATH: it lists the releases on the Go module proxy."""
-        if not self._go_looked_up:
-            self._go = gotool.find_go()
-            self._go_looked_up = True
-        return self._go
+        return gotool.find_go()
 
     def run(self) -> Assets:
         if self.source == "auto":
@@ -195,7 +195,14 @@ class Resolution:
                 self.progress.note(f"Kubernetes {version} was installed by another process")
                 return _assets(existing)
             if self.allows_download:
-                outcome = self._attempt("download", "download", self._download, installer, version)
+                downloader = download.Downloader(self.settings, self.progress)
+                self.progress.note(f"downloading Kubernetes {version} binaries from {self._download_hosts()}")
+                outcome = self._attempt(
+                    "download",
+                    "download",
+                    installer,
+                    partial(download.download_binaries, version, self.locations.arch, downloader=downloader),
+                )
                 if isinstance(outcome, Assets):
                     return outcome
                 self.progress.note(f"download failed: {_first_line(outcome)}")
@@ -213,49 +220,28 @@ class Resolution:
                         self.tried.append(f"{binary_source.label}: {reason}")
                         continue
                     outcome = self._attempt(
-                        binary_source.name, binary_source.label, self._installing_from(binary_source),
-                        installer, version,
+                        binary_source.name,
+                        binary_source.label,
+                        installer,
+                        partial(binary_source.install_kubernetes, version, progress=self.progress),
                     )
                     if isinstance(outcome, Assets):
                         return outcome
         raise AssetsError(self._nothing_worked(version))
 
     def _attempt(
-        self,
-        source: str,
-        label: str,
-        install: Callable[[store.Installer, str], store.Entry],
-        installer: store.Installer,
-        version: str,
+        self, source: str, label: str, installer: store.Installer, producer: store.Producer
     ) -> Assets | AssetsError:
-        """Install ``version`` one way (``source``): the assets, or the error when other ways
-        may still be tried (noted in ``tried`` as ``label``); raised when ``source`` was asked for."""
+        """Install one way (``source``, filling the entry with ``producer``): the assets, or the error
+        when other ways may still be tried (noted in ``tried`` as ``label``); raised when ``source``
+        was asked for."""
         try:
-            return _assets(install(installer, version), source)
+            return _assets(installer.install(source, producer), source)
         except AssetsError as error:
             if self.source == source:
                 raise
             self.tried.append(f"{label}: {_indented(error)}")
             return error
-
-    def _download(self, installer: store.Installer, version: str) -> store.Entry:
-        downloader = download.Downloader(self.settings, self.progress)
-        self.progress.note(f"downloading Kubernetes {version} binaries from {self._download_hosts()}")
-        return installer.install(
-            "download",
-            lambda scratch: download.download_binaries(version, self.locations.arch, scratch, downloader),
-        )
-
-    def _installing_from(
-        self, binary_source: sources.BinarySource
-    ) -> Callable[[store.Installer, str], store.Entry]:
-        def install(installer: store.Installer, version: str) -> store.Entry:
-            return installer.install(
-                binary_source.name,
-                lambda scratch: binary_source.install_kubernetes(version, scratch, self.progress),
-            )
-
-        return install
 
     def _download_hosts(self) -> str:
         hosts = dict.fromkeys(

@@ -134,12 +134,8 @@ def parse_selector(text: str | None) -> Selector:
             f"Kubernetes version selector {text!r} asks for major version {major}; "
             "Kubernetes releases are 1.x. Use e.g. 1.37 or 1.37.2."
         )
-    return Selector(
-        text=KubeVersion.parse(cleaned).text,
-        major=int(major),
-        minor=int(minor),
-        patch=None if patch is None else int(patch),
-    )
+    version = KubeVersion(int(major), int(minor), None if patch is None else int(patch))
+    return Selector(version.text, version.major, version.minor, version.patch)
 
 
 def parse_stable_version(version: str) -> Version | None:

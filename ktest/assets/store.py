@@ -130,26 +130,26 @@ def read_envtest_entry(locations: Locations, version: str) -> Entry | None:
     return None
 
 
-def _versions_in(directory: Path, suffix: str) -> list[str]:
+def _entries_in(
+    locations: Locations, directory: Path, read: Callable[[Locations, str], Entry | None]
+) -> list[Entry]:
+    """The entries ``read`` accepts among the ``<version>-linux-<arch>`` directories of ``directory``."""
+    suffix = f"-linux-{locations.arch}"
     try:
         names = [child.name for child in directory.iterdir() if child.is_dir()]
     except OSError:
         return []
-    versions = [name[: -len(suffix)] for name in names if name.endswith(suffix)]
-    return [v for v in versions if parse_stable_version(v) is not None]
+    versions = [name.removesuffix(suffix) for name in names if name.endswith(suffix)]
+    found = (read(locations, v) for v in versions if parse_stable_version(v) is not None)
+    return [entry for entry in found if entry is not None]
 
 
 def list_cache_entries(locations: Locations) -> list[Entry]:
-    suffix = f"-linux-{locations.arch}"
-    found = (read_cache_entry(locations, v) for v in _versions_in(locations.k8s_dir, suffix))
-    return [entry for entry in found if entry is not None]
+    return _entries_in(locations, locations.k8s_dir, read_cache_entry)
 
 
 def list_envtest_entries(locations: Locations) -> list[Entry]:
-    suffix = f"-linux-{locations.arch}"
-    versions = _versions_in(locations.envtest_root / "k8s", suffix)
-    found = (read_envtest_entry(locations, v) for v in versions)
-    return [entry for entry in found if entry is not None]
+    return _entries_in(locations, locations.envtest_root / "k8s", read_envtest_entry)
 
 
 def ensure_writable_cache(locations: Locations) -> None:
@@ -265,15 +265,9 @@ def verify_entry(entry: Entry, *, full: bool = False) -> list[Damage]:
     damage = []
     for name, recorded in sorted(files.items()):
         path = entry.directory / name
-        try:
-            stat = path.stat()
-        except OSError as error:
-            damage.append(Damage(name, path, f"missing ({error.strerror or error})"))
-            continue
-        if stat.st_size != recorded.get("size"):
-            damage.append(
-                Damage(name, path, f"size {stat.st_size} bytes, {recorded.get('size')} when installed")
-            )
+        stat = _stat_as_installed(name, path, recorded.get("size"))
+        if isinstance(stat, Damage):
+            damage.append(stat)
             continue
         if not full and stat.st_mtime_ns == recorded.get("mtime_ns"):
             continue
@@ -288,20 +282,25 @@ def verify_entry(entry: Entry, *, full: bool = False) -> list[Damage]:
     return damage
 
 
+def _stat_as_installed(name: str, path: Path, size: object) -> os.stat_result | Damage:
+    """``path``'s stat, or the damage when it is missing or its size is not the ``size`` installed."""
+    try:
+        stat = path.stat()
+    except OSError as error:
+        return Damage(name, path, f"missing ({error.strerror or error})")
+    if stat.st_size != size:
+        return Damage(name, path, f"size {stat.st_size} bytes, {size} when installed")
+    return stat
+
+
 def _adopt_legacy_entry(entry: Entry) -> list[Damage]:
     """Record checksums for an entry installed without them; its sizes must match."""
     sizes = entry.metadata.get("sizes")
-    damage = []
-    if isinstance(sizes, Mapping):
-        for name, size in sorted(sizes.items()):
-            path = entry.directory / name
-            try:
-                actual = path.stat().st_size
-            except OSError as error:
-                damage.append(Damage(name, path, f"missing ({error.strerror or error})"))
-                continue
-            if actual != size:
-                damage.append(Damage(name, path, f"size {actual} bytes, {size} when installed"))
+    checked = [
+        _stat_as_installed(name, entry.directory / name, size)
+        for name, size in sorted(sizes.items() if isinstance(sizes, Mapping) else ())
+    ]
+    damage = [found for found in checked if isinstance(found, Damage)]
     if damage:
         return damage
     metadata = dict(entry.metadata)

@@ -72,10 +72,6 @@ def proxy_versions(go: str) -> list[str]:
     return sort_versions(finished.stdout.split()[1:])
 
 
-def index_versions(downloader: download.Downloader, arch: str) -> list[str]:
-    return download.index_versions(download.fetch_index(downloader), arch)
-
-
 class VersionCache:
     """``versions.json``: remote listings with the time they were fetched."""
 
@@ -139,7 +135,8 @@ def known_versions(
         url = downloader.settings.index_url
         try:
             known.by_source["envtest index"] = cache.lookup(
-                f"index {url} {locations.arch}", lambda: index_versions(downloader, locations.arch)
+                f"index {url} {locations.arch}",
+                lambda: download.index_versions(download.fetch_index(downloader), locations.arch),
             )
         except AssetsError as error:
             known.failures["envtest index"] = str(error).splitlines()[0]

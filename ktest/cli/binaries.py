@@ -101,8 +101,7 @@ def _list(_args: argparse.Namespace) -> int:
         return 0
     header = ["VERSION", "ORIGIN", *ALL_BINARIES, "TOTAL", "DIRECTORY"]
     rows = [header]
-    for entry in sorted(entries, key=lambda e: tuple(int(p) for p in e.version.split(".")),
-                        reverse=True):
+    for entry in sorted(entries, key=lambda entry: KubeVersion.parse(entry.version), reverse=True):
         sizes = entry.sizes()
         origin = entry.origin if entry.origin == "setup-envtest" else f"cache/{entry.origin}"
         rows.append(

@@ -41,10 +41,6 @@ CANCEL_UNLESS_DEFAULT_BRANCH = (
     "${{ github.ref != format('refs/heads/{0}', github.event.repository.default_branch) }}"
 )
 
-
-class InitError(KtestError):
-    """``ktest init`` could not write the workflow (the message says how to fix it)."""
-
 # A pull request from a branch of this repository already runs on its push: run pull requests
 # from forks only, so one change does not run the whole matrix twice.
 ONCE_PER_CHANGE = (
@@ -69,6 +65,10 @@ _WORKFLOW_HEAD = (
     f"    if: {ONCE_PER_CHANGE}",
 )
 """What every workflow ``ktest init github-actions`` writes starts with (after its comments)."""
+
+
+class InitError(KtestError):
+    """``ktest init`` could not write the workflow (the message says how to fix it)."""
 
 
 def register(subparsers: Any) -> None:
@@ -372,14 +372,8 @@ def write_workflow(path: Path, text: str, *, force: bool) -> None:
 def installed_origin() -> tuple[str | None, str | None]:
     """(owner/name, commit) of the ktest installed, from pip's direct_url.json or its git checkout."""
     try:
-        raw = metadata.distribution("ktest").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return None, None
-    if not raw:
-        return None, None
-    try:
-        origin = json.loads(raw)
-    except ValueError:
+        origin = json.loads(metadata.distribution("ktest").read_text("direct_url.json") or "")
+    except (metadata.PackageNotFoundError, ValueError):  # not installed, no such file, not JSON
         return None, None
     url = str(origin.get("url", ""))
     commit = (origin.get("vcs_info") or {}).get("commit_id")
@@ -440,8 +434,8 @@ def _github_actions(args: argparse.Namespace) -> int:
                 f"{VERSION} from PyPI instead. For the reusable one, pass --repository OWNER/ktest "
                 "--ref <commit SHA>"
             )
-    standalone = not given and not (repository and ref)
-    if not standalone and (not repository or not ref):
+    pinned = bool(repository and ref)  # else a self-contained workflow, unless an option was given
+    if given and not pinned:
         missing = "--ref <40-hex commit SHA>" if repository else "--repository OWNER/ktest"
         raise InitError(
             "cannot tell which ktest repository and commit to pin: this ktest was not installed from "
@@ -459,7 +453,7 @@ def _github_actions(args: argparse.Namespace) -> int:
         ktest_version=VERSION,
         python_version=args.python_version,
     )
-    if standalone:
+    if not pinned:
         write_workflow(args.path, render_standalone_workflow(options), force=args.force)
         print(f"wrote {args.path} (self-contained: ktest {VERSION} from PyPI); commit it and push{note}")
         return 0

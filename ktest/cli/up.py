@@ -52,13 +52,9 @@ def register(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     return {"up": up, "down": down}
 
 
-def _parse(name: str, text: str, flag: str) -> Any:
-    spec = specs_by_name()[name]
-    return spec.parse(text, spec, Source("option", f"option {flag}", Path.cwd()))
-
-
 def _up(args: argparse.Namespace) -> int:
-    version = _parse("k8s_version", args.k8s_version or "", "--k8s-version")
+    spec = specs_by_name()["k8s_version"]
+    version = spec.parse(args.k8s_version or "", spec, Source("option", "option --k8s-version", Path.cwd()))
     up = registry.spec(args.backend).load("up")
     assert up is not None
     return int(up(args, version))

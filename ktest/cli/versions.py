@@ -176,6 +176,7 @@ def how_obtained(minor: str, installed: list[str], means: Means) -> tuple[str, s
 
 def _build_plan(minor: str, means: Means) -> tuple[str, str]:
     """``(how a build would go, "")`` or ``("", why no build can run here)``."""
+    from ktest.assets.gotool import version_numbers
     from ktest.assets.sources import not_installed_note
 
     known, builders, go = means.known, means.builders, means.go
@@ -187,7 +188,7 @@ def _build_plan(minor: str, means: Means) -> tuple[str, str]:
         return "", "; ".join(f"{source.label}: {source.unavailable()}" for source in builders)
     if go is None:
         return "", "no `go` on PATH for a Go build"
-    if go.go_version_tuple() < tuple(int(p) for p in facts.go.split(".")) and go.toolchain == "local":
+    if go.go_version_tuple() < version_numbers(facts.go) and go.toolchain == "local":
         return "", f"{go.version} is older than the Go {facts.go} {minor}'s go.mod needs (GOTOOLCHAIN=local)"
     if means.remote and "Go module proxy" in known.failures:
         return "", f"the Go module proxy is unreachable ({known.failures['Go module proxy']})"
