@@ -12,6 +12,7 @@ so the cache never holds a half-written binary.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -50,13 +51,8 @@ class GoTool:
 
 def version_numbers(text: str) -> tuple[int, ...]:
     """``(1, 25, 3)`` for ``1.25.3`` (or ``1.25rc1`` -> ``(1, 25)``): the leading numeric parts."""
-    parts = []
-    for piece in text.split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
+    leading = re.match(r"\d+(?:\.\d+)*", text)
+    return tuple(int(part) for part in leading.group().split(".")) if leading else ()
 
 
 def find_go(env: Mapping[str, str] | None = None) -> GoTool | None:
