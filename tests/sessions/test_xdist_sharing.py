@@ -1,4 +1,4 @@
-"""pytest-xdist: one control plane owned by the controller process, shared by two workers
+"""pytest-xdist: one control plane held by the controller process, shared by two workers
 (ktest.sessions.shared serves it, ktest.sessions.attached attaches to it)."""
 
 from __future__ import annotations
