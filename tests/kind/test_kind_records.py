@@ -22,3 +22,20 @@ def test_a_record_is_private_whatever_the_umask_and_never_half_written(tmp_path:
         assert stat.S_IMODE(os.stat(parent).st_mode) == 0o700, parent
     assert records.read_record("ktest-run-abc123", directory) == record
     assert sorted(p.name for p in directory.iterdir()) == ["ktest-run-abc123.json"]  # no partial file
+
+
+def test_deleting_a_held_cluster_forgets_its_record_where_it_was_written(
+    tmp_path: Path, kind_binary: Path
+) -> None:
+    """A cluster recorded outside the default directory (the pool's, a test's) loses its record
+    there when deleted, not in the default directory."""
+    from ktest.backends.kind.cluster import KindCluster
+
+    directory = tmp_path / "records"
+    record = records.held_by_this_process("ktest-run-gone0001", tmp_path / "cluster", "img", "1.37.2")
+    (tmp_path / "cluster").mkdir()
+    path = records.write_record(record, directory)
+    cluster = KindCluster.held(record, kind_binary, path)  # no such kind cluster: deleting it is a no-op
+    cluster.delete()
+    assert not path.exists()
+    assert not (tmp_path / "cluster").exists()

@@ -87,6 +87,8 @@ class KindCluster:
     record: ClusterRecord
     kind: Path
     janitor: JanitorHandle | None = None
+    records_dir: Path | None = None
+    """Where its record is (None: the default records directory)."""
 
     name = Delegated[str]("record")
     version = Delegated[str]("record")
@@ -98,7 +100,7 @@ class KindCluster:
         """The cluster of ``record``, held by this process: its janitor deletes it if we die first."""
         janitor = JanitorHandle(Path(record.directory))
         janitor.on_death(on_death.command(kind, record.name, record_path, Path(record.directory)))
-        return cls(record, kind, janitor)
+        return cls(record, kind, janitor, record_path.parent)
 
     @property
     def directory(self) -> Path:
@@ -121,7 +123,7 @@ class KindCluster:
 
     def delete(self) -> None:
         """Delete the cluster, its private directory and its record. Idempotent."""
-        delete_cluster(self.kind, self.record)
+        delete_cluster(self.kind, self.record, self.records_dir)
         self.release_janitor()
 
     def release_janitor(self) -> None:
