@@ -140,10 +140,15 @@ def spawn(
     With ``bind_to_parent`` the child is killed by the kernel when this
     process dies, even by SIGKILL.
     """
-    arguments: dict[str, Any] = dict(
-        stdin=stdin, stdout=stdout, stderr=stderr, env=dict(env) if env is not None else None, cwd=cwd,
-        start_new_session=True, close_fds=True,
-    )
+    arguments: dict[str, Any] = {
+        "stdin": stdin,
+        "stdout": stdout,
+        "stderr": stderr,
+        "env": dict(env) if env is not None else None,
+        "cwd": cwd,
+        "start_new_session": True,
+        "close_fds": True,
+    }
     if bind_to_parent:
         return popen_bound(command, **arguments)
     return _spawner().call(lambda: subprocess.Popen(list(command), **arguments))
