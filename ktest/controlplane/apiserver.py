@@ -248,7 +248,8 @@ class ApiServerClient:
             connection.close()
 
     def ready(self, bootstrap: Mapping[str, Collection[str]] | None = None) -> bool:
-        """``/readyz`` is 200, the ``default`` namespace exists and a Service gets a cluster IP.
+        """``/readyz`` is 200, the ``default`` namespace and the ``kubernetes`` Service exist, and
+        a Service gets a cluster IP.
 
         With ``bootstrap`` (the objects an etcd template holds, see :func:`bootstrap_objects`):
         ``/readyz`` without the :data:`BOOTSTRAP_HOOKS` checks is 200 and every one of those
@@ -256,12 +257,15 @@ class ApiServerClient:
         data that already holds their objects they have nothing left to do.
 
         No ``/readyz`` check covers the cluster IP allocator: it learns the ServiceCIDRs from
-        an informer, and until then every Service create fails with 500 "range is full"."""
+        an informer, and until then every Service create fails with 500 "range is full". Nor
+        does one cover the ``kubernetes`` Service, which a controller of the API server creates
+        after ``/readyz`` passes: until then a test's Service could take its address."""
         if bootstrap is None:
             serving = self.get("/readyz")[0] == 200 and self.get("/api/v1/namespaces/default")[0] == 200
         else:
             serving = self.get(READYZ_WITHOUT_BOOTSTRAP_HOOKS)[0] == 200
             serving = serving and not self.missing_bootstrap_objects(bootstrap)
+        serving = serving and self.get(f"{_SERVICES}/kubernetes")[0] == 200
         return serving and self.service_ip_problem() is None
 
     def service_ip_problem(self) -> str | None:
@@ -277,6 +281,23 @@ class ApiServerClient:
             return f"creating a Service was refused ({_status_text(status, body)})"
         if deleted not in (200, 404):
             return f"the readiness probe Service {_PROBE_NAME} could not be deleted (status {deleted})"
+        return None
+
+    def point_kubernetes_service_here(self) -> str | None:
+        """Point the ``kubernetes`` Service at this API server's port; why it failed, or None.
+
+        A Service restored from an etcd template names the port of the API server that
+        bootstrapped it, which corrects an existing Service only a second or so later."""
+        patch = {"spec": {"ports": [{"port": 443, "targetPort": self.port}]}}
+        status, body = self.request(
+            "PATCH",
+            f"{_SERVICES}/kubernetes",
+            timeout=5.0,
+            headers={"Content-Type": "application/strategic-merge-patch+json"},
+            body=json.dumps(patch).encode(),
+        )
+        if status != 200:
+            return f"the kubernetes Service could not be updated ({_status_text(status, body)})"
         return None
 
     def bootstrap_objects(self) -> dict[str, list[str]] | None:

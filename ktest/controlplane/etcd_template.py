@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ktest.base.process import ManagedProcess
     from ktest.controlplane.apiserver import ApiServerClient
 
-FORMAT = 2  # 2: the manifest names the bootstrap objects
+FORMAT = 3  # 2: the manifest names the bootstrap objects; 3: the data keeps the `kubernetes` Service
 MANIFEST = "ktest-template.json"
 _PAGE = 4096
 
@@ -205,7 +205,7 @@ def find_or_bootstrap(
     controllers and without a template of its own, started here and stopped with its etcd data
     taken. None when that fails (an unwritable cache, a bootstrap that did not start): the
     template only saves time, and the caller then bootstraps itself and reports any error.
-    ``timeout``: for the API server to create what the template must not hold."""
+    ``timeout``: for the API server to create the ``kubernetes`` Service."""
     planes: list[BootstrapPlane] = []
     objects: list[dict[str, list[str]] | None] = []
 
@@ -242,21 +242,19 @@ def _bootstrapped_data(plane: BootstrapPlane, timeout: float) -> tuple[Path, dic
     assert port is not None
     ca, cert, key = (credentials / name for name in ("ca.crt", "client.crt", "client.key"))
     client = ApiServerClient(port, ca, cert, key)
-    _forget_kubernetes_service(client, apiserver, timeout)
+    _await_kubernetes_service(client, apiserver, timeout)
     found = client.bootstrap_objects()
     apiserver.stop()
     etcd.stop()  # last: the API server writes until it stops
     return plane.directory / "etcd", found
 
 
-def _forget_kubernetes_service(client: ApiServerClient, apiserver: ManagedProcess, timeout: float) -> None:
-    """Wait for the API server to create the ``kubernetes`` Service, then delete it: the Service
-    names this API server's port, and an API server never corrects an existing one, so each
-    control plane must create its own."""
-    path = "/api/v1/namespaces/default/services/kubernetes"
+def _await_kubernetes_service(client: ApiServerClient, apiserver: ManagedProcess, timeout: float) -> None:
+    """Wait for the API server to create the ``kubernetes`` Service, which the template keeps:
+    a plane started on a copy has it at once, and points it at its own port
+    (``ApiServerClient.point_kubernetes_service_here``)."""
     apiserver.wait_until(
-        lambda: client.get(path)[0] == 200, timeout=timeout, what="serving the kubernetes Service"
+        lambda: client.get("/api/v1/namespaces/default/services/kubernetes")[0] == 200,
+        timeout=timeout,
+        what="serving the kubernetes Service",
     )
-    status, body = client.request("DELETE", path)
-    if status not in (200, 202):
-        raise apiserver.failure(f"could not delete the kubernetes Service (status {status}: {body[:300]!r})")

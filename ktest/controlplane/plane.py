@@ -433,6 +433,8 @@ class ControlPlane(StartedOnEnter):
             on_exit=self._raise_start_failure,
             etcd_healthy=lambda: etcd_healthy(self._ports[0], certificates.etcd()),
         )
+        if self._bootstrap is not None and (problem := client.point_kubernetes_service_here()):
+            raise apiserver.failure(problem)
 
     def _raise_start_failure(self, process: ManagedProcess) -> None:
         assert self._assets is not None

@@ -246,7 +246,10 @@ class Recorder:
         began = time.monotonic() - seconds - self.started
         label = f"{request.describe()} -> {status}"
         detail = {
-            "method": method, "path": cut(path, 500), "code": status, "latency_ms": round(seconds * 1000, 1)
+            "method": method,
+            "path": cut(path, 500),
+            "code": status,
+            "latency_ms": round(seconds * 1000, 1),
         }
         with self._lock:
             self._events.append(Event("test", "request", began, label, detail))
@@ -261,8 +264,12 @@ class Recorder:
         at = run.started + attempt.at - self.started
         label = f"{run.kind} attempt {attempt.number} {verdict}: {run.description}"
         detail = {
-            "check": run.description, "wait": run.kind, "number": attempt.number, "verdict": verdict,
-            "message": cut(attempt.message, 1000), "value": value,
+            "check": run.description,
+            "wait": run.kind,
+            "number": attempt.number,
+            "verdict": verdict,
+            "message": cut(attempt.message, 1000),
+            "value": value,
         }
         with self._lock:
             self._events.append(Event("test", "attempt", at, label, detail))

@@ -319,3 +319,25 @@ def test_ready_only_when_a_service_gets_a_cluster_ip(assets: Assets) -> None:
             "metadata": {"name": "after"}, "spec": {"ports": [{"port": 80}]}})
         names = {service.metadata.name for service in core.list_namespaced_service("default").items}
         assert "ktest-readiness-probe" not in names
+
+
+@pytest.mark.parametrize("template", [True, False], ids=["template", "no-template"])
+def test_not_ready_while_the_kubernetes_service_is_missing(assets: Assets, template: bool) -> None:
+    """A controller of the API server creates the ``kubernetes`` Service after ``/readyz``
+    passes, so readiness checks for it: a plane called ready before it existed let a test's
+    Service take its address (a full /28 held 14 test Services, not 13)."""
+    flags = {} if template else {"service-cluster-ip-range": "10.0.0.0/28"}  # any flag: no template
+    with ControlPlane(assets=assets, controllers="none", apiserver_flags=flags) as plane:
+        assert (plane._template is not None) == template
+        client = _client(plane)
+        objects = client.bootstrap_objects() if template else None
+        core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
+        service = core.read_namespaced_service("kubernetes", "default")
+        assert service.spec.cluster_ip == "10.0.0.1"
+        # the template's copy names the port of the plane that bootstrapped it; this plane's is here
+        assert [port.target_port for port in service.spec.ports] == [client.port]
+        assert client.ready(objects)
+        core.delete_namespaced_service("kubernetes", "default")
+        assert not client.ready(objects), "ready without the kubernetes Service"
+        # the API server puts it back (it reconciles it every 10 s), and the plane is ready again
+        eventually(lambda: client.ready(objects), timeout=60, description="ready again")
