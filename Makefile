@@ -49,7 +49,8 @@ binaries-older: venv
 
 # The stages are in scripts/test-stages (it builds the binaries too): while the default version
 # builds and the suites run, its kind node image and the older version's binaries build in the
-# background at low priority, and the dependency floors run beside the kind layer.
+# background at low priority, the kind layer's own tests run beside the bare suite, and the
+# dependency floors beside the kind layer.
 test: venv lint-workflows docker-engine browser
 	BIN=$(BIN) MAKE="$(MAKE)" TEST_WORKERS=$(TEST_WORKERS) OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) \
 		VERSION_ARGS="$(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),)" PYTEST_ARGS="$(PYTEST_ARGS)" \

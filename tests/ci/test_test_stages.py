@@ -28,12 +28,14 @@ def _stand_ins(
     floors: str = "exit 0",
     example: str = "exit 0",
     python_first: str = "",
+    kind_tests: str = "",
 ) -> dict[str, str]:
     """A fake ``make`` (background job A, ``kind-image``, runs ``image``; job B,
     ``binaries-older``, runs ``older``; ``test-floors`` runs ``floors``, ``test-example``
     ``example``) and ``python`` (runs ``python_first``, then exits with ``python_status``;
-    the older-version tests record whether the kind layer had ended when they started and
-    whether they were still running when the kind layer's own tests ended); both log their calls."""
+    the kind layer's own tests record whether the bare suite was still running when they
+    started, which waits briefly for them to start, then run ``kind_tests``; the older-version tests record whether the
+    kind layer had ended when they started); both log their calls."""
     calls = tmp_path / "calls"
     make = tmp_path / "make"
     make.write_text(
@@ -59,6 +61,11 @@ def _stand_ins(
         f'  echo "example after the kind layer: $([[ -e kind-layer-done ]] && echo yes || echo no)"'
         f" >> {calls}\n"
         "fi\n"
+        # The kind layer records whether the kind layer's own tests had ended when it started.
+        'if [[ $* == *test-kind* ]]; then\n'
+        f'  echo "kind layer after the kind tests: $([[ -e kind-tests-done ]] && echo yes || echo no)"'
+        f" >> {calls}\n"
+        "fi\n"
         'case "$*" in\n'
         "  *test-kind*) touch kind-layer-done;;\n"
         f"  *binaries-older*) touch b-started; {older};;\n"
@@ -73,13 +80,19 @@ def _stand_ins(
     python.write_text(
         "#!/usr/bin/env bash\n"
         f"{python_first}\n"
+        f"cd {tmp_path}\n"
         'if [[ -n ${KTEST_OLDER_K8S_VERSION:-} ]]; then\n'
-        f"  cd {tmp_path}\n"
         '  echo "older tests after the kind layer: $([[ -e kind-layer-done ]] && echo yes || echo no)"'
         f" >> {calls}\n"
-        "  for _ in $(seq 100); do [[ -e kind-tests-done ]] && break; sleep 0.05; done\n"
-        '  echo "older tests beside the kind tests: $([[ -e kind-tests-done ]] && echo yes || echo no)"'
+        "fi\n"
+        'if [[ $* == *"tests/kind"* && $* != *--ignore* ]]; then\n'
+        '  echo "kind tests during the bare suite: $([[ -e suite-done ]] && echo no || echo yes)"'
         f" >> {calls}\n"
+        "  touch kind-tests-started\n"
+        f"  {kind_tests or ':'}\n"
+        "fi\n"
+        'if [[ $* == *"tests examples"* ]]; then\n'
+        "  for _ in $(seq 100); do [[ -e kind-tests-started ]] && break; sleep 0.05; done\n"
         "fi\n"
         f'echo "python $* older=${{KTEST_OLDER_K8S_VERSION:-unset}}" >> {calls}\n'
         f'[[ $* == *"tests examples"* ]] && touch {tmp_path}/suite-done\n'
@@ -129,6 +142,9 @@ BACKGROUND = {
     # The older-version tests' job: the binaries (B's, waited for through its install lock), the tests.
     "make --no-print-directory binaries-older OLDER_K8S_VERSION=1.36 nice=5",
     f"{OLDER_TEST_CALL} older=1.36",
+    # The kind layer's own tests' job: the node image (A's, waited for through its build lock), the tests.
+    "make --no-print-directory kind-image OLDER_K8S_VERSION=1.36 nice=5",
+    "python -m pytest tests/kind older=unset",
 }
 
 
@@ -144,7 +160,8 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
     )
     foreground = [
         call for call in calls
-        if call not in BACKGROUND and not call.startswith(("B ", "floors ", "example ", "older tests "))
+        if call not in BACKGROUND
+        and not call.startswith(("B ", "floors ", "example ", "older tests ", "kind tests ", "kind layer "))
     ]
     assert foreground[0] == "make --no-print-directory binaries go-operators nice=0"
     assert foreground[1].startswith("python -m pytest -n 2 --dist loadgroup tests examples")
@@ -157,15 +174,16 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
     # lines may come after the kind layer's: a background job's first line is not ordered.)
     assert "floors after the bare suite: yes" in calls
     assert "floors beside the kind layer: yes" in calls
-    # The example project and the older-version tests start once the kind layer is done, and
-    # run beside the kind layer's own tests (off the critical path: those mostly wait on kind).
+    # The kind layer's own tests (the default version only: no older node image is built) run
+    # beside the bare suite (off the critical path: they mostly wait on kind), and end before
+    # the kind layer starts.
+    assert "kind tests during the bare suite: yes" in calls
+    assert "kind layer after the kind tests: yes" in calls
+    # The example project and the older-version tests start once the kind layer is done.
     assert "example after the kind layer: yes" in calls
     assert "older tests after the kind layer: yes" in calls
-    assert "older tests beside the kind tests: yes" in calls
     assert foreground[2].startswith("make --no-print-directory test-kind")
-    # The kind layer's own tests: the default version only (no older node image is built).
-    assert foreground[3] == "python -m pytest tests/kind older=unset"
-    assert len(foreground) == 4
+    assert len(foreground) == 3
 
 
 def _failed_job_run(tmp_path: Path, job: str, goal: str, status: int, message: str) -> str:
@@ -190,12 +208,23 @@ def test_failed_floors_fail_the_run_with_their_log(tmp_path: Path) -> None:
     """Waited for once the kind layer is done: nothing after the kind layer starts."""
     calls = _failed_job_run(tmp_path, "floors", "test-floors", 2, "pip: no matching distribution")
     assert "test-kind" in calls
-    assert "python -m pytest tests/kind" not in calls and OLDER_TEST_CALL not in calls
+    assert "test-example" not in calls and OLDER_TEST_CALL not in calls
 
 
 def test_a_failed_example_project_fails_the_run_with_its_log(tmp_path: Path) -> None:
     calls = _failed_job_run(tmp_path, "example", "test-example", 3, "example: 1 failed")
     assert "python -m pytest tests/kind older=unset" in calls
+
+
+def test_failed_kind_layer_own_tests_fail_the_run_before_the_kind_layer(tmp_path: Path) -> None:
+    env = _stand_ins(tmp_path, kind_tests="echo 'kind: 1 failed'; exit 6")
+    result = _run(env, tmp_path)
+    assert result.returncode == 6
+    assert "kind: 1 failed" in result.stdout
+    assert "the background job (kind-own: kind_own_tests) failed with status 6" in result.stderr
+    calls = "\n".join(_calls(tmp_path))
+    assert "python -m pytest -n 2 --dist loadgroup tests examples" in calls  # the bare suite ran
+    assert "test-kind" not in calls and OLDER_TEST_CALL not in calls
 
 
 def test_a_failed_older_build_fails_the_run(tmp_path: Path) -> None:
