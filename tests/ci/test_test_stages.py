@@ -34,8 +34,9 @@ def _stand_ins(
     ``binaries-older``, runs ``older``; ``test-floors`` runs ``floors``, ``test-example``
     ``example``) and ``python`` (runs ``python_first``, then exits with ``python_status``;
     the kind layer's own tests record whether the bare suite was still running when they
-    started, which waits briefly for them to start, then run ``kind_tests``; the older-version tests record whether the
-    kind layer had ended when they started); both log their calls."""
+    started, which waits briefly for them to start, then run ``kind_tests``; the
+    older-version tests record whether the kind layer had ended when they started); both log
+    their calls."""
     calls = tmp_path / "calls"
     make = tmp_path / "make"
     make.write_text(
