@@ -160,8 +160,11 @@ PARTS = ("open", *(field.name for field in fields(BackendSpec) if field.type == 
 BUILT_IN: tuple[BackendSpec, ...] = (
     BackendSpec(
         "bare",
-        "an embedded control plane: etcd + kube-apiserver + kube-controller-manager, no nodes",
+        "an embedded control plane: etcd + kube-apiserver + kube-controller-manager; simulated nodes "
+        "with ktest_nodes",
         open="ktest.backends.bare.backend:open_bare",
+        settings="ktest.backends.bare.settings:ROWS",
+        describe="ktest.backends.bare.settings:describe",
         cli="ktest.backends.bare.cli:register",
         up="ktest.backends.bare.cli:up_bare",
         down="ktest.backends.bare.cli:down_bare",

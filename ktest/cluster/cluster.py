@@ -153,6 +153,14 @@ class Cluster(Closing, ClusterClient):
         return KubeVersion.parse(str(self.version_info["gitVersion"])).text
 
     @cached_property
+    def nodes(self) -> Any:
+        """The cluster's nodes: ``cluster.nodes.add(name, labels=, taints=, capacity=)`` makes a
+        simulated node, ``.remove``, ``.cordon``, ``.uncordon``, ``.names()`` (:mod:`ktest.nodes`)."""
+        from ktest import addon_registry
+
+        return addon_registry.load("cluster.nodes")(self)
+
+    @cached_property
     def dynamic(self) -> DynamicClient:
         """A ``kubernetes.dynamic.DynamicClient`` on the same credentials.
 

@@ -105,6 +105,7 @@ def controller_manager_process(
     controllers: Iterable[str],
     known: BinaryFlags,
     log_path: Path,
+    extra_flags: Iterable[str] = (),
 ) -> ManagedProcess:
     command = [
         str(binary),
@@ -119,6 +120,7 @@ def controller_manager_process(
     ]
     if known.accepts("concurrent-namespace-syncs"):
         command.append("--concurrent-namespace-syncs=10")
+    command.extend(extra_flags)
     return ManagedProcess("kube-controller-manager", command, log_path, env=component_environment())
 
 
@@ -137,9 +139,15 @@ class ControllerManager:
     ``log_note`` is added to its failure messages."""
 
     def __init__(
-        self, binary: Path, controllers: Mapping[str, str], directory: Path, log_note: str = ""
+        self,
+        binary: Path,
+        controllers: Mapping[str, str],
+        directory: Path,
+        log_note: str = "",
+        extra_flags: Iterable[str] = (),
     ) -> None:
         self.binary = binary
+        self.extra_flags = tuple(extra_flags)
         self.controllers = dict(controllers)
         self.kubeconfig = directory / GATE_KUBECONFIG
         self.log_path = directory / "logs" / "kube-controller-manager.log"
@@ -165,6 +173,7 @@ class ControllerManager:
             controllers=self.controllers.values(),
             known=probe(self.binary),
             log_path=self.log_path,
+            extra_flags=self.extra_flags,
         )
         process.log_note = self.log_note
         process.start()

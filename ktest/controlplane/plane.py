@@ -17,6 +17,7 @@ from ktest.base.janitor_client import JanitorHandle
 from ktest.base.ports import free_ports, is_address_in_use
 from ktest.base.process import ManagedProcess
 from ktest.controlplane import etcd_template
+from ktest.controlplane.addons import plane_addons
 from ktest.controlplane.admission import ADMISSION_CONFIG_FLAG, webhook_client_ca
 from ktest.controlplane.apiserver import (
     STATIC_FLAGS,
@@ -74,6 +75,8 @@ class ControlPlane(StartedOnEnter):
     ``wait_for_controllers=False``: :meth:`start` returns once the API server is ready and
     kube-controller-manager is launched; :meth:`wait_until_controllers_ready` waits for it (the
     pytest plugin does before the first test body), and restarts wait for it only after that.
+    ``nodes=3`` adds simulated nodes (:mod:`ktest.nodes`): kube-scheduler, KWOK and the workload
+    controllers, so Pods are scheduled and become Running and Ready.
     """
 
     def __init__(
@@ -89,10 +92,16 @@ class ControlPlane(StartedOnEnter):
         start_timeout: float = 60.0,
         wait_for_controllers: bool = True,
         etcd_template: bool = True,
+        nodes: int = 0,
     ) -> None:
         self.k8s_version = k8s_version
         self._assets_argument = assets
-        self._requested_controllers = requested_controllers(controllers)
+        self._addons = plane_addons(nodes=nodes)
+        self._requested_controllers = tuple(
+            dict.fromkeys(requested_controllers(controllers) + tuple(
+                name for addon in self._addons for name in addon.controllers
+            ))
+        )
         # The user's own admission configuration replaces ktest's, and with it the client
         # certificate the API server presents to webhooks (see webhook_client_ca).
         self._writes_admission_config = ADMISSION_CONFIG_FLAG not in extra_flag_names(apiserver_flags)
@@ -198,6 +207,8 @@ class ControlPlane(StartedOnEnter):
             "kube-apiserver": self._apiserver,
             "kube-controller-manager": self._controller_manager.process if self._controller_manager else None,
         }
+        for addon in self._addons:
+            found.update(addon.processes())
         return {name: process for name, process in found.items() if process is not None}
 
     def check(self) -> None:
@@ -264,6 +275,8 @@ class ControlPlane(StartedOnEnter):
             manager = self._controller_manager
             if manager is not None and manager.process is not None and not manager.confirmed:
                 manager.wait_until_running(self.start_timeout if timeout is None else timeout)
+            for addon in self._addons:
+                addon.wait_until_ready(self.start_timeout if timeout is None else timeout)
 
     def restart_controllers(self) -> None:
         """Restart kube-controller-manager alone (a no-op when the plane runs no controllers).
@@ -316,6 +329,8 @@ class ControlPlane(StartedOnEnter):
         assets.binary("kube-apiserver")
         self._controller_manager = None
         controller_names = controllers_to_run(self._requested_controllers, assets)
+        for addon in self._addons:
+            addon.prepare(assets)
         probe(etcd_binary)  # cached: decides --unsafe-no-fsync
         self._certificates = None
         self._ports = (0, 0, 0)
@@ -326,7 +341,8 @@ class ControlPlane(StartedOnEnter):
         self._certificates = PlaneCertificates(directory)
         if controller_names:
             self._controller_manager = ControllerManager(
-                assets.binary("kube-controller-manager"), controller_names, directory, self._log_note()
+                assets.binary("kube-controller-manager"), controller_names, directory, self._log_note(),
+                extra_flags=[flag for addon in self._addons for flag in addon.controller_manager_flags],
             )
         self._template = self._find_template() if self.etcd_template and not self._apiserver_flags else None
 
@@ -403,8 +419,11 @@ class ControlPlane(StartedOnEnter):
         if self._controller_manager is not None:
             self._launch_controller_manager()  # its start-up overlaps the API server's
         self._wait_for_apiserver()
-        self._release_controllers()
         self._version = served_version(self._client, assets.version)
+        for addon in self._addons:
+            addon.start(request=self._client.request, kubeconfig=self.kubeconfig_path, directory=self.directory,
+                        version=self._version, log_note=self._log_note())
+        self._release_controllers()
 
     def _launch_controller_manager(self) -> None:
         """kube-controller-manager behind its start-up gate, with the admin's identity."""
@@ -418,8 +437,11 @@ class ControlPlane(StartedOnEnter):
         """The API server is ready: let kube-controller-manager start its controllers (and wait
         for them unless the plane defers that)."""
         manager = self._controller_manager
+        wait = self.wait_for_controllers or self._controllers_waited_for
         if manager is not None:
-            manager.release(self.wait_for_controllers or self._controllers_waited_for, self.start_timeout)
+            manager.release(wait, self.start_timeout)
+        for addon in self._addons if wait else ():
+            addon.wait_until_ready(self.start_timeout)
 
     def _wait_for_apiserver(self) -> None:
         etcd, apiserver, client, certificates = self._etcd, self._apiserver, self._client, self._certificates
@@ -452,6 +474,8 @@ class ControlPlane(StartedOnEnter):
 
     def _stop_front(self) -> None:
         """Stop controllers and API server together; etcd keeps running (an upgrade keeps it)."""
+        for addon in self._addons:
+            addon.stop(_STOP_TIMEOUT)
         manager = self._controller_manager
         front = [p for p in (manager.stopping() if manager else None, self._apiserver) if p is not None]
         for process in front:

@@ -131,11 +131,12 @@ def pytest_configure(config: pytest.Config) -> None:
     chosen = registry.spec(settings.backend)
     for backend, register_fixtures in registry.parts("fixtures"):  # every backend's, so they skip elsewhere
         register_fixtures(config, selected=backend is chosen)
-    from ktest.plugin import markers, upgrade_fixtures, webhook_fixtures, xdist_groups
+    from ktest.plugin import markers, node_fixtures, upgrade_fixtures, webhook_fixtures, xdist_groups
 
     config.pluginmanager.register(markers, "ktest-markers")
     config.pluginmanager.register(webhook_fixtures, "ktest-webhook-fixtures")
     config.pluginmanager.register(upgrade_fixtures, "ktest-upgrade-fixtures")
+    config.pluginmanager.register(node_fixtures, "ktest-node-fixtures")
     config.pluginmanager.register(xdist_groups, "ktest-xdist-groups")
     from ktest.plugin.timeline import TimelinePlugin
 

@@ -39,6 +39,15 @@ class GoModules:
         )
         return KubernetesBuilder(go, Locations.from_env().gobuild_dir, progress).build(version, destination)
 
+    def install_tool(self, name: str, version: str, destination: Path, progress: Progress) -> dict[str, Any]:
+        """Build a tool of simulated nodes (kube-scheduler, kwok) into ``destination``."""
+        from ktest.assets.gotool import require_go
+        from ktest.errors import AssetsError
+        from ktest_offline.node_tools import install_tool
+
+        go = require_go(f"building {name} {version}", error=AssetsError)
+        return install_tool(go, name, version, destination, progress)
+
     def remedy(self, version: str) -> str:
         return (
             "install Go (https://go.dev/dl/) with access to a Go module proxy, then "

@@ -1,0 +1,44 @@
+"""What a control plane asks of an add-on that runs beside it (simulated nodes).
+
+The plane starts an add-on once the API server is ready, waits for it with the controllers,
+lists its processes with its own, and stops it first; the add-on says which controllers and
+kube-controller-manager flags it needs. :func:`plane_addons` makes them from the plane's keywords.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from ktest import addon_registry
+from ktest.assets.bundle import Assets
+from ktest.base.process import ManagedProcess
+
+
+class PlaneAddon(Protocol):
+    controllers: tuple[str, ...]
+    controller_manager_flags: tuple[str, ...]
+
+    def prepare(self, assets: Assets) -> None:
+        """Find its binaries; raise on bad input, before any process starts."""
+
+    def start(self, *, request: Any, kubeconfig: Path, directory: Path, version: str, log_note: str) -> None:
+        """The API server is ready: create its objects and launch its processes."""
+
+    def wait_until_ready(self, timeout: float) -> None: ...
+
+    def processes(self) -> dict[str, ManagedProcess]: ...
+
+    def describe(self) -> str: ...
+
+    def stop(self, timeout: float) -> None: ...
+
+
+def plane_addons(*, nodes: int = 0) -> tuple[PlaneAddon, ...]:
+    """The add-ons ``ControlPlane(nodes=...)`` asks for."""
+    found: list[PlaneAddon] = []
+    if nodes:
+        found.append(addon_registry.load("plane.nodes")(nodes))
+    elif not isinstance(nodes, int) or isinstance(nodes, bool):
+        addon_registry.load("plane.nodes")(nodes)  # raises the add-on's own error for bad input
+    return tuple(found)
