@@ -21,7 +21,8 @@ from pathlib import Path
 KTEST = Path(__file__).resolve().parents[1] / "ktest"
 
 FLOORS: list[list[str]] = [
-    ["public_api", "lazy", "errors", "controller_names", "backend_registry", "addon_registry", "api_error", "context", "kind"],
+    ["public_api", "lazy", "errors", "controller_names", "backend_registry", "addon_registry", "api_error",
+     "context", "kind"],
     ["base"],
     ["run_context", "assets"],
     ["controlplane", "cluster"],

@@ -16,7 +16,7 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ktest.cluster.crds import CRD_API_VERSION, CRD_KIND, _check_is_crd, install_crds
 from ktest.cluster.manifests import ManifestSource, load_as
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ktest.controlplane.etcd_reads import EtcdReader
     from ktest.controlplane.plane import ControlPlane
 
-    EtcdAccess = ControlPlane | EtcdReader
+    EtcdAccess: TypeAlias = ControlPlane | EtcdReader
 
 MIGRATION_FIELD_MANAGER = "ktest-storage-migration"
 _POLL = 0.05

@@ -7,7 +7,6 @@ kube-controller-manager flags it needs. :func:`plane_addons` makes them from the
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Protocol
 
 from ktest import addon_registry
@@ -22,8 +21,9 @@ class PlaneAddon(Protocol):
     def prepare(self, assets: Assets) -> None:
         """Find its binaries; raise on bad input, before any process starts."""
 
-    def start(self, *, request: Any, kubeconfig: Path, directory: Path, version: str, log_note: str) -> None:
-        """The API server is ready: create its objects and launch its processes."""
+    def start(self, *, request: Any, plane: Any, version: str, log_note: str) -> None:
+        """The API server of ``plane`` (``version``) is ready: create the add-on's objects and
+        launch its processes (``plane.kubeconfig_path``, ``plane.directory``)."""
 
     def wait_until_ready(self, timeout: float) -> None: ...
 
@@ -32,6 +32,11 @@ class PlaneAddon(Protocol):
     def describe(self) -> str: ...
 
     def stop(self, timeout: float) -> None: ...
+
+
+def with_addon_controllers(requested: tuple[str, ...], addons: tuple[PlaneAddon, ...]) -> tuple[str, ...]:
+    """The requested controllers and those the add-ons need, each once."""
+    return tuple(dict.fromkeys(requested + tuple(name for addon in addons for name in addon.controllers)))
 
 
 def plane_addons(*, nodes: int = 0) -> tuple[PlaneAddon, ...]:

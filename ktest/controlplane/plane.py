@@ -17,7 +17,7 @@ from ktest.base.janitor_client import JanitorHandle
 from ktest.base.ports import free_ports, is_address_in_use
 from ktest.base.process import ManagedProcess
 from ktest.controlplane import etcd_template
-from ktest.controlplane.addons import plane_addons
+from ktest.controlplane.addons import plane_addons, with_addon_controllers
 from ktest.controlplane.admission import ADMISSION_CONFIG_FLAG, webhook_client_ca
 from ktest.controlplane.apiserver import (
     STATIC_FLAGS,
@@ -97,11 +97,7 @@ class ControlPlane(StartedOnEnter):
         self.k8s_version = k8s_version
         self._assets_argument = assets
         self._addons = plane_addons(nodes=nodes)
-        self._requested_controllers = tuple(
-            dict.fromkeys(requested_controllers(controllers) + tuple(
-                name for addon in self._addons for name in addon.controllers
-            ))
-        )
+        self._requested_controllers = with_addon_controllers(requested_controllers(controllers), self._addons)
         # The user's own admission configuration replaces ktest's, and with it the client
         # certificate the API server presents to webhooks (see webhook_client_ca).
         self._writes_admission_config = ADMISSION_CONFIG_FLAG not in extra_flag_names(apiserver_flags)
@@ -420,9 +416,9 @@ class ControlPlane(StartedOnEnter):
             self._launch_controller_manager()  # its start-up overlaps the API server's
         self._wait_for_apiserver()
         self._version = served_version(self._client, assets.version)
-        for addon in self._addons:
-            addon.start(request=self._client.request, kubeconfig=self.kubeconfig_path, directory=self.directory,
-                        version=self._version, log_note=self._log_note())
+        note = self._log_note()
+        for addon in self._addons:  # scheduler, nodes: while the controllers come up
+            addon.start(request=self._client.request, plane=self, version=self._version, log_note=note)
         self._release_controllers()
 
     def _launch_controller_manager(self) -> None:

@@ -66,7 +66,9 @@ def node_tools(
 
 def _from_directory(directory: Path, origin: str) -> NodeTools:
     tools = NodeTools(directory / "kube-scheduler", directory / "kwok", directory / STAGE_CRD_FILE)
-    missing = [path.name for path in (tools.kube_scheduler, tools.kwok, tools.stage_crd) if not path.is_file()]
+    missing = [
+        path.name for path in (tools.kube_scheduler, tools.kwok, tools.stage_crd) if not path.is_file()
+    ]
     if missing:
         raise AssetsError(
             f"{origin}: {directory} lacks {', '.join(missing)}. Put kube-scheduler, kwok "
@@ -116,7 +118,9 @@ def _install(entry: Path, name: str, version: str, progress: Progress) -> None:
     try:
         details = ready[0].install_tool(name, version, scratch, progress)
         if not os.access(scratch / name, os.X_OK):
-            raise AssetsError(f"{ready[0].label} reported {name} {version} installed, but {scratch} has no {name}")
+            raise AssetsError(
+                f"{ready[0].label} reported {name} {version} installed, but {scratch} has no {name}"
+            )
         metadata = {
             "tool": name,
             "version": version,

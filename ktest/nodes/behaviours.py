@@ -14,10 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ktest.nodes.stages import (
+    _ADDRESSES,
     NOT_DELETED,
     PENDING,
     RUNNING,
-    _ADDRESSES,
     container_statuses,
     expression,
     pod_conditions,
@@ -26,19 +26,32 @@ from ktest.nodes.stages import (
 )
 
 Selector = list[dict[str, Any]]
+_POD_REF = "{{ $.metadata.name }}_{{ $.metadata.namespace }}({{ $.metadata.uid }})"
 BEHAVIOUR_WEIGHT = 1
 _FIRST = ".status.containerStatuses.[0]"
 _IS_RUNNING = expression(f"{_FIRST}.state.running.startedAt", "Exists")
 _READY_REASON = '.status.conditions.[] | select( .type == "Ready" ) | .reason'
 
 
-def _pod(name: str, selector: Selector, template: str, *, delay_ms: int | None = None,
-         event: tuple[str, str, str] | None = None) -> dict[str, Any]:
+def _pod(
+    name: str,
+    selector: Selector,
+    template: str,
+    *,
+    delay_ms: int | None = None,
+    event: tuple[str, str, str] | None = None,
+) -> dict[str, Any]:
     step: dict[str, Any] = {"patches": [status_patch(template)]}
     if event:
         step["event"] = {"type": event[0], "reason": event[1], "message": event[2]}
-    return stage(name, "Pod", {"matchExpressions": [NOT_DELETED, *selector]}, step,
-                 weight=BEHAVIOUR_WEIGHT, delay_ms=delay_ms)
+    return stage(
+        name,
+        "Pod",
+        {"matchExpressions": [NOT_DELETED, *selector]},
+        step,
+        weight=BEHAVIOUR_WEIGHT,
+        delay_ms=delay_ms,
+    )
 
 
 def _running_not_ready(started: bool = True) -> str:
@@ -62,8 +75,9 @@ state:
     )
 
 
-def crash_loop(selector: Selector, *, exit_code: int = 1, reason: str = "Error",
-               backoff: float = 1.0) -> list[dict[str, Any]]:
+def crash_loop(
+    selector: Selector, *, exit_code: int = 1, reason: str = "Error", backoff: float = 1.0
+) -> list[dict[str, Any]]:
     """Every container starts, exits with ``exit_code`` (``reason``) after half a second, and waits
     in ``CrashLoopBackOff`` for ``backoff`` seconds before the next start; restartCount counts."""
     crashed = "\n".join(
@@ -85,7 +99,7 @@ lastState:
 state:
   waiting:
     reason: CrashLoopBackOff
-    message: "back-off {backoff:g}s restarting failed container={{{{ .name }}}} pod={{{{ $.metadata.name }}}}_{{{{ $.metadata.namespace }}}}({{{{ $.metadata.uid }}}})"
+    message: "back-off {backoff:g}s restarting failed container={{{{ .name }}}} pod={_POD_REF}"
 """,
                 ".status.containerStatuses",
             ),
@@ -112,8 +126,13 @@ state:
     waiting = expression(f"{_FIRST}.state.waiting.reason", "In", "CrashLoopBackOff")
     return [
         _pod("start", [*selector, PENDING], _running_not_ready()),
-        _pod("crash", [*selector, RUNNING, _IS_RUNNING], crashed, delay_ms=500,
-             event=("Warning", "BackOff", "Back-off restarting failed container")),
+        _pod(
+            "crash",
+            [*selector, RUNNING, _IS_RUNNING],
+            crashed,
+            delay_ms=500,
+            event=("Warning", "BackOff", "Back-off restarting failed container"),
+        ),
         _pod("restart", [*selector, waiting], restarted, delay_ms=int(backoff * 1000)),
     ]
 
@@ -154,12 +173,25 @@ state:
     backing_off = waiting("ImagePullBackOff", "'Back-off pulling image \"{{ .image }}\"'")
     reason_key = f"{_FIRST}.state.waiting.reason"
     return [
-        _pod("pull", [*selector, PENDING, expression(reason_key, "NotIn", "ErrImagePull", "ImagePullBackOff")],
-             pull_failed, event=("Warning", "Failed", "Failed to pull image")),
-        _pod("backoff", [*selector, PENDING, expression(reason_key, "In", "ErrImagePull")], backing_off,
-             delay_ms=500, event=("Normal", "BackOff", "Back-off pulling image")),
-        _pod("retry", [*selector, PENDING, expression(reason_key, "In", "ImagePullBackOff")], pull_failed,
-             delay_ms=int(backoff * 1000)),
+        _pod(
+            "pull",
+            [*selector, PENDING, expression(reason_key, "NotIn", "ErrImagePull", "ImagePullBackOff")],
+            pull_failed,
+            event=("Warning", "Failed", "Failed to pull image"),
+        ),
+        _pod(
+            "backoff",
+            [*selector, PENDING, expression(reason_key, "In", "ErrImagePull")],
+            backing_off,
+            delay_ms=500,
+            event=("Normal", "BackOff", "Back-off pulling image"),
+        ),
+        _pod(
+            "retry",
+            [*selector, PENDING, expression(reason_key, "In", "ImagePullBackOff")],
+            pull_failed,
+            delay_ms=int(backoff * 1000),
+        ),
     ]
 
 
@@ -168,28 +200,48 @@ def not_ready(selector: Selector) -> list[dict[str, Any]]:
     ready_or_new = expression(_READY_REASON, "NotIn", "ContainersNotReady")
     held = expression(_READY_REASON, "In", "ContainersNotReady")
     return [
-        _pod("unready", [*selector, ready_or_new], _running_not_ready(),
-             event=("Warning", "Unhealthy", "Readiness probe failed")),
+        _pod(
+            "unready",
+            [*selector, ready_or_new],
+            _running_not_ready(),
+            event=("Warning", "Unhealthy", "Readiness probe failed"),
+        ),
         # Outweighs the default that makes a running container Ready again; does nothing.
-        stage("hold", "Pod", {"matchExpressions": [NOT_DELETED, *selector, RUNNING, held]}, {},
-              weight=BEHAVIOUR_WEIGHT, delay_ms=24 * 3600 * 1000),
+        stage(
+            "hold",
+            "Pod",
+            {"matchExpressions": [NOT_DELETED, *selector, RUNNING, held]},
+            {},
+            weight=BEHAVIOUR_WEIGHT,
+            delay_ms=24 * 3600 * 1000,
+        ),
     ]
 
 
 def slow_start(selector: Selector, seconds: float) -> list[dict[str, Any]]:
     """The containers start at once and become Ready only after ``seconds``."""
     not_ready_reason = expression(_READY_REASON, "In", "ContainersNotReady")
-    ready = "\n".join(["phase: Running", pod_conditions(ready=True), container_statuses(
-        """
+    ready = "\n".join(
+        [
+            "phase: Running",
+            pod_conditions(ready=True),
+            container_statuses(
+                """
 ready: true
 started: true
 restartCount: {{ or .restartCount 0 }}
 lastState: {{ toJson .lastState }}
 state: {{ toJson .state }}
-""", ".status.containerStatuses")])
+""",
+                ".status.containerStatuses",
+            ),
+        ]
+    )
     return [
         _pod("start", [*selector, PENDING], _running_not_ready(started=False)),
-        _pod("ready", [*selector, RUNNING, _IS_RUNNING, not_ready_reason], ready, delay_ms=int(seconds * 1000)),
+        _pod(
+            "ready", [*selector, RUNNING, _IS_RUNNING, not_ready_reason], ready, delay_ms=int(seconds * 1000)
+        ),
     ]
 
 
@@ -219,14 +271,27 @@ state:
 
 def complete(selector: Selector, *, after: float = 0.0) -> list[dict[str, Any]]:
     """The containers exit 0 ``after`` seconds of running: the Pod Succeeds."""
-    return [_pod("complete", [*selector, RUNNING, _IS_RUNNING], _finished("Succeeded", 0, "Completed", "PodCompleted"),
-                 delay_ms=int(after * 1000))]
+    return [
+        _pod(
+            "complete",
+            [*selector, RUNNING, _IS_RUNNING],
+            _finished("Succeeded", 0, "Completed", "PodCompleted"),
+            delay_ms=int(after * 1000),
+        )
+    ]
 
 
 def fail(selector: Selector, *, exit_code: int = 1, after: float = 0.0) -> list[dict[str, Any]]:
     """The containers exit with ``exit_code`` (``Error``) ``after`` seconds of running: the Pod Fails."""
-    return [_pod("fail", [*selector, RUNNING, _IS_RUNNING], _finished("Failed", exit_code, "Error", "PodFailed"),
-                 delay_ms=int(after * 1000), event=("Warning", "BackOff", "container exited with an error"))]
+    return [
+        _pod(
+            "fail",
+            [*selector, RUNNING, _IS_RUNNING],
+            _finished("Failed", exit_code, "Error", "PodFailed"),
+            delay_ms=int(after * 1000),
+            event=("Warning", "BackOff", "container exited with an error"),
+        )
+    ]
 
 
 def evict(selector: Selector) -> list[dict[str, Any]]:
@@ -238,8 +303,9 @@ def evict(selector: Selector) -> list[dict[str, Any]]:
             "message: 'The node was low on resource: memory. Threshold quantity: 100Mi, available: 64Mi. '",
             pod_conditions(ready=False, reason="PodFailed", started=False).replace(
                 "conditions:",
-                "conditions:\n- type: DisruptionTarget\n  status: \"True\"\n  reason: TerminationByKubelet\n"
-                "  message: 'The node was low on resource: memory.'\n  lastTransitionTime: {{ $now | Quote }}",
+                'conditions:\n- type: DisruptionTarget\n  status: "True"\n  reason: TerminationByKubelet\n'
+                "  message: 'The node was low on resource: memory.'\n"
+                "  lastTransitionTime: {{ $now | Quote }}",
             ),
             container_statuses(
                 """
@@ -259,8 +325,14 @@ state:
             ),
         ]
     )
-    return [_pod("evict", [*selector, RUNNING], evicted,
-                 event=("Warning", "Evicted", "The node was low on resource: memory."))]
+    return [
+        _pod(
+            "evict",
+            [*selector, RUNNING],
+            evicted,
+            event=("Warning", "Evicted", "The node was low on resource: memory."),
+        )
+    ]
 
 
 def node_not_ready(node: str) -> list[dict[str, Any]]:
@@ -283,8 +355,15 @@ conditions:
 {{ end }}
 """
     ready = expression('.status.conditions.[] | select( .type == "Ready" ) | .status', "NotIn", "False")
-    return [stage("not-ready", "Node", {"matchExpressions": [expression(".metadata.name", "In", node), ready]},
-                  {"patches": [status_patch(template)]}, weight=BEHAVIOUR_WEIGHT)]
+    return [
+        stage(
+            "not-ready",
+            "Node",
+            {"matchExpressions": [expression(".metadata.name", "In", node), ready]},
+            {"patches": [status_patch(template)]},
+            weight=BEHAVIOUR_WEIGHT,
+        )
+    ]
 
 
 POD_BEHAVIOURS: dict[str, Callable[..., list[dict[str, Any]]]] = {

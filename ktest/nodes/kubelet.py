@@ -35,7 +35,7 @@ class Behaviour:
         """Remove its Stages: the selected Pods follow the defaults again (they recover)."""
         cluster = self.kubelet.cluster
         for name in self.stages:
-            cluster.delete(STAGE_RESOURCE + (name,), missing_ok=True)
+            cluster.delete((*STAGE_RESOURCE, name), missing_ok=True)
         if self.stages:
             self.touch("stopped")
         self.stages = []
@@ -46,7 +46,9 @@ class Behaviour:
             return
         cluster, namespace = self.kubelet.cluster, self.kubelet.namespace
         stamp = {"metadata": {"annotations": {"ktest.dev/kubelet-behaviour": f"{self!r} {event}"}}}
-        for pod in cluster.list(("v1", "Pod"), namespace, label_selector=kubernetes_selector(self.selector) or None):
+        for pod in cluster.list(
+            ("v1", "Pod"), namespace, label_selector=kubernetes_selector(self.selector) or None
+        ):
             try:
                 cluster.patch(("v1", "Pod", pod["metadata"]["name"], namespace), stamp)
             except ApiException as error:
@@ -63,7 +65,9 @@ class Kubelet:
         self.active: list[Behaviour] = []
         self._numbers = itertools.count(1)
 
-    def crash_loop(self, selector: LabelSelector = None, *, exit_code: int = 1, backoff: float = 1.0) -> Behaviour:
+    def crash_loop(
+        self, selector: LabelSelector = None, *, exit_code: int = 1, backoff: float = 1.0
+    ) -> Behaviour:
         """The selected Pods' containers exit with ``exit_code`` and restart in ``CrashLoopBackOff``."""
         return self._apply("crash_loop", selector, exit_code=exit_code, backoff=backoff)
 
@@ -113,16 +117,23 @@ class Kubelet:
         return self._apply(name, selector, **options)
 
     def _apply(self, name: str, selector: LabelSelector, **options: Any) -> Behaviour:
-        expressions = [expression(".metadata.namespace", "In", self.namespace), *selector_expressions(selector)]
+        expressions = [
+            expression(".metadata.namespace", "In", self.namespace),
+            *selector_expressions(selector),
+        ]
         return self._write(name, selector, behaviours.POD_BEHAVIOURS[name](expressions, **options), pods=True)
 
-    def _write(self, name: str, selector: LabelSelector, stages: list[dict[str, Any]], *, pods: bool) -> Behaviour:
+    def _write(
+        self, name: str, selector: LabelSelector, stages: list[dict[str, Any]], *, pods: bool
+    ) -> Behaviour:
         number = next(self._numbers)
         written: list[str] = []
         behaviour = Behaviour(self, name, selector if pods else None, written, pods=pods)
         try:
             for stage in stages:
-                stage["metadata"]["name"] = f"ktest-{self.namespace}-{number}-{name.replace('_', '-')}-{stage['metadata']['name']}"
+                stage["metadata"]["name"] = (
+                    f"ktest-{self.namespace}-{number}-{name.replace('_', '-')}-{stage['metadata']['name']}"
+                )
                 stage["metadata"]["labels"][MANAGED_LABEL] = self.namespace
                 self.cluster.create(stage)
                 written.append(stage["metadata"]["name"])
@@ -139,8 +150,11 @@ class Kubelet:
         unmatched = []
         for behaviour in self.active:
             if check and behaviour.pods:
-                found = self.cluster.list(("v1", "Pod"), self.namespace,
-                                          label_selector=kubernetes_selector(behaviour.selector) or None)
+                found = self.cluster.list(
+                    ("v1", "Pod"),
+                    self.namespace,
+                    label_selector=kubernetes_selector(behaviour.selector) or None,
+                )
                 if not found:
                     unmatched.append(repr(behaviour))
             behaviour.stop()

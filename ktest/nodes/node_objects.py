@@ -40,8 +40,11 @@ def node_object(
             },
             "annotations": {"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
         },
-        "spec": {"podCIDR": f"10.244.{index % 256}.0/24", "podCIDRs": [f"10.244.{index % 256}.0/24"],
-                 "taints": [parse_taint(taint) for taint in taints]},
+        "spec": {
+            "podCIDR": f"10.244.{index % 256}.0/24",
+            "podCIDRs": [f"10.244.{index % 256}.0/24"],
+            "taints": [parse_taint(taint) for taint in taints],
+        },
         "status": {
             "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": name}],
             "capacity": resources,

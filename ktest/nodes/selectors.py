@@ -59,12 +59,16 @@ def selector_expressions(selector: str | Mapping[str, str] | None) -> list[dict[
             values = [value.strip() for value in match.group(4).split(",") if value.strip()]
             if not values:
                 raise SelectorError(f"label selector {selector!r}: {requirement.strip()!r} lists no values")
-            found.append(expression(label_key(match.group(1)), "In" if match.group(3) == "in" else "NotIn", *values))
+            found.append(
+                expression(label_key(match.group(1)), "In" if match.group(3) == "in" else "NotIn", *values)
+            )
         elif match := _EQUALITY.match(requirement):
             operator = "NotIn" if match.group(3) == "!=" else "In"
             found.append(expression(label_key(match.group(1)), operator, match.group(4)))
         elif match := _EXISTS.match(requirement):
-            found.append(expression(label_key(match.group(2)), "DoesNotExist" if match.group(1) else "Exists"))
+            found.append(
+                expression(label_key(match.group(2)), "DoesNotExist" if match.group(1) else "Exists")
+            )
         else:
             raise SelectorError(
                 f"label selector {selector!r}: cannot read {requirement.strip()!r}. Write requirements "

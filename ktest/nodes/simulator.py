@@ -30,8 +30,18 @@ Request = Callable[..., "tuple[int, bytes]"]
 # kube-controller-manager's controllers Pods need: workloads, their endpoints and clean-up, and
 # node-lifecycle, which lifts the not-ready taint once KWOK reports a node Ready.
 WORKLOAD_CONTROLLERS = (
-    "deployment", "replicaset", "statefulset", "daemonset", "job", "cronjob", "ttl-after-finished",
-    "endpointslice", "serviceaccount", "pod-garbage-collector", "node-lifecycle", "taint-eviction",
+    "deployment",
+    "replicaset",
+    "statefulset",
+    "daemonset",
+    "job",
+    "cronjob",
+    "ttl-after-finished",
+    "endpointslice",
+    "serviceaccount",
+    "pod-garbage-collector",
+    "node-lifecycle",
+    "taint-eviction",
     "disruption",
 )
 # How often node-lifecycle looks at nodes (default 5 s): a node KWOK stops reporting is noticed sooner.
@@ -80,12 +90,18 @@ class SimulatedNodes:
         return {name: process for name, process in found.items() if process is not None}
 
     def describe(self) -> str:
-        return f"{self.count} simulated nodes (kube-scheduler + KWOK {self.tools.kwok_version})" if self.tools else ""
+        return (
+            f"{self.count} simulated nodes (kube-scheduler + KWOK {self.tools.kwok_version})"
+            if self.tools
+            else ""
+        )
 
-    def start(self, *, request: Request, kubeconfig: Path, directory: Path, version: str, log_note: str) -> None:
-        """The API server is ready: install the Stages and nodes, launch the scheduler and KWOK."""
+    def start(self, *, request: Request, plane: Any, version: str, log_note: str) -> None:
+        """``plane``'s API server (``version``) is ready: install the Stages and nodes, launch the
+        scheduler and KWOK with the plane's admin kubeconfig, logs in its directory."""
         if not self.count or self.tools is None:
             return
+        kubeconfig, directory = plane.kubeconfig_path, plane.directory
         self._request, self._version, self._directory = request, version, directory
         self._scheduler = _scheduler_process(self.tools.kube_scheduler, kubeconfig, directory)
         self._launch(self._scheduler, log_note)
@@ -143,8 +159,11 @@ class SimulatedNodes:
             return status, None
 
     def create_node(self, node: Mapping[str, Any], *, exist_ok: bool = False) -> None:
-        self._expect(self.call("POST", "/api/v1/nodes", node), f"creating node {node['metadata']['name']}",
-                     exist_ok=exist_ok)
+        self._expect(
+            self.call("POST", "/api/v1/nodes", node),
+            f"creating node {node['metadata']['name']}",
+            exist_ok=exist_ok,
+        )
 
     def write_stage(self, stage: Mapping[str, Any], *, exist_ok: bool = False) -> None:
         name = stage["metadata"]["name"]
@@ -153,8 +172,9 @@ class SimulatedNodes:
     def delete_stage(self, name: str) -> None:
         self._expect(self.call("DELETE", f"{_STAGES}/{name}"), f"deleting KWOK Stage {name}", missing_ok=True)
 
-    def _expect(self, answer: tuple[int, Any], what: str, *, exist_ok: bool = False,
-                missing_ok: bool = False) -> None:
+    def _expect(
+        self, answer: tuple[int, Any], what: str, *, exist_ok: bool = False, missing_ok: bool = False
+    ) -> None:
         status, body = answer
         if 200 <= status < 300 or (exist_ok and status == 409) or (missing_ok and status == 404):
             return
@@ -212,8 +232,9 @@ def _scheduler_process(binary: Path, kubeconfig: Path, directory: Path) -> Manag
         )
     )
     command = [str(binary), f"--config={config}", "--secure-port=0"]
-    return ManagedProcess("kube-scheduler", command, directory / "logs" / "kube-scheduler.log",
-                          env=component_environment())
+    return ManagedProcess(
+        "kube-scheduler", command, directory / "logs" / "kube-scheduler.log", env=component_environment()
+    )
 
 
 def _kwok_process(binary: Path, kubeconfig: Path, directory: Path) -> ManagedProcess:

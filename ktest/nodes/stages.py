@@ -25,12 +25,12 @@ _ADDRESSES = """
 hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
 hostIPs:
 - ip: {{ NodeIPWith .spec.nodeName | Quote }}
-{{ $podIP := PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+{{ $podIP := PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) @POD_KEYS@ }}
 podIP: {{ $podIP | Quote }}
 podIPs:
 - ip: {{ $podIP | Quote }}
 startTime: {{ or .status.startTime $now | Quote }}
-"""
+""".replace("@POD_KEYS@", '( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" )')
 
 
 def _condition(kind: str, status: str, reason: str = "") -> str:
@@ -59,8 +59,8 @@ initContainerStatuses:
 {{ range .spec.initContainers }}
 - name: {{ .name | Quote }}
   image: {{ .image | Quote }}
-  imageID: "%(image_id)s"
-  containerID: "%(container_id)s"
+  imageID: "@IMAGE_ID@"
+  containerID: "@CONTAINER_ID@"
   ready: {{ if eq (or .restartPolicy "") "Always" }}true{{ else }}false{{ end }}
   started: {{ if eq (or .restartPolicy "") "Always" }}true{{ else }}false{{ end }}
   restartCount: 0
@@ -75,10 +75,10 @@ initContainerStatuses:
       reason: Completed
       startedAt: {{ $now | Quote }}
       finishedAt: {{ $now | Quote }}
-      containerID: "%(container_id)s"
+      containerID: "@CONTAINER_ID@"
   {{ end }}
 {{ end }}
-""" % {"image_id": _IMAGE_ID, "container_id": _CONTAINER_ID}
+""".replace("@IMAGE_ID@", _IMAGE_ID).replace("@CONTAINER_ID@", _CONTAINER_ID)
 
 
 def container_statuses(body: str, source: str = ".spec.containers") -> str:
@@ -155,10 +155,14 @@ def expression(key: str, operator: str, *values: str) -> dict[str, Any]:
 NOT_DELETED = expression(".metadata.deletionTimestamp", "DoesNotExist")
 PENDING = expression(".status.phase", "In", "Pending")
 RUNNING = expression(".status.phase", "In", "Running")
-OWNED_BY_JOB = expression('.metadata.ownerReferences.[].kind', "In", "Job")
+OWNED_BY_JOB = expression(".metadata.ownerReferences.[].kind", "In", "Job")
 FIRST_RUNNING = expression(".status.containerStatuses.[0].state.running.startedAt", "Exists")
-CRASH_LOOP_WAITING = expression(".status.containerStatuses.[0].state.waiting.reason", "In", "CrashLoopBackOff")
-NOT_READY = expression('.status.conditions.[] | select( .type == "Ready" ) | .reason', "In", "ContainersNotReady")
+CRASH_LOOP_WAITING = expression(
+    ".status.containerStatuses.[0].state.waiting.reason", "In", "CrashLoopBackOff"
+)
+NOT_READY = expression(
+    '.status.conditions.[] | select( .type == "Ready" ) | .reason', "In", "ContainersNotReady"
+)
 
 
 def _node_stages(kubelet_version: str) -> list[dict[str, Any]]:
@@ -173,7 +177,9 @@ conditions:
   lastTransitionTime: {{ $now | Quote }}
 {{ end }}
 """
-    initialize = conditions + f"""
+    initialize = (
+        conditions
+        + f"""
 phase: Running
 nodeInfo:
   architecture: amd64
@@ -190,6 +196,7 @@ daemonEndpoints:
   kubeletEndpoint:
     Port: 10250
 """
+    )
     not_ready = expression('.status.conditions.[] | select( .type == "Ready" ) | .status', "NotIn", "True")
     ready = expression('.status.conditions.[] | select( .type == "Ready" ) | .status', "In", "True")
     heartbeat = """
@@ -204,18 +211,33 @@ conditions:
 {{ end }}
 """
     return [
-        stage("ktest-node-initialize", "Node", {"matchExpressions": [not_ready]},
-              {"patches": [status_patch(initialize)]}),
+        stage(
+            "ktest-node-initialize",
+            "Node",
+            {"matchExpressions": [not_ready]},
+            {"patches": [status_patch(initialize)]},
+        ),
         # The node-lifecycle controller calls a node unknown after 40-50 s without a heartbeat.
-        stage("ktest-node-heartbeat", "Node", {"matchExpressions": [ready]},
-              {"patches": [status_patch(heartbeat)]}, delay_ms=10_000, jitter_ms=15_000),
+        stage(
+            "ktest-node-heartbeat",
+            "Node",
+            {"matchExpressions": [ready]},
+            {"patches": [status_patch(heartbeat)]},
+            delay_ms=10_000,
+            jitter_ms=15_000,
+        ),
     ]
 
 
 def _pod_stages() -> list[dict[str, Any]]:
     running = "\n".join(
-        ["phase: Running", pod_conditions(ready=True), _ADDRESSES, container_statuses(RUNNING_CONTAINER),
-         _init_statuses()]
+        [
+            "phase: Running",
+            pod_conditions(ready=True),
+            _ADDRESSES,
+            container_statuses(RUNNING_CONTAINER),
+            _init_statuses(),
+        ]
     )
     completed = "\n".join(
         [
@@ -238,8 +260,12 @@ state:
             ),
         ]
     )
-    restarted = "\n".join(["phase: Running", pod_conditions(ready=False), container_statuses(
-        """
+    restarted = "\n".join(
+        [
+            "phase: Running",
+            pod_conditions(ready=False),
+            container_statuses(
+                """
 ready: false
 started: true
 restartCount: {{ or .restartCount 0 }}
@@ -247,30 +273,61 @@ lastState: {{ toJson .lastState }}
 state:
   running:
     startedAt: {{ $now | Quote }}
-""", ".status.containerStatuses")])
-    recovered = "\n".join(["phase: Running", pod_conditions(ready=True), container_statuses(
-        """
+""",
+                ".status.containerStatuses",
+            ),
+        ]
+    )
+    recovered = "\n".join(
+        [
+            "phase: Running",
+            pod_conditions(ready=True),
+            container_statuses(
+                """
 ready: true
 started: true
 restartCount: {{ or .restartCount 0 }}
 lastState: {{ toJson .lastState }}
 state: {{ toJson .state }}
-""", ".status.containerStatuses")])
+""",
+                ".status.containerStatuses",
+            ),
+        ]
+    )
     return [
-        stage("ktest-pod-running", "Pod", {"matchExpressions": [NOT_DELETED, PENDING]},
-              {"patches": [status_patch(running)]}),
+        stage(
+            "ktest-pod-running",
+            "Pod",
+            {"matchExpressions": [NOT_DELETED, PENDING]},
+            {"patches": [status_patch(running)]},
+        ),
         # A Job's Pod runs to completion (exit 0); other Pods keep running.
-        stage("ktest-pod-complete", "Pod", {"matchExpressions": [NOT_DELETED, RUNNING, OWNED_BY_JOB]},
-              {"patches": [status_patch(completed)]}),
+        stage(
+            "ktest-pod-complete",
+            "Pod",
+            {"matchExpressions": [NOT_DELETED, RUNNING, OWNED_BY_JOB]},
+            {"patches": [status_patch(completed)]},
+        ),
         # A container out of its back-off runs again; a running container passes its probes.
-        stage("ktest-pod-restart", "Pod", {"matchExpressions": [NOT_DELETED, RUNNING, CRASH_LOOP_WAITING]},
-              {"patches": [status_patch(restarted)]}),
-        stage("ktest-pod-recover", "Pod", {"matchExpressions": [NOT_DELETED, RUNNING, FIRST_RUNNING, NOT_READY]},
-              {"patches": [status_patch(recovered)]}),
+        stage(
+            "ktest-pod-restart",
+            "Pod",
+            {"matchExpressions": [NOT_DELETED, RUNNING, CRASH_LOOP_WAITING]},
+            {"patches": [status_patch(restarted)]},
+        ),
+        stage(
+            "ktest-pod-recover",
+            "Pod",
+            {"matchExpressions": [NOT_DELETED, RUNNING, FIRST_RUNNING, NOT_READY]},
+            {"patches": [status_patch(recovered)]},
+        ),
         # The kubelet confirms a deletion once the containers are stopped.
-        stage("ktest-pod-delete", "Pod",
-              {"matchExpressions": [expression(".metadata.deletionTimestamp", "Exists")]},
-              {"delete": True}),
+        stage(
+            "ktest-pod-delete",
+            "Pod",
+            {"matchExpressions": [expression(".metadata.deletionTimestamp", "Exists")]},
+            {"delete": True},
+        ),
     ]
 
 

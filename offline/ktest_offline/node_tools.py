@@ -25,7 +25,9 @@ KWOK_STAGE_CRD = "kustomize/crd/bases/kwok.x-k8s.io_stages.yaml"
 TOOLS = ("kube-scheduler", "kwok")
 
 
-def install_tool(go: GoTool, name: str, version: str, destination: Path, progress: Progress) -> dict[str, Any]:
+def install_tool(
+    go: GoTool, name: str, version: str, destination: Path, progress: Progress
+) -> dict[str, Any]:
     """Build ``name`` (``kube-scheduler`` at Kubernetes ``version``, ``kwok`` at KWOK ``version``)
     into the directory ``destination``; facts for the cache entry's metadata."""
     started = time.monotonic()
@@ -43,15 +45,23 @@ def _install_kwok(go: GoTool, version: str, destination: Path, progress: Progres
     target = f"{KWOK_MODULE}/cmd/kwok@v{version}"
     try:
         go_install(
-            go, target, "kwok", destination / "kwok", progress,
+            go,
+            target,
+            "kwok",
+            destination / "kwok",
+            progress,
             f"building KWOK v{version} from Go modules, first time only",
             ldflags=f"-X {KWOK_MODULE}/pkg/consts.Version={version}",
         )
     except KtestError as error:
         raise AssetsError(str(error)) from error
     info = json.loads(
-        _run_go(go, ["mod", "download", "-json", f"{KWOK_MODULE}@v{version}"], destination,
-                f"finding KWOK v{version}'s module download")
+        _run_go(
+            go,
+            ["mod", "download", "-json", f"{KWOK_MODULE}@v{version}"],
+            destination,
+            f"finding KWOK v{version}'s module download",
+        )
     )
     crd = Path(str(info.get("Dir") or "")) / KWOK_STAGE_CRD
     if not crd.is_file():

@@ -12,39 +12,65 @@ from ktest.nodes import SimulationError
 
 def first_container(cluster, namespace, selector):
     found = pods(cluster, namespace, selector)
-    return found[0]["status"]["containerStatuses"][0] if found and found[0]["status"].get("containerStatuses") else {}
+    return (
+        found[0]["status"]["containerStatuses"][0]
+        if found and found[0]["status"].get("containerStatuses")
+        else {}
+    )
 
 
 def test_crash_loop_reports_backoff_restarts_and_the_last_exit(sim, sim_ns, kubelet):
     kubelet.crash_loop("app=crashy")
     sim.create(deployment("crashy", sim_ns, replicas=1))
     sim.create(deployment("healthy", sim_ns, replicas=1))
-    status = eventually(lambda: (s := first_container(sim, sim_ns, "app=crashy")).get("restartCount", 0) >= 2 and s,
-                        timeout=30)
-    eventually(lambda: first_container(sim, sim_ns, "app=crashy").get("state", {}).get("waiting", {}).get("reason")
-               == "CrashLoopBackOff", timeout=30)
+    status = eventually(
+        lambda: (s := first_container(sim, sim_ns, "app=crashy")).get("restartCount", 0) >= 2 and s,
+        timeout=30,
+    )
+    eventually(
+        lambda: (
+            first_container(sim, sim_ns, "app=crashy").get("state", {}).get("waiting", {}).get("reason")
+            == "CrashLoopBackOff"
+        ),
+        timeout=30,
+    )
     status = first_container(sim, sim_ns, "app=crashy")
     assert status["ready"] is False and status["started"] is False
     terminated = status["lastState"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (1, "Error")
     assert sim.get(("apps/v1", "Deployment", "crashy", sim_ns))["status"].get("availableReplicas") is None
-    eventually(lambda: sim.get(("apps/v1", "Deployment", "healthy", sim_ns))["status"]["availableReplicas"] == 1,
-               timeout=30)
+    eventually(
+        lambda: sim.get(("apps/v1", "Deployment", "healthy", sim_ns))["status"]["availableReplicas"] == 1,
+        timeout=30,
+    )
 
 
 def test_oom_killed_reports_exit_137(sim, sim_ns, kubelet):
     kubelet.oom_killed({"app": "hungry"})
     sim.create(deployment("hungry", sim_ns, replicas=1))
-    eventually(lambda: first_container(sim, sim_ns, "app=hungry").get("lastState", {}).get("terminated", {})
-               .get("reason") == "OOMKilled", timeout=30)
+    eventually(
+        lambda: (
+            first_container(sim, sim_ns, "app=hungry")
+            .get("lastState", {})
+            .get("terminated", {})
+            .get("reason")
+            == "OOMKilled"
+        ),
+        timeout=30,
+    )
     assert first_container(sim, sim_ns, "app=hungry")["lastState"]["terminated"]["exitCode"] == 137
 
 
 def test_image_pull_error_keeps_the_pod_pending(sim, sim_ns, kubelet):
     kubelet.image_pull_error("app=typo")
     sim.create(deployment("typo", sim_ns, replicas=1))
-    eventually(lambda: first_container(sim, sim_ns, "app=typo").get("state", {}).get("waiting", {}).get("reason")
-               == "ImagePullBackOff", timeout=30)
+    eventually(
+        lambda: (
+            first_container(sim, sim_ns, "app=typo").get("state", {}).get("waiting", {}).get("reason")
+            == "ImagePullBackOff"
+        ),
+        timeout=30,
+    )
     (pod,) = pods(sim, sim_ns, "app=typo")
     assert pod["status"]["phase"] == "Pending"
     assert "registry.example/app:1" in pod["status"]["containerStatuses"][0]["state"]["waiting"]["message"]
@@ -59,8 +85,10 @@ def test_not_ready_holds_until_stopped_then_the_pod_recovers(sim, sim_ns, kubele
     assert condition(pod, "Ready")["reason"] == "ContainersNotReady"
     assert pod["status"]["phase"] == "Running"
     behaviour.stop()
-    eventually(lambda: sim.get(("apps/v1", "Deployment", "flaky", sim_ns))["status"].get("availableReplicas") == 1,
-               timeout=30)
+    eventually(
+        lambda: sim.get(("apps/v1", "Deployment", "flaky", sim_ns))["status"].get("availableReplicas") == 1,
+        timeout=30,
+    )
 
 
 def test_slow_start_makes_ready_wait(sim, sim_ns, kubelet):
@@ -74,8 +102,10 @@ def test_slow_start_makes_ready_wait(sim, sim_ns, kubelet):
 def test_fail_makes_a_job_fail(sim, sim_ns, kubelet):
     kubelet.fail("job=doomed", exit_code=3)
     sim.create(job("doomed", sim_ns))
-    eventually(lambda: condition(sim.get(("batch/v1", "Job", "doomed", sim_ns)), "Failed").get("status") == "True",
-               timeout=30)
+    eventually(
+        lambda: condition(sim.get(("batch/v1", "Job", "doomed", sim_ns)), "Failed").get("status") == "True",
+        timeout=30,
+    )
     (pod,) = pods(sim, sim_ns, "job=doomed")
     assert pod["status"]["phase"] == "Failed"
     assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
@@ -83,14 +113,20 @@ def test_fail_makes_a_job_fail(sim, sim_ns, kubelet):
 
 def test_evict_fails_the_pod_and_its_replicaset_replaces_it(sim, sim_ns, kubelet):
     sim.create(deployment("evicted", sim_ns, replicas=1))
-    eventually(lambda: sim.get(("apps/v1", "Deployment", "evicted", sim_ns))["status"].get("availableReplicas") == 1,
-               timeout=30)
+    eventually(
+        lambda: sim.get(("apps/v1", "Deployment", "evicted", sim_ns))["status"].get("availableReplicas") == 1,
+        timeout=30,
+    )
     behaviour = kubelet.evict("app=evicted")
-    eventually(lambda: any(p["status"].get("reason") == "Evicted" for p in pods(sim, sim_ns, "app=evicted")),
-               timeout=30)
+    eventually(
+        lambda: any(p["status"].get("reason") == "Evicted" for p in pods(sim, sim_ns, "app=evicted")),
+        timeout=30,
+    )
     behaviour.stop()
-    eventually(lambda: sim.get(("apps/v1", "Deployment", "evicted", sim_ns))["status"].get("availableReplicas") == 1,
-               timeout=30)
+    eventually(
+        lambda: sim.get(("apps/v1", "Deployment", "evicted", sim_ns))["status"].get("availableReplicas") == 1,
+        timeout=30,
+    )
     evicted = next(p for p in pods(sim, sim_ns, "app=evicted") if p["status"].get("reason") == "Evicted")
     assert evicted["status"]["phase"] == "Failed"
     assert condition(evicted, "DisruptionTarget")["reason"] == "TerminationByKubelet"
@@ -98,15 +134,25 @@ def test_evict_fails_the_pod_and_its_replicaset_replaces_it(sim, sim_ns, kubelet
 
 def test_node_not_ready_is_tainted_by_node_lifecycle_and_recovers(sim, kubelet):
     behaviour = kubelet.node_not_ready("ktest-node-3")
-    eventually(lambda: condition(sim.get(("v1", "Node", "ktest-node-3")), "Ready").get("status") == "False", timeout=30)
-    eventually(lambda: "node.kubernetes.io/not-ready" in
-               [t["key"] for t in sim.get(("v1", "Node", "ktest-node-3"))["spec"].get("taints") or []], timeout=30)
+    eventually(
+        lambda: condition(sim.get(("v1", "Node", "ktest-node-3")), "Ready").get("status") == "False",
+        timeout=30,
+    )
+    eventually(
+        lambda: (
+            "node.kubernetes.io/not-ready"
+            in [t["key"] for t in sim.get(("v1", "Node", "ktest-node-3"))["spec"].get("taints") or []]
+        ),
+        timeout=30,
+    )
     behaviour.stop()
     eventually(lambda: not sim.get(("v1", "Node", "ktest-node-3"))["spec"].get("taints"), timeout=30)
 
 
 def test_unknown_behaviours_bad_selectors_and_unmatched_selectors_are_errors(sim, sim_ns, kubelet):
-    with pytest.raises(SimulationError, match="unknown Pod behaviour 'crashloop'; known: complete, crash_loop"):
+    with pytest.raises(
+        SimulationError, match="unknown Pod behaviour 'crashloop'; known: complete, crash_loop"
+    ):
         kubelet.behave("crashloop", "app=x")
     with pytest.raises(SimulationError, match=r"cannot read 'tier in db'"):
         kubelet.crash_loop("app=web,tier in db")

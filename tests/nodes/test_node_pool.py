@@ -10,17 +10,38 @@ from ktest.errors import ControlPlaneError, KtestError
 
 
 def test_a_node_selector_and_a_taint_are_honoured(sim, sim_ns):
-    sim.nodes.add("gpu-1", labels={"accelerator": "gpu"}, taints=["dedicated=gpu:NoSchedule"],
-                  capacity={"nvidia.com/gpu": "2"})
+    sim.nodes.add(
+        "gpu-1",
+        labels={"accelerator": "gpu"},
+        taints=["dedicated=gpu:NoSchedule"],
+        capacity={"nvidia.com/gpu": "2"},
+    )
     try:
-        eventually(lambda: condition(sim.get(("v1", "Node", "gpu-1")), "Ready").get("status") == "True", timeout=30)
+        eventually(
+            lambda: condition(sim.get(("v1", "Node", "gpu-1")), "Ready").get("status") == "True", timeout=30
+        )
         sim.create(deployment("needs-gpu", sim_ns, replicas=1, nodeSelector={"accelerator": "gpu"}))
-        pending = eventually(lambda: condition(pods(sim, sim_ns, "app=needs-gpu")[0], "PodScheduled")
-                             .get("reason") == "Unschedulable" and pods(sim, sim_ns, "app=needs-gpu")[0], timeout=30)
+        pending = eventually(
+            lambda: (
+                condition(pods(sim, sim_ns, "app=needs-gpu")[0], "PodScheduled").get("reason")
+                == "Unschedulable"
+                and pods(sim, sim_ns, "app=needs-gpu")[0]
+            ),
+            timeout=30,
+        )
         assert "untolerated taint" in condition(pending, "PodScheduled")["message"]
-        sim.create(deployment("tolerates", sim_ns, replicas=1, nodeSelector={"accelerator": "gpu"},
-                              tolerations=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]))
-        eventually(lambda: pods(sim, sim_ns, "app=tolerates")[0]["spec"].get("nodeName") == "gpu-1", timeout=30)
+        sim.create(
+            deployment(
+                "tolerates",
+                sim_ns,
+                replicas=1,
+                nodeSelector={"accelerator": "gpu"},
+                tolerations=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
+            )
+        )
+        eventually(
+            lambda: pods(sim, sim_ns, "app=tolerates")[0]["spec"].get("nodeName") == "gpu-1", timeout=30
+        )
         assert sim.get(("v1", "Node", "gpu-1"))["status"]["allocatable"]["nvidia.com/gpu"] == "2"
     finally:
         sim.nodes.remove("gpu-1")
@@ -31,8 +52,10 @@ def test_a_cordoned_node_takes_no_new_pods(sim, sim_ns):
         sim.nodes.cordon(name)
     try:
         sim.create(deployment("squeezed", sim_ns, replicas=3))
-        eventually(lambda: len([p for p in pods(sim, sim_ns, "app=squeezed") if p["spec"].get("nodeName")]) == 3,
-                   timeout=30)
+        eventually(
+            lambda: len([p for p in pods(sim, sim_ns, "app=squeezed") if p["spec"].get("nodeName")]) == 3,
+            timeout=30,
+        )
         assert {p["spec"]["nodeName"] for p in pods(sim, sim_ns, "app=squeezed")} == {"ktest-node-3"}
     finally:
         for name in ("ktest-node-1", "ktest-node-2"):

@@ -14,8 +14,10 @@ KUBELET_CONDITIONS = {"PodReadyToStartContainers", "Initialized", "Ready", "Cont
 
 def test_a_deployment_becomes_available_with_kubelet_shaped_pod_status(sim, sim_ns):
     sim.create(deployment("web", sim_ns, replicas=3))
-    eventually(lambda: sim.get(("apps/v1", "Deployment", "web", sim_ns))["status"]["availableReplicas"] == 3,
-               timeout=30)
+    eventually(
+        lambda: sim.get(("apps/v1", "Deployment", "web", sim_ns))["status"]["availableReplicas"] == 3,
+        timeout=30,
+    )
     nodes = {n["metadata"]["name"]: n for n in sim.list(("v1", "Node"))}
     found = pods(sim, sim_ns, "app=web")
     assert len(found) == 3
@@ -38,16 +40,20 @@ def test_a_deployment_becomes_available_with_kubelet_shaped_pod_status(sim, sim_
 
 def test_pods_spread_over_the_nodes_as_the_scheduler_decides(sim, sim_ns):
     sim.create(deployment("spread", sim_ns, replicas=6))
-    eventually(lambda: len([p for p in pods(sim, sim_ns, "app=spread") if p["spec"].get("nodeName")]) == 6,
-               timeout=30)
+    eventually(
+        lambda: len([p for p in pods(sim, sim_ns, "app=spread") if p["spec"].get("nodeName")]) == 6,
+        timeout=30,
+    )
     used = {p["spec"]["nodeName"] for p in pods(sim, sim_ns, "app=spread")}
     assert len(used) >= 2, f"the scheduler put every Pod on {used}"
 
 
 def test_a_job_completes_as_its_pod_exits_zero(sim, sim_ns):
     sim.create(job("once", sim_ns))
-    eventually(lambda: condition(sim.get(("batch/v1", "Job", "once", sim_ns)), "Complete").get("status") == "True",
-               timeout=30)
+    eventually(
+        lambda: condition(sim.get(("batch/v1", "Job", "once", sim_ns)), "Complete").get("status") == "True",
+        timeout=30,
+    )
     (pod,) = pods(sim, sim_ns, "job=once")
     assert pod["status"]["phase"] == "Succeeded"
     terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
@@ -56,10 +62,20 @@ def test_a_job_completes_as_its_pod_exits_zero(sim, sim_ns):
 
 def test_a_deleted_pod_goes_and_its_replicaset_replaces_it(sim, sim_ns):
     sim.create(deployment("again", sim_ns, replicas=1))
-    first = eventually(lambda: [p for p in pods(sim, sim_ns, "app=again") if p["status"].get("phase") == "Running"],
-                       timeout=30)[0]
+    first = eventually(
+        lambda: [p for p in pods(sim, sim_ns, "app=again") if p["status"].get("phase") == "Running"],
+        timeout=30,
+    )[0]
     sim.delete(("v1", "Pod", first["metadata"]["name"], sim_ns))
-    eventually(lambda: [p["metadata"]["name"] for p in pods(sim, sim_ns, "app=again")
-                        if p["status"].get("phase") == "Running"] not in ([], [first["metadata"]["name"]]),
-               timeout=30)
+    eventually(
+        lambda: (
+            [
+                p["metadata"]["name"]
+                for p in pods(sim, sim_ns, "app=again")
+                if p["status"].get("phase") == "Running"
+            ]
+            not in ([], [first["metadata"]["name"]])
+        ),
+        timeout=30,
+    )
     eventually(lambda: sim.get_or_none(("v1", "Pod", first["metadata"]["name"], sim_ns)) is None, timeout=30)

@@ -30,7 +30,10 @@ def job(name: str, namespace: str, backoff_limit: int = 0) -> dict[str, Any]:
             "backoffLimit": backoff_limit,
             "template": {
                 "metadata": {"labels": {"job": name}},
-                "spec": {"restartPolicy": "Never", "containers": [{"name": "work", "image": "registry.example/job:1"}]},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "work", "image": "registry.example/job:1"}],
+                },
             },
         },
     }
