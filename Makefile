@@ -16,7 +16,7 @@ KTEST := $(BIN)/ktest
 VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
 
 .PHONY: docs
-.PHONY: all venv binaries go-operators binaries-older test test-kind test-floors demo lint bench clean-venv docker-engine kind-images \
+.PHONY: all venv binaries node-tools go-operators binaries-older test test-kind test-floors demo lint bench clean-venv docker-engine kind-images \
 	kind-image kind-image-older test-kind-older lint-workflows browser
 
 all: venv binaries
@@ -43,6 +43,10 @@ $(VENV)/.installed: pyproject.toml offline/pyproject.toml
 
 binaries: venv
 	$(KTEST) binaries install $(VERSION_FLAG)
+
+# kube-scheduler and KWOK for simulated nodes (ktest_nodes; cold: minutes of Go builds, once).
+node-tools: venv binaries
+	$(KTEST) binaries install --nodes $(VERSION_FLAG)
 
 binaries-older: venv
 	$(KTEST) binaries install --k8s-version $(OLDER_K8S_VERSION)

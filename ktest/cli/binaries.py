@@ -28,6 +28,11 @@ def register(subparsers: Any) -> None:
         help="make the binaries available (download or build if needed; re-install a corrupt entry)",
     )
     _add_resolution_options(install)
+    install.add_argument(
+        "--nodes",
+        action="store_true",
+        help="also kube-scheduler and KWOK, which simulated nodes (ktest_nodes) run",
+    )
     install.set_defaults(handler=_install)
 
     path = commands.add_parser(
@@ -78,6 +83,12 @@ def _install(args: argparse.Namespace) -> int:
     print(f"Kubernetes {assets.version} ({assets.origin}): {assets.directory}")
     if assets.missing:
         print(f"  missing: {', '.join(assets.missing)}")
+    if args.nodes:
+        from ktest.assets.progress import Progress
+        from ktest.nodes.assets import node_tools
+
+        tools = node_tools(assets, Progress(enabled=not args.quiet))
+        print(f"simulated nodes: {tools.kube_scheduler}, {tools.kwok} (KWOK {tools.kwok_version})")
     return 0
 
 

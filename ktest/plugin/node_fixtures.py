@@ -9,7 +9,7 @@ import pytest
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
-    from ktest.nodes import Kubelet
+    from ktest.nodes import Kubelet, SimulationError
 
 _STAGES = ("kwok.x-k8s.io/v1alpha1", "Stage")
 
@@ -21,15 +21,9 @@ def kubelet(cluster: Cluster, namespace: str, request: pytest.FixtureRequest) ->
     ``.fail``, ``.evict``, ``.node_not_ready(node)``. Removed at the end of the test; a selector
     that matched no Pod fails the test. Needs simulated nodes (``--ktest-nodes 3``); elsewhere the
     test is skipped with the reason (a real kubelet cannot be told to crash a container)."""
-    from kubernetes.client.exceptions import ApiException
+    from ktest.nodes import Kubelet, SimulationError
 
-    from ktest.nodes import Kubelet
-
-    try:
-        cluster.list(_STAGES)
-    except ApiException as error:
-        if error.status != 404:
-            raise
+    if not cluster.discovery.served(*_STAGES):
         pytest.skip(
             "the kubelet fixture needs simulated nodes (backend bare with ktest_nodes > 0, e.g. "
             "--ktest-nodes 3): this cluster runs no KWOK (no kwok.x-k8s.io Stage API)"
@@ -39,4 +33,7 @@ def kubelet(cluster: Cluster, namespace: str, request: pytest.FixtureRequest) ->
     from ktest.plugin.session import REPORTS_KEY
 
     call = request.node.stash.get(REPORTS_KEY, {}).get("call")
-    simulated.close(check=call is not None and call.passed)
+    try:
+        simulated.close(check=call is not None and call.passed)
+    except SimulationError as error:
+        pytest.fail(str(error), pytrace=False)

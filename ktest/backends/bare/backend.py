@@ -53,7 +53,7 @@ class BareBackend(Backend):
             # The session's fixtures (CRDs, operators) run while the controllers come up;
             # until_ready, before each test body, waits for them.
             wait_for_controllers=False,
-            nodes=getattr(settings, "nodes", 0),
+            nodes=getattr(settings, "nodes", None) or 0,
         )
         plane.start()
         try:

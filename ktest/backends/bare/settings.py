@@ -39,4 +39,4 @@ ROWS: tuple[Spec, ...] = (
 
 def describe(settings: Settings) -> list[str]:
     """The session header's part: the simulated nodes, when there are any."""
-    return [f"nodes={settings.nodes}"] if getattr(settings, "nodes", 0) else []
+    return [f"nodes={settings.nodes}"] if getattr(settings, "nodes", None) else []
