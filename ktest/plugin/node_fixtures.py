@@ -9,7 +9,7 @@ import pytest
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
-    from ktest.nodes import Kubelet, SimulationError
+    from ktest.nodes import Kubelet
 
 _STAGES = ("kwok.x-k8s.io/v1alpha1", "Stage")
 

@@ -25,6 +25,7 @@ def register(subparsers: Any, parsers: dict[str, argparse.ArgumentParser]) -> No
     up = parsers["up"]
     add_setting_option(up, "controllers", fallback=",".join(DEFAULT_CONTROLLERS))
     add_setting_option(up, "run_dir")
+    add_setting_option(up, "nodes", fallback="0")
     _add_name(up)
     up.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for readiness")
     _add_name(parsers["down"])
@@ -45,13 +46,15 @@ def up_bare(args: argparse.Namespace, version: str | None) -> int:
     """``ktest up``: a control plane in a daemon, kept until ``ktest down``."""
     controllers = _parse("controllers", args.controllers, "--controllers")
     run_dir = _parse("run_dir", args.run_dir, "--run-dir") if args.run_dir else None
+    nodes = _parse("nodes", args.nodes, "--nodes")
     # Resolve (maybe download or build) the binaries here, where progress is visible.
     from ktest.assets import resolve_assets
 
     resolve_assets(version)
     print(f"ktest up: starting control plane {args.name!r} ...", file=sys.stderr, flush=True)
     record, started = reuse.up(
-        name=args.name, k8s_version=version, controllers=controllers, timeout=args.timeout, run_dir=run_dir
+        name=args.name, k8s_version=version, controllers=controllers, timeout=args.timeout, run_dir=run_dir,
+        nodes=nodes,
     )
     state = "started" if started else "already running"
     print(f"ktest up: {state}: {record.summary()}", file=sys.stderr)

@@ -38,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--k8s-version", default=None)
     parser.add_argument("--controllers", default="garbagecollector,namespace")
     parser.add_argument("--run-dir", default=None, type=Path)
+    parser.add_argument("--nodes", default=0, type=int)
     args = parser.parse_args(argv)
 
     stop = threading.Event()
@@ -52,7 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signum, on_signal)
 
     controllers = tuple(c for c in args.controllers.split(",") if c and c != "none")
-    plane = ControlPlane(args.k8s_version, controllers=controllers or "none", root_directory=args.run_dir)
+    plane = ControlPlane(
+        args.k8s_version, controllers=controllers or "none", root_directory=args.run_dir, nodes=args.nodes
+    )
     try:
         plane.start()
     except KtestError as error:
@@ -70,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pid_start=process_start_time(pid) or "",
             requested_version=args.k8s_version,
             controllers=controllers,
+            nodes=args.nodes,
             started_at=time.time(),
             share=dataclasses.replace(share, description=f"Kubernetes {plane.version} at {plane.server}"),
             path=args.record,

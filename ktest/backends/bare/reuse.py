@@ -48,9 +48,12 @@ def state_directory(env: Mapping[str, str] | None = None) -> Path:
     return backends.state_directory("up", env)
 
 
-def fingerprint(requested_version: str | None, controllers: Sequence[str]) -> str:
+def fingerprint(requested_version: str | None, controllers: Sequence[str], nodes: int = 0) -> str:
     """A short hash of the settings a warm control plane must share with a test run."""
-    text = json.dumps({"version": requested_version or "latest", "controllers": sorted(controllers)})
+    asked: dict[str, Any] = {"version": requested_version or "latest", "controllers": sorted(controllers)}
+    if nodes:
+        asked["nodes"] = nodes
+    text = json.dumps(asked)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -66,10 +69,11 @@ class UpRecord:
     started_at: float
     share: ClusterShare
     path: Path
+    nodes: int = 0
 
     @property
     def fingerprint(self) -> str:
-        return fingerprint(self.requested_version, self.controllers)
+        return fingerprint(self.requested_version, self.controllers, self.nodes)
 
     kubeconfig = Delegated[str]("share")
     version = Delegated[str]("share")
@@ -81,6 +85,7 @@ class UpRecord:
             "pid_start": self.pid_start,
             "requested_version": self.requested_version,
             "controllers": list(self.controllers),
+            "nodes": self.nodes,
             "fingerprint": self.fingerprint,
             "started_at": self.started_at,
             "kubeconfig": self.share.kubeconfig,
@@ -100,6 +105,7 @@ class UpRecord:
             started_at=float(data.get("started_at") or 0.0),
             share=ClusterShare.from_json(dict(data["share"])),
             path=path,
+            nodes=int(data.get("nodes") or 0),
         )
 
     @property
@@ -122,8 +128,10 @@ class UpRecord:
         return f"its API server {_server(self.share)} does not answer /readyz"
 
     def compatible_with(self, settings: Settings) -> bool:
-        """Same controllers, and the version the settings ask for."""
+        """Same controllers and simulated nodes, and the version the settings ask for."""
         if tuple(sorted(self.controllers)) != tuple(sorted(settings.controllers)):
+            return False
+        if self.nodes != (getattr(settings, "nodes", None) or 0):
             return False
         if settings.k8s_version is None:
             return self.requested_version is None
@@ -136,8 +144,9 @@ class UpRecord:
     def summary(self) -> str:
         controllers = ",".join(self.controllers) or "none"
         uptime = _duration(time.time() - self.started_at)
+        nodes = f", {self.nodes} simulated nodes" if self.nodes else ""
         return (
-            f"{self.name}: Kubernetes {self.version} at {_server(self.share)}, controllers {controllers}, "
+            f"{self.name}: Kubernetes {self.version} at {_server(self.share)}, controllers {controllers}{nodes}, "
             f"pid {self.pid}, up {uptime}\n  kubeconfig: {self.kubeconfig}"
         )
 
@@ -223,6 +232,7 @@ def up(
     directory: Path | None = None,
     timeout: float = 600.0,
     run_dir: Path | None = None,
+    nodes: int = 0,
 ) -> tuple[UpRecord, bool]:
     """Start a warm control plane in a background daemon; return (record, started_now).
 
@@ -234,16 +244,17 @@ def up(
         if existing is not None:
             if existing.problem() is not None:
                 _discard(existing)
-            elif existing.fingerprint == fingerprint(k8s_version, controllers):
+            elif existing.fingerprint == fingerprint(k8s_version, controllers, nodes):
                 return existing, False
             else:
                 raise ConfigError(
                     f"a warm control plane named {name!r} already runs with other settings "
                     f"(Kubernetes {existing.requested_version or 'latest'}, controllers "
-                    f"{','.join(existing.controllers) or 'none'}); stop it with `ktest down --name {name}` "
+                    f"{','.join(existing.controllers) or 'none'}, {existing.nodes} simulated nodes); "
+                    f"stop it with `ktest down --name {name}` "
                     "or start this one under another --name"
                 )
-        return _start_daemon(path, name, k8s_version, tuple(controllers), timeout, run_dir), True
+        return _start_daemon(path, name, k8s_version, tuple(controllers), timeout, run_dir, nodes), True
 
 
 def down(record: UpRecord, timeout: float = 30.0) -> bool:
@@ -289,6 +300,7 @@ def _start_daemon(
     controllers: tuple[str, ...],
     timeout: float,
     run_dir: Path | None,
+    nodes: int = 0,
 ) -> UpRecord:
     from ktest.base.process import read_tail
 
@@ -299,6 +311,8 @@ def _start_daemon(
         command += ["--k8s-version", k8s_version]
     if run_dir is not None:
         command += ["--run-dir", str(run_dir)]
+    if nodes:
+        command += ["--nodes", str(nodes)]
     log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     os.fchmod(log_fd, 0o600)  # one an older ktest created 0644
     with os.fdopen(log_fd, "wb") as log_file:
