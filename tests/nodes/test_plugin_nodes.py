@@ -22,10 +22,11 @@ def test_available(cluster, namespace, kubelet):
     kubelet.crash_loop("app=broken")
     cluster.create(deployment("web", namespace))
     cluster.create(deployment("broken", namespace))
-    eventually(lambda: cluster.get(("apps/v1", "Deployment", "web", namespace))["status"]["availableReplicas"] == 2,
-               timeout=30)
+    web = ("apps/v1", "Deployment", "web", namespace)
+    eventually(lambda: cluster.get(web)["status"]["availableReplicas"] == 2, timeout=30)
     pod = cluster.list(("v1", "Pod"), namespace, label_selector="app=broken")[0]
-    eventually(lambda: cluster.get(pod)["status"]["containerStatuses"][0]["restartCount"] >= 1, timeout=30)
+    eventually(lambda: cluster.get(pod)["status"]["containerStatuses"][0]["restartCount"] >= 1,
+               timeout=30)
 
 def test_typo(cluster, namespace, kubelet):
     kubelet.not_ready("app=wbe")
@@ -36,8 +37,9 @@ def test_typo(cluster, namespace, kubelet):
 def test_the_plugin_runs_simulated_nodes_and_the_kubelet_fixture(
     pytester: pytest.Pytester, k8s_assets: Assets, inner_env: dict[str, str]
 ) -> None:
-    result = run_inner(pytester, INNER, "--ktest-nodes=2", f"--ktest-k8s-version={k8s_assets.version}",
-                       "-p", "no:xdist")
+    result = run_inner(
+        pytester, INNER, "--ktest-nodes=2", f"--ktest-k8s-version={k8s_assets.version}", "-p", "no:xdist"
+    )
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(["*nodes=2*"])
     result.stdout.fnmatch_lines(["*kubelet.not_ready('app=wbe') selected no Pod in namespace*"])
@@ -46,10 +48,20 @@ def test_the_plugin_runs_simulated_nodes_and_the_kubelet_fixture(
 def test_the_kubelet_fixture_skips_without_simulated_nodes_and_bad_counts_are_refused(
     pytester: pytest.Pytester, k8s_assets: Assets, inner_env: dict[str, str]
 ) -> None:
-    result = run_inner(pytester, "def test_it(kubelet):\n    pass\n", "-rs",
-                       f"--ktest-k8s-version={k8s_assets.version}", "-p", "no:xdist")
+    result = run_inner(
+        pytester,
+        "def test_it(kubelet):\n    pass\n",
+        "-rs",
+        f"--ktest-k8s-version={k8s_assets.version}",
+        "-p",
+        "no:xdist",
+    )
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*the kubelet fixture needs simulated nodes*--ktest-nodes 3*"])
-    refused = run_inner(pytester, "def test_it(cluster):\n    pass\n", "--ktest-nodes=three", "-p", "no:xdist")
-    refused.stdout.fnmatch_lines(["*option --ktest-nodes: 'three' is not a valid nodes; give a whole number*"])
+    refused = run_inner(
+        pytester, "def test_it(cluster):\n    pass\n", "--ktest-nodes=three", "-p", "no:xdist"
+    )
+    refused.stdout.fnmatch_lines(
+        ["*option --ktest-nodes: 'three' is not a valid nodes; give a whole number*"]
+    )
     assert refused.ret != 0

@@ -27,14 +27,31 @@ def test_a_warm_plane_with_nodes_serves_runs_asking_for_them(
     pytester: pytest.Pytester, k8s_assets: Assets, inner_env: dict[str, str], tmp_path: Path
 ) -> None:
     env = {**os.environ, **inner_env}
-    started = run_ktest_cli("up", "--nodes", "2", "--name", "with-nodes", "--k8s-version", k8s_assets.version,
-                            env=env, timeout=180)
+    started = run_ktest_cli(
+        "up",
+        "--nodes",
+        "2",
+        "--name",
+        "with-nodes",
+        "--k8s-version",
+        k8s_assets.version,
+        env=env,
+        timeout=180,
+    )
     assert started.returncode == 0, started.stderr
     try:
         status = run_ktest_cli("status", env=env)
         assert "with-nodes: Kubernetes" in status.stdout and "2 simulated nodes" in status.stdout
-        attached = run_inner(pytester, INNER, "-s", "--ktest-reuse", "--ktest-nodes=2", "-p", "no:xdist",
-                             f"--ktest-k8s-version={k8s_assets.version}")
+        attached = run_inner(
+            pytester,
+            INNER,
+            "-s",
+            "--ktest-reuse",
+            "--ktest-nodes=2",
+            "-p",
+            "no:xdist",
+            f"--ktest-k8s-version={k8s_assets.version}",
+        )
         attached.assert_outcomes(passed=1)
         attached.stdout.fnmatch_lines(["*warm control plane 'with-nodes'*"])
     finally:

@@ -146,8 +146,8 @@ class UpRecord:
         uptime = _duration(time.time() - self.started_at)
         nodes = f", {self.nodes} simulated nodes" if self.nodes else ""
         return (
-            f"{self.name}: Kubernetes {self.version} at {_server(self.share)}, controllers {controllers}{nodes}, "
-            f"pid {self.pid}, up {uptime}\n  kubeconfig: {self.kubeconfig}"
+            f"{self.name}: Kubernetes {self.version} at {_server(self.share)}, "
+            f"controllers {controllers}{nodes}, pid {self.pid}, up {uptime}\n  kubeconfig: {self.kubeconfig}"
         )
 
 
