@@ -90,7 +90,7 @@ test-floors: venv binaries
 
 # The demo suite includes an in-place upgrade from the older minor (examples/test_upgrade.py), so it
 # obtains both minors' binaries.
-demo: venv binaries binaries-older
+demo: venv binaries node-tools binaries-older
 	$(BIN)/python -m pytest examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
 # The example project (examples/memcached-kopf) as a user runs it: ktest's wheel and the example

@@ -59,9 +59,12 @@ def service_of(app: dict[str, Any]) -> tuple[str, str, str, str]:
 
 
 def reconciled(cluster: Cluster, namespace: str, app: dict[str, Any]) -> dict[str, Any]:
-    """Create a WebApp and wait until the operator reports its children up to date."""
+    """Create a WebApp and wait until the operator reports its children up to date (and, where
+    its Pods run on simulated nodes, Available: until then the operator rightly writes status)."""
     created = cluster.create(app, namespace=namespace)
     assert_condition(cluster, created, "Reconciled", "True", reason="ChildrenUpToDate")
+    if cluster.nodes.simulated():
+        assert_condition(cluster, created, "Available", "True", timeout=60)
     return created
 
 

@@ -112,7 +112,10 @@ def warm_up() -> bool:
         [sys.executable, "-m", "ktest", "status"], capture_output=True, text=True, check=False, cwd=ROOT
     )
     already = f"running: {WARM_PLANE}:" in status.stdout
-    subprocess.run([sys.executable, "-m", "ktest", "up", "--name", WARM_PLANE], check=True, cwd=ROOT)
+    # The demo suite asks for simulated nodes (pyproject.toml's ktest_nodes): so does its warm plane.
+    subprocess.run(
+        [sys.executable, "-m", "ktest", "up", "--name", WARM_PLANE, "--nodes", "3"], check=True, cwd=ROOT
+    )
     return not already
 
 

@@ -10,6 +10,8 @@ from ktest.errors import ControlPlaneError
 NODE_NAME_PREFIX = "ktest-node-"
 DEFAULT_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"}
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+SIMULATED_ANNOTATION = "kwok.x-k8s.io/node"
+"""KWOK's mark of a node it simulates (value ``fake``)."""
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
@@ -38,7 +40,7 @@ def node_object(
                 "type": "kwok",
                 **dict(labels or {}),
             },
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake"},
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0", SIMULATED_ANNOTATION: "fake"},
         },
         "spec": {
             "podCIDR": f"10.244.{index % 256}.0/24",

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ktest.errors import KtestError
-from ktest.nodes.node_objects import node_object
+from ktest.nodes.node_objects import SIMULATED_ANNOTATION, node_object
 
 
 class NodePool:
@@ -18,6 +18,14 @@ class NodePool:
 
     def names(self) -> list[str]:
         return sorted(node["metadata"]["name"] for node in self.cluster.list(("v1", "Node")))
+
+    def simulated(self) -> bool:
+        """Whether Pods here run on simulated nodes only (any image becomes Ready; no container
+        runs): a test that runs on kind too picks its image, or skips, by this."""
+        nodes = self.cluster.list(("v1", "Node"))
+        return bool(nodes) and all(
+            (node["metadata"].get("annotations") or {}).get(SIMULATED_ANNOTATION) == "fake" for node in nodes
+        )
 
     def add(
         self,

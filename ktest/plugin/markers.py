@@ -28,8 +28,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         return
     if item.get_closest_marker("ktest_nodes") is not None and _nodes(session.settings) == "never":
         pytest.skip(
-            f"ktest_nodes: this test needs real nodes, and backend {session.settings.backend} runs a "
-            f"control plane without nodes; run it with {_with_nodes()}"
+            f"ktest_nodes: this test needs real nodes (a kubelet: containers that run, exec, logs, "
+            f"port-forward, images), and backend {session.settings.backend} runs none (its simulated "
+            f"nodes, ktest_nodes=N, schedule Pods and report them Running, but run no container); "
+            f"run it with {_with_nodes()}"
         )
     minimum = item.get_closest_marker("ktest_min_k8s")
     if minimum is not None:

@@ -107,8 +107,9 @@ def settings_from_config(config: pytest.Config) -> Settings:
 
 
 MARKERS = (
-    "ktest_nodes: the test needs real nodes (Pods that run, images, port-forward): skipped with the reason "
-    "on backend bare and on an existing cluster without nodes; `-m ktest_nodes` runs only these",
+    "ktest_nodes: the test needs real nodes (containers that run: exec, logs, images, port-forward): "
+    "skipped with the reason on backend bare (simulated nodes run no container) and on an existing "
+    "cluster without nodes; `-m ktest_nodes` runs only these",
     'ktest_min_k8s(version): the test needs Kubernetes VERSION (major.minor, e.g. "1.36") or newer: '
     "skipped with the reason on an older cluster",
 )

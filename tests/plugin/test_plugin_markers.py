@@ -36,8 +36,9 @@ def test_nodes_marker_selects_and_skips_on_bare_without_starting(pytester: pytes
     result = pytester.runpytest_inprocess("--strict-markers", "-m", "ktest_nodes", "-rs", "-s")
     result.assert_outcomes(skipped=1, deselected=3)
     result.stdout.fnmatch_lines([
-        "SKIPPED [[]1[]] *ktest_nodes: this test needs real nodes, and backend bare runs a control plane "
-        "without nodes; run it with --ktest-backend kind*"
+        "SKIPPED [[]1[]] *ktest_nodes: this test needs real nodes (a kubelet: containers that run, exec, "
+        "logs, port-forward, images), and backend bare runs none (its simulated nodes, ktest_nodes=N, "
+        "schedule Pods and report them Running, but run no container); run it with --ktest-backend kind*"
     ])
     result.stdout.no_fnmatch_line("*RAN*")
     result.stdout.no_fnmatch_line("*cluster: *")  # no backend was opened
