@@ -184,7 +184,7 @@ def test_survives_concurrent_writes_fails_when_a_conflict_crashes_the_operator(
     )
 
 
-def test_survives_concurrent_writes_shows_what_the_converged_check_compared(cluster: Cluster, ns: str) -> None:
+def test_survives_concurrent_writes_shows_what_converged_compared(cluster: Cluster, ns: str) -> None:
     created = cluster.create(widget("w1", ns, size=3))  # no operator: it never converges
     with pytest.raises(AssertionError) as failure:
         assert_survives_concurrent_writes(
