@@ -85,7 +85,15 @@ class _Rewrite:
 
 
 def instrument(fn: Callable[..., Any]) -> Instrumented:
-    """``fn`` rewritten to record the operands of its last expression on every call."""
+    """``fn`` rewritten to record the operands of its last expression on every call.
+
+    A wrapper that names the check it calls (``wrapped_check``) and can wrap another
+    (``with_check(fn)``, e.g. the async assertions' "run on the event loop") has its check
+    rewritten and wrapped again."""
+    inner, rewrap = getattr(fn, "wrapped_check", None), getattr(fn, "with_check", None)
+    if callable(inner) and callable(rewrap):
+        found = instrument(inner)
+        return Instrumented(rewrap(found.call), found.expression, found.capture, found.why_not)
     if isinstance(fn, types.BuiltinFunctionType) or (
         isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.BuiltinFunctionType)
     ):
