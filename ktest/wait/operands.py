@@ -89,7 +89,14 @@ def instrument(fn: Callable[..., Any]) -> Instrumented:
 
     A wrapper that names the check it calls (``wrapped_check``) and can wrap another
     (``with_check(fn)``, e.g. the async assertions' "run on the event loop") has its check
-    rewritten and wrapped again."""
+    rewritten and wrapped again. Whatever goes wrong while rewriting leaves ``fn`` as it is."""
+    try:
+        return _instrument(fn)
+    except Exception as error:  # a failure message's extra must never break the wait itself
+        return Instrumented(fn, why_not=f"ktest could not rewrite it ({type(error).__name__}: {error})")
+
+
+def _instrument(fn: Callable[..., Any]) -> Instrumented:
     inner, rewrap = getattr(fn, "wrapped_check", None), getattr(fn, "with_check", None)
     if callable(inner) and callable(rewrap):
         found = instrument(inner)

@@ -187,7 +187,10 @@ class WaitRun:
         values = capture.take()
         if error is not None or value is NO_VALUE or expression.index not in values:
             return []
-        return comparison.describe(expression, values)
+        try:
+            return comparison.describe(expression, values)
+        except Exception as failure:  # e.g. a value whose repr raises
+            return [expression.source, f"(its values cannot be shown: {type(failure).__name__}: {failure})"]
 
     def _describe_outcome(self, value: Any, error: BaseException | None) -> str:
         if error is not None:

@@ -182,3 +182,14 @@ def test_checks_that_would_change_meaning_are_left_alone() -> None:
 
     for fn in (Widget().check.__func__, generator, asserting, lambda: 1 + 1):
         assert instrument(fn).expression is None
+
+
+def test_a_value_whose_repr_raises_does_not_break_the_message() -> None:
+    class Broken:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    broken = Broken()
+    message = failure(lambda: eventually(lambda: broken == 1, **FAST))
+    assert "did not pass within" in message
+    assert "(its values cannot be shown: RuntimeError: no repr)" in message
