@@ -177,11 +177,20 @@ def _rewritten(code: types.CodeType) -> _Rewrite | None:
         return None
     outer_code = _constant_code(compiled, _OUTER)
     new_code = _constant_code(outer_code, code.co_name) if outer_code is not None else None
-    if new_code is None or (new_code.co_argcount, new_code.co_kwonlyargcount) != (
-        code.co_argcount, code.co_kwonlyargcount
-    ):
+    if new_code is None or not _same_shape(code, new_code):
         return None
     return _Rewrite(new_code, expression)
+
+
+def _same_shape(original: types.CodeType, rewritten: types.CodeType) -> bool:
+    """The rewritten code has the original's arguments, variables and names: the source found
+    is the one the check was compiled from (not a file edited since it was imported)."""
+    return (
+        (rewritten.co_argcount, rewritten.co_kwonlyargcount, rewritten.co_varnames)
+        == (original.co_argcount, original.co_kwonlyargcount, original.co_varnames)
+        and set(rewritten.co_freevars) - {_CAPTURE} == set(original.co_freevars)
+        and set(original.co_names) == set(rewritten.co_names)
+    )
 
 
 def _constant_code(code: types.CodeType, name: str) -> types.CodeType | None:

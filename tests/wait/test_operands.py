@@ -8,7 +8,10 @@ failure against a real cluster in child pytest sessions.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import linecache
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -193,3 +196,14 @@ def test_a_value_whose_repr_raises_does_not_break_the_message() -> None:
     message = failure(lambda: eventually(lambda: broken == 1, **FAST))
     assert "did not pass within" in message
     assert "(its values cannot be shown: RuntimeError: no repr)" in message
+
+
+def test_a_source_edited_since_import_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module_file = tmp_path / "edited_check.py"
+    module_file.write_text("limit = 3\ncheck = lambda: limit == 4\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("edited_check")
+    module_file.write_text("other = 3\ncheck = lambda: other + limit == 4\n")  # what runs is the old one
+    linecache.checkcache(str(module_file))
+    rewritten = instrument(module.check)
+    assert rewritten.expression is None and rewritten.call is module.check
