@@ -107,10 +107,24 @@ async def finalizer_scenario(
 
 def _on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
     """``fn`` callable from a worker thread: coroutines it returns run on ``loop``."""
-    if fn is None:
-        return None
-    given = fn
-    return lambda *args: _run_on(loop, functools.partial(given, *args))
+    return None if fn is None else _OnLoop(loop, fn)
+
+
+class _OnLoop:
+    """A callback called from a worker thread; a coroutine it returns runs on ``loop``.
+
+    ``wrapped_check`` and ``with_check`` let ``eventually`` show what the test's own check
+    compared (it rewrites that function, then wraps the rewritten one the same way)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fn: Callable[..., Any]) -> None:
+        self.loop = loop
+        self.wrapped_check = fn
+
+    def __call__(self, *args: Any) -> Any:
+        return _run_on(self.loop, functools.partial(self.wrapped_check, *args))
+
+    def with_check(self, fn: Callable[..., Any]) -> _OnLoop:
+        return _OnLoop(self.loop, fn)
 
 
 def _run_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> Any:

@@ -310,6 +310,7 @@ def assert_survives_concurrent_writes(
                 converged,
                 timeout=wait,
                 description=f"{ref} converged after concurrent writes",
+                users_check=True,
                 explain=lambda report: failure(
                     f"{describe(ref)} did not converge within {wait:g}s after concurrent writes"
                     + _conflict_note(writer),

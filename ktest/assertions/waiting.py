@@ -32,11 +32,17 @@ class Vanished(Exception):
     """The object went away: a definite failure, so not retried; the assertion catches it."""
 
 
-def until(check: Callable[[], T], *, timeout: float, description: str, explain: Explain) -> T:
-    """``eventually(check)``; on timeout an AssertionError whose text is ``explain(report)``."""
+def until(
+    check: Callable[[], T], *, timeout: float, description: str, explain: Explain, users_check: bool = False
+) -> T:
+    """``eventually(check)``; on timeout an AssertionError whose text is ``explain(report)``.
+
+    ``users_check``: the check is the test's own (``converged=``), so the report shows what it
+    saw and compared, as ``eventually`` does for it."""
     __tracebackhide__ = True
     try:
-        return eventually(functools.partial(check), timeout=timeout, description=description)
+        own_check = check if users_check else functools.partial(check)
+        return eventually(own_check, timeout=timeout, description=description)
     except AssertionError as error:
         raise AssertionError(explain(str(error))) from None
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ktest import run_context
 from ktest.operators.logs import OperatorLog
+from ktest.proxy.call_report import describe_calls
 
 if TYPE_CHECKING:
     from ktest.proxy import OperatorProxy
@@ -38,11 +39,4 @@ def attach_reports(name: str, log: OperatorLog, proxy: OperatorProxy | None) -> 
 
 
 def _calls_since(proxy: OperatorProxy, mark: int) -> Callable[[], str]:
-    def describe() -> str:
-        traffic = proxy.traffic
-        return (
-            f"last calls (of {len(traffic) - mark}; counts: {traffic.summary(since=mark)}):\n"
-            + traffic.describe(since=mark)
-        )
-
-    return describe
+    return lambda: describe_calls(proxy.traffic, since=mark)

@@ -174,6 +174,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     from ktest.base.interrupts import witness_interrupts
 
     ktest_session(session.config).enter()
+    from ktest.plugin.operator_logs import leave_operator_records_to_ktest
+
+    leave_operator_records_to_ktest(session.config)
     # A Ctrl-C whose KeyboardInterrupt Python drops (raised in a finalizer, which the garbage
     # collection at the session's end runs) still ends the run as interrupted, not passed.
     session.config.add_cleanup(witness_interrupts(functools.partial(_interrupted, session)))

@@ -49,7 +49,7 @@ async def _wait(run: WaitRun) -> Any:
 async def _evaluate(run: WaitRun) -> Attempt:
     with run.evaluating():
         try:
-            value = run.fn()
+            value = run.check()
             if inspect.isawaitable(value):
                 value = await value
         except Exception as exc:

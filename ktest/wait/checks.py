@@ -63,7 +63,7 @@ def is_assertion_style(fn: Callable[..., Any], _depth: int = 0) -> bool:
         return False
     if code.co_name != "<lambda>":
         return _returns_no_value(code)
-    node = _lambda_node(code)
+    node = lambda_node(code)
     if node is None or not isinstance(node.body, ast.Call):
         return False
     callee = _resolve(node.body.func, fn, code)
@@ -73,7 +73,7 @@ def is_assertion_style(fn: Callable[..., Any], _depth: int = 0) -> bool:
 def lambda_source(fn: Callable[..., Any]) -> str | None:
     """The source text of the lambda ``fn`` itself (not the rest of its line), if readable."""
     code = getattr(fn, "__code__", None)
-    node = _lambda_node(code) if code is not None else None
+    node = lambda_node(code) if code is not None else None
     if code is None or node is None:
         return None
     return ast.get_source_segment("".join(linecache.getlines(code.co_filename)), node)
@@ -85,19 +85,20 @@ def source_unknown(fn: Callable[..., Any]) -> bool:
     if code is None:
         return False
     if code.co_name == "<lambda>":
-        return _lambda_node(code) is None
-    return _function_node(code) is None
+        return lambda_node(code) is None
+    return function_node(code) is None
 
 
 @functools.lru_cache(maxsize=1024)
 def _returns_no_value(code: types.CodeType) -> bool:
-    node = _function_node(code)
+    node = function_node(code)
     if node is None:
         return False
     return not any(_has_value(child) for child in _own_nodes(node))
 
 
-def _tree(filename: str) -> ast.Module | None:
+def parsed(filename: str) -> ast.Module | None:
+    """The syntax tree of a source file (as ``linecache`` has it), or None."""
     lines = linecache.getlines(filename)
     if not lines:
         return None
@@ -125,8 +126,9 @@ def _parse(source: str) -> ast.Module | None:
     return None
 
 
-def _function_node(code: types.CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    tree = _tree(code.co_filename)
+def function_node(code: types.CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The ``def`` of ``code`` in its file, or None."""
+    tree = parsed(code.co_filename)
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
@@ -135,10 +137,10 @@ def _function_node(code: types.CodeType) -> ast.FunctionDef | ast.AsyncFunctionD
     return None
 
 
-def _lambda_node(code: types.CodeType) -> ast.Lambda | None:
+def lambda_node(code: types.CodeType) -> ast.Lambda | None:
     """The lambda of ``code`` in its file; when a line holds several, the innermost one
     whose body spans every instruction of ``code`` (Python 3.11+ positions)."""
-    tree = _tree(code.co_filename)
+    tree = parsed(code.co_filename)
     if tree is None:
         return None
     candidates = [node for node in ast.walk(tree)

@@ -76,7 +76,7 @@ def seen_locals(error: BaseException, fn: Callable[..., Any]) -> dict[str, Any]:
             return {
                 name: value
                 for name, value in frame.f_locals.items()
-                if name.isidentifier() and not name.startswith("_") and not _is_code_like(value)
+                if name.isidentifier() and not name.startswith("_") and not is_code_like(value)
             }
     return {}
 
@@ -95,7 +95,8 @@ def format_locals(values: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _is_code_like(value: Any) -> bool:
+def is_code_like(value: Any) -> bool:
+    """Functions, classes and modules: names in an expression, not values worth showing."""
     return isinstance(
         value, (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType, type)
     )

@@ -23,7 +23,7 @@ from tenacity import RetryCallState, retry_if_result, stop_after_delay
 from ktest.cluster.reads import ReadTarget, recording_reads, target_of
 from ktest.errors import ConfigError
 from ktest.run_context import check_health
-from ktest.wait import checks, report, wakeup
+from ktest.wait import checks, comparison, operands, report, wakeup
 from ktest.wait.defaults import check_seconds, current_defaults
 from ktest.wait.transient import Verdict, classify, describe
 
@@ -63,6 +63,7 @@ class Attempt:
     error: BaseException | None = None
     seen: dict[str, Any] = field(default_factory=dict)  # the check's locals when it raised
     message: str = ""  # how it ended, in words
+    compared: list[str] = field(default_factory=list)  # its last expression's operands, shown
 
 
 AttemptObserver = Callable[["WaitRun", Attempt], None]
@@ -106,6 +107,8 @@ class WaitRun:
         )
         self.description = description or report.describe_callable(fn)
         self.assertion_style = checks.is_assertion_style(fn)
+        self.instrumented = operands.instrument(fn)
+        self.check = self.instrumented.call  # what each attempt calls: ``fn``, maybe rewritten
         self.watching = watch is not False
         self.explicit_targets = _explicit_targets(kind, watch, cluster)
         self.started = time.monotonic()
@@ -127,6 +130,8 @@ class WaitRun:
         fails the wait at once with its own error, rather than after the timeout.
         """
         check_health()
+        if self.instrumented.capture is not None:
+            self.instrumented.capture.take()
         self._attempt_began = time.monotonic()
         with recording_reads() as recorder:
             try:
@@ -153,7 +158,7 @@ class WaitRun:
         if verdict is None:
             passed = checks.passes(value, assertion_style=self.assertion_style)
             verdict = Verdict.PASSED if passed else Verdict.FAILED
-        seen = report.seen_locals(error, self.fn) if error is not None else {}
+        seen = report.seen_locals(error, self.check) if error is not None else {}
         attempt = Attempt(
             len(self.attempts) + 1,
             self._attempt_began - self.started,
@@ -162,6 +167,7 @@ class WaitRun:
             error,
             seen,
             self._describe_outcome(value, error),
+            self._compared(value, error),
         )
         self.attempts.append(attempt)
         if value is not NO_VALUE and not (value is None and self.assertion_style):
@@ -172,6 +178,19 @@ class WaitRun:
         for observe in attempt_observers.get():
             observe(self, attempt)
         return attempt
+
+    def _compared(self, value: Any, error: BaseException | None) -> list[str]:
+        """The operands of the check's last expression in this attempt, if it got that far."""
+        expression, capture = self.instrumented.expression, self.instrumented.capture
+        if expression is None or capture is None:
+            return []
+        values = capture.take()
+        if error is not None or value is NO_VALUE or expression.index not in values:
+            return []
+        try:
+            return comparison.describe(expression, values)
+        except Exception as failure:  # e.g. a value whose repr raises
+            return [expression.source, f"(its values cannot be shown: {type(failure).__name__}: {failure})"]
 
     def _describe_outcome(self, value: Any, error: BaseException | None) -> str:
         if error is not None:
@@ -247,6 +266,7 @@ class WaitRun:
             f"eventually({self.description}) did not pass within {self.window:g}s: "
             f"{report.plural(len(self.attempts), 'attempt')} in {self._elapsed():.2f}s.",
             report.block(f"Last failure (attempt {last.number}, at {last.at:.2f}s):", last.message),
+            *self._compared_lines(last),
             *self._seen_lines(last, self.last_with_value, "Last value returned"),
             *self._falsy_hint(),
             self._wakeup_line(),
@@ -300,6 +320,7 @@ class WaitRun:
             f"{last.at:.2f}s into its {self.window:g}s window: {self._what_changed(last)}.",
             held,
             report.block("Failure:", last.message),
+            *self._compared_lines(last),
         ]
         if last.value is not NO_VALUE:
             lines += self._seen_lines(last, last, "Value at the break")
@@ -307,6 +328,21 @@ class WaitRun:
             lines += self._seen_lines(last, self.last_with_value, "Last value before the break")
         lines.append(self._wakeup_line())
         return "\n".join(lines)
+
+    def _compared_lines(self, last: Attempt) -> list[str]:
+        """What the last expression compared at ``last`` (and at the first attempt, when that
+        differed), or why ktest cannot show it."""
+        if not last.compared:
+            why_not = self.instrumented.why_not
+            if why_not and last.error is None:
+                return [f"ktest cannot show the values the check compared: {why_not}."]
+            return []
+        lines = [report.block(f"Compared (attempt {last.number}):", "\n".join(last.compared))]
+        first = self.attempts[0]
+        if first is not last and first.compared and first.compared != last.compared:
+            title = f"Compared at the first attempt (at {first.at:.2f}s):"
+            lines.append(report.block(title, "\n".join(first.compared)))
+        return lines
 
     def _what_changed(self, broke: Attempt) -> str:
         """The headline's account of the break: the result before and after."""

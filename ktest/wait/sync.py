@@ -65,7 +65,7 @@ def _wait(run: WaitRun) -> Any:
 def _evaluate(run: WaitRun) -> Attempt:
     with run.evaluating():
         try:
-            value = run.fn()
+            value = run.check()
         except Exception as exc:
             if (verdict := run.verdict_for(exc)) is None:
                 raise

@@ -184,6 +184,24 @@ async def test_aio_conflicts_with_async_write_and_converged(cluster: Cluster, ns
     assert writer.writes >= 3
 
 
+async def test_aio_converged_check_failure_shows_what_it_compared(cluster: Cluster, ns: str) -> None:
+    created = cluster.create(widget("w1", ns, size=3))  # no operator: it never converges
+
+    async def size() -> int:
+        return int((await asyncio.to_thread(cluster.get, created))["spec"]["size"])
+
+    async def converged() -> bool:
+        return await size() == 4
+
+    with pytest.raises(AssertionError) as failure:
+        await aio.assert_survives_concurrent_writes(
+            cluster, created, converged, duration=0.3, timeout=0.3, conflicts=0
+        )
+    message = str(failure.value)
+    assert "await size() == 4" in message and "where await size() = 3" in message, message
+    assert "where loop" not in message and "functools.partial" not in message  # not ktest's wrapper
+
+
 async def test_aio_concurrent_writer_as_async_context_manager(cluster: Cluster, ns: str) -> None:
     created = cluster.create(widget("w1", ns))
     async with ConcurrentWriter(cluster, created, interval=0.02) as writer:

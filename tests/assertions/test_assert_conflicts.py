@@ -184,6 +184,17 @@ def test_survives_concurrent_writes_fails_when_a_conflict_crashes_the_operator(
     )
 
 
+def test_survives_concurrent_writes_shows_what_converged_compared(cluster: Cluster, ns: str) -> None:
+    created = cluster.create(widget("w1", ns, size=3))  # no operator: it never converges
+    with pytest.raises(AssertionError) as failure:
+        assert_survives_concurrent_writes(
+            cluster, created, lambda: cluster.get(created)["spec"]["size"] == 4,
+            duration=0.3, timeout=0.3, conflicts=0,
+        )
+    assert_says(failure.value, 'where cluster.get(created)["spec"]["size"] = 3',
+                starts_with="Widget w1 did not converge")
+
+
 # ----------------------------------------------------------------- deterministic conflicts
 
 
