@@ -44,7 +44,9 @@ from ktest.config import DEFAULT_CONTROLLERS
 from ktest.controlplane import ControlPlane
 from ktest.sessions.shared import ClusterServer
 
-PLANE_SETTINGS = ("apiserver_flags", "feature_gates", "controllers", "backend", "k8s_version", "reuse", "nodes")
+PLANE_SETTINGS = (
+    "apiserver_flags", "feature_gates", "controllers", "backend", "k8s_version", "reuse", "nodes"
+)
 """Settings that shape or choose the control plane: a page setting one needs a plane of its own."""
 EMBEDDED_PLANE = re.compile(r"\b(control_plane|control_plane_upgrade|ktest_upgrade)\b")
 """Fixtures and markers that need the control plane in the child's process, or one per test."""
