@@ -195,7 +195,8 @@ CORE_SETTINGS: tuple[Spec, ...] = (
     flag("reuse",
           "attach to a compatible control plane started by `ktest up` (never stopped by the tests)"),
     setting("artifacts_dir", parse_path,
-             "where diagnostics too big for a report go (kind export logs after a failed run)",
+             "where diagnostics too big for a report go (timelines, kind export logs after a failed run); "
+             "a directory ktest creates holds a .gitignore of *",
              ".ktest-artifacts in the rootdir", key="artifacts", metavar="DIR"),
     setting("timeline", parse_choice(TIMELINE),
              "write a failure timeline (one self-contained HTML page per test, under <artifacts>/timelines): "
