@@ -140,9 +140,16 @@ def pytest_configure(config: pytest.Config) -> None:
     from ktest.plugin.timeline import TimelinePlugin
 
     config.pluginmanager.register(TimelinePlugin(config), "ktest-timeline")
+    from ktest.assets.progress import show_on
+    from ktest.plugin.terminal_progress import TerminalProgress
+
+    show_on(TerminalProgress(config))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from ktest.assets.progress import show_on
+
+    show_on(None)
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         session.close()
