@@ -9,6 +9,8 @@ existed is theirs and is left as it is.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import re
 from pathlib import Path
 
 DEFAULT_NAME = ".ktest-artifacts"
@@ -31,3 +33,11 @@ def prepare(root: Path, directory: Path) -> Path:
             with contextlib.suppress(OSError):  # a read-only directory still takes no .gitignore
                 ignore.write_text(GITIGNORE)
     return directory
+
+
+def safe_name(name: str) -> str:
+    """A test's node id (or a section title) as a file name: safe, short, and unique."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_.") or "test"
+    if len(safe) > 120:
+        safe = safe[:100] + "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
+    return safe

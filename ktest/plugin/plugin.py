@@ -287,7 +287,7 @@ def _failure_sections(item: pytest.Item, when: str) -> list[tuple[str, str]]:
             except Exception as error:
                 text = f"(this section could not be produced: {type(error).__name__}: {error})"
             if text.strip():  # an operator that wrote nothing during the test gets no empty section
-                sections.append((title, text))
+                sections.append((title, _fold_go_traces(item, title, text)))
     used = item.stash.get(NAMESPACE_KEY, None)
     if used is not None and when in ("setup", "call"):
         from ktest.plugin.diagnostics import describe_namespace
@@ -430,3 +430,24 @@ def _keep_namespace(item: pytest.Item, policy: str) -> bool:
         reports = item.stash.get(REPORTS_KEY, {})
         return any(report.failed for report in reports.values())
     return False
+
+
+def _fold_go_traces(item: pytest.Item, title: str, text: str) -> str:
+    """A section with Go goroutine dumps keeps each dump's first goroutine; the whole text goes to
+    ``<artifacts>/operator-logs/<test>/<section>.log``, named in the section."""
+    from ktest.operators.go_traces import fold_goroutines
+    from ktest.plugin.artifacts import safe_name
+
+    session = item.config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return text
+    path = session.artifacts / "operator-logs" / safe_name(item.nodeid) / f"{safe_name(title)}.log"
+    folded = fold_goroutines(text, lambda count: f"... {count} more goroutines folded; the whole log: {path}")
+    if not folded.goroutines:
+        return text
+    try:
+        session.prepare_artifacts(path.parent)
+        path.write_text(text)
+    except OSError as error:
+        return f"{text}\n(the goroutines were not folded: {path} could not be written: {error})"
+    return folded.text

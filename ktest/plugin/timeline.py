@@ -16,8 +16,6 @@ its own tests' pages; the summary, in the controller, reads them from the report
 
 from __future__ import annotations
 
-import hashlib
-import re
 import sys
 import tempfile
 from collections.abc import Generator
@@ -27,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ktest.plugin.artifacts import artifacts_root, prepare
+from ktest.plugin.artifacts import artifacts_root, prepare, safe_name
 from ktest.plugin.session import SESSION_KEY
 
 if TYPE_CHECKING:  # the recorder (and the cluster client under it) loads only once a test records
@@ -56,13 +54,6 @@ def _artifacts(config: pytest.Config) -> Path:
     session = config.stash.get(SESSION_KEY, None)
     return artifacts_root(session.settings.artifacts_dir if session is not None else None, config.rootpath)
 
-
-def safe_name(nodeid: str) -> str:
-    """A test's node id as a file name: safe, short, and unique."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_.") or "test"
-    if len(safe) > 120:
-        safe = safe[:100] + "-" + hashlib.sha256(nodeid.encode()).hexdigest()[:12]
-    return safe
 
 
 def _add_property(item: pytest.Item, name: str, value: str, report: pytest.TestReport | None = None) -> None:
