@@ -43,7 +43,7 @@ h1{font-size:15px;margin:0 0 4px}
 #problems{color:#8a5a00}
 #controls{margin:4px 0}.keys{color:#667;margin:0 10px}
 #board{overflow-x:auto;border-bottom:1px solid #ccd}
-.axis,.lane{display:flex;min-height:26px;border-top:1px solid #eef}
+.axis,.lane{display:flex;width:max-content;min-width:100%;min-height:26px;border-top:1px solid #eef}
 .lane-title{flex:0 0 190px;box-sizing:border-box;padding:4px 6px;background:#f6f7fb;position:sticky;left:0;
  z-index:2;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-weight:600}
 .track{position:relative;flex:0 0 auto;min-height:26px;overflow:hidden}

@@ -63,6 +63,11 @@ def test_keys_zoom_pan_and_fit_the_whole_test_again(browser: TimelinePage, tmp_p
 
     browser.page.keyboard.press("ArrowRight")
     assert browser.view()["scrollLeft"] > zoomed["scrollLeft"]
+    title = browser.page.locator("[data-lane=test] .lane-title").bounding_box()
+    board = browser.page.locator("#board").bounding_box()
+    assert title is not None and board is not None and title["x"] == board["x"], (
+        f"scrolled, the lane titles stay at the left: title at {title}, board at {board}"
+    )
     browser.page.keyboard.press("ArrowLeft")
     browser.page.keyboard.press("ArrowLeft")
     assert browser.view()["scrollLeft"] < zoomed["scrollLeft"]
