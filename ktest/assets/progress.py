@@ -31,11 +31,13 @@ class TextStream(Protocol):
 _shown_on: TextStream | None = None
 
 
-def show_on(stream: TextStream | None) -> None:
-    """Where progress goes when no stream is given (None: ``sys.stderr``). The pytest plugin
-    points it at the terminal, so a long build is seen while pytest captures the test's output."""
+def show_on(stream: TextStream | None) -> TextStream | None:
+    """Where progress goes when no stream is given (None: ``sys.stderr``); returns the one before.
+    The pytest plugin points it at the terminal, so a long build is seen while pytest captures
+    the test's output."""
     global _shown_on
-    _shown_on = stream
+    before, _shown_on = _shown_on, stream
+    return before
 
 
 def format_duration(seconds: float) -> str:

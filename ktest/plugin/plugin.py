@@ -114,6 +114,9 @@ MARKERS = (
 )
 
 
+_PROGRESS_BEFORE_KEY = pytest.StashKey[Any]()  # where progress went before (a TextStream or None)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Resolve the settings; bad ones are reported in the header and the summary, and are an
     error in the first test that uses a ktest fixture, so a stray KTEST_* variable cannot break
@@ -143,13 +146,13 @@ def pytest_configure(config: pytest.Config) -> None:
     from ktest.assets.progress import show_on
     from ktest.plugin.terminal_progress import TerminalProgress
 
-    show_on(TerminalProgress(config))
+    config.stash[_PROGRESS_BEFORE_KEY] = show_on(TerminalProgress(config))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     from ktest.assets.progress import show_on
 
-    show_on(None)
+    show_on(config.stash.get(_PROGRESS_BEFORE_KEY, None))  # an inner session's ends, the outer's stays
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         session.close()
