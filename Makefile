@@ -26,6 +26,7 @@ all: venv binaries
 GO_OPERATORS := fixtures/go-manager fixtures/go-webhook-manager
 go-operators: venv
 	$(BIN)/python -c "import sys; from ktest.operators import build_go_binary; [build_go_binary(d) for d in sys.argv[1:]]" $(GO_OPERATORS)
+	$(BIN)/python -c "from ktest.operators import build_go_binary; build_go_binary('fixtures/kubebuilder-project', package='./cmd')"
 
 venv: $(VENV)/.installed
 
