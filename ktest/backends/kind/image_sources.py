@@ -94,14 +94,19 @@ def local_node_images(*, include_unusable: bool = False, client: Any = None) -> 
     usable ones only by default. Needs no builder: any ktest can run an image built earlier."""
     from ktest.backends.kind.engine import connect
 
+    own_client = client is None
     client = client or connect(check_runtime=False)
     found = []
-    for image in client.images.list(name=recipe.NODE_IMAGE_REPOSITORY):
-        for reference in image.tags:
-            if reference.startswith(recipe.NODE_IMAGE_REPOSITORY + ":"):
-                info = _read_labels(reference, image)
-                if info.usable or include_unusable:
-                    found.append(info)
+    try:
+        for image in client.images.list(name=recipe.NODE_IMAGE_REPOSITORY):
+            for reference in image.tags:
+                if reference.startswith(recipe.NODE_IMAGE_REPOSITORY + ":"):
+                    info = _read_labels(reference, image)
+                    if info.usable or include_unusable:
+                        found.append(info)
+    finally:
+        if own_client:
+            client.close()
     return sorted(found, key=lambda info: _version_key(info.k8s_version), reverse=True)
 
 
