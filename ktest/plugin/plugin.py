@@ -438,6 +438,7 @@ def _keep_namespace(item: pytest.Item, policy: str) -> bool:
 def _fold_go_traces(item: pytest.Item, title: str, text: str) -> str:
     """A section with Go goroutine dumps keeps each dump's first goroutine; the whole text goes to
     ``<artifacts>/operator-logs/<test>/<section>.log``, named in the section."""
+    from ktest.base.procfs import write_private_file
     from ktest.operators.go_traces import fold_goroutines
     from ktest.plugin.artifacts import safe_name
 
@@ -449,8 +450,8 @@ def _fold_go_traces(item: pytest.Item, title: str, text: str) -> str:
     if not folded.goroutines:
         return text
     try:
-        session.prepare_artifacts(path.parent)
-        path.write_text(text)
+        session.prepare_artifacts(session.artifacts)
+        write_private_file(path, text)  # an operator's log is private (0600), as ktest keeps it
     except OSError as error:
         return f"{text}\n(the goroutines were not folded: {path} could not be written: {error})"
     return folded.text

@@ -81,6 +81,7 @@ def test_a_go_panic_is_folded_to_its_first_goroutine_and_kept_whole_in_the_artif
     whole = Path(section.group(1))
     assert whole.is_relative_to(pytester.path / ".ktest-artifacts" / "operator-logs")
     assert len(HEADER.findall(whole.read_text())) == WAITERS + 1
+    assert whole.stat().st_mode & 0o777 == 0o600 and whole.parent.stat().st_mode & 0o777 == 0o700
     # The failure message and the report's log section each show only the goroutine that panicked.
     assert HEADER.findall(output) == ["goroutine 1 ["] * len(folded)
     assert "goroutine 1 [running]" in output
