@@ -171,7 +171,9 @@ CORE_SETTINGS: tuple[Spec, ...] = (
     setting("crds", parse_paths,
              "CRD files or directories installed once per session", "(none)", multiple=True, metavar="PATH"),
     setting("controllers", parse_controllers,
-             "kube-controller-manager controllers (comma-separated) or none", ",".join(DEFAULT_CONTROLLERS),
+             "kube-controller-manager controllers (comma-separated), by the full names its "
+             "--controllers flag lists (job-controller, garbage-collector-controller) or short forms "
+             "(job, garbagecollector); or none", ",".join(DEFAULT_CONTROLLERS),
              metavar="LIST"),
     setting("timeout", parse_seconds(allow_zero=True),
              "default eventually() timeout, seconds", "10", metavar="SECONDS"),
