@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 KTEST := $(BIN)/ktest
 VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
 
-.PHONY: docs
+.PHONY: docs reference
 .PHONY: all venv binaries node-tools go-operators binaries-older test test-kind test-floors demo lint bench clean-venv docker-engine kind-images \
 	kind-image kind-image-older test-kind-older lint-workflows browser
 
@@ -26,6 +26,7 @@ all: venv binaries
 GO_OPERATORS := fixtures/go-manager fixtures/go-webhook-manager
 go-operators: venv
 	$(BIN)/python -c "import sys; from ktest.operators import build_go_binary; [build_go_binary(d) for d in sys.argv[1:]]" $(GO_OPERATORS)
+	$(BIN)/python -c "from ktest.operators import build_go_binary; build_go_binary('fixtures/kubebuilder-project', package='./cmd')"
 
 venv: $(VENV)/.installed
 
@@ -103,6 +104,11 @@ test-example: venv binaries
 # reference entry the code no longer has fails. Its code blocks run in tests/docs.
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# The reference pages' plain-Markdown copy for readers on GitHub (docs/reference/*.md, written from
+# the code; tests/docs/test_docs_reference.py fails when it is out of date).
+reference: venv
+	$(BIN)/python scripts/reference_pages.py
 
 lint: venv
 	$(BIN)/ruff check ktest tests fixtures bench examples offline

@@ -1,7 +1,10 @@
 """MkDocs hooks: the reference pages are written from ktest's own code at build time.
 
 A reference page holds a placeholder comment, ``<!-- ktest-reference: NAME -->``; the hook
-replaces it with what the code declares, so the pages cannot drift from it:
+replaces it with what the code declares, so the pages cannot drift from it. After the placeholder
+the page carries the same reference as plain Markdown, up to ``<!-- ktest-reference-end: NAME -->``,
+so the page reads usefully on GitHub too: ``make reference`` (scripts/reference_pages.py) writes
+it, and a test fails when it is out of date. The site build replaces both:
 
 * ``api``: every public name of ``ktest/public_api.py`` (``PUBLIC``), rendered by mkdocstrings
   from its docstring and signature at the module that defines it;
@@ -30,7 +33,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-PLACEHOLDER = re.compile(r"<!-- ktest-reference: ([a-z-]+) -->")
+# A placeholder, and the text `make reference` committed after it for readers on GitHub (up to
+# its end marker): the site build replaces both with what the code says now.
+PLACEHOLDER = re.compile(
+    r"<!-- ktest-reference: ([a-z-]+) -->(?:.*?<!-- ktest-reference-end: \1 -->)?", re.DOTALL
+)
 
 
 def anchor(name: str) -> str:
@@ -219,15 +226,33 @@ def commands() -> list[tuple[str, argparse.ArgumentParser]]:
     return found
 
 
+HELP_COLUMNS = "100"
+"""The width ``--help`` is formatted for on the page, whatever the terminal (argparse reads COLUMNS)."""
+
+
 def cli_markdown() -> str:
     lines: list[str] = []
     for command, parser in commands():
         parser.prog = command
-        text = parser.format_help()
+        text = _help_text(parser)
         level = "#" * min(2 + command.count(" ") - 1, 4) if command != "ktest" else "##"
         heading = f"{level} `{command}` {{ #{anchor('cli-' + command)} }}"
         lines += [heading, "", "```text", text.rstrip(), "```", ""]
     return "\n".join(lines)
+
+
+def _help_text(parser: argparse.ArgumentParser) -> str:
+    import os
+
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = HELP_COLUMNS
+    try:
+        return parser.format_help()
+    finally:
+        if before is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = before
 
 
 # ------------------------------------------------------------------------------------ assertions

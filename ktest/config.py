@@ -171,7 +171,9 @@ CORE_SETTINGS: tuple[Spec, ...] = (
     setting("crds", parse_paths,
              "CRD files or directories installed once per session", "(none)", multiple=True, metavar="PATH"),
     setting("controllers", parse_controllers,
-             "kube-controller-manager controllers (comma-separated) or none", ",".join(DEFAULT_CONTROLLERS),
+             "kube-controller-manager controllers (comma-separated), by the full names its "
+             "--controllers flag lists (job-controller, garbage-collector-controller) or short forms "
+             "(job, garbagecollector); or none", ",".join(DEFAULT_CONTROLLERS),
              metavar="LIST"),
     setting("timeout", parse_seconds(allow_zero=True),
              "default eventually() timeout, seconds", "10", metavar="SECONDS"),
@@ -195,7 +197,8 @@ CORE_SETTINGS: tuple[Spec, ...] = (
     flag("reuse",
           "attach to a compatible control plane started by `ktest up` (never stopped by the tests)"),
     setting("artifacts_dir", parse_path,
-             "where diagnostics too big for a report go (kind export logs after a failed run)",
+             "where diagnostics too big for a report go (timelines, kind export logs after a failed run); "
+             "a directory ktest creates holds a .gitignore of *",
              ".ktest-artifacts in the rootdir", key="artifacts", metavar="DIR"),
     setting("timeline", parse_choice(TIMELINE),
              "write a failure timeline (one self-contained HTML page per test, under <artifacts>/timelines): "

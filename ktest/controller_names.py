@@ -10,6 +10,8 @@ own names when it starts.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 KNOWN_CONTROLLERS: tuple[str, ...] = (
     "bootstrap-signer-controller",
     "certificatesigningrequest-approving-controller",
@@ -80,3 +82,10 @@ def known_controller(name: str) -> str | None:
     if name in KNOWN_CONTROLLERS:
         return name
     return _BY_SHORT_NAME.get(short_name(name))
+
+
+def runs_controller(controllers: Iterable[str], wanted: str) -> bool:
+    """Whether ``controllers`` (full names or short forms, as the user gave them) include
+    ``wanted`` (either form): ``garbage-collector-controller`` counts as ``garbagecollector``."""
+    key = short_name(wanted)
+    return any(short_name(name) == key for name in controllers)

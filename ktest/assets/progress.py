@@ -13,9 +13,31 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 import filelock
+
+
+class TextStream(Protocol):
+    """What progress is written to: a text file such as ``sys.stderr``, or pytest's terminal."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+    def isatty(self) -> bool: ...
+
+
+_shown_on: TextStream | None = None
+
+
+def show_on(stream: TextStream | None) -> TextStream | None:
+    """Where progress goes when no stream is given (None: ``sys.stderr``); returns the one before.
+    The pytest plugin points it at the terminal, so a long build is seen while pytest captures
+    the test's output."""
+    global _shown_on
+    before, _shown_on = _shown_on, stream
+    return before
 
 
 def format_duration(seconds: float) -> str:
@@ -53,8 +75,10 @@ class Progress:
         self._last_bytes_report = 0.0
 
     @property
-    def stream(self) -> TextIO:
-        return self._stream if self._stream is not None else sys.stderr
+    def stream(self) -> TextIO | TextStream:
+        if self._stream is not None:
+            return self._stream
+        return _shown_on if _shown_on is not None else sys.stderr
 
     @property
     def _interactive(self) -> bool:

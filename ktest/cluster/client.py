@@ -16,6 +16,7 @@ from ktest.cluster.discovery import Discovery, ResourceInfo, is_custom_api_versi
 from ktest.cluster.manifests import ManifestSource, load_located
 from ktest.cluster.refs import KindRef, ObjectRef, RefLike, as_kind, as_ref
 from ktest.cluster.rest import PATCH_CONTENT_TYPES, Rest
+from ktest.controller_names import runs_controller
 from ktest.errors import ClusterError
 from ktest.errors.api import ApiError
 
@@ -38,12 +39,12 @@ class ClusterClient:
     @property
     def gc_available(self) -> bool:
         """Whether a garbage collector runs, so owned objects get deleted with their owner."""
-        return self.controllers is None or "garbagecollector" in self.controllers
+        return self.controllers is None or runs_controller(self.controllers, "garbagecollector")
 
     @property
     def namespace_controller_available(self) -> bool:
         """Whether deleted namespaces are emptied and removed."""
-        return self.controllers is None or "namespace" in self.controllers
+        return self.controllers is None or runs_controller(self.controllers, "namespace")
 
     def info(self, api_version: str | KindRef, kind: str | None = None) -> ResourceInfo:
         """Plural name, scope and subresources of a kind, from discovery: ``info(("apps/v1",

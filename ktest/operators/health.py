@@ -17,6 +17,7 @@ from ktest import run_context
 from ktest.errors import OperatorError
 from ktest.operators.crash_expectation import CrashExpectation
 from ktest.operators.denials import Denial, find_denials
+from ktest.operators.go_traces import fold_goroutines
 from ktest.operators.logs import TAIL_LINES, OperatorLog, readable_api_dumps
 
 
@@ -162,7 +163,11 @@ class OperatorHealth(abc.ABC):
 
     def _make_error(self, what: str, *, details: str = "", hint: str = "") -> OperatorError:
         described = self._describe()
-        tail = readable_api_dumps(self.log.tail(TAIL_LINES, start=self._run_mark)) or "(nothing logged)"
+        log = fold_goroutines(
+            self.log.since(self._run_mark),
+            lambda count: f"... {count} more goroutines folded (the operator's `logs` has them all)",
+        ).text
+        tail = readable_api_dumps("\n".join(log.splitlines()[-TAIL_LINES:])) or "(nothing logged)"
         parts = [f"operator {self.name!r} ({self.kind}) {what}."]
         if details:
             parts.append(readable_api_dumps(details).rstrip())

@@ -115,6 +115,9 @@ MARKERS = (
 )
 
 
+_PROGRESS_BEFORE_KEY = pytest.StashKey[Any]()  # where progress went before (a TextStream or None)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Resolve the settings; bad ones are reported in the header and the summary, and are an
     error in the first test that uses a ktest fixture, so a stray KTEST_* variable cannot break
@@ -142,9 +145,16 @@ def pytest_configure(config: pytest.Config) -> None:
     from ktest.plugin.timeline import TimelinePlugin
 
     config.pluginmanager.register(TimelinePlugin(config), "ktest-timeline")
+    from ktest.assets.progress import show_on
+    from ktest.plugin.terminal_progress import TerminalProgress
+
+    config.stash[_PROGRESS_BEFORE_KEY] = show_on(TerminalProgress(config))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    from ktest.assets.progress import show_on
+
+    show_on(config.stash.get(_PROGRESS_BEFORE_KEY, None))  # an inner session's ends, the outer's stays
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         session.close()
@@ -285,7 +295,7 @@ def _failure_sections(item: pytest.Item, when: str) -> list[tuple[str, str]]:
             except Exception as error:
                 text = f"(this section could not be produced: {type(error).__name__}: {error})"
             if text.strip():  # an operator that wrote nothing during the test gets no empty section
-                sections.append((title, text))
+                sections.append((title, _fold_go_traces(item, title, text)))
     used = item.stash.get(NAMESPACE_KEY, None)
     if used is not None and when in ("setup", "call"):
         from ktest.plugin.diagnostics import describe_namespace
@@ -428,3 +438,25 @@ def _keep_namespace(item: pytest.Item, policy: str) -> bool:
         reports = item.stash.get(REPORTS_KEY, {})
         return any(report.failed for report in reports.values())
     return False
+
+
+def _fold_go_traces(item: pytest.Item, title: str, text: str) -> str:
+    """A section with Go goroutine dumps keeps each dump's first goroutine; the whole text goes to
+    ``<artifacts>/operator-logs/<test>/<section>.log``, named in the section."""
+    from ktest.base.procfs import write_private_file
+    from ktest.operators.go_traces import fold_goroutines
+    from ktest.plugin.artifacts import safe_name
+
+    session = item.config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return text
+    path = session.artifacts / "operator-logs" / safe_name(item.nodeid) / f"{safe_name(title)}.log"
+    folded = fold_goroutines(text, lambda count: f"... {count} more goroutines folded; the whole log: {path}")
+    if not folded.goroutines:
+        return text
+    try:
+        session.prepare_artifacts(session.artifacts)
+        write_private_file(path, text)  # an operator's log is private (0600), as ktest keeps it
+    except OSError as error:
+        return f"{text}\n(the goroutines were not folded: {path} could not be written: {error})"
+    return folded.text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -13,6 +14,7 @@ from ktest import backend_registry as registry
 from ktest.backend_registry import BackendSpec, LogExport
 from ktest.config import Settings
 from ktest.errors import ConfigError
+from ktest.plugin.artifacts import artifacts_root, prepare
 from ktest.run_context import RunContext
 
 if TYPE_CHECKING:
@@ -113,13 +115,21 @@ class KtestSession:
             self.export_logs(backend)
             backend.close()
 
+    @property
+    def artifacts(self) -> Path:
+        """The artifacts directory (``--ktest-artifacts``, else ``.ktest-artifacts`` in the rootdir)."""
+        return artifacts_root(self.settings.artifacts_dir, self.config.rootpath)
+
+    def prepare_artifacts(self, directory: Path) -> Path:
+        """Create ``directory`` below :attr:`artifacts`, which ignores itself in git."""
+        return prepare(self.artifacts, directory)
+
     def log_export(self, backend: Backend) -> LogExport | None:
         """Where the backend keeps a failed run's cluster logs (its ``diagnostics``), if anywhere."""
         diagnostics = self.backend_spec.load("diagnostics")
         if diagnostics is None:
             return None
-        artifacts = self.settings.artifacts_dir or self.config.rootpath / ".ktest-artifacts"
-        found: LogExport | None = diagnostics(backend, artifacts)
+        found: LogExport | None = diagnostics(backend, self.artifacts)
         return found
 
     def export_logs(self, backend: Backend) -> None:
@@ -130,6 +140,7 @@ class KtestSession:
         if export is None or export.export is None:
             return
         try:
+            self.prepare_artifacts(export.directory)
             export.export()
             self.notes.append(f"{export.what} of the failed run ({export.contents}): {export.directory}")
         except Exception as error:

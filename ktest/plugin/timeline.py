@@ -16,8 +16,6 @@ its own tests' pages; the summary, in the controller, reads them from the report
 
 from __future__ import annotations
 
-import hashlib
-import re
 import sys
 import tempfile
 from collections.abc import Generator
@@ -27,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ktest.plugin.artifacts import artifacts_root, prepare, safe_name
 from ktest.plugin.session import SESSION_KEY
 
 if TYPE_CHECKING:  # the recorder (and the cluster client under it) loads only once a test records
@@ -48,13 +47,13 @@ def _mode(config: pytest.Config) -> str:
 def page_path(item: pytest.Item) -> Path:
     """``<artifacts>/timelines/<node id>.html`` (artifacts: the setting, else ``.ktest-artifacts`` in
     the rootdir; the node id made safe, short, and unique)."""
-    session = item.config.stash.get(SESSION_KEY, None)
-    artifacts = session.settings.artifacts_dir if session is not None else None
-    nodeid = item.nodeid
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_.") or "test"
-    if len(safe) > 120:
-        safe = safe[:100] + "-" + hashlib.sha256(nodeid.encode()).hexdigest()[:12]
-    return (artifacts or item.config.rootpath / ".ktest-artifacts") / "timelines" / f"{safe}.html"
+    return _artifacts(item.config) / "timelines" / f"{safe_name(item.nodeid)}.html"
+
+
+def _artifacts(config: pytest.Config) -> Path:
+    session = config.stash.get(SESSION_KEY, None)
+    return artifacts_root(session.settings.artifacts_dir if session is not None else None, config.rootpath)
+
 
 
 def _add_property(item: pytest.Item, name: str, value: str, report: pytest.TestReport | None = None) -> None:
@@ -203,7 +202,7 @@ class TimelinePlugin:
         file is checked here, so that an unwritable one is in this test's report."""
         path = page_path(item)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            prepare(_artifacts(item.config), path.parent)
             with tempfile.TemporaryFile(dir=path.parent):
                 pass
         except Exception as error:
@@ -240,6 +239,7 @@ class TimelinePlugin:
     def _write(self, item: pytest.Item, recorder: Recorder) -> None:
         path = page_path(item)
         try:
+            prepare(_artifacts(item.config), path.parent)
             written = recorder.write(path)
         except Exception as error:  # an unwritable directory must not change the test's result
             self._report_unwritten(item, path, error)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ktest import errors
 from ktest.cluster import Cluster
+from ktest.controller_names import runs_controller
 from ktest.controlplane.admission import webhook_client_ca
 from ktest.sessions.backend import Backend, ClusterShare
 
@@ -74,7 +75,7 @@ def _issue_user(directory: Path, name: str, groups: Sequence[str]) -> Path:
 def _restart_controllers_of(share: ClusterShare) -> Callable[[list[str]], None] | None:
     """Ask the owning process to restart its garbage collector after new CRDs (if it serves that)."""
     address = share.control_address
-    if address is None or not share.controllers or "garbagecollector" not in share.controllers:
+    if address is None or not share.controllers or not runs_controller(share.controllers, "garbagecollector"):
         return None
     from ktest.sessions.shared import request_restart_controllers
 

@@ -17,7 +17,11 @@ The DOM contract (the browser tests and users' own scripts may rely on it):
   ``.old`` and ``.new`` cells, a log record, an ``eventually`` attempt and its value;
 - the failing assertion: one ``.event[data-kind=assertion-failure]`` in the ``test`` lane, and
   ``#failure`` shows its message;
-- a recording that was cut (crash, interrupt): ``#truncated`` is visible and says where it stops.
+- a recording that was cut (crash, interrupt): ``#truncated`` is visible and says where it stops;
+- the view: it opens fitted to the whole test (no horizontal scrolling); ``#board[data-scale]`` is
+  the current scale in pixels per second; keys ``+``/``-`` zoom around the middle of the view, the
+  left and right arrows pan, ``0`` fits the whole test again (buttons ``#zoom-in``, ``#zoom-out``,
+  ``#zoom-fit``).
 """
 
 from __future__ import annotations
@@ -37,12 +41,12 @@ h1{font-size:15px;margin:0 0 4px}
  font-family:ui-monospace,monospace;max-height:12em;overflow:auto}
 #truncated{background:#fff4d6;border-left:4px solid #d08c00;padding:6px 8px;margin:6px 0}
 #problems{color:#8a5a00}
-#controls{margin:4px 0}
+#controls{margin:4px 0}.keys{color:#667;margin:0 10px}
 #board{overflow-x:auto;border-bottom:1px solid #ccd}
-.axis,.lane{display:flex;min-height:26px;border-top:1px solid #eef}
-.lane-title{flex:0 0 190px;padding:4px 6px;background:#f6f7fb;position:sticky;left:0;z-index:2;
- overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-weight:600}
-.track{position:relative;flex:0 0 auto;min-height:26px}
+.axis,.lane{display:flex;width:max-content;min-width:100%;min-height:26px;border-top:1px solid #eef}
+.lane-title{flex:0 0 190px;box-sizing:border-box;padding:4px 6px;background:#f6f7fb;position:sticky;left:0;
+ z-index:2;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-weight:600}
+.track{position:relative;flex:0 0 auto;min-height:26px;overflow:hidden}
 .tick{position:absolute;top:0;bottom:0;border-left:1px solid #dde;font-size:10px;color:#667;padding-left:2px}
 .event{position:absolute;top:5px;width:7px;height:16px;margin-left:-3px;border-radius:2px;cursor:pointer;
  opacity:.85;background:#7a869a}
@@ -70,7 +74,12 @@ _SCRIPT = r"""
 (function(){
 "use strict";
 var data=JSON.parse(document.getElementById("ktest-timeline-data").textContent);
-var scale=120, selected=null, gutter=12;
+var scale=120, fitted=true, selected=null, gutter=12, endPad=56, titleWidth=190;
+var span=data.duration;
+data.events.forEach(function(ev){var d=ev.detail||{};
+ span=Math.max(span,ev.t,d.until===undefined?0:d.until);});
+if(data.truncated){span=Math.max(span,data.truncated.at);}
+span=Math.max(span,0.001);
 function el(tag,attrs,text){var e=document.createElement(tag);for(var k in attrs){e.setAttribute(k,attrs[k]);}
  if(text!==undefined){e.textContent=text;}return e;}
 function fmt(t){return (t>=0?"+":"")+t.toFixed(3)+"s";}
@@ -86,15 +95,18 @@ for(var kind in (data.dropped||{})){
  problems.push(data.dropped[kind]+" earlier "+kind+" events left out (size cap)");}
 if(problems.length){var p=document.getElementById("problems");p.hidden=false;p.textContent="Not recorded: "+
  problems.join("; ");}
+var board=document.getElementById("board");
 function x(t){return gutter+t*scale;}
-function width(){return Math.max(600,Math.ceil(gutter+(data.duration+0.5)*scale));}
+function visible(){return Math.max(200,(board.clientWidth||window.innerWidth)-titleWidth);}
+function fitScale(){return (visible()-gutter-endPad)/span;}
+function width(){return Math.max(visible(),Math.ceil(gutter+span*scale+endPad-0.01));}
 function draw(){
- var board=document.getElementById("board");board.textContent="";
+ board.textContent="";board.setAttribute("data-scale",String(scale));
  var w=width();
  var axis=el("div",{"class":"axis"});axis.appendChild(el("div",{"class":"lane-title"},"time"));
  var at=el("div",{"class":"track"});at.style.width=w+"px";
  var step=[0.1,0.25,0.5,1,2,5,10,30,60].filter(function(s){return s*scale>=70;})[0]||60;
- for(var t=0;t<=data.duration+0.5;t+=step){var k=el("div",{"class":"tick"},fmt(t));
+ for(var t=0;t<=span+1e-9;t+=step){var k=el("div",{"class":"tick"},fmt(t));
   k.style.left=x(t)+"px";
   at.appendChild(k);}
  axis.appendChild(at);board.appendChild(axis);
@@ -149,11 +161,23 @@ document.getElementById("board").addEventListener("click",function(e){
  show(data.events[Number(t.getAttribute("data-index"))]);});
 document.getElementById("board").addEventListener("keydown",function(e){
  if(e.key==="Enter"&&e.target.classList.contains("event")){e.target.click();}});
-document.getElementById("zoom-in").onclick=function(){scale*=2;draw();};
-document.getElementById("zoom-out").onclick=function(){scale=Math.max(5,scale/2);draw();};
-draw();
-var failing=document.querySelector('.event[data-kind="assertion-failure"]');
-if(failing){failing.scrollIntoView({block:"nearest",inline:"center"});}
+function zoom(factor){
+ var middle=(board.scrollLeft+visible()/2-gutter)/scale;
+ scale=Math.max(fitScale(),scale*factor);fitted=scale<=fitScale();draw();
+ board.scrollLeft=Math.max(0,gutter+middle*scale-visible()/2);}
+function fit(){scale=fitScale();fitted=true;draw();board.scrollLeft=0;}
+function pan(direction){board.scrollLeft+=direction*visible()/4;}
+document.getElementById("zoom-in").onclick=function(){zoom(2);};
+document.getElementById("zoom-out").onclick=function(){zoom(0.5);};
+document.getElementById("zoom-fit").onclick=fit;
+document.addEventListener("keydown",function(e){
+ if(e.ctrlKey||e.metaKey||e.altKey){return;}
+ var tag=(e.target&&e.target.tagName)||"";if(tag==="INPUT"||tag==="TEXTAREA"){return;}
+ var act={"+":function(){zoom(2);},"=":function(){zoom(2);},"-":function(){zoom(0.5);},
+  "_":function(){zoom(0.5);},"0":fit,"ArrowRight":function(){pan(1);},"ArrowLeft":function(){pan(-1);}}[e.key];
+ if(act){e.preventDefault();act();}});
+window.addEventListener("resize",function(){if(fitted){fit();}});
+fit();
 })();
 """
 
@@ -164,8 +188,10 @@ _PAGE = """<!DOCTYPE html>
 <title>ktest timeline: {title}</title><style>{style}</style></head>
 <body><header><h1 id="title"></h1><div id="meta"></div>
 <div id="failure" hidden></div><div id="truncated" hidden></div><div id="problems" hidden></div>
-<div id="controls"><button id="zoom-out" type="button">zoom out</button>
-<button id="zoom-in" type="button">zoom in</button>
+<div id="controls"><button id="zoom-out" type="button" title="key: -">zoom out</button>
+<button id="zoom-in" type="button" title="key: +">zoom in</button>
+<button id="zoom-fit" type="button" title="key: 0">whole test</button>
+<span class="keys">keys: + / - zoom, &larr; &rarr; pan, 0 whole test</span>
 <span class="legend"><span><i style="background:#3d7be0"></i>request</span>
 <span><i style="background:#e07b00"></i>request &ge; 400</span>
 <span><i style="background:#2e9d5b"></i>watch event</span><span><i style="background:#9aa3b5"></i>log</span>

@@ -13,6 +13,9 @@ from the comment right before it (the fence's own info string cannot carry it on
 * ``<!-- docs-test: link=NAME:PATH -->``: the page's project gets NAME, a link to the repository's
   PATH (a Go manager the page builds, its configurations), as the reader's project has its own.
   Words combine: ``<!-- docs-test: file=test_x.py link=manager:fixtures/go-manager -->``.
+* ``<!-- docs-test: copy=NAME:PATH -->``: the page's project gets a copy of the repository's PATH
+  as NAME (``.``: the project itself is a copy of PATH, e.g. a kubebuilder project that the
+  page's tests sit inside, as a reader's tests sit inside theirs).
 * ``<!-- docs-test: skip REASON -->``: not run; REASON says why (kept rare).
 * no comment: a ``python`` block that defines ``test_...`` functions is a test file of its
   own; any other ``python`` block becomes the body of a test with the ``cluster`` and
@@ -30,7 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 DIRECTIVE = re.compile(r"<!--\s*docs-test:\s*(?P<what>.*?)\s*-->")
-WORD = re.compile(r"(?P<key>file|backend|link)=(?P<value>\S+)")
+WORD = re.compile(r"(?P<key>file|backend|link|copy)=(?P<value>\S+)")
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)(?P<info>[^\n`]*)$")
 
 
@@ -46,6 +49,7 @@ class Block:
     skip: str | None = None
     backend: str | None = None
     links: tuple[tuple[str, str], ...] = ()
+    copies: tuple[tuple[str, str], ...] = ()
 
     @property
     def where(self) -> str:
@@ -98,22 +102,22 @@ def _words(where: str, directive: re.Match[str] | None) -> dict[str, Any]:
     if what == "skip" or what.startswith("skip "):
         return {"skip": what[4:].strip(" :-") or "(no reason)"}
     words: dict[str, Any] = {}
-    links: list[tuple[str, str]] = []
+    paths: dict[str, list[tuple[str, str]]] = {"link": [], "copy": []}
     for word in what.split():
         match = WORD.fullmatch(word)
         if not match:
             raise ValueError(
                 f"{where}: unknown docs-test word {word!r} (known: file=NAME, backend=NAME, "
-                "link=NAME:PATH, or skip REASON)"
+                "link=NAME:PATH, copy=NAME:PATH, or skip REASON)"
             )
-        if match["key"] == "link":
+        if match["key"] in paths:
             name, _, path = match["value"].partition(":")
             if not path or not (ROOT / path).exists():
-                raise ValueError(f"{where}: link={match['value']}: no repository path {path!r}")
-            links.append((name, path))
+                raise ValueError(f"{where}: {match['key']}={match['value']}: no repository path {path!r}")
+            paths[match["key"]].append((name, path))
         else:
             words[match["key"]] = match["value"]
-    return {**words, "links": tuple(links)}
+    return {**words, "links": tuple(paths["link"]), "copies": tuple(paths["copy"])}
 
 
 def _directive_before(lines: list[str], index: int) -> re.Match[str] | None:

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -39,6 +40,14 @@ def write_project(page: Path, project: Path, backend: str | None) -> dict[str, B
     project.mkdir(parents=True, exist_ok=True)
     tests: dict[str, Block] = {}
     for block in page_blocks(page, backend):
+        for name, path in block.copies:
+            source = ROOT / path
+            if source.is_dir():
+                ignore = shutil.ignore_patterns("__pycache__", ".ktest-artifacts")
+                shutil.copytree(source, project / name, dirs_exist_ok=True, ignore=ignore)
+            else:
+                (project / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, project / name)
         for name, path in block.links:
             link = project / name
             if not link.exists():

@@ -259,6 +259,12 @@ def test_a_docs_test_directive_with_an_unknown_word_is_an_error(
     page.write_text("<!-- docs-test: file=t.py backend=kind link=m:page.md -->\n```python\npass\n```\n")
     (block,) = blocks(page)
     assert (block.file, block.backend, block.links, block.skip) == ("t.py", "kind", (("m", "page.md"),), None)
+    page.write_text("<!-- docs-test: file=t.py copy=.:page.md -->\n```python\npass\n```\n")
+    (block,) = blocks(page)
+    assert block.copies == ((".", "page.md"),)
+    page.write_text("<!-- docs-test: copy=.:no/such/dir -->\n```python\npass\n```\n")
+    with pytest.raises(ValueError, match=r"page.md:2: copy=.:no/such/dir: no repository path"):
+        blocks(page)
 
 
 def test_the_shell_check_finds_wrong_commands() -> None:

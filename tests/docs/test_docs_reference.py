@@ -120,6 +120,31 @@ def test_every_supported_minor_is_in_the_versions_table(site: Path) -> None:
         assert f"<td>{facts.etcd}</td>" in cells and f"<td>{facts.checked_patch}</td>" in cells, minor
 
 
+def test_the_reference_pages_read_on_github_as_the_code_says(site: Path) -> None:
+    """Each page carries its reference as plain Markdown (for GitHub, where nothing is built),
+    as ``make reference`` writes it from the code now; the site shows it once, written anew."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import reference_pages
+
+    stale = reference_pages.stale_pages(other_python=False)
+    assert not stale, (
+        f"{', '.join(str(path.relative_to(ROOT)) for path in stale)} out of date with the code: "
+        "run `make reference` (python scripts/reference_pages.py) and commit the pages"
+    )
+    for page in sorted((ROOT / "docs" / "reference").glob("*.md")):
+        text = page.read_text()
+        for name in re.findall(r"<!-- ktest-reference: ([a-z-]+) -->", text):
+            committed = text.split(f"<!-- ktest-reference: {name} -->", 1)[1]
+            assert f"<!-- ktest-reference-end: {name} -->" in committed, f"{page.name}: {name} has no text"
+            assert committed.split(f"<!-- ktest-reference-end: {name} -->", 1)[0].count("\n") > 5
+    settings = (site / "reference/settings/index.html").read_text()
+    assert settings.count('id="setting-timeline"') == 1, "the site shows the committed copy too"
+    fixtures = (ROOT / "docs/reference/fixtures.md").read_text()
+    assert "## `cluster`" in fixtures and "{ #" not in fixtures  # no MkDocs attribute list on GitHub
+    api = (ROOT / "docs/reference/api.md").read_text()
+    assert "### `ktest.operators.operator_identity`" in api and "def operator_identity(" in api
+
+
 def test_an_unknown_placeholder_is_an_error() -> None:
     with pytest.raises(ValueError, match=r"unknown reference placeholder .*known: api, settings"):
         hooks.render("<!-- ktest-reference: nonsense -->")

@@ -91,7 +91,7 @@ def _crds(page: Path) -> dict[str, Any]:
     for block in page_blocks(page, None):
         if block.language in ("yaml", "yml") and block.file:
             texts.append(block.text)
-        for _, path in block.links:
+        for _, path in (*block.links, *block.copies):
             target = ROOT / path
             files = [target] if target.is_file() else [*target.rglob("*.yaml"), *target.rglob("*.yml")]
             texts += [file.read_text() for file in sorted(files) if file.suffix in (".yaml", ".yml")]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from inner_runs import printed
+from builders import crd_yaml
+from inner_runs import GC_OF_NEW_KIND_TEST, printed
 
 
 def test_bare_backend_fixtures_users_and_dead_component_report(
@@ -82,3 +83,23 @@ def test_bare_without_controllers(pytester: pytest.Pytester, inner_env: dict) ->
     # Namespaces cannot finish deleting without the namespace controller: said once, not per test.
     assert result.stdout.str().count("NamespaceCleanupWarning: namespace ") == 1
     result.stdout.fnmatch_lines(["*left Terminating: no namespace controller runs on this cluster*"])
+
+
+def test_controllers_given_by_their_long_names_count_as_running(
+    pytester: pytest.Pytester, inner_env: dict
+) -> None:
+    """``garbage-collector-controller`` is the garbage collector (restarted after new CRDs, so a
+    new kind's children are collected at once), ``namespace-controller`` empties namespaces."""
+    gc_test = GC_OF_NEW_KIND_TEST.format(crd=crd_yaml("gc.example.com", "Sprocket"))
+    pytester.makepyfile(
+        gc_test
+        + """
+def test_the_cluster_knows_they_run(cluster, namespace):
+    assert cluster.gc_available and cluster.namespace_controller_available
+"""
+    )
+    result = pytester.runpytest_inprocess(
+        "--ktest-controllers=garbage-collector-controller,namespace-controller", "-W", "default"
+    )
+    result.assert_outcomes(passed=2)
+    assert "NamespaceCleanupWarning" not in result.stdout.str()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,28 @@ def test_xdist_workers_write_their_tests_pages_and_the_controller_lists_them(
     pages = artifacts / "timelines"
     assert f"test_inner.py::test_fails: {pages / 'test_inner.py_test_fails.html'}" in summary
     assert f"test_inner.py::test_fails_too: {pages / 'test_inner.py_test_fails_too.html'}" in summary
+
+
+def test_the_artifacts_directory_ignores_itself_in_git(
+    pytester: pytest.Pytester, inner_env: dict[str, str]
+) -> None:
+    pytester.makepyfile(test_inner=TESTS)
+    subprocess.run(["git", "init", "-q", str(pytester.path)], check=True)
+    result = pytester.runpytest_subprocess("-k", "test_fails")
+    result.assert_outcomes(failed=1)
+    artifacts = pytester.path / ".ktest-artifacts"
+    assert timelines(artifacts) == ["test_inner.py_test_fails.html"]
+    assert (artifacts / ".gitignore").read_text().splitlines()[-1] == "*"
+    untracked = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=pytester.path, capture_output=True,
+        text=True, check=True,
+    ).stdout
+    assert ".ktest-artifacts" not in untracked and "test_inner.py" in untracked, untracked
+
+    # A directory the user named: one ktest makes ignores itself, one that was there is left alone.
+    made = pytester.path / "made-by-ktest"
+    pytester.runpytest_subprocess("-k", "test_fails", f"--ktest-artifacts={made}").assert_outcomes(failed=1)
+    assert (made / ".gitignore").is_file()
+    theirs = pytester.mkdir("theirs")
+    pytester.runpytest_subprocess("-k", "test_fails", f"--ktest-artifacts={theirs}").assert_outcomes(failed=1)
+    assert timelines(theirs) == ["test_inner.py_test_fails.html"] and not (theirs / ".gitignore").exists()

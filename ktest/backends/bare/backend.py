@@ -5,6 +5,7 @@ from __future__ import annotations
 from ktest.base.procfs import process_start_time
 from ktest.cluster import Cluster
 from ktest.config import Settings, apiserver_arguments, check_apiserver_flags
+from ktest.controller_names import runs_controller
 from ktest.controlplane import ControlPlane
 from ktest.sessions.backend import Backend, ClusterShare, Component
 
@@ -29,7 +30,7 @@ class BareBackend(Backend):
                 # The GC notices new kinds only on its 30 s discovery resync; a restart takes ~0.4 s.
                 on_crds_installed=(
                     (lambda names: plane.restart_controllers())
-                    if "garbagecollector" in plane.controllers
+                    if runs_controller(plane.controllers, "garbagecollector")
                     else None
                 ),
             )

@@ -230,9 +230,7 @@ def _images(args: argparse.Namespace) -> int:
                 info.recipe_version or "-",
                 info.build_date or "-",
                 format_bytes(info.size),
-                "yes"
-                if info.usable
-                else f"no (needs kind {recipe.KIND_VERSION}, recipe {recipe.RECIPE_VERSION})",
+                "yes" if info.usable else f"no: {info.unusable_because}",
             ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]

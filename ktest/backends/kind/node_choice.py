@@ -50,22 +50,32 @@ class NodeImage:
 def choose_node_image(selector: str | None) -> NodeImage:
     """The node image for ``selector`` (``1.37``, ``1.37.2``, None = newest available)."""
     from ktest.assets.selectors import parse_selector
+    from ktest.assets.sources import INSTALL_OFFLINE
     from ktest.backends.kind import image_sources
 
     parsed = parse_selector(selector or "latest")
-    # Newest Kubernetes first, as listed.
-    local = [found for found in image_sources.list_node_images() if parsed.matches(found.k8s_version)]
-    if local:
-        return NodeImage(local[0].reference, local[0].k8s_version, True)
+    # Newest Kubernetes first, as listed; the core finds these with no builder installed.
+    local = [
+        found
+        for found in image_sources.list_node_images(include_unusable=True)
+        if parsed.matches(found.k8s_version)
+    ]
+    usable = [found for found in local if found.usable]
+    if usable:
+        return NodeImage(usable[0].reference, usable[0].k8s_version, True)
     version = image_sources.resolve_version(selector)
     official = f"{OFFICIAL_REPOSITORY}:v{version}"
     if _have_or_pull(official):
         return NodeImage(official, version, False)
+    unusable = "".join(
+        f"\n- {found.reference} is in the Docker engine but cannot be used: {found.unusable_because}."
+        for found in local
+    )
     raise KindError(
-        f"no kind node image for Kubernetes {selector or 'latest'}: no local ktest image matches "
-        f"(`ktest kind images` lists them) and {official} is neither in the Docker engine nor pullable "
-        "(no registry access?).\nBuild one offline, once (tens of minutes cold, cached after): "
-        f"`ktest kind build-image --k8s-version {version}`"
+        f"no kind node image for Kubernetes {selector or 'latest'}: no usable local ktest image "
+        f"(`ktest kind images --all` lists them) and {official} is neither in the Docker engine nor pullable "
+        f"(no registry access?).{unusable}\nBuild one offline, once (tens of minutes cold, cached after): "
+        f"`ktest kind build-image --k8s-version {version}` (it needs ktest's builders: {INSTALL_OFFLINE})"
     )
 
 

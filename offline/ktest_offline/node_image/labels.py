@@ -6,7 +6,7 @@ from typing import Any
 
 from ktest.assets.selectors import KubeVersion
 from ktest.backends.kind import recipe
-from ktest.backends.kind.image_sources import NodeImageInfo
+from ktest.backends.kind.image_sources import NodeImageInfo, local_node_images
 from ktest_offline.node_image import coredns
 
 # Which CoreDNS the image holds: its version, lean build, which plugins it lacks.
@@ -35,19 +35,6 @@ def expected_labels(k8s_version: str) -> dict[str, str]:
     return labels
 
 
-def _info(reference: str, image: Any) -> NodeImageInfo:
-    labels = image.labels or {}
-    return NodeImageInfo(
-        reference=reference,
-        image_id=image.short_id,
-        k8s_version=_bare(labels.get(recipe.LABEL_KUBERNETES_VERSION, "")),
-        kind_version=labels.get(recipe.LABEL_KIND_VERSION, ""),
-        recipe_version=labels.get(recipe.LABEL_RECIPE_VERSION, ""),
-        build_date=labels.get(recipe.LABEL_BUILD_DATE, ""),
-        size=int(image.attrs.get("Size") or 0),
-    )
-
-
 def find_node_image(k8s_version: str, *, client: Any = None) -> str | None:
     """The tag of a local ktest node image for ``k8s_version`` whose labels match; else None.
 
@@ -71,27 +58,6 @@ def find_node_image(k8s_version: str, *, client: Any = None) -> str | None:
 
 
 def list_node_images(*, include_unusable: bool = False, client: Any = None) -> list[NodeImageInfo]:
-    """Local images of ``ktest/kind-node``, newest Kubernetes first; usable ones only by default."""
-    from ktest.backends.kind.engine import connect
-
-    client = client or connect(check_runtime=False)
-    found = []
-    for image in client.images.list(name=recipe.NODE_IMAGE_REPOSITORY):
-        for reference in image.tags:
-            if not reference.startswith(recipe.NODE_IMAGE_REPOSITORY + ":"):
-                continue
-            info = _info(reference, image)
-            tag_version = _bare(reference.rsplit(":", 1)[1])
-            if info.k8s_version != tag_version:
-                info = NodeImageInfo(reference, info.image_id, info.k8s_version or tag_version,
-                                     "", "", info.build_date, info.size)
-            if info.usable or include_unusable:
-                found.append(info)
-
-    def order(info: NodeImageInfo) -> tuple[int, ...]:
-        try:
-            return tuple(int(part) for part in info.k8s_version.split("."))
-        except ValueError:
-            return ()
-
-    return sorted(found, key=order, reverse=True)
+    """Local images of ``ktest/kind-node``, newest Kubernetes first; usable ones only by default
+    (the core's listing: finding images needs no builder)."""
+    return local_node_images(include_unusable=include_unusable, client=client)

@@ -103,6 +103,8 @@ def test_the_failing_assertion_is_marked_and_its_message_shown(
 
     failures = browser.events("[data-kind='assertion-failure']")
     assert [event["lane"] for event in failures] == ["test"], f"the failure marker: {failures}"
+    # The page opens on the whole test: the operator's first calls and the failure, no scrolling.
+    assert browser.events_out_of_view() == [], f"the first view of the real failure scrolls: {browser.view()}"
     failure = browser.page.locator("#failure")
     assert failure.is_visible(), "#failure is not shown"
     assert "did not recover from conflict" in failure.inner_text()

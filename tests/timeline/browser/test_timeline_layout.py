@@ -60,7 +60,7 @@ def test_an_upgrade_and_the_gap_it_leaves_are_as_wide_as_they_lasted(
 
     drawn = browser.page.locator("[data-lane=controllers] .event[data-kind=upgrade]")
     box = drawn.bounding_box()
-    scale = 120  # pixels per second at the page's first zoom
+    scale = browser.view()["scale"]  # pixels per second
     assert box is not None and abs(box["width"] - 2.0 * scale) < 2, f"the upgrade is {box} wide, not 2 s"
     gap_box = browser.page.locator("[data-lane=apiserver] .event[data-kind=gap]").bounding_box()
     assert gap_box is not None and abs(gap_box["width"] - 1.6 * scale) < 2

@@ -82,6 +82,32 @@ class TimelinePage:
             )
         )
 
+    def view(self) -> dict[str, float]:
+        """The board's view: its scale (pixels per second), visible and scrollable width, scroll."""
+        return dict(
+            self.page.eval_on_selector(
+                "#board",
+                """board => ({scale: Number(board.dataset.scale), clientWidth: board.clientWidth,
+                    scrollWidth: board.scrollWidth, scrollLeft: board.scrollLeft})""",
+            )
+        )
+
+    def events_out_of_view(self) -> list[str]:
+        """The events (``kind@time``) not wholly inside the board's visible part, right of the
+        sticky lane titles: what a reader would have to scroll to see."""
+        return list(
+            self.page.evaluate(
+                """() => {
+                    const board = document.querySelector('#board').getBoundingClientRect();
+                    const title = document.querySelector('[data-lane] .lane-title').getBoundingClientRect();
+                    return [...document.querySelectorAll('.event')].filter(node => {
+                        const box = node.getBoundingClientRect();
+                        return box.left < title.right || box.right > board.right;
+                    }).map(node => node.dataset.kind + '@' + node.dataset.time);
+                }"""
+            )
+        )
+
     def lanes(self) -> list[str]:
         return list(self.page.eval_on_selector_all("[data-lane]", "nodes => nodes.map(n => n.dataset.lane)"))
 
