@@ -45,7 +45,7 @@ def _stand_ins(
         f"cd {tmp_path}\n"
         # The default version's binaries (with the Go operators) record whether job B had started
         # (waiting briefly).
-        'if [[ $* == *" binaries go-operators" ]]; then\n'
+        'if [[ $* == *" binaries node-tools go-operators" ]]; then\n'
         "  for _ in $(seq 100); do [[ -e b-started ]] && break; sleep 0.05; done\n"
         f'  echo "B started before binaries: $([[ -e b-started ]] && echo yes || echo no)" >> {calls}\n'
         "fi\n"
@@ -164,7 +164,7 @@ def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tm
         if call not in BACKGROUND
         and not call.startswith(("B ", "floors ", "example ", "older tests ", "kind tests ", "kind layer "))
     ]
-    assert foreground[0] == "make --no-print-directory binaries go-operators nice=0"
+    assert foreground[0] == "make --no-print-directory binaries node-tools go-operators nice=0"
     assert foreground[1].startswith("python -m pytest -n 2 --dist loadgroup tests examples")
     # What needs the older minor's binaries waits for them (after the kind layer), not in the bare suite.
     for test in OLDER_TESTS.split():
