@@ -49,7 +49,8 @@ CONTROLLER_MANAGER_FLAGS = ("--node-monitor-period=1s",)
 POD_CIDR = "10.244.0.0/16"
 _STAGES = "/apis/kwok.x-k8s.io/v1alpha1/stages"
 _CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
+APPLY = "application/apply-patch+yaml"
+JSON = "application/json"
 _POLL = 0.05
 
 
@@ -112,7 +113,7 @@ class SimulatedNodes:
         self._kwok = _kwok_process(self.tools.kwok, kubeconfig, directory)
         self._launch(self._kwok, log_note)
         for stage_object in default_stages(version):
-            self.write_stage(stage_object, exist_ok=True)
+            self.write_stage(stage_object)
 
     def wait_until_ready(self, timeout: float) -> None:
         """Every node ``ktest-node-*`` Ready and without the not-ready taint; ControlPlaneError naming
@@ -144,14 +145,14 @@ class SimulatedNodes:
         self._kwok = self._scheduler = None
 
     # -- objects --------------------------------------------------------------------
-    def call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> tuple[int, Any]:
+    def call(
+        self, method: str, path: str, body: Mapping[str, Any] | None = None, content_type: str = JSON
+    ) -> tuple[int, Any]:
         """One API request as the admin: (status, decoded JSON or None)."""
         if self._request is None:
             raise ControlPlaneError("the simulated nodes are not started")
         data = json.dumps(body).encode() if body is not None else None
-        headers = dict(_JSON)
-        if method == "PATCH":
-            headers["Content-Type"] = "application/merge-patch+json"
+        headers = {"Content-Type": content_type, "Accept": "application/json"}
         status, raw = self._request(method, path, timeout=10.0, headers=headers, body=data)
         try:
             return status, json.loads(raw) if raw else None
@@ -165,9 +166,12 @@ class SimulatedNodes:
             exist_ok=exist_ok,
         )
 
-    def write_stage(self, stage: Mapping[str, Any], *, exist_ok: bool = False) -> None:
+    def write_stage(self, stage: Mapping[str, Any]) -> None:
+        """Server-side apply: a create of a kind whose CRD was established in the last two seconds
+        waits two seconds in the API server (for other API servers to see it), an apply does not."""
         name = stage["metadata"]["name"]
-        self._expect(self.call("POST", _STAGES, stage), f"writing KWOK Stage {name}", exist_ok=exist_ok)
+        path = f"{_STAGES}/{name}?fieldManager=ktest&force=true"
+        self._expect(self.call("PATCH", path, stage, APPLY), f"writing KWOK Stage {name}")
 
     def delete_stage(self, name: str) -> None:
         self._expect(self.call("DELETE", f"{_STAGES}/{name}"), f"deleting KWOK Stage {name}", missing_ok=True)
