@@ -65,6 +65,8 @@ def describe_object(obj: dict[str, Any]) -> list[str]:
         else:
             lag = " (status is behind the spec)" if observed < generation else ""
             head += f" generation {generation}, observedGeneration {observed}{lag}"
+    if obj["kind"] == "Pod" and obj["apiVersion"] == "v1":
+        return [head, *pod_lines(obj)]
     lines = [head]
     for condition in status.get("conditions") or ():
         if not isinstance(condition, dict):
@@ -80,6 +82,28 @@ def describe_object(obj: dict[str, Any]) -> list[str]:
         lines.append(f"    finalizers: {', '.join(meta['finalizers'])}")
     if meta.get("deletionTimestamp"):
         lines.append(f"    deletionTimestamp: {meta['deletionTimestamp']} (being deleted)")
+    return lines
+
+
+def pod_lines(pod: dict[str, Any]) -> list[str]:
+    """A Pod as an operator author reads it: phase (and reason), node, Ready, and each container's
+    state, restarts and last termination."""
+    status = pod.get("status") or {}
+    ready = next((c.get("status") for c in status.get("conditions") or () if c.get("type") == "Ready"), "-")
+    phase = status.get("phase", "?") + (f" ({status['reason']})" if status.get("reason") else "")
+    node = (pod.get("spec") or {}).get("nodeName") or "not scheduled"
+    lines = [f"    phase {phase}, node {node}, Ready={ready}"]
+    for container in status.get("containerStatuses") or ():
+        state = container.get("state") or {}
+        kind = next(iter(state), "unknown")
+        detail = (state.get(kind) or {}).get("reason") or ""
+        exit_code = (state.get(kind) or {}).get("exitCode")
+        text = f"{kind}{' ' + detail if detail else ''}{f' (exit {exit_code})' if exit_code is not None else ''}"
+        text += f", restarts {container.get('restartCount', 0)}"
+        last = (container.get("lastState") or {}).get("terminated")
+        if last:
+            text += f", last terminated {last.get('reason', '')} (exit {last.get('exitCode')})"
+        lines.append(f"    container {container.get('name')}: {text}")
     return lines
 
 

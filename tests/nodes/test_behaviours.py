@@ -162,3 +162,18 @@ def test_unknown_behaviours_bad_selectors_and_unmatched_selectors_are_errors(sim
     with pytest.raises(SimulationError, match=r"crash_loop\('app=nothing-has-this'\) selected no Pod"):
         kubelet.close()
     assert sim.list(("kwok.x-k8s.io/v1alpha1", "Stage"), label_selector=f"ktest.dev/stage={sim_ns}") == []
+
+
+def test_a_failure_report_lists_the_pods_with_phase_reason_and_restarts(sim, sim_ns, kubelet):
+    from ktest.plugin.diagnostics import describe_namespace
+
+    kubelet.crash_loop("app=crashy")
+    sim.create(deployment("crashy", sim_ns, replicas=1))
+    eventually(lambda: first_container(sim, sim_ns, "app=crashy").get("restartCount", 0) >= 1, timeout=30)
+    eventually(lambda: first_container(sim, sim_ns, "app=crashy").get("state", {}).get("waiting"), timeout=30)
+    report = describe_namespace(sim, sim_ns)
+    (pod,) = pods(sim, sim_ns, "app=crashy")
+    assert f"Pod/{pod['metadata']['name']} (v1)" in report
+    assert f"phase Running, node {pod['spec']['nodeName']}, Ready=False" in report
+    assert "container main: waiting CrashLoopBackOff, restarts " in report
+    assert "last terminated Error (exit 1)" in report
