@@ -46,9 +46,10 @@ def _directory(path: Path, *, uid: int, mode: int) -> Path:
 
 def test_a_base_another_user_owns_is_refused_with_the_fix(shared: Path, assets: Assets) -> None:
     base = _directory(shared / "theirs", uid=OTHER_UID, mode=0o755)
-    with pytest.raises(ControlPlaneError) as caught:
-        with ControlPlane(assets=assets, controllers="none", root_directory=base):
-            pass
+    with pytest.raises(ControlPlaneError) as caught, ControlPlane(
+        assets=assets, controllers="none", root_directory=base
+    ):
+        pass
     message = str(caught.value)
     for fragment in (
         f"refusing to put control planes in {base}",
