@@ -164,14 +164,16 @@ def private_cache_directory(path: Path) -> Path:
     return path
 
 
-def untrusted(path: Path | str, stat: os.stat_result) -> str:
+def untrusted(path: Path | str, stat: os.stat_result, *, group_may_write: bool = False) -> str:
     """Why a directory with ``stat`` could be taken over by another user ("" when it cannot): it
     belongs to someone other than this user or root, or group or others may write in it
-    without the sticky bit (they could rename what this user makes there and put theirs)."""
+    without the sticky bit (they could rename what this user makes there and put theirs).
+    ``group_may_write``: a group-writable one passes (a user-private group's, umask 002)."""
     mode = S_IMODE(stat.st_mode)
+    loose = 0o002 if group_may_write else 0o022
     if stat.st_uid not in (os.getuid(), 0):
         problem = f"belongs to {_user_name(stat.st_uid)}"
-    elif mode & 0o022 and not mode & S_ISVTX:
+    elif mode & loose and not mode & S_ISVTX:
         problem = "may be written by " + ("others" if mode & 0o002 else "its group") + " (no sticky bit)"
     else:
         return ""

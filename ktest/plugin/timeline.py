@@ -50,11 +50,21 @@ def page_path(item: pytest.Item) -> Path:
     the rootdir; the node id made safe, short, and unique)."""
     session = item.config.stash.get(SESSION_KEY, None)
     artifacts = session.settings.artifacts_dir if session is not None else None
-    nodeid = item.nodeid
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_.") or "test"
+    return (artifacts or item.config.rootpath / ".ktest-artifacts") / "timelines" / page_name(item.nodeid)
+
+
+def page_name(nodeid: str) -> str:
+    """``nodeid`` as a file name: ``/`` and ``::`` as ``_``, and, when anything else had to go
+    (``test[a/b]``, ``test[a b]``) or the name is long, a hash of the whole node id after it, so
+    two tests never share a page."""
+    readable = nodeid.replace("::", "_").replace("/", "_")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", readable).strip("_.") or "test"
+    digest = hashlib.sha256(nodeid.encode()).hexdigest()[:12]
     if len(safe) > 120:
-        safe = safe[:100] + "-" + hashlib.sha256(nodeid.encode()).hexdigest()[:12]
-    return (artifacts or item.config.rootpath / ".ktest-artifacts") / "timelines" / f"{safe}.html"
+        safe = safe[:100] + "-" + digest
+    elif safe != readable:
+        safe = f"{safe}-{digest}"
+    return f"{safe}.html"
 
 
 def _add_property(item: pytest.Item, name: str, value: str, report: pytest.TestReport | None = None) -> None:

@@ -319,9 +319,10 @@ def cli_os_error(*args: str, **env: str) -> Callable[[Sandbox], Any]:
     return trigger
 
 
-def existing_as(user: dict[str, Any], plugin: str = "") -> Callable[[Sandbox], Any]:
+def existing_as(user: dict[str, Any], plugin: str = "", **options: float) -> Callable[[Sandbox], Any]:
     """Backend existing on a real control plane, as a kubeconfig user whose credentials never
-    reach it; ``plugin``: the body of an exec plugin script ``plugin`` runs."""
+    reach it; ``plugin``: the body of an exec plugin script ``plugin`` runs; ``options``: of
+    ExistingBackend (``exec_timeout``)."""
 
     def trigger(box: Sandbox) -> Any:
         import yaml
@@ -342,7 +343,28 @@ def existing_as(user: dict[str, Any], plugin: str = "") -> Callable[[Sandbox], A
                 "contexts": [{"name": "dev@plane", "context": {"cluster": "plane", "user": "dev"}}],
                 "current-context": "dev@plane",
             }
-            return ExistingBackend(box.file("kubeconfig", yaml.safe_dump(config)), "dev@plane", timeout=10)
+            return ExistingBackend(
+                box.file("kubeconfig", yaml.safe_dump(config)), "dev@plane", timeout=10, **options
+            )
+
+    return trigger
+
+
+def existing_offline(user_name: str, credentials: dict[str, Any]) -> Callable[[Sandbox], Any]:
+    """Backend existing with a kubeconfig that fails before any request is sent."""
+
+    def trigger(box: Sandbox) -> Any:
+        import yaml
+
+        from ktest.backends.existing.backend import ExistingBackend
+
+        config = {
+            "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+            "users": [{"name": user_name, "user": credentials}],
+            "contexts": [{"name": "dev@c", "context": {"cluster": "c", "user": user_name}}],
+            "current-context": "dev@c",
+        }
+        return ExistingBackend(box.file("kubeconfig", yaml.safe_dump(config)), "dev@c", timeout=3)
 
     return trigger
 
@@ -372,6 +394,10 @@ current-context: prod
 # error type name -> {case id: (trigger, fragments that must all appear in the message)}
 CASES_BY_ERROR: dict[str, dict[str, tuple[Callable[[Sandbox], Any], tuple[str, ...]]]] = {
     "ConfigError": {  # settings and kubeconfigs: the setting, its source and the allowed values named
+        "existing-user-name-with-nul": (  # was: ValueError: embedded null byte
+            existing_offline("de\0v", {"client-certificate-data": "eA==", "client-key-data": "eA=="}),
+            ("the user name 'de\\x00v'", "files/kubeconfig", "holds a NUL byte", "rename it"),
+        ),
         "backend-unknown": bad_setting("KTEST_BACKEND", "kube", "'kube'", "bare", "existing"),
         "timeout-negative": bad_setting("KTEST_TIMEOUT", "-1", "'-1'", "finite number of seconds"),
         "interval-zero": bad_setting("KTEST_INTERVAL", "0", "more than 0"),
@@ -630,6 +656,16 @@ CASES_BY_ERROR: dict[str, dict[str, tuple[Callable[[Sandbox], Any], tuple[str, .
         "existing-user-without-credentials": (
             existing_as({}),
             ("system:anonymous", "user 'dev' has no credentials", "auth whoami"),
+        ),
+        "existing-exec-plugin-never-exits": (  # was: the session's start hung for good, saying nothing
+            existing_as(exec_user(""), plugin="sleep 600", exec_timeout=2),
+            ("exec credential plugin of user 'dev'", "files/kubeconfig", "did not finish within 2 s",
+             "ktest waited for the credentials of context 'dev@plane'", "log in first"),
+        ),
+        "existing-error-names-the-users-kubeconfig": (  # was: the private copy in $TMPDIR named
+            existing_offline("dev", {"client-certificate-data": "eA==", "client-key": "/nonexistent/key"}),
+            ("backend existing: cannot use kubeconfig", "files/kubeconfig (context dev@c)",
+             "/nonexistent/key"),
         ),
         "user-without-control-plane": (
             user_issue("op"),
