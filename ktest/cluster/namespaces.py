@@ -121,8 +121,22 @@ def holder_annotation(name: str) -> str:
     """The value of :data:`HOLDER_ANNOTATION` for namespace ``name``, created by this process."""
     current = Holder.current()
     holder = NamespaceHolder(current.pid, current.start_time, process_namespace(), socket.gethostname())
-    record = {"pid": holder.pid, "start": holder.start, "where": holder.where, "host": holder.host}
-    return json.dumps({**record, "mac": user_secret.sign(holder.signed_text(name))}, separators=(",", ":"))
+    record: dict[str, object] = {
+        "pid": holder.pid, "start": holder.start, "where": holder.where, "host": holder.host
+    }
+    try:
+        record["mac"] = user_secret.sign(holder.signed_text(name))
+    except OSError as error:  # no usable key (a read-only home): no sweep will delete it, say so once
+        if not _unsigned_warned.is_set():
+            _unsigned_warned.set()
+            log.warning(
+                "test namespaces are created unsigned, so no later sweep deletes them after a kill -9: %s",
+                error,
+            )
+    return json.dumps(record, separators=(",", ":"))
+
+
+_unsigned_warned = threading.Event()
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ read or made it."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from ktest.base import user_secret
+from ktest.cluster import Cluster
+from ktest.controlplane import ControlPlane
 
 needs_root = pytest.mark.skipif(os.getuid() != 0, reason="needs root to make another user's file")
 
@@ -56,3 +59,27 @@ def test_a_key_another_user_made_is_refused(tmp_path: Path) -> None:
     os.chown(path, 65534, 65534)
     with pytest.raises(user_secret.SecretUnusable, match="owner uid 65534"):
         user_secret.user_secret(path)
+
+
+def test_without_a_usable_key_namespaces_are_still_made_and_the_sweep_deletes_nothing(
+    plane: ControlPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A home that cannot hold the key (here: one others may read) must not stop the tests."""
+    admin = Cluster(plane.kubeconfig)
+    from ktest.cluster.namespaces import HOLDER_ANNOTATION, create_namespace, sweep_dead_namespaces
+
+    key = tmp_path / "ktest" / user_secret.KEY_FILE
+    key.parent.mkdir()
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o644)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    name = create_namespace(admin, f"unsigned-{os.getpid()}")
+    try:
+        annotations = admin.get(("v1", "Namespace", name))["metadata"]["annotations"]
+        holder = json.loads(annotations[HOLDER_ANNOTATION])
+        assert "mac" not in holder and holder["pid"] == os.getpid()
+        sweep = sweep_dead_namespaces(admin)
+        assert sweep.deleted == [] and (sweep.error == "" or str(key) in sweep.error), sweep
+    finally:
+        admin.delete(("v1", "Namespace", name), missing_ok=True)
+        admin.close()
