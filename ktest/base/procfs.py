@@ -11,9 +11,10 @@ as older ktest versions wrote them.
 
 from __future__ import annotations
 
+import contextlib  # loaded by the janitor already: no cost
 import os
 from pathlib import Path
-from stat import S_ISDIR
+from stat import S_IMODE, S_ISDIR, S_ISVTX
 
 HOLDER_FILE = "owner"
 
@@ -149,20 +150,77 @@ def private_directory(path: Path) -> Path:
     return path
 
 
+def private_cache_directory(path: Path) -> Path:
+    """:func:`private_directory`, and an existing one of this user's that group or others may
+    enter (an older ktest made it with the umask's 0755) made 0700: a cache directory holds
+    what only this user should read (etcd data with the cluster's secrets, probed flags)."""
+    private_directory(path)
+    try:
+        stat = os.lstat(path)
+        if S_ISDIR(stat.st_mode) and stat.st_uid == os.getuid() and stat.st_mode & 0o077:
+            os.chmod(path, 0o700, follow_symlinks=False)
+    except (OSError, NotImplementedError):
+        pass  # not ours, or gone: what writes there next says why
+    return path
+
+
+def untrusted(path: Path | str, stat: os.stat_result, *, group_may_write: bool = False) -> str:
+    """Why a directory with ``stat`` could be taken over by another user ("" when it cannot): it
+    belongs to someone other than this user or root, or group or others may write in it
+    without the sticky bit (they could rename what this user makes there and put theirs).
+    ``group_may_write``: a group-writable one passes (a user-private group's, umask 002)."""
+    mode = S_IMODE(stat.st_mode)
+    loose = 0o002 if group_may_write else 0o022
+    if stat.st_uid not in (os.getuid(), 0):
+        problem = f"belongs to {_user_name(stat.st_uid)}"
+    elif mode & loose and not mode & S_ISVTX:
+        problem = "may be written by " + ("others" if mode & 0o002 else "its group") + " (no sticky bit)"
+    else:
+        return ""
+    return f"{path} (owner {_user_name(stat.st_uid)}, mode {mode:04o}) {problem}"
+
+
+def _user_name(uid: int) -> str:
+    try:
+        import pwd  # deferred: the janitor's start needs none of it
+
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
 def write_private_file(path: Path, data: bytes | str) -> None:
     """Write ``data`` readable by this user only (0600) into a 0700 directory, atomically:
     a reader never sees half a file, a file rewritten with the same content stays valid, and
-    a symlink planted at ``path`` is replaced, never followed."""
+    a symlink planted at ``path`` is replaced, never followed.
+
+    The directory is opened and checked by descriptor (this user's or root's, and no one else
+    may write in it: :func:`untrusted`), and the partial file is a new one (``O_EXCL``, a
+    random name) made through that descriptor: no file of another user is ever written to.
+    PermissionError naming the directory, its owner and mode otherwise."""
     private_directory(path.parent)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data.encode() if isinstance(data, str) else data)
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+        problem = untrusted(path.parent, os.fstat(directory))
+        if problem:
+            raise PermissionError(
+                f"refusing to write {path.name} there: {problem}. Private files (keys, kubeconfigs) go "
+                "only in a directory of this user's that no one else may write in: use another "
+                "directory, or `chmod go-w` / `chown` this one."
+            )
+        partial = f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.partial"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(partial, flags, 0o600, dir_fd=directory)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(data.encode() if isinstance(data, str) else data)
+            os.replace(partial, path.name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(partial, dir_fd=directory)
+            raise
+    finally:
+        os.close(directory)
 
 
 def own_directory(path: Path) -> bool:

@@ -3,7 +3,9 @@
 Errors name the file, the document and its line: a typo in a manifest is the most common way a
 suite fails before it starts. YAML is parsed with PyYAML's safe loader (libyaml's when installed),
 and a document whose aliases expand past :data:`MAX_EXPANDED_NODES` nodes (an alias bomb) or that
-refers to itself is refused while parsing.
+refers to itself is refused while parsing, as are files that are not UTF-8 text, tags (``!!python/...``,
+``!custom``), keys that are lists or mappings, integers longer than :data:`MAX_INTEGER_DIGITS` and
+nesting deeper than :data:`MAX_NESTING`: each a :class:`~ktest.errors.ManifestError` naming file and line.
 """
 
 from __future__ import annotations
@@ -29,6 +31,20 @@ MAX_EXPANDED_NODES = 1_000_000
 """The most YAML nodes a document may expand to through its aliases (``*name``). A real
 object that large could not be sent anyway (the API server takes 3 MiB bodies); an alias
 bomb of a few hundred bytes expands to billions."""
+
+MAX_NESTING = 200
+"""The deepest a document's mappings and lists may nest. Real objects (CRD schemas included) stay
+far below; deeper ones would exhaust Python's recursion (copying, JSON encoding) part-way through
+an install instead of being refused before it."""
+
+MAX_INTEGER_DIGITS = 100
+"""The longest integer a document may hold. Kubernetes numbers are 64-bit (19 digits); Python
+refuses to even read integers of more than 4,300 digits."""
+
+_PLAIN_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "seq", "map", "merge", "timestamp")
+)
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -112,6 +128,7 @@ def manifest_files(path: Path) -> list[Path]:
 
 def _iter_source(source: Any) -> Iterator[Manifest]:
     if isinstance(source, Mapping):
+        _refuse_deep_data(source, "<dict>")
         yield from _expand(copy.deepcopy(dict(source)), "<dict>")
     elif isinstance(source, os.PathLike):
         yield from _iter_path(Path(source))
@@ -137,10 +154,23 @@ def _looks_like_path(text: str) -> bool:
 def _iter_path(path: Path) -> Iterator[Manifest]:
     for file in manifest_files(path):
         try:
-            text = file.read_text()
+            data = file.read_bytes()
         except OSError as error:
             raise ManifestError(f"{file}: cannot read: {error.strerror}") from None
-        yield from _iter_yaml(text, str(file))
+        yield from _iter_yaml(_utf8_text(data, str(file)), str(file))
+
+
+def _utf8_text(data: bytes, where: str) -> str:
+    """``data`` decoded as UTF-8, or a ManifestError naming the line of the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ManifestError(
+            f"{where}: line {line}: not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start}; "
+            "a binary file?). Manifests are UTF-8 YAML or JSON: save it as UTF-8, or move it out "
+            "of the manifest path."
+        ) from None
 
 
 def _iter_yaml(text: str, where: str) -> Iterator[Manifest]:
@@ -153,18 +183,21 @@ def _iter_yaml(text: str, where: str) -> Iterator[Manifest]:
                     break
                 node = loader.get_node()
             except yaml.YAMLError as error:
-                mark = getattr(error, "problem_mark", None)
-                line = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-                problem = getattr(error, "problem", None) or str(error)
-                raise ManifestError(
-                    f"{where}:{line}: not valid YAML: {problem}. Fix the syntax at that line."
-                ) from None
+                raise ManifestError(_syntax_error(error, where, text)) from None
+            except RecursionError:
+                raise ManifestError(_too_deep(where, None)) from None
             index += 1
             if node is None:
                 continue
             origin = f"{where}, document {index} (line {node.start_mark.line + 1})"
             _refuse_alias_bombs(node, origin)
-            data = loader.construct_document(node)
+            _refuse_unplain_nodes(node, origin)
+            try:
+                data = loader.construct_document(node)
+            except yaml.YAMLError as error:  # _refuse_unplain_nodes leaves none known; a last net
+                raise ManifestError(f"{origin}: cannot read it: {_problem(error)}") from None
+            except (ValueError, RecursionError) as error:
+                raise ManifestError(f"{origin}: cannot read it: {error}") from None
             if data is None:
                 continue  # an empty document between two '---'
             if not isinstance(data, dict):
@@ -175,6 +208,86 @@ def _iter_yaml(text: str, where: str) -> Iterator[Manifest]:
             yield from _expand(data, origin, node)
     finally:
         loader.dispose()
+
+
+def _problem(error: yaml.YAMLError) -> str:
+    mark = getattr(error, "problem_mark", None)
+    line = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    return line + str(getattr(error, "problem", None) or error)
+
+
+def _syntax_error(error: yaml.YAMLError, where: str, text: str) -> str:
+    if isinstance(error, yaml.reader.ReaderError):  # a control character: usually a binary file
+        at = text[: error.position].count("\n") + 1
+        character = error.character if isinstance(error.character, int) else ord(error.character)
+        return (
+            f"{where}: line {at}: the control character U+{character:04X} is not allowed in "
+            "YAML (a binary file?). Remove it, or move the file out of the manifest path."
+        )
+    mark = getattr(error, "problem_mark", None)
+    line = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(error, "problem", None) or str(error)
+    return f"{where}:{line}: not valid YAML: {problem}. Fix the syntax at that line."
+
+
+def _too_deep(origin: str, line: int | None) -> str:
+    at = f" (at line {line})" if line is not None else ""
+    return (
+        f"{origin}: nested more than {MAX_NESTING} levels deep{at}: no Kubernetes object is; "
+        "flatten it, or check for runaway brackets."
+    )
+
+
+def _refuse_unplain_nodes(root: yaml.Node, origin: str) -> None:
+    """ManifestError for what no Kubernetes object holds, at its line: a tag other than YAML's
+    plain ones (``!!python/...`` would build Python objects, ``!custom`` nothing at all), a key
+    that is a list or mapping, an integer over MAX_INTEGER_DIGITS digits, nesting deeper than
+    MAX_NESTING. Iterative; a node shared through aliases is checked once, at its deepest use."""
+    deepest: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        line = node.start_mark.line + 1
+        if depth > MAX_NESTING:
+            raise ManifestError(_too_deep(origin, line))
+        if deepest.get(id(node), 0) >= depth:
+            continue
+        deepest[id(node)] = depth
+        if node.tag not in _PLAIN_TAGS:
+            raise ManifestError(
+                f"{origin}: line {line}: the tag {node.tag} is not plain YAML: ktest reads manifests "
+                "with a safe loader, which builds no Python objects and knows no custom tags. "
+                "Remove the tag (quote the value if it is text)."
+            )
+        if node.tag == "tag:yaml.org,2002:int" and len(str(node.value)) > MAX_INTEGER_DIGITS:
+            raise ManifestError(
+                f"{origin}: line {line}: an integer of {len(str(node.value)):,} characters; Kubernetes "
+                f"numbers are 64-bit (ktest reads at most {MAX_INTEGER_DIGITS} digits). "
+                "Quote it if it is text."
+            )
+        if isinstance(node, yaml.MappingNode):
+            for key, _value in node.value:
+                if not isinstance(key, yaml.ScalarNode):
+                    raise ManifestError(
+                        f"{origin}: line {key.start_mark.line + 1}: a mapping key that is a "
+                        f"{'list' if isinstance(key, yaml.SequenceNode) else 'mapping'} (a complex "
+                        "key, `? [...]` or `{...}: ...`); Kubernetes objects have text keys. "
+                        "Write the key as a string."
+                    )
+        stack.extend((child, depth + 1) for child in _children(node))
+
+
+def _refuse_deep_data(data: Any, origin: str) -> None:
+    """ManifestError if ``data`` (a dict given in Python) nests deeper than MAX_NESTING."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise ManifestError(_too_deep(origin, None))
+        if isinstance(value, Mapping):
+            stack.extend((child, depth + 1) for child in value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((child, depth + 1) for child in value)
 
 
 def _refuse_alias_bombs(root: yaml.Node, origin: str) -> None:

@@ -6,8 +6,9 @@ neither hang nor hide the cause: :func:`delete_namespace` reports which objects 
 the namespace, then removes those finalizers and says so.
 
 A process killed with ``kill -9`` deletes nothing, so on a cluster that outlives it (``existing``)
-every namespace ktest creates names its holder (:data:`HOLDER_ANNOTATION`), and
-:func:`sweep_dead_namespaces` deletes those whose holder ran on this machine and is certainly dead.
+every namespace ktest creates names its holder (:data:`HOLDER_ANNOTATION`), signed with this
+user's key (:mod:`ktest.base.user_secret`), and :func:`sweep_dead_namespaces` deletes those whose
+signature holds and whose holder ran on this machine and is certainly dead.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ktest.base import user_secret
 from ktest.base.procfs import Holder, process_namespace
 from ktest.cluster.refs import ObjectRef
 from ktest.errors import ClusterError
@@ -41,7 +43,8 @@ without xdist): a session-scoped operator runs once per worker on the one shared
 so it must serve only its own worker's namespaces (``worker_namespace_selector``)."""
 HOLDER_ANNOTATION = "ktest.dev/holder"
 """On every namespace ktest creates: the process that will delete it (JSON: pid, start time,
-``where`` they mean something, host name); removed when a namespace is kept on purpose."""
+``where`` they mean something, host name, and ``mac``: those and the namespace's name signed with
+this user's key); removed when a namespace is kept on purpose."""
 DNS_LABEL_MAX = 63
 _POLL = 0.05
 
@@ -108,23 +111,32 @@ def create_namespace(cluster: ClusterClient, name: str, *, labels: Mapping[str, 
     """Create namespace ``name``, labelled as ktest's own so that ktest may delete it later, and
     held by this process: once it is dead, :func:`sweep_dead_namespaces` deletes what it left."""
     all_labels = {MANAGED_BY_LABEL: MANAGED_BY_VALUE, **(labels or {})}
-    metadata = {"name": name, "labels": all_labels, "annotations": {HOLDER_ANNOTATION: holder_annotation()}}
+    annotations = {HOLDER_ANNOTATION: holder_annotation(name)}
+    metadata = {"name": name, "labels": all_labels, "annotations": annotations}
     cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})
     return name
 
 
-def holder_annotation() -> str:
-    """The value of :data:`HOLDER_ANNOTATION` for a namespace this process creates."""
-    holder = Holder.current()
-    return json.dumps(
-        {
-            "pid": holder.pid,
-            "start": holder.start_time,
-            "where": process_namespace(),
-            "host": socket.gethostname(),
-        },
-        separators=(",", ":"),
-    )
+def holder_annotation(name: str) -> str:
+    """The value of :data:`HOLDER_ANNOTATION` for namespace ``name``, created by this process."""
+    current = Holder.current()
+    holder = NamespaceHolder(current.pid, current.start_time, process_namespace(), socket.gethostname())
+    record: dict[str, object] = {
+        "pid": holder.pid, "start": holder.start, "where": holder.where, "host": holder.host
+    }
+    try:
+        record["mac"] = user_secret.sign(holder.signed_text(name))
+    except OSError as error:  # no usable key (a read-only home): no sweep will delete it, say so once
+        if not _unsigned_warned.is_set():
+            _unsigned_warned.set()
+            log.warning(
+                "test namespaces are created unsigned, so no later sweep deletes them after a kill -9: %s",
+                error,
+            )
+    return json.dumps(record, separators=(",", ":"))
+
+
+_unsigned_warned = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -135,6 +147,7 @@ class NamespaceHolder:
     start: str
     where: str
     host: str
+    mac: str = ""
 
     @classmethod
     def of(cls, namespace: Mapping[str, object]) -> NamespaceHolder | None:
@@ -143,9 +156,18 @@ class NamespaceHolder:
         try:
             record = json.loads(str(annotations.get(HOLDER_ANNOTATION) or ""))
             pid, start, where = int(record["pid"]), str(record["start"]), str(record["where"])
-            return cls(pid, start, where, str(record.get("host") or ""))
+            return cls(pid, start, where, str(record.get("host") or ""), str(record.get("mac") or ""))
         except (ValueError, TypeError, KeyError):
             return None
+
+    def signed_text(self, name: str) -> str:
+        """What the ``mac`` signs: the holder and the namespace's name (a copied annotation
+        does not hold for another namespace)."""
+        return json.dumps([name, self.pid, self.start, self.where, self.host])
+
+    def signed_for(self, name: str) -> bool:
+        """True when this user's ktest signed this holder for namespace ``name``."""
+        return user_secret.signed(self.signed_text(name), self.mac)
 
     def on_this_machine(self) -> bool:
         """Recorded in this boot and pid namespace, where pid and start time can be checked."""
@@ -171,6 +193,7 @@ class NamespaceSweep:
 
     deleted: list[str] = field(default_factory=list)
     elsewhere: list[str] = field(default_factory=list)  # "name (host)": holders this machine cannot judge
+    unsigned: list[str] = field(default_factory=list)  # labelled as ktest's here, not signed by this user's
     error: str = ""
 
     def summary(self) -> str:
@@ -184,6 +207,12 @@ class NamespaceSweep:
                 "left alone, held by ktest sessions of other machines (or of this one before a reboot, or "
                 "of another container); delete them by hand once those are over: " + ", ".join(self.elsewhere)
             )
+        if self.unsigned:
+            lines.append(
+                "left alone, labelled as ktest's but not signed with this user's key "
+                f"({user_secret.secret_path()}): made by hand, by another user's ktest or by an "
+                "older ktest; delete them by hand if they are test namespaces: " + ", ".join(self.unsigned)
+            )
         if self.error:
             lines.append(f"could not look for namespaces left by killed ktest sessions: {self.error}")
         return "\n".join(lines)
@@ -195,7 +224,9 @@ def sweep_dead_namespaces(cluster: ClusterClient) -> NamespaceSweep:
 
     Left alone: namespaces of live holders, of holders recorded elsewhere (another machine,
     container, or boot: their pid says nothing here), without a holder (kept on purpose, or
-    made by an older ktest), and those already being deleted. The deletion is requested, not
+    made by an older ktest), whose holder is not signed with this user's key for that
+    namespace (the label and annotation are anyone's to copy who may patch namespaces), and
+    those already being deleted. The deletion is requested, not
     waited for: the cluster's namespace controller empties them.
     """
     report = NamespaceSweep()
@@ -213,6 +244,14 @@ def sweep_dead_namespaces(cluster: ClusterClient) -> NamespaceSweep:
             report.elsewhere.append(f"{metadata.get('name')} ({holder.host or 'unknown host'})")
             continue
         if not holder.certainly_dead():
+            continue
+        try:
+            genuine = holder.signed_for(str(metadata.get("name")))
+        except OSError as error:  # the key cannot be read: delete nothing
+            report.error = str(error)
+            return report
+        if not genuine:
+            report.unsigned.append(str(metadata.get("name")))
             continue
         body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": metadata.get("uid")}}
         try:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from ktest.base.procfs import private_directory
+from ktest.base.procfs import private_cache_directory, private_directory, write_private_file
 from ktest.controlplane.flags import cache_directory as flags_cache_directory
 from ktest.errors import ControlPlaneError
 
@@ -95,7 +95,7 @@ def store(data_dir: Path, destination: Path, bootstrap: Mapping[str, Sequence[st
     """Copy a stopped etcd's ``data_dir`` to ``destination`` atomically (WAL zeros trimmed,
     preallocated ``*.tmp`` segments left out), with a manifest of file sizes and the names of
     the ``bootstrap`` objects the data holds (kind -> ``namespace/name``)."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
+    private_cache_directory(destination.parent)
     partial = Path(tempfile.mkdtemp(prefix=f".{destination.name}.partial-", dir=destination.parent))
     try:
         files: dict[str, int] = {}
@@ -110,11 +110,12 @@ def store(data_dir: Path, destination: Path, bootstrap: Mapping[str, Sequence[st
                     _copy_trimmed(path, target)
                 else:
                     shutil.copyfile(path, target)
+                target.chmod(0o600)  # etcd's data: every object of the cluster, secrets too
                 files[str(relative)] = target.stat().st_size
         manifest: dict[str, object] = {"format": FORMAT, "files": files}
         if bootstrap is not None:
             manifest["bootstrap"] = {kind: sorted(names) for kind, names in bootstrap.items()}
-        (partial / MANIFEST).write_text(json.dumps(manifest))
+        write_private_file(partial / MANIFEST, json.dumps(manifest))
         try:
             os.rename(partial, destination)
         except OSError:
@@ -180,9 +181,10 @@ def ensure(
     directory = templates_directory()
     template = directory / key
     if is_complete(template):
+        private_cache_directory(directory)  # one an older ktest made 0755
         return template
-    directory.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(directory / f".{key}.lock")):
+    private_cache_directory(directory)
+    with filelock.FileLock(str(directory / f".{key}.lock"), mode=0o600):
         if is_complete(template):
             return template
         if template.exists():  # damaged (a manifest that does not match): build it again

@@ -4,6 +4,7 @@ the binary's path, size and modification time) and in memory: probing costs a pr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktest.base.process import component_environment
+from ktest.base.procfs import private_cache_directory, write_private_file
 from ktest.errors import ControlPlaneError
 
 _CACHE_FORMAT = 1
@@ -67,17 +69,15 @@ def probe(binary: Path) -> BinaryFlags:
             return _memo[key]
     cache_file = cache_directory() / f"{binary.name}-{key}.json"
     try:
+        private_cache_directory(cache_file.parent)  # 0700, also one an older ktest made 0755
         data = json.loads(cache_file.read_text())
         result = BinaryFlags(frozenset(data["flags"]), tuple(data["controllers"]))
     except (OSError, ValueError, KeyError, TypeError):
         result = _run_help(binary)
-        try:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            partial = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.partial")
-            partial.write_text(json.dumps({"flags": sorted(result.flags), "controllers": result.controllers}))
-            os.replace(partial, cache_file)
-        except OSError:
-            pass  # a read-only cache only costs a probe next time
+        with contextlib.suppress(OSError):  # a read-only cache only costs a probe next time
+            write_private_file(
+                cache_file, json.dumps({"flags": sorted(result.flags), "controllers": result.controllers})
+            )
     with _memo_lock:
         _memo[key] = result
     return result

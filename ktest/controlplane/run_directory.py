@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ktest.base import janitor
 from ktest.base.janitor_client import JanitorHandle
+from ktest.base.procfs import private_directory, untrusted
 from ktest.errors import ControlPlaneError
 
 _MIN_TMPFS_FREE = 1 << 30
@@ -49,9 +50,15 @@ def says_disk_full(log: bytes) -> bool:
 
 def create_run_directory(base: Path, *, keep_directory: bool) -> tuple[Path, JanitorHandle]:
     """A fresh 0700 directory in ``base`` (with ``logs/``), held by this process and watched by
-    a janitor; what killed runs left in ``base`` and in $TMPDIR is swept first."""
+    a janitor; what killed runs left in ``base`` and in $TMPDIR is swept first.
+
+    ``base`` (symlinks resolved) and every directory above it must be safe from other users
+    (:func:`refuse_untrusted_base`); the directory is made and checked through a descriptor of
+    ``base``, so the one returned is the one made."""
     try:
-        base.mkdir(parents=True, exist_ok=True)
+        private_directory(base)
+        base = base.resolve()
+        refuse_untrusted_base(base)
         janitor.sweep_leftovers([base])  # this base's planes, and webhook/operator-log dirs in $TMPDIR
         stats = os.statvfs(base)
         free = stats.f_bavail * stats.f_frsize
@@ -61,7 +68,7 @@ def create_run_directory(base: Path, *, keep_directory: bool) -> tuple[Path, Jan
                 f"{MIN_RUN_DIR_FREE >> 20} MiB there (etcd preallocates its log in 64 MiB segments).\n"
                 f"{disk_hint(base)}"
             )
-        directory = Path(tempfile.mkdtemp(prefix=f"{janitor.DIRECTORY_PREFIX}{os.getpid()}-", dir=base))
+        directory = base / _make_private_directory(base, f"{janitor.DIRECTORY_PREFIX}{os.getpid()}-")
     except OSError as error:
         raise ControlPlaneError(
             f"cannot create the control plane's directory in {base}: "
@@ -78,6 +85,56 @@ def create_run_directory(base: Path, *, keep_directory: bool) -> tuple[Path, Jan
         remove_run_directory(directory, handle, keep=keep_directory)
         raise
     return directory, handle
+
+
+def refuse_untrusted_base(base: Path) -> None:
+    """ControlPlaneError unless ``base`` (resolved) and each directory above it belong to this
+    user or root and no one else may write in them without the sticky bit: else another user
+    could rename the control plane's directory there and put theirs, receiving its CA and
+    admin keys."""
+    for directory in (base, *base.parents):
+        problem = untrusted(directory, os.stat(directory))
+        if problem:
+            raise ControlPlaneError(
+                f"refusing to put control planes in {base}: {problem}, so another user could take "
+                "over the control plane's directory there and receive its CA and admin keys.\n"
+                f"Use a directory of your own (--ktest-run-dir / ini ktest_run_dir / KTEST_RUN_DIR, "
+                f"ControlPlane(root_directory=...) in Python), or fix {directory}: "
+                f"`chown $USER {directory}`, or `chmod go-w {directory}` (`chmod +t` for a shared one)."
+            )
+
+
+def _make_private_directory(base: Path, prefix: str) -> str:
+    """Make a new 0700 directory ``<prefix><random>`` in ``base`` through a descriptor of it, and
+    check by descriptor that it is this user's and private; its name."""
+    base_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        problem = untrusted(base, os.fstat(base_fd))
+        if problem:  # swapped since refuse_untrusted_base looked
+            raise ControlPlaneError(f"refusing to put control planes in {base}: {problem}")
+        for _ in range(100):
+            name = f"{prefix}{os.urandom(4).hex()}"
+            try:
+                os.mkdir(name, 0o700, dir_fd=base_fd)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FileExistsError(f"no free name {prefix}* in {base}")
+        made = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=base_fd)
+        try:
+            stats = os.fstat(made)
+        finally:
+            os.close(made)
+        if stats.st_uid != os.getuid() or stats.st_mode & 0o077:
+            raise ControlPlaneError(
+                f"the control plane's new directory {base / name} is not this user's 0700 one "
+                f"(owner uid {stats.st_uid}, mode {stats.st_mode & 0o7777:04o}): something else "
+                f"changed it at once; check who else writes in {base}"
+            )
+        return name
+    finally:
+        os.close(base_fd)
 
 
 def remove_run_directory(directory: Path | None, handle: JanitorHandle | None, *, keep: bool) -> None:

@@ -36,8 +36,12 @@ def prepare(root: Path, directory: Path) -> Path:
 
 
 def safe_name(name: str) -> str:
-    """A test's node id (or a section title) as a file name: safe, short, and unique."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_.") or "test"
+    """A test's node id (or a section title) as a file name: ``/`` and ``::`` as ``_``, and, when
+    anything else had to go (``test[a/b]``, ``test[a b]``) or the name is long, a hash of the whole
+    name after it, so two tests never share a file."""
+    readable = name.replace("::", "_").replace("/", "_")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", readable).strip("_.") or "test"
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
     if len(safe) > 120:
-        safe = safe[:100] + "-" + hashlib.sha256(name.encode()).hexdigest()[:12]
-    return safe
+        return safe[:100] + "-" + digest
+    return f"{safe}-{digest}" if safe != readable else safe

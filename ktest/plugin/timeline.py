@@ -47,12 +47,17 @@ def _mode(config: pytest.Config) -> str:
 def page_path(item: pytest.Item) -> Path:
     """``<artifacts>/timelines/<node id>.html`` (artifacts: the setting, else ``.ktest-artifacts`` in
     the rootdir; the node id made safe, short, and unique)."""
-    return _artifacts(item.config) / "timelines" / f"{safe_name(item.nodeid)}.html"
+    return _artifacts(item.config) / "timelines" / page_name(item.nodeid)
 
 
 def _artifacts(config: pytest.Config) -> Path:
     session = config.stash.get(SESSION_KEY, None)
     return artifacts_root(session.settings.artifacts_dir if session is not None else None, config.rootpath)
+
+
+def page_name(nodeid: str) -> str:
+    """``nodeid``'s page: its safe, unique file name (:func:`~ktest.plugin.artifacts.safe_name`)."""
+    return f"{safe_name(nodeid)}.html"
 
 
 

@@ -13,7 +13,13 @@ from typing import Any
 from ktest.operators.logs import OperatorLog
 from ktest.proxy.api_request import WRITE_VERBS, ApiRequest
 from ktest.proxy.traffic import Call, Traffic
-from ktest.timeline.model import Event, TimelineData, cut, object_diff
+from ktest.timeline.model import (
+    Event,
+    TimelineData,
+    cut,
+    object_diff,
+    without_secret_values,
+)
 from ktest.timeline.watches import UNREACHABLE, ResourceKey, ResourceWatch, Seen
 
 MAX_LOG_LINES = 3000
@@ -159,9 +165,12 @@ class Assembly:
                 continue
             object_key = (key, namespace, name)
             old = previous.get(object_key)
-            previous[object_key] = event.obj
+            obj = event.obj
+            if (key.group, key.resource) == ("", "secrets"):
+                obj = without_secret_values(obj)
+            previous[object_key] = obj
             rows, more = object_diff(
-                old if event.type != "ADDED" else None, event.obj if event.type != "DELETED" else None
+                old if event.type != "ADDED" else None, obj if event.type != "DELETED" else None
             )
             where = f"{namespace}/{name}" if namespace else str(name)
             changed = ", ".join(row["path"] for row in rows[:3]) + (" …" if len(rows) > 3 else "")

@@ -18,6 +18,8 @@ value cut to :data:`MAX_VALUE_CHARS`, so the page stays small however big the ob
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -169,3 +171,41 @@ def object_diff(
         if path not in before or path not in after or before[path] != after[path]
     ]
     return rows[:MAX_DIFF_ROWS], max(0, len(rows) - MAX_DIFF_ROWS)
+
+
+# -------------------------------------------------------------------- Secrets
+
+
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def hidden(value: Any, *, base64_text: bool = False) -> str:
+    """What a page shows of a Secret's value: its length and a hash (equal values, equal
+    hashes: a change still shows), never the value. ``base64_text``: the length decoded."""
+    import base64
+    import binascii
+
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    length = len(text.encode())
+    if base64_text:
+        with contextlib.suppress(binascii.Error, ValueError):  # not base64: its own length
+            length = len(base64.b64decode(text, validate=True))
+    return f"(hidden: {length} bytes, sha256 {hashlib.sha256(text.encode()).hexdigest()[:16]})"
+
+
+def without_secret_values(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A Secret with every value of ``data`` and ``stringData`` (and the last-applied copy of
+    them kubectl keeps in an annotation) replaced by :func:`hidden`."""
+    shown = dict(obj)
+    for name, base64_text in (("data", True), ("stringData", False)):
+        values = obj.get(name)
+        if isinstance(values, Mapping):
+            shown[name] = {key: hidden(value, base64_text=base64_text) for key, value in values.items()}
+    metadata = obj.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    if isinstance(metadata, Mapping) and isinstance(annotations, Mapping) and _LAST_APPLIED in annotations:
+        shown["metadata"] = {
+            **metadata,
+            "annotations": {**annotations, _LAST_APPLIED: hidden(annotations[_LAST_APPLIED])},
+        }
+    return shown

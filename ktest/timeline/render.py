@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
+from ktest.base.procfs import private_directory, untrusted
 from ktest.timeline.model import TimelineData
 
 _STYLE = """
@@ -225,15 +227,44 @@ def render(timeline: TimelineData) -> str:
 
 
 def write_page(timeline: TimelineData, path: Path) -> Path:
-    """Write the page atomically (a half-written file is never left under ``path``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write the page atomically (a half-written file is never left under ``path``), readable
+    by this user only (0600: it shows the test's objects). The page's directory and the one
+    above it (``<artifacts>/timelines``) are refused, with a PermissionError naming them, when
+    another user could take them over: a symlink not of this user's, a directory of another
+    user's, or one everyone may write in without the sticky bit."""
+    _refuse_untrusted(path.parent)
+    private_directory(path.parent)
+    _refuse_untrusted(path.parent)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # 0600, O_EXCL
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(render(timeline))
-        os.chmod(temporary, 0o644)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
     return path
+
+
+def _refuse_untrusted(directory: Path) -> None:
+    """PermissionError when ``directory`` or its parent, as far as they exist, could be another
+    user's to redirect or swap (see :func:`write_page`)."""
+    for checked in (directory.parent, directory):
+        try:
+            found = os.lstat(checked)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(found.st_mode) and found.st_uid != os.getuid():
+            raise PermissionError(
+                f"refusing to write a timeline page through {checked}: a symlink of uid {found.st_uid}, "
+                f"not of this user's, so another user chooses where the page goes. Remove it, or set "
+                "ktest_artifacts (--ktest-artifacts) to a directory of your own."
+            )
+        problem = untrusted(checked, os.stat(checked), group_may_write=True)
+        if problem:
+            raise PermissionError(
+                f"refusing to write a timeline page in {checked}: {problem}, so another user could "
+                "read the page or swap it. Set ktest_artifacts (--ktest-artifacts) to a directory of "
+                "your own, or fix "
+                f"{checked} (`chown $USER`, `chmod go-w`)."
+            )

@@ -52,6 +52,54 @@ def test_a_malformed_crd_in_the_last_file_installs_none(admin: Cluster, tmp_path
     admin.delete(("apiextensions.k8s.io/v1", "CustomResourceDefinition", f"alphas.{GROUP}"))
 
 
+def _with_field(field: bytes) -> bytes:
+    """A good CRD with one more top-level field, ``field`` (a line of YAML)."""
+    return yaml.safe_dump(crd(GROUP, "Bad"), sort_keys=False).encode() + field
+
+
+def _deeply_nested(depth: int) -> bytes:
+    """A CRD with a top-level field holding ``depth`` mappings, one in the other (block style)."""
+    text = yaml.safe_dump(crd(GROUP, "Deep"), sort_keys=False) + "x:\n"
+    text += "".join("  " * (level + 1) + f"k{level}:\n" for level in range(depth))
+    text += "  " * (depth + 1) + "v: 1\n"
+    return text.encode()
+
+
+# Issue 50.7: shapes that escaped as raw exceptions; the deep mapping only part-way through the
+# install, after the good CRD before it had been created.
+MALFORMED_FILES = {
+    "not-utf8": (b"apiVersion: apiextensions.k8s.io/v1\nkind: \xff\n", "line 2: not UTF-8 text"),
+    "binary": (bytes(range(128)) * 4, "control character U+0000"),
+    "python-tag": (_with_field(b"x: !!python/object/apply:os.system [true]\n"), "not plain YAML"),
+    "unknown-tag": (_with_field(b"x: !custom 3\n"), "the tag !custom is not plain YAML"),
+    "complex-key": (_with_field(b"? [a, b]\n: c\n"), "a mapping key that is a list"),
+    "long-integer": (_with_field(b"x: " + b"9" * 5000 + b"\n"), "an integer of 5,000 characters"),
+    "deep-flow-sequence": (
+        _with_field(b"x: " + b"[" * 990 + b"]" * 990 + b"\n"),
+        "nested more than 200 levels deep",
+    ),
+    "deep-mapping": (
+        _deeply_nested(900),
+        "nested more than 200 levels deep",
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(MALFORMED_FILES))
+def test_a_malformed_crd_file_is_one_crd_error_before_anything_is_installed(
+    admin: Cluster, tmp_path: Path, shape: str
+) -> None:
+    data, said = MALFORMED_FILES[shape]
+    (tmp_path / "a-sound.yaml").write_text(yaml.safe_dump(crd(GROUP, "Sound"), sort_keys=False))
+    (tmp_path / "b-bad.yaml").write_bytes(data)
+    with pytest.raises(CRDError) as caught:
+        admin.install_crds(tmp_path)
+    message = str(caught.value)
+    assert f"{tmp_path / 'b-bad.yaml'}" in message and said in message, message
+    assert caught.value.__context__ is None or caught.value.__suppress_context__
+    assert not _installed(admin, f"sounds.{GROUP}"), "the good CRD before it was installed"
+
+
 def test_an_oversized_crd_is_named_with_its_size_and_the_limit_at_once(
     admin: Cluster, tmp_path: Path
 ) -> None:

@@ -207,6 +207,33 @@ def crd_with(old: str, new: str) -> Callable[[Sandbox], Any]:
     return manifest(CRD_TEXT.replace(old, new, 1), crds=True)
 
 
+def crd_file(data: bytes) -> Callable[[Sandbox], Any]:
+    """A CRD file of raw bytes, read as ``install_crds`` does before it installs anything."""
+
+    def trigger(box: Sandbox) -> Any:
+        from ktest.cluster.crds import _check_is_crd
+        from ktest.cluster.manifests import load_as
+        from ktest.errors import CRDError
+
+        path = box.root / "files" / "crd.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        return [_check_is_crd(item) for item in load_as(path, CRDError, "cannot read CRDs")]
+
+    return trigger
+
+
+def crd_plus(extra: str) -> bytes:
+    """CRD_TEXT with ``extra`` (a top-level field, a line of its own) at its end: line 13."""
+    return (CRD_TEXT + extra).encode()
+
+
+def nested_mapping(depth: int) -> str:
+    """``x:`` holding ``depth`` mappings, one in the other, in block style."""
+    levels = "".join("  " * level + f"  k{level}:\n" for level in range(depth))
+    return "x:\n" + levels + "  " * depth + "  v: 1\n"
+
+
 # A few hundred bytes that expand to 10^8 nodes if written out ("billion laughs").
 ALIAS_BOMB = (
     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\nx0: &x0 [a, a, a, a, a, a, a, a, a, a]\n"
@@ -292,9 +319,10 @@ def cli_os_error(*args: str, **env: str) -> Callable[[Sandbox], Any]:
     return trigger
 
 
-def existing_as(user: dict[str, Any], plugin: str = "") -> Callable[[Sandbox], Any]:
+def existing_as(user: dict[str, Any], plugin: str = "", **options: float) -> Callable[[Sandbox], Any]:
     """Backend existing on a real control plane, as a kubeconfig user whose credentials never
-    reach it; ``plugin``: the body of an exec plugin script ``plugin`` runs."""
+    reach it; ``plugin``: the body of an exec plugin script ``plugin`` runs; ``options``: of
+    ExistingBackend (``exec_timeout``)."""
 
     def trigger(box: Sandbox) -> Any:
         import yaml
@@ -315,7 +343,28 @@ def existing_as(user: dict[str, Any], plugin: str = "") -> Callable[[Sandbox], A
                 "contexts": [{"name": "dev@plane", "context": {"cluster": "plane", "user": "dev"}}],
                 "current-context": "dev@plane",
             }
-            return ExistingBackend(box.file("kubeconfig", yaml.safe_dump(config)), "dev@plane", timeout=10)
+            return ExistingBackend(
+                box.file("kubeconfig", yaml.safe_dump(config)), "dev@plane", timeout=10, **options
+            )
+
+    return trigger
+
+
+def existing_offline(user_name: str, credentials: dict[str, Any]) -> Callable[[Sandbox], Any]:
+    """Backend existing with a kubeconfig that fails before any request is sent."""
+
+    def trigger(box: Sandbox) -> Any:
+        import yaml
+
+        from ktest.backends.existing.backend import ExistingBackend
+
+        config = {
+            "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+            "users": [{"name": user_name, "user": credentials}],
+            "contexts": [{"name": "dev@c", "context": {"cluster": "c", "user": user_name}}],
+            "current-context": "dev@c",
+        }
+        return ExistingBackend(box.file("kubeconfig", yaml.safe_dump(config)), "dev@c", timeout=3)
 
     return trigger
 
@@ -345,6 +394,10 @@ current-context: prod
 # error type name -> {case id: (trigger, fragments that must all appear in the message)}
 CASES_BY_ERROR: dict[str, dict[str, tuple[Callable[[Sandbox], Any], tuple[str, ...]]]] = {
     "ConfigError": {  # settings and kubeconfigs: the setting, its source and the allowed values named
+        "existing-user-name-with-nul": (  # was: ValueError: embedded null byte
+            existing_offline("de\0v", {"client-certificate-data": "eA==", "client-key-data": "eA=="}),
+            ("the user name 'de\\x00v'", "files/kubeconfig", "holds a NUL byte", "rename it"),
+        ),
         "backend-unknown": bad_setting("KTEST_BACKEND", "kube", "'kube'", "bare", "existing"),
         "timeout-negative": bad_setting("KTEST_TIMEOUT", "-1", "'-1'", "finite number of seconds"),
         "interval-zero": bad_setting("KTEST_INTERVAL", "0", "more than 0"),
@@ -538,6 +591,50 @@ CASES_BY_ERROR: dict[str, dict[str, tuple[Callable[[Sandbox], Any], tuple[str, .
             crd_with("{type: object}", "{type: object, description: '" + "x" * (20 << 20) + "'}"),
             ("manifest.yaml, document 1", "20.0 MiB", "3.0 MiB (3145728 bytes)", "nothing was installed"),
         ),
+        # Issue 50.7: each was a raw exception (UnicodeDecodeError, ConstructorError, ValueError,
+        # RecursionError part-way through an install).
+        "crd-file-not-utf8": (
+            crd_file(b"apiVersion: apiextensions.k8s.io/v1\nkind: \xff\xfe\n"),
+            ("crd.yaml: line 2", "not UTF-8 text", "byte 0xff", "save it as UTF-8"),
+        ),
+        "crd-file-binary": (
+            crd_file(bytes(range(128)) * 4),
+            ("crd.yaml: line 1", "control character U+0000", "a binary file?"),
+        ),
+        "crd-file-binary-not-utf8": (
+            crd_file(b"\x7fELF" + bytes(range(128, 256))),
+            ("crd.yaml: line 1", "not UTF-8 text", "byte 0x80", "a binary file?"),
+        ),
+        "crd-python-tag": (
+            crd_file(crd_plus("x: !!python/object/apply:os.system [echo hi]\n")),
+            ("crd.yaml, document 1", "line 13", "python/object/apply:os.system", "not plain YAML",
+             "Remove the tag"),
+        ),
+        "crd-unknown-tag": (
+            crd_file(crd_plus("x: !custom 3\n")),
+            ("crd.yaml, document 1", "line 13", "the tag !custom", "Remove the tag"),
+        ),
+        "crd-complex-key-list": (
+            crd_file(crd_plus("? [a, b]\n: c\n")),
+            ("crd.yaml, document 1", "line 13", "a mapping key that is a list", "Write the key as a string"),
+        ),
+        "crd-complex-key-mapping": (
+            crd_file(crd_plus("{a: 1}: c\n")),
+            ("crd.yaml, document 1", "line 13", "a mapping key that is a mapping",
+             "Write the key as a string"),
+        ),
+        "crd-5000-digit-integer": (
+            crd_file(crd_plus("x: " + "9" * 5000 + "\n")),
+            ("crd.yaml, document 1", "line 13", "an integer of 5,000 characters", "Quote it"),
+        ),
+        "crd-990-deep-flow-sequence": (
+            crd_file(crd_plus("x: " + "[" * 990 + "]" * 990 + "\n")),
+            ("crd.yaml, document 1", "nested more than 200 levels deep (at line 13)", "flatten it"),
+        ),
+        "crd-900-deep-mapping": (
+            crd_file(crd_plus(nested_mapping(900))),
+            ("crd.yaml, document 1", "nested more than 200 levels deep (at line 2", "flatten it"),
+        ),
     },
     "ClusterError": {  # clusters ktest cannot use
         "existing-refused": (
@@ -559,6 +656,16 @@ CASES_BY_ERROR: dict[str, dict[str, tuple[Callable[[Sandbox], Any], tuple[str, .
         "existing-user-without-credentials": (
             existing_as({}),
             ("system:anonymous", "user 'dev' has no credentials", "auth whoami"),
+        ),
+        "existing-exec-plugin-never-exits": (  # was: the session's start hung for good, saying nothing
+            existing_as(exec_user(""), plugin="sleep 600", exec_timeout=2),
+            ("exec credential plugin of user 'dev'", "files/kubeconfig", "did not finish within 2 s",
+             "ktest waited for the credentials of context 'dev@plane'", "log in first"),
+        ),
+        "existing-error-names-the-users-kubeconfig": (  # was: the private copy in $TMPDIR named
+            existing_offline("dev", {"client-certificate-data": "eA==", "client-key": "/nonexistent/key"}),
+            ("backend existing: cannot use kubeconfig", "files/kubeconfig (context dev@c)",
+             "/nonexistent/key"),
         ),
         "user-without-control-plane": (
             user_issue("op"),

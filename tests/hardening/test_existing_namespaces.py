@@ -2,7 +2,8 @@
 cluster for good: every namespace ktest creates names its holder (pid, start time,
 boot and pid namespace); the next session on that cluster, and ``ktest down --backend
 existing``, delete those whose holder ran on this machine and is dead, and leave every other
-alone: a live session's, another machine's, a kept one, one ktest did not create.
+alone: a live session's, another machine's, a kept one, one ktest did not create, and one
+labelled and annotated by hand as ktest's (its holder not signed with this user's key, issue 50.5).
 
 The "existing cluster" is a real ktest control plane with the namespace controller, so a
 deleted namespace really goes; the sessions are real child processes, really killed."""
@@ -20,6 +21,7 @@ import yaml
 from hardening_helpers import run_ktest, sandbox_env
 
 from ktest.assets.bundle import Assets
+from ktest.base.user_secret import secret_path
 from ktest.cluster import Cluster
 from ktest.cluster.namespaces import HOLDER_ANNOTATION, MANAGED_BY_LABEL, NamespaceHolder
 from ktest.controlplane import ControlPlane
@@ -92,7 +94,9 @@ def test_a_killed_sessions_namespace_is_deleted_and_others_are_left_alone(
     survivor, survivors_namespace = _holding_session(existing_env)
     planted: list[str] = []
     try:
-        holder = NamespaceHolder.of(admin.get(("v1", "Namespace", victims_namespace)))
+        victims = admin.get(("v1", "Namespace", victims_namespace))
+        holder = NamespaceHolder.of(victims)
+        signature = json.loads(victims["metadata"]["annotations"][HOLDER_ANNOTATION]).get("mac", "")
         assert holder is not None and holder.pid == victim.pid and holder.on_this_machine(), holder
         victim.kill()
         victim.wait()
@@ -101,7 +105,12 @@ def test_a_killed_sessions_namespace_is_deleted_and_others_are_left_alone(
         elsewhere = _planted(admin, f"other-machine-{victim.pid}", {**dead, "where": "another-boot/pid:[1]"})
         kept = _planted(admin, f"kept-{victim.pid}", None)
         not_ours = _planted(admin, f"not-ktest-{victim.pid}", {**dead, "where": holder.where}, label=False)
-        planted += [elsewhere, kept, not_ours]
+        # Issue 50.5's attack: label and annotation set by hand, as anyone who may patch
+        # namespaces can: the killed session's holder without its signature, and with the
+        # signature copied from the killed session's own namespace.
+        forged = _planted(admin, f"prod-data-{victim.pid}", {**dead, "where": holder.where})
+        copied = _planted(admin, f"prod-copy-{victim.pid}", {**dead, "where": holder.where, "mac": signature})
+        planted += [elsewhere, kept, not_ours, forged, copied]
 
         if sweeper == "next session":
             session = subprocess.run(
@@ -119,6 +128,8 @@ def test_a_killed_sessions_namespace_is_deleted_and_others_are_left_alone(
             assert f"left by killed ktest sessions of this machine: {victims_namespace}" in said
             assert "left alone, held by ktest sessions of other machines" in said and elsewhere in said
             assert survivors_namespace not in said and kept not in said and not_ours not in said
+            assert f"not signed with this user's key ({secret_path()})" in said
+            assert f"{forged}, {copied}" in said or f"{copied}, {forged}" in said, said
 
         eventually(
             lambda: _state(admin, victims_namespace) == "gone",
@@ -126,7 +137,7 @@ def test_a_killed_sessions_namespace_is_deleted_and_others_are_left_alone(
             description="the killed session's namespace to be deleted (the namespace controller empties it)",
         )
         assert _state(admin, survivors_namespace) == "active", "a live session's namespace was touched"
-        assert [_state(admin, name) for name in planted] == ["active"] * 3
+        assert {name: _state(admin, name) for name in planted} == dict.fromkeys(planted, "active")
     finally:
         for child in (victim, survivor):
             child.kill()

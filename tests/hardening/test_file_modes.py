@@ -103,6 +103,29 @@ def test_an_older_state_directory_is_made_private(tmp_path: Path, monkeypatch: p
     assert loose_modes(tmp_path / "ktest") == []
 
 
+def test_what_a_start_writes_in_the_cache_is_private(
+    assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loose_umask: None
+) -> None:
+    """Issue 50.9. Was: ``etcd-templates/`` (etcd's data: every object, secrets too) and
+    ``flags/`` 0755 with 0644 files, beside a cache otherwise 0700/0600. A ``flags/`` an older
+    ktest made 0755 is made 0700 too."""
+    from ktest.controlplane import flags
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.setattr(flags, "_memo", {})  # probed again, so written to this cache
+    older = cache / "ktest" / "flags"
+    older.mkdir(parents=True)
+    older.chmod(0o755)
+    with ControlPlane(assets=assets, controllers="none", root_directory=tmp_path / "run"):
+        pass
+    written = cache / "ktest"
+    assert {"etcd-templates", "flags"} <= {path.name for path in written.iterdir()}
+    assert any(path.suffix == ".json" for path in (written / "flags").iterdir())
+    assert any((written / "etcd-templates").rglob("*.wal")), "no template was stored"
+    assert loose_modes(written / "flags") + loose_modes(written / "etcd-templates") == []
+
+
 # ------------------------------------------------------- the files inside those directories too
 
 

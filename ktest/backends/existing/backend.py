@@ -11,6 +11,7 @@ ktest deletes only the namespaces it created (``app.kubernetes.io/managed-by=kte
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -19,14 +20,20 @@ import shlex
 import shutil
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import urllib3
 
-from ktest.backends.existing.private_kubeconfig import PrivateKubeconfig, context_entries, load_kubeconfig
+from ktest.backends.existing.exec_bound import bounded_exec
+from ktest.backends.existing.private_kubeconfig import (
+    EXEC_PLUGIN_TIMEOUT,
+    PrivateKubeconfig,
+    context_entries,
+    load_kubeconfig,
+)
 from ktest.cluster import Cluster
 from ktest.cluster.namespaces import sweep_dead_namespaces
 from ktest.cluster.rest import auth_headers
@@ -50,25 +57,46 @@ class ExistingBackend(Backend):
         *,
         timeout: float = DEFAULT_PROBE_TIMEOUT,
         run_dir: Path | None = None,
+        exec_timeout: float = EXEC_PLUGIN_TIMEOUT,
     ) -> None:
         check_context(kubeconfig, context)
         self.kubeconfig = kubeconfig
         self.context = context
         # The client gets a copy whose credentials are files, so it writes none to $TMPDIR.
-        self._private = PrivateKubeconfig(kubeconfig, context, base=run_dir or default_base_directory())
+        self._private = PrivateKubeconfig(
+            kubeconfig, context, base=run_dir or default_base_directory(), exec_timeout=exec_timeout
+        )
         try:
-            super().__init__(Cluster(self._private.path, context=context, controllers=None, name=context))
+            with self._naming_the_users_file():
+                cluster = Cluster(self._private.path, context=context, controllers=None, name=context)
+            super().__init__(cluster)
         except BaseException:
             self._private.close()
             raise
         try:
-            check_reachable(self.cluster, kubeconfig, context, timeout)
-            self.user = check_identity(self.cluster, kubeconfig, context, timeout)
+            with self._naming_the_users_file():
+                check_reachable(self.cluster, kubeconfig, context, timeout, exec_timeout)
+                self.user = check_identity(self.cluster, kubeconfig, context, timeout, exec_timeout)
             # What killed sessions of this machine left (their kill -9 deleted nothing).
             self.namespace_sweep = sweep_dead_namespaces(self.cluster)
         except BaseException:
             self.close()
             raise
+
+    @contextlib.contextmanager
+    def _naming_the_users_file(self) -> Iterator[None]:
+        """Errors that name ktest's private copy of the kubeconfig name the user's file instead
+        (the one they can open and fix)."""
+        try:
+            yield
+        except (ClusterError, ConfigError) as error:
+            text = str(error)
+            private = (str(self._private.path), str(self._private.directory))
+            if not any(path in text for path in private):
+                raise
+            text = text.replace(private[0], str(self.kubeconfig))
+            text = text.replace(private[1], f"ktest's private copy of {self.kubeconfig}")
+            raise type(error)(text if text.startswith("backend") else f"backend existing: {text}") from None
 
     def close(self) -> None:
         try:
@@ -108,10 +136,17 @@ def check_context(kubeconfig: Path, context: str) -> None:
         )
 
 
-def check_reachable(cluster: Cluster, kubeconfig: Path, context: str, timeout: float) -> None:
+def check_reachable(
+    cluster: Cluster,
+    kubeconfig: Path,
+    context: str,
+    timeout: float,
+    exec_timeout: float = EXEC_PLUGIN_TIMEOUT,
+) -> None:
     """GET ``/version`` once, without retries; raise ClusterError saying what failed and how to check."""
     response = _send_once(cluster, kubeconfig, context, timeout, "GET", "/version")
-    if response.status == 401 and (cause := credentials_problem(kubeconfig, context)) is not None:
+    cause = credentials_problem(kubeconfig, context, exec_timeout) if response.status == 401 else None
+    if cause is not None:
         what = f"the server rejected the requests as not authenticated (HTTP 401): {cause}"
     elif response.status in (401, 403):
         what = (
@@ -155,7 +190,13 @@ SELF_SUBJECT_REVIEW_VERSIONS = ("v1", "v1beta1")  # GA in Kubernetes 1.28, beta 
 _FORBIDDEN_USER = re.compile(r'User "([^"]*)" cannot')
 
 
-def check_identity(cluster: Cluster, kubeconfig: Path, context: str, timeout: float) -> str | None:
+def check_identity(
+    cluster: Cluster,
+    kubeconfig: Path,
+    context: str,
+    timeout: float,
+    exec_timeout: float = EXEC_PLUGIN_TIMEOUT,
+) -> str | None:
     """Ask the server who the client is (a SelfSubjectReview); return that user name.
 
     Raise ClusterError when the server takes the client for ``system:anonymous``: the
@@ -171,7 +212,7 @@ def check_identity(cluster: Cluster, kubeconfig: Path, context: str, timeout: fl
             continue
         user = _reviewed_user(response.status, response.data)
         if user == ANONYMOUS_USER:
-            raise ClusterError(_anonymous(server, kubeconfig, context))
+            raise ClusterError(_anonymous(server, kubeconfig, context, exec_timeout))
         return user
     return None
 
@@ -192,9 +233,9 @@ def _reviewed_user(status: int, data: bytes) -> str | None:
     return found.group(1) if found else None
 
 
-def _anonymous(server: str, kubeconfig: Path, context: str) -> str:
+def _anonymous(server: str, kubeconfig: Path, context: str, exec_timeout: float) -> str:
     user = _context_user(kubeconfig, context)[0]
-    cause = credentials_problem(kubeconfig, context) or (
+    cause = credentials_problem(kubeconfig, context, exec_timeout) or (
         f"the credentials of user {user!r} did not authenticate (the server fell back to anonymous)"
     )
     return (
@@ -217,7 +258,9 @@ def _context_user(kubeconfig: Path, context: str) -> tuple[str, dict[str, Any] |
     return str(user_name), body if isinstance(body, dict) else {}
 
 
-def credentials_problem(kubeconfig: Path, context: str) -> str | None:
+def credentials_problem(
+    kubeconfig: Path, context: str, exec_timeout: float = EXEC_PLUGIN_TIMEOUT
+) -> str | None:
     """Why the context's user sends no credentials, with the fix; None when nothing looks wrong."""
     user_name, user = _context_user(kubeconfig, context)
     where = f"users[{user_name}].user in {kubeconfig}"
@@ -227,7 +270,7 @@ def credentials_problem(kubeconfig: Path, context: str) -> str | None:
         return f"context {context!r} names user {user_name!r}, which is not in {kubeconfig}; add it"
     exec_config = user.get("exec")
     if isinstance(exec_config, dict):
-        return _exec_problem(exec_config, user_name, kubeconfig, where)
+        return _exec_problem(exec_config, user_name, kubeconfig, context, where, exec_timeout)
     token_file = user.get("tokenFile")
     if isinstance(token_file, str) and token_file and not user.get("token"):
         path = Path(token_file) if os.path.isabs(token_file) else kubeconfig.parent / token_file
@@ -245,7 +288,14 @@ def credentials_problem(kubeconfig: Path, context: str) -> str | None:
     return None
 
 
-def _exec_problem(exec_config: dict[str, Any], user_name: str, kubeconfig: Path, where: str) -> str:
+def _exec_problem(
+    exec_config: dict[str, Any],
+    user_name: str,
+    kubeconfig: Path,
+    context: str,
+    where: str,
+    exec_timeout: float,
+) -> str:
     command = str(exec_config.get("command") or "")
     if not command:
         return f"the exec plugin of user {user_name!r} has no command; set exec.command in {where}"
@@ -265,10 +315,18 @@ def _exec_problem(exec_config: dict[str, Any], user_name: str, kubeconfig: Path,
     from kubernetes.config.exec_provider import ExecProvider
     from kubernetes.config.kube_config import ConfigNode
 
+    what = (
+        f"the exec credential plugin of user {user_name!r} in {kubeconfig} (ktest waited for the "
+        f"credentials of context {context!r})"
+    )
+    bounded = bounded_exec(
+        {**exec_config, "command": found}, timeout=exec_timeout, what=what, cwd=str(kubeconfig.parent)
+    )
     try:
-        ExecProvider(ConfigNode("exec", exec_config), str(kubeconfig.parent)).run()
+        ExecProvider(ConfigNode("exec", bounded), str(kubeconfig.parent)).run()
     except Exception as error:
-        return f"the exec plugin {found} of user {user_name!r} failed: {error}; fix it or exec in {where}"
+        failed = str(error).strip().rstrip(".")
+        return f"the exec plugin {found} of user {user_name!r} failed: {failed}; fix it or exec in {where}"
     return f"the exec plugin {found} of user {user_name!r} gave credentials the server did not take"
 
 

@@ -6,7 +6,8 @@ and removes them only at a clean interpreter exit: after SIGTERM or ``kill -9``
 the user's key would stay there. For backend ``existing``, ktest writes the
 context's cluster and user once into a 0700 directory (on tmpfs when
 available) and hands the client that copy; a janitor process removes the
-directory even if this process is killed.
+directory even if this process is killed. Its exec credential plugin runs with a time limit
+(:mod:`ktest.backends.existing.exec_bound`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from ktest.backends.existing.exec_bound import bounded_exec
 from ktest.base.janitor_client import JanitorHandle
 from ktest.base.procfs import write_private_file
 from ktest.errors import ConfigError
@@ -32,14 +34,25 @@ _FILE_FIELDS = {
     "client-certificate-data": ("client-certificate", "client.crt"),
     "client-key-data": ("client-key", "client.key"),
 }
+EXEC_PLUGIN_TIMEOUT = 60.0
+"""Seconds an exec credential plugin may take (``aws eks get-token`` takes one or two)."""
 _PATH_FIELDS = ("certificate-authority", "client-certificate", "client-key", "tokenFile")
 
 
 class PrivateKubeconfig:
     """``path`` is a kubeconfig with only ``context``, credentials as files; ``close()`` removes it."""
 
-    def __init__(self, source: Path, context: str, base: Path | None = None) -> None:
+    def __init__(
+        self,
+        source: Path,
+        context: str,
+        base: Path | None = None,
+        *,
+        exec_timeout: float = EXEC_PLUGIN_TIMEOUT,
+    ) -> None:
         context_entry, cluster, user = copy.deepcopy(context_entries(load_kubeconfig(source), context))
+        _refuse_nul_names(source, context, context_entry, cluster, user)
+        self.source, self.context, self.exec_timeout = source, context, exec_timeout
         parent = base or Path(tempfile.gettempdir())
         self.directory = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent))
         self._janitor: JanitorHandle | None = JanitorHandle(self.directory, keep_directory=False)
@@ -77,7 +90,8 @@ class PrivateKubeconfig:
                     f"backend existing: {field} of {entry.get('name')!r} in {source} is not valid base64; "
                     "fix or regenerate that kubeconfig entry"
                 ) from None
-            target = self.directory / f"{entry.get('name')}-{file_name}".replace("/", "_")
+            # One cluster and one user per copy: fixed names (an entry's name may hold anything).
+            target = self.directory / f"{'cluster' if 'cluster' in entry else 'user'}-{file_name}"
             write_private_file(target, content)
             body[file_field] = str(target)
         for field in _PATH_FIELDS:  # relative paths were relative to the original kubeconfig
@@ -88,7 +102,15 @@ class PrivateKubeconfig:
         command = exec_config.get("command") if isinstance(exec_config, dict) else None
         # kubectl runs an exec plugin given by a relative path from the kubeconfig's directory.
         if isinstance(exec_config, dict) and isinstance(command, str) and os.sep in command:
-            exec_config["command"] = str((source.parent / command).resolve())
+            exec_config["command"] = command = str((source.parent / command).resolve())
+        if isinstance(exec_config, dict) and isinstance(command, str) and command:
+            what = (
+                f"the exec credential plugin of user {entry.get('name')!r} in {source} (ktest waited for "
+                f"the credentials of context {self.context!r})"
+            )
+            body["exec"] = bounded_exec(
+                exec_config, timeout=self.exec_timeout, what=what, cwd=str(source.parent)
+            )
 
     def close(self) -> None:
         """Remove the copy (idempotent)."""
@@ -96,6 +118,21 @@ class PrivateKubeconfig:
         janitor, self._janitor = self._janitor, None
         if janitor is not None:
             janitor.release()
+
+
+def _refuse_nul_names(source: Path, context: str, *entries: Any) -> None:
+    """ConfigError when the context's, its cluster's or its user's name holds a NUL byte."""
+    names = [("context", context)] + [
+        (kind, entry.get("name"))
+        for kind, entry in zip(("context", "cluster", "user"), entries, strict=True)
+        if isinstance(entry, dict)
+    ]
+    for kind, name in names:
+        if isinstance(name, str) and "\0" in name:
+            raise ConfigError(
+                f"backend existing: the {kind} name {name!r} in {source} holds a NUL byte (\\x00), which "
+                "no file name, header or client can carry; rename it there (and where the context names it)"
+            )
 
 
 def load_kubeconfig(source: Path) -> dict[str, Any]:
