@@ -12,10 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TextIO
-
-import filelock
 
 
 def format_duration(seconds: float) -> str:
@@ -92,7 +89,7 @@ class Progress:
             outcome = "done in"
         finally:
             stop.set()
-            ticker.join()
+            ticker.join(interval + 5.0)  # it writes one line at most before it sees stop
             elapsed = format_duration(time.monotonic() - started)
             self._write_status(f"{message} ... {outcome} {elapsed}", final=True)
 
@@ -116,22 +113,6 @@ class Progress:
             else:
                 self.stream.write(f"ktest: {text}\n")
             self.stream.flush()
-
-
-@contextmanager
-def holding_lock(path: Path, progress: Progress, holder: str) -> Iterator[None]:
-    """Hold the file lock ``path``; while another process (``holder``: who, in words) holds
-    it, say so on ``progress`` and wait."""
-    lock = filelock.FileLock(str(path))
-    try:
-        lock.acquire(timeout=0.2)
-    except filelock.Timeout:
-        progress.note(f"{holder}; waiting for it (lock {path})")
-        lock.acquire()
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def as_progress(progress: bool | Progress) -> Progress:
