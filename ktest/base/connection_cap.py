@@ -10,7 +10,8 @@ refused instead.
 
 Accepting goes on through the errors ``accept()`` reports for one connection or for a momentary
 shortage (:data:`TRANSIENT_ACCEPT_ERRORS`): a listener must not stop for good because another
-user used up the process's descriptors for a moment.
+user used up the process's descriptors for a moment; out of descriptors, it closes its oldest new
+connection to make room (:meth:`ConnectionCap.evict_oldest_new`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ SHORTAGE_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.EN
 """Of those, the ones that say the process is short of descriptors or memory: wait a moment."""
 SHORTAGE_PAUSE = 0.05
 """Seconds a listener pauses after a shortage before it accepts again (not to spin meanwhile)."""
+EVICTION_PAUSE = 0.002
+"""Seconds it pauses once it closed a connection for a descriptor (its thread frees it at once)."""
 
 
 class ConnectionCap:
@@ -60,6 +63,17 @@ class ConnectionCap:
                 end_connection(oldest)  # its thread sees the end of the connection and finishes
             self._trusted[connection] = False
             return True
+
+    def evict_oldest_new(self) -> bool:
+        """Close the oldest new connection (the process is out of descriptors); False if none."""
+        with self._lock:
+            oldest = next((held for held, trusted in self._trusted.items() if not trusted), None)
+            if oldest is None:
+                return False
+            del self._trusted[oldest]
+            self.evicted += 1
+        end_connection(oldest)
+        return True
 
     def trust(self, connection: socket.socket) -> None:
         """``connection`` proved it is the expected client: it is never closed to make room."""

@@ -23,7 +23,13 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
-from ktest.base.connection_cap import SHORTAGE_ERRORS, SHORTAGE_PAUSE, TRANSIENT_ACCEPT_ERRORS, ConnectionCap
+from ktest.base.connection_cap import (
+    EVICTION_PAUSE,
+    SHORTAGE_ERRORS,
+    SHORTAGE_PAUSE,
+    TRANSIENT_ACCEPT_ERRORS,
+    ConnectionCap,
+)
 from ktest.proxy.exchange import Forwarder, Upstream, UpstreamLink
 from ktest.proxy.http1 import (
     COPY,
@@ -136,7 +142,9 @@ class ProxyServer(Forwarder):
                     return
                 self._note_accept_error(error)
                 if error.errno in SHORTAGE_ERRORS:
-                    self._closing.wait(SHORTAGE_PAUSE)
+                    # its thread closes it at once, freeing a descriptor; else wait for one
+                    evicted = self.cap.evict_oldest_new()
+                    self._closing.wait(EVICTION_PAUSE if evicted else SHORTAGE_PAUSE)
                 continue
             if self._closing.is_set():
                 raw.close()
