@@ -164,7 +164,9 @@ def test_a_session_raises_its_open_file_limit_to_the_hard_limit(tmp_path: Path) 
     def lower() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (lowered, hard))
 
-    env = {**os.environ, "PYTEST_ADDOPTS": "-p no:cacheprovider -p no:randomly -p no:xdist"}
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(("KTEST_", "PYTEST_XDIST_"))}  # the outer run's settings stay out
+    env["PYTEST_ADDOPTS"] = "-p no:cacheprovider -p no:randomly -p no:xdist"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-s", str(tmp_path / "test_limit.py")],
         cwd=tmp_path, env=env, preexec_fn=lower, capture_output=True, text=True, timeout=120,
