@@ -53,6 +53,7 @@ MAX_CONNECTIONS = 512
 """Connections one proxy holds at most (each has a thread while open). Over HTTP/1.1 the operator
 opens one per request in flight (every watch holds one); HTTP/2 needs one in all."""
 LISTEN_BACKLOG = 128
+"""Connections the kernel queues for the proxy before it accepts them."""
 
 
 class ProxyServer(Forwarder):
@@ -181,6 +182,7 @@ class ProxyServer(Forwarder):
             with self._lock:
                 self._connections.pop(number, None)
             self.cap.release(client)
+            client.close()
             raise
 
     # ------------------------------------------------------------ one connection
