@@ -105,6 +105,11 @@ async def finalizer_scenario(
     )
 
 
+CALLBACK_TIMEOUT = 600.0
+"""Seconds a coroutine given to an assertion may run on the test's event loop (a loop blocked by
+a sync call awaiting the assertion itself never runs it: then the assertion says so)."""
+
+
 def _on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any] | None) -> Callable[..., Any] | None:
     """``fn`` callable from a worker thread: coroutines it returns run on ``loop``."""
     return None if fn is None else _OnLoop(loop, fn)
@@ -130,7 +135,16 @@ class _OnLoop:
 def _run_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> Any:
     value = fn()
     if inspect.isawaitable(value):
-        return asyncio.run_coroutine_threadsafe(_await(value), loop).result()
+        from ktest.base.bounded import future_result
+        from ktest.errors import KtestError
+
+        name = getattr(fn, "__name__", None) or getattr(getattr(fn, "func", None), "__name__", fn)
+        what = (
+            f"the coroutine of {name!s} to finish on the test's event loop (is the loop blocked by "
+            "a call that waits for this assertion?)"
+        )
+        future = asyncio.run_coroutine_threadsafe(_await(value), loop)
+        return future_result(future, CALLBACK_TIMEOUT, what, KtestError)
     return value
 
 

@@ -35,6 +35,7 @@ from ktest.assertions.objects import (
     uid_of,
 )
 from ktest.assertions.waiting import until
+from ktest.base.bounded import join_thread
 from ktest.cluster.refs import RefLike, as_ref
 from ktest.errors import ClusterError, KtestError
 from ktest.run_context import check_health
@@ -55,6 +56,8 @@ RULE_SURVIVE = (
 STALE_ANNOTATION = "ktest/stale-copy"
 PROBE_ANNOTATION = "ktest/stale-write"
 WRITER_ANNOTATION = "ktest/concurrent-writer"
+WRITER_STOP_TIMEOUT = 60.0
+"""Seconds a concurrent writer may take to finish its write in flight once told to stop."""
 
 
 def stale_copy(cluster: Cluster, obj: RefLike) -> dict[str, Any]:
@@ -172,14 +175,16 @@ class ConcurrentWriter:
         """Stop writing and wait for the thread (idempotent)."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
+            what = f"the concurrent writer of {self.ref}"
+            join_thread(self._thread, WRITER_STOP_TIMEOUT, what, ClusterError)
 
     def join(self) -> None:
         """Wait until the writer ends by itself (after ``duration``, or on an error)."""
         if self.duration is None:
             raise RuntimeError("join() needs a ConcurrentWriter with a duration; use stop() otherwise")
         if self._thread is not None:
-            self._thread.join()
+            join_thread(self._thread, self.duration + WRITER_STOP_TIMEOUT,
+                        f"the concurrent writer of {self.ref} (duration {self.duration:g} s)", ClusterError)
 
     def raise_errors(self) -> None:
         """ClusterError if the writer hit errors other than 409/404."""

@@ -20,9 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import filelock
-
 from ktest.assets.progress import Progress
+from ktest.base.bounded import file_lock
 from ktest.base.process import run_captured
 from ktest.errors import AssetsError, KindError, KtestError
 
@@ -31,6 +30,8 @@ from ktest.errors import AssetsError, KindError, KtestError
 GO_BUILD_FLAGS = ("-trimpath", "-buildvcs=false", "-gcflags=all=-dwarf=false")
 LOG_TAIL_LINES = 15
 GO_TIMEOUT_SECONDS = 3600.0
+BUILD_LOCK_TIMEOUT = 2 * GO_TIMEOUT_SECONDS
+"""Seconds a build waits for another process building the same binary (at most two builds long)."""
 PROXY_HINT = (
     "Check that the Go module proxy (GOPROXY) serves this version and that Go is "
     "recent enough, then run the command again."
@@ -130,8 +131,8 @@ def build_atomically(destination: Path, build: Callable[[Path, Path], Path]) -> 
     ``build`` writes next to ``destination`` must come first: the binary marks the end.
     """
     destination.parent.mkdir(parents=True, exist_ok=True)
-    lock = filelock.FileLock(str(destination.with_name(destination.name + ".lock")))
-    with lock:
+    lock = destination.with_name(destination.name + ".lock")
+    with file_lock(lock, timeout=BUILD_LOCK_TIMEOUT, what=f"the build of {destination}", error=AssetsError):
         if destination.is_file() and os.access(destination, os.X_OK):
             return destination
         log = destination.with_name(destination.name + ".log")

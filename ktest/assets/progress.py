@@ -17,6 +17,12 @@ from typing import Protocol, TextIO
 
 import filelock
 
+from ktest.errors import AssetsError
+
+BUILD_LOCK_TIMEOUT = 3 * 3600.0
+"""How long a build waits for another process's build of the same thing (a cold node image takes
+tens of minutes on two cores)."""
+
 
 class TextStream(Protocol):
     """What progress is written to: a text file such as ``sys.stderr``, or pytest's terminal."""
@@ -116,7 +122,7 @@ class Progress:
             outcome = "done in"
         finally:
             stop.set()
-            ticker.join()
+            ticker.join(interval + 5.0)  # it writes one line at most before it sees stop
             elapsed = format_duration(time.monotonic() - started)
             self._write_status(f"{message} ... {outcome} {elapsed}", final=True)
 
@@ -143,15 +149,23 @@ class Progress:
 
 
 @contextmanager
-def holding_lock(path: Path, progress: Progress, holder: str) -> Iterator[None]:
-    """Hold the file lock ``path``; while another process (``holder``: who, in words) holds
-    it, say so on ``progress`` and wait."""
+def holding_lock(
+    path: Path, progress: Progress, holder: str, timeout: float = BUILD_LOCK_TIMEOUT
+) -> Iterator[None]:
+    """Hold the file lock ``path``; while another process (``holder``: who, in words) holds it, say
+    so on ``progress`` and wait, at most ``timeout`` s (then AssetsError naming the lock)."""
     lock = filelock.FileLock(str(path))
     try:
         lock.acquire(timeout=0.2)
     except filelock.Timeout:
         progress.note(f"{holder}; waiting for it (lock {path})")
-        lock.acquire()
+        try:
+            lock.acquire(timeout=timeout)
+        except filelock.Timeout as error:
+            raise AssetsError(
+                f"waited {timeout:g} s for the lock {path}: {holder} all that time. If that ktest "
+                "process is stuck, stop it and run again."
+            ) from error
     try:
         yield
     finally:

@@ -13,6 +13,9 @@ from pathlib import Path
 from ktest.base import janitor
 from ktest.base.process import spawn
 
+_REAP_TIMEOUT = 5.0
+"""Seconds to reap the janitor after SIGKILL (it ends at once; an unreaped one is a zombie only)."""
+
 _fork_lock = threading.Lock()
 _fork_hook_installed = False
 # Write ends of janitor pipes held by this process. A child made by os.fork()
@@ -97,4 +100,5 @@ class JanitorHandle:
             self._process.wait(5)
         except subprocess.TimeoutExpired:
             self._process.kill()
-            self._process.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):  # SIGKILLed: it ends; not reaped yet
+                self._process.wait(_REAP_TIMEOUT)

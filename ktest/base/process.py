@@ -38,6 +38,10 @@ LOG_TAIL_LINES = 40
 # in-cluster config) and KUBE_* (feature gates, debugging detectors).
 SCRUBBED_PREFIXES = ("ETCD_", "ETCDCTL_", "KUBERNETES_", "KUBE_")
 SCRUBBED_NAMES = frozenset({"KUBECONFIG"})
+REAP_TIMEOUT = 30.0
+"""Seconds a child may take to end after SIGKILL (more: it is stuck in the kernel, state D)."""
+SPAWN_TIMEOUT = 120.0
+"""Seconds the spawner thread may take to start one child (fork and exec)."""
 
 
 def end_popen(process: subprocess.Popen[Any], grace: float) -> None:
@@ -47,7 +51,19 @@ def end_popen(process: subprocess.Popen[Any], grace: float) -> None:
         process.wait(grace)
     except subprocess.TimeoutExpired:
         process.kill()
-        process.wait()
+        args = process.args
+        reap_killed(process, shlex.join(map(str, args)) if isinstance(args, (list, tuple)) else str(args))
+
+
+def reap_killed(process: subprocess.Popen[Any], name: str) -> None:
+    """Reap ``process`` (``name``: what it runs) after SIGKILL, within :data:`REAP_TIMEOUT`."""
+    try:
+        process.wait(REAP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise ControlPlaneError(
+            f"{name} (pid {process.pid}) did not end {REAP_TIMEOUT:g} s after SIGKILL: it is stuck in "
+            "the kernel (state D in `ps`; a hung file system or device), and is left behind"
+        ) from None
 
 
 def component_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -91,7 +107,10 @@ class _Spawner:
     def call(self, job: Callable[[], Any]) -> Any:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._jobs.put((job, future))
-        return future.result()
+        from ktest.base.bounded import future_result
+
+        what = "the spawner thread to start a child process"
+        return future_result(future, SPAWN_TIMEOUT, what, ControlPlaneError)
 
 
 _spawner_lock = threading.Lock()
@@ -306,7 +325,7 @@ class ManagedProcess:
         # SIGKILL whether it exited or not: until reaped the child is a zombie whose pid (the
         # group id) cannot be reused, so anything it forked into its group goes down safely with it.
         self._signal_group(signal.SIGKILL)
-        popen.wait()
+        reap_killed(popen, self.name)
 
     def kill(self) -> None:
         """SIGKILL the process group and reap the child."""
@@ -314,7 +333,7 @@ class ManagedProcess:
         if popen is None or popen.returncode is not None:
             return
         self._signal_group(signal.SIGKILL)
-        popen.wait()
+        reap_killed(popen, self.name)
 
     def _exited_unreaped(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the child to exit, leaving it unreaped."""

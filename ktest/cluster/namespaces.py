@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ktest.base import user_secret
+from ktest.base.bounded import join_thread
 from ktest.base.procfs import Holder, process_namespace
 from ktest.cluster.refs import ObjectRef
 from ktest.errors import ClusterError
@@ -47,6 +48,8 @@ HOLDER_ANNOTATION = "ktest.dev/holder"
 this user's key); removed when a namespace is kept on purpose."""
 DNS_LABEL_MAX = 63
 _POLL = 0.05
+_REAPER_GRACE = 60.0
+"""Seconds a deletion's thread may take beyond its timeout (its last requests, the report)."""
 
 
 def dns_label(text: str, *, suffix: str = "", max_length: int = DNS_LABEL_MAX) -> str:
@@ -437,11 +440,12 @@ class NamespaceReaper:
         while True:
             with self._lock:
                 self._threads = {thread: ns for thread, ns in self._threads.items() if thread.is_alive()}
-                threads = [thread for thread, ns in self._threads.items() if only is None or only(ns)]
+                threads = [(thread, ns) for thread, ns in self._threads.items() if only is None or only(ns)]
             if not threads:
                 return
-            for thread in threads:
-                thread.join()
+            for thread, ns in threads:
+                join_thread(thread, self.timeout + _REAPER_GRACE,
+                            f"the background deletion of namespace {ns}", ClusterError)
 
     def drain(self) -> list[NamespaceCleanup]:
         """Wait for every submitted deletion; one report each (``error`` set on failures)."""

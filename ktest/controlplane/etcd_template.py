@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+from ktest.base.bounded import file_lock
 from ktest.base.procfs import private_cache_directory, private_directory, write_private_file
 from ktest.controlplane.flags import cache_directory as flags_cache_directory
 from ktest.errors import ControlPlaneError
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 FORMAT = 3  # 2: the manifest names the bootstrap objects; 3: the data keeps the `kubernetes` Service
 MANIFEST = "ktest-template.json"
 _PAGE = 4096
+TEMPLATE_LOCK_TIMEOUT = 600.0
+"""Seconds a start waits for another process building the same template (one control plane start)."""
 
 
 class BootstrapPlane(Protocol):
@@ -176,15 +179,14 @@ def ensure(
     control plane and returns its stopped etcd's data directory, ``bootstrap()`` (called after
     ``build``) names the bootstrap objects it saw, ``stored_by(path)`` removes whatever
     ``build`` left. Concurrent callers wait on a file lock and build it once."""
-    import filelock  # deferred: only a start that has to build a template needs it
-
     directory = templates_directory()
     template = directory / key
     if is_complete(template):
         private_cache_directory(directory)  # one an older ktest made 0755
         return template
     private_cache_directory(directory)
-    with filelock.FileLock(str(directory / f".{key}.lock"), mode=0o600):
+    with file_lock(directory / f".{key}.lock", timeout=TEMPLATE_LOCK_TIMEOUT, mode=0o600,
+                   what=f"the etcd template {template}", error=ControlPlaneError):
         if is_complete(template):
             return template
         if template.exists():  # damaged (a manifest that does not match): build it again

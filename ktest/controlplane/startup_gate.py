@@ -22,6 +22,11 @@ from ktest.base.closing import Closing
 
 _HEAD_LIMIT = 64 * 1024
 _HANDSHAKE_TIMEOUT = 10.0
+_HOLD_TIMEOUT = 60.0
+"""Seconds the start-up ``/healthz`` is held at most; then it gets 503 and kube-controller-manager
+asks again (the plane's start has its own bound, which ends in an error naming what it waited for)."""
+_DRAIN_TIMEOUT = 10.0
+"""Seconds a relayed connection's answers may still flow once its client stopped sending."""
 _CHUNK = 64 * 1024
 _HEALTHY = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: 2\r\n"
@@ -121,7 +126,9 @@ class StartupGate(Closing):
             head = _read_head(tls)
             tls.settimeout(None)
             if head is not None and _is_health_check(head):
-                self._ready.wait()
+                if not self._ready.wait(_HOLD_TIMEOUT):
+                    tls.sendall(_UNAVAILABLE)
+                    return
                 if self._closed.is_set():
                     return
                 self._answered = True  # before the reply: the next connection is relayed
@@ -152,7 +159,7 @@ class StartupGate(Closing):
         )
         back.start()
         _pipe(connection, upstream)
-        back.join()
+        back.join(_DRAIN_TIMEOUT)  # then closing both ends it
         self._forget(connection, upstream)
 
 

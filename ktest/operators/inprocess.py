@@ -102,8 +102,8 @@ class ThreadOperator(OperatorHandle):
             client_defaults.patches.release(run.threads.kube)
 
     def _start_thread(self, run: ThreadRun, body: Callable[[], None], thread_name: str) -> None:
-        """Start ``body`` as the run's main thread and return once it has started; log routing
-        and thread tracking stay on until it ends (:meth:`_thread_ended`)."""
+        """Start ``body`` as the run's main thread (:meth:`_await_launch` waits until it has
+        got going); log routing and thread tracking stay on until it ends (:meth:`_thread_ended`)."""
         run.threads.sink = self._sink_of(run)
         run.thread = threading.Thread(
             target=self._thread_main, args=(run, body), name=thread_name, daemon=True
@@ -117,7 +117,19 @@ class ThreadOperator(OperatorHandle):
         except BaseException:
             self._thread_ended(run)
             raise
-        run.started.wait()
+
+    def _await_launch(self) -> None:
+        run = self._run
+        if run.started.wait(self.ready_timeout):
+            return
+        name = run.thread.name if run.thread is not None else "?"
+        raise self._make_error(
+            f"did not get under way within {self.ready_timeout:g} s: ktest waited for its thread "
+            f"{name} to create its stop signal (and event loop), which it does before running any "
+            "operator code",
+            hint="A thread of the test process holds something the operator's start needs: the "
+            "stacks of the process's threads show which (python -X faulthandler, or py-spy dump).",
+        )
 
     def _thread_ended(self, run: ThreadRun) -> None:
         """Release what :meth:`_start_thread` turned on (called last by the run's main thread)."""

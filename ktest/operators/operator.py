@@ -103,6 +103,11 @@ class OperatorHandle(OperatorHealth):
     def _launch(self) -> None:
         """Start one run of the operator (return once it is launched, not ready)."""
 
+    def _await_launch(self) -> None:
+        """Wait, without the handle's lock and within a bound, until the run :meth:`_launch`
+        started is under way (its stop signal can be given); kinds whose launch returns that
+        far already need nothing."""
+
     @abc.abstractmethod
     def _halt(self, timeout: float) -> bool:
         """Ask the current run to stop and wait; False if it did not stop within ``timeout``."""
@@ -282,6 +287,13 @@ class OperatorHandle(OperatorHealth):
             except BaseException:
                 self._state = "stopped"
                 raise
+        # Outside the lock: the operator's thread logs while it gets going, and routing its
+        # records may need the lock (kopf's first DEBUG record comes before it has started).
+        try:
+            self._await_launch()
+        except BaseException:
+            self._quietly_end_run()
+            raise
         if wait:
             try:
                 self.wait_ready()

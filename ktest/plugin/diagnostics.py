@@ -98,7 +98,8 @@ def pod_lines(pod: dict[str, Any]) -> list[str]:
         kind = next(iter(state), "unknown")
         detail = (state.get(kind) or {}).get("reason") or ""
         exit_code = (state.get(kind) or {}).get("exitCode")
-        text = kind + (f" {detail}" if detail else "") + (f" (exit {exit_code})" if exit_code is not None else "")
+        text = kind + (f" {detail}" if detail else "")
+        text += f" (exit {exit_code})" if exit_code is not None else ""
         text += f", restarts {container.get('restartCount', 0)}"
         last = (container.get("lastState") or {}).get("terminated")
         if last:

@@ -52,10 +52,14 @@ class KtestSession:
         self._warned_notes: set[str] = set()
 
     def enter(self) -> None:
-        """Open the session's run context and wait defaults (pytest_sessionstart)."""
+        """Open the session's run context and wait defaults (pytest_sessionstart); raise the
+        process's open-file limit to its hard limit (connections of operators, proxies and other
+        users' connections to ktest's listeners must not run it out of descriptors)."""
+        from ktest.base.connection_cap import raise_open_file_limit
         from ktest.run_context import run_context
         from ktest.wait.defaults import WaitDefaults, use_defaults
 
+        raise_open_file_limit()
         settings = self.settings
         self.context = self._stack.enter_context(run_context("session"))
         if self.settings_error is None:

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ktest.base.bounded import future_result
+from ktest.errors import KtestError
 from ktest.plugin.artifacts import artifacts_root, prepare, safe_name
 from ktest.plugin.session import SESSION_KEY
 
@@ -32,6 +34,8 @@ if TYPE_CHECKING:  # the recorder (and the cluster client under it) loads only o
     from ktest.timeline import Recorder
 
 PROPERTY = "ktest_timeline"
+PAGE_TIMEOUT = 300.0
+"""Seconds the end of a run waits for one timeline page to be written."""
 ERROR_PROPERTY = "ktest_timeline_error"
 _RECORDER = pytest.StashKey["Recorder"]()
 _PLANE = pytest.StashKey[Any]()
@@ -232,7 +236,7 @@ class TimelinePlugin:
         """Wait for the pages being written (before their plane stops, and at the end of the run)."""
         pages, self._pages = self._pages, []
         for page in pages:
-            page.result()
+            future_result(page, PAGE_TIMEOUT, "a timeline page to be written", KtestError)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:

@@ -5,6 +5,7 @@ and query alone: ``GET .../webapps?watch=true`` is ``watch webapps``, ``PATCH
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -13,6 +14,7 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 READ_VERBS = frozenset({"get", "list", "watch"})
 _TRUE = ("1", "true")
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
+_MALFORMED_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class ApiRequest:
     resource_version: str | None = None
     send_initial_events: bool = False
     """A watch that first streams the current state (client-go's "watch list"): a list, too."""
+    problem: str | None = None
+    """Why the API server would refuse the path unread (a malformed percent-escape), else None."""
 
     @property
     def is_watch(self) -> bool:
@@ -71,7 +75,12 @@ def parse_request(method: str, target: str) -> ApiRequest:
     parts = urlsplit(target)
     query = {key: values[0] for key, values in parse_qs(parts.query).items()}
     method = method.upper()
-    segments = [unquote(s) for s in parts.path.split("/") if s]
+    segments = api_server_segments(parts.path)
+    if segments is None:
+        return ApiRequest(method, parts.path, _verb(method), problem=(
+            f"the path {parts.path[:200]!r} holds a '%' that starts no escape of two hex digits "
+            "(the API server answers such a request 400 unread)"
+        ))
 
     def named(verb: str, group: str = "", version: str = "", **about: str | None) -> ApiRequest:
         return ApiRequest(
@@ -101,6 +110,17 @@ def parse_request(method: str, target: str) -> ApiRequest:
     verb = _verb(method, name is not None, legacy_watch or query.get("watch", "").lower() in _TRUE)
     return named(verb, group, version, resource=resource, namespace=namespace, name=name,
                  subresource=subresource)
+
+
+def api_server_segments(path: str) -> list[str] | None:
+    """The segments of ``path`` as the API server reads them: Go decodes every percent-escape of
+    the path first (``%2F`` is a slash that separates segments there), then the outer slashes are
+    trimmed and the rest split on ``/`` (an empty segment inside stays). None for a malformed
+    escape, which Go's HTTP server refuses (400) before any handler sees the request."""
+    if _MALFORMED_ESCAPE.search(path):
+        return None
+    decoded = unquote(path, errors="surrogateescape").strip("/")
+    return decoded.split("/") if decoded else []
 
 
 def _resource_segments(segments: list[str]) -> tuple[str, str, list[str]] | None:

@@ -148,6 +148,8 @@ class Forwarder:
         problem = head.request_problem()
         if problem is not None:
             return self._refuse(side, call, problem)
+        if request.problem is not None:
+            return self._refuse(side, call, request.problem, why=_UNNAMEABLE, label="malformed-path")
         started = time.monotonic()
         # Registered from now on, so that closing watches closes those in flight too.
         watch = WatchStream(call, side.client_gone) if request.is_watch else None
@@ -309,20 +311,22 @@ class Forwarder:
 
     # ------------------------------------------------------------ answers made here
 
-    def _refuse(self, client: ClientSide, call: Call, problem: str) -> bool:
-        """Answer 400 to a request whose head cannot be forwarded as sent (see ``Head.problem``),
-        and record why; nothing reaches the API server. The operator's connection is not kept:
-        its framing is in doubt."""
+    def _refuse(
+        self, client: ClientSide, call: Call, problem: str, why: str = "", label: str = "malformed-head"
+    ) -> bool:
+        """Answer 400 to a request that cannot be forwarded as sent (see ``Head.problem``, and
+        ``ApiRequest.problem``), and record why; nothing reaches the API server. The operator's
+        connection is not kept: its framing is in doubt."""
         call.refused = problem
         call.status = 400
         call.latency = 0.0
         call.ended = self.traffic.now()
-        message = (
-            f"ktest's operator proxy did not forward this request: {problem}. A CR, LF or NUL "
-            "in a request head would let it carry a second request past the traffic record"
+        why = why or (
+            "A CR, LF or NUL in a request head would let it carry a second request past the traffic record"
         )
+        message = f"ktest's operator proxy did not forward this request: {problem}. {why}"
         status = _failure(400, "BadRequest", message)
-        _send_status(client, status, [("Connection", "close"), ("X-Ktest-Refused", "malformed-head")])
+        _send_status(client, status, [("Connection", "close"), ("X-Ktest-Refused", label)])
         return False
 
     def _answer_with_fault(
@@ -355,6 +359,9 @@ class Forwarder:
             call.ended = self.traffic.now()
             _send_status(client, status_body, headers)
         return not head.has_token("Connection", "close")
+
+
+_UNNAMEABLE = "The traffic record names a request by its path, read as the API server reads it"
 
 
 def _send_status(client: ClientSide, status: dict[str, object], headers: list[tuple[str, str]]) -> None:

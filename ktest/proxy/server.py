@@ -5,11 +5,17 @@ One thread per operator connection, paired with one API server connection (opene
 request, reused while both sides keep it alive); requests are read whole, answers streamed. With
 ``http2`` the proxy also offers h2; without it, Go clients fall back to HTTP/1.1 as behind any
 HTTP/1.1-only load balancer, at the cost of one connection per concurrent request (each watch).
+
+Other local users can connect too (only the operator holds the client certificate the handshake
+requires): the listener holds at most ``MAX_CONNECTIONS``, the oldest connection that has not
+completed its handshake makes room at the cap, a handshaken one (the operator's) never does, and
+accepting goes on through ``EMFILE`` and the like (:mod:`ktest.base.connection_cap`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import socket
 import ssl
 import threading
@@ -17,6 +23,13 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
+from ktest.base.connection_cap import (
+    EVICTION_PAUSE,
+    SHORTAGE_ERRORS,
+    SHORTAGE_PAUSE,
+    TRANSIENT_ACCEPT_ERRORS,
+    ConnectionCap,
+)
 from ktest.proxy.exchange import Forwarder, Upstream, UpstreamLink
 from ktest.proxy.http1 import (
     COPY,
@@ -36,6 +49,11 @@ if TYPE_CHECKING:
 
 _HANDSHAKE_TIMEOUT = 10.0
 _JANITOR_INTERVAL = 0.5
+MAX_CONNECTIONS = 512
+"""Connections one proxy holds at most (each has a thread while open). Over HTTP/1.1 the operator
+opens one per request in flight (every watch holds one); HTTP/2 needs one in all."""
+LISTEN_BACKLOG = 128
+"""Connections the kernel queues for the proxy before it accepts them."""
 
 
 class ProxyServer(Forwarder):
@@ -61,6 +79,10 @@ class ProxyServer(Forwarder):
         self._connections: dict[int, tuple[threading.Thread, list[socket.socket | None]]] = {}
         self._counter = 0
         self.port = 0
+        self.cap = ConnectionCap(MAX_CONNECTIONS)
+        """The connections held; ``cap.evicted`` counts those closed in their handshake to make room."""
+        self.accept_errors: list[str] = []
+        """``accept()`` errors the listener went on after (the first of each kind)."""
 
     # ------------------------------------------------------------ lifecycle
 
@@ -68,7 +90,7 @@ class ProxyServer(Forwarder):
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", 0))
-        listener.listen(128)
+        listener.listen(LISTEN_BACKLOG)
         self._listener = listener
         self.port = listener.getsockname()[1]
         self._threads = [
@@ -116,33 +138,63 @@ class ProxyServer(Forwarder):
         while not self._closing.is_set():
             try:
                 raw, _ = self._listener.accept()
-            except OSError:
-                return
+            except OSError as error:
+                if self._closing.is_set() or error.errno not in TRANSIENT_ACCEPT_ERRORS:
+                    return
+                self._note_accept_error(error)
+                if error.errno in SHORTAGE_ERRORS:
+                    # its thread closes it at once, freeing a descriptor; else wait for one
+                    evicted = self.cap.evict_oldest_new()
+                    self._closing.wait(EVICTION_PAUSE if evicted else SHORTAGE_PAUSE)
+                continue
             if self._closing.is_set():
                 raw.close()
                 return
-            with self._lock:
-                self._counter += 1
-                number = self._counter
-                sockets: list[socket.socket | None] = [raw, None]
-                thread = threading.Thread(
-                    target=self._serve, args=(number, raw, sockets),
-                    name=f"ktest-proxy-{self.name}-{number}", daemon=True,
-                )
-                self._connections[number] = (thread, sockets)
+            try:
+                self._take(raw)
+            except (OSError, RuntimeError) as error:  # no thread or descriptor to spare: dropped
+                self._note_accept_error(error)
+                raw.close()
+
+    def _note_accept_error(self, error: BaseException) -> None:
+        kind = errno.errorcode.get(getattr(error, "errno", None) or 0, type(error).__name__)
+        if not any(seen.startswith(kind) for seen in self.accept_errors):
+            self.accept_errors.append(f"{kind}: {error}")
+
+    def _take(self, raw: socket.socket) -> None:
+        """Hold ``raw`` within the cap and give it a thread; its handshake runs there."""
+        client = self.server_context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+        if not self.cap.admit(client):
+            client.close()
+            return
+        with self._lock:
+            self._counter += 1
+            number = self._counter
+            sockets: list[socket.socket | None] = [client, None]
+            thread = threading.Thread(
+                target=self._serve, args=(number, client, sockets),
+                name=f"ktest-proxy-{self.name}-{number}", daemon=True,
+            )
+            self._connections[number] = (thread, sockets)
+        try:
             thread.start()
+        except BaseException:
+            with self._lock:
+                self._connections.pop(number, None)
+            self.cap.release(client)
+            client.close()
+            raise
 
     # ------------------------------------------------------------ one connection
 
-    def _serve(self, number: int, raw: socket.socket, sockets: list[socket.socket | None]) -> None:
-        client: ssl.SSLSocket | None = None
+    def _serve(self, number: int, client: ssl.SSLSocket, sockets: list[socket.socket | None]) -> None:
         link: UpstreamLink | None = None
         try:
-            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            raw.settimeout(_HANDSHAKE_TIMEOUT)
-            client = self.server_context.wrap_socket(raw, server_side=True)
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            client.settimeout(_HANDSHAKE_TIMEOUT)
+            client.do_handshake()  # the operator's client certificate, or an SSLError
+            self.cap.trust(client)
             client.settimeout(None)
-            sockets[0] = client
             if self.http2 and client.selected_alpn_protocol() == "h2":
                 from ktest.proxy.http2 import serve_http2
 
@@ -170,8 +222,9 @@ class ProxyServer(Forwarder):
         finally:
             if link is not None:
                 link.drop()
+            self.cap.release(client)
             with contextlib.suppress(OSError):
-                (client or raw).close()
+                client.close()
             with self._lock:
                 self._connections.pop(number, None)
 

@@ -27,9 +27,12 @@ from typing import Any
 
 from ktest import errors
 from ktest.base import holders
+from ktest.base.bounded import join_thread
 from ktest.sessions.backend import Backend, ClusterShare
 
 SHARE_PREFIX = "ktest-share-"
+SERVER_STOP_TIMEOUT = 600.0
+"""Seconds closing waits for the server's thread (a cluster start in progress for a worker)."""
 
 _ERROR_TYPES: dict[str, type[errors.KtestError]] = {
     cls.__name__: cls
@@ -124,7 +127,8 @@ class ClusterServer:
         self._closing = True
         with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as wake:
             wake.connect(self.address)
-        self._thread.join()
+        what = "the xdist workers' cluster server (a start in progress)"
+        join_thread(self._thread, SERVER_STOP_TIMEOUT, what, errors.KtestError)
         self._socket.close()
         shutil.rmtree(self._directory, ignore_errors=True)
         backend, self._backend = self._backend, None

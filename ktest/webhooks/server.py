@@ -9,7 +9,9 @@ configurations carry, and on the embedded control plane a client without the API
 admission-webhook client certificate fails the TLS handshake; refused requests are neither
 read nor logged. A client that connects and says nothing cannot pin the test's threads: the
 limits below bound connections, handshakes and idle time, and at the cap the oldest connection
-not serving a call makes room, so the API server's next call still gets through.
+that has not proved it is the API server makes room (:mod:`ktest.base.connection_cap`); one that
+passed the client-certificate check or carried the path secret is never closed to make room, so
+the API server's kept-alive connection goes on serving its calls through a flood of others.
 """
 
 from __future__ import annotations
@@ -20,15 +22,14 @@ import hmac
 import http.client
 import json
 import logging
-import socket
 import ssl
 import threading
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from ktest.base.connection_cap import ConnectionCap
 from ktest.errors import WebhookError
-from ktest.proxy.http1 import shutdown
 from ktest.webhooks.calls import CallLog, WebhookCall
 from ktest.webhooks.handlers import AdmissionRequest, Registration, answer_admission, answer_conversion
 from ktest.webhooks.routes import PROBE_PREFIX, Route, RouteTable
@@ -38,6 +39,8 @@ log = logging.getLogger("ktest.webhooks")
 MAX_CONNECTIONS = 64
 """Connections one listener holds at most (each has a thread while open). The API server opens
 one per call in flight and keeps it for the next; a test's calls come far below this."""
+LISTEN_BACKLOG = 128
+"""Connections the kernel queues before they are accepted (Python's socketserver default: 5)."""
 HANDSHAKE_TIMEOUT = 10.0
 """Seconds a client has to complete the TLS handshake once connected."""
 IDLE_TIMEOUT = 120.0
@@ -324,62 +327,26 @@ def _listen(
         raise
     server.front = front
     server.conversions_only = conversions_only
-    server.connections = _Connections(MAX_CONNECTIONS)
+    server.connections = ConnectionCap(MAX_CONNECTIONS)
+    server.trusts_handshake = context.verify_mode == ssl.CERT_REQUIRED
     # The handshake runs in the connection's thread, within HANDSHAKE_TIMEOUT: a client that
     # stalls it (or, with a required client certificate, fails it) holds up nobody else.
     server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     return server
 
 
-class _Connections:
-    """The open connections of one listener, at most ``limit``, oldest first; each is waiting
-    (for its handshake or its next request: it may be closed to make room) or serving a call
-    that carried the path secret."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._lock = threading.Lock()
-        self._serving: dict[socket.socket, bool] = {}
-
-    def admit(self, connection: socket.socket) -> bool:
-        """Take ``connection`` in, closing the oldest waiting one at the cap; False when every
-        connection held is serving (the new one is not taken)."""
-        with self._lock:
-            if len(self._serving) >= self.limit:
-                oldest = next((held for held, serving in self._serving.items() if not serving), None)
-                if oldest is None:
-                    return False
-                del self._serving[oldest]
-                shutdown(oldest)  # its thread sees the end of the connection and finishes
-            self._serving[connection] = False
-            return True
-
-    def mark(self, connection: socket.socket, serving: bool) -> None:
-        with self._lock:
-            if connection in self._serving:
-                self._serving[connection] = serving
-
-    def release(self, connection: socket.socket) -> None:
-        with self._lock:
-            self._serving.pop(connection, None)
-
-    def close_all(self) -> None:
-        with self._lock:
-            held, self._serving = list(self._serving), {}
-        for connection in held:
-            shutdown(connection)  # wakes the thread reading it, which closes the socket itself
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
     front: FrontServer
     conversions_only: bool  # the conversion listener: conversion routes only
-    connections: _Connections
+    connections: ConnectionCap
+    trusts_handshake: bool  # the handshake verifies the API server's client certificate
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self.connections.admit(request):
-            log.debug("webhook connection from %s closed: %d connections serving", client_address,
-                      self.connections.limit)
+            log.debug("webhook connection from %s closed: %d connections of the API server held",
+                      client_address, self.connections.limit)
             self.shutdown_request(request)
             return
         thread = threading.Thread(
@@ -405,6 +372,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         self.request.settimeout(HANDSHAKE_TIMEOUT)
         self.request.do_handshake()  # TimeoutError, SSLError: handle_error logs it, the socket is closed
+        if self.server.trusts_handshake:  # it presented the API server's client certificate
+            self.server.connections.trust(self.request)
         self.request.settimeout(IDLE_TIMEOUT)
         super().setup()
 
@@ -415,11 +384,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if path is None:  # not the API server: refused unread, never in the call log
             self._refuse()
             return
-        self.server.connections.mark(self.request, serving=True)
-        try:
-            self._serve(path)
-        finally:
-            self.server.connections.mark(self.request, serving=False)
+        self.server.connections.trust(self.request)  # it carried the secret: the API server's
+        self._serve(path)
 
     def _serve(self, path: str) -> None:
         try:
