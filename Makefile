@@ -50,7 +50,7 @@ node-tools: venv binaries
 	$(KTEST) binaries install --nodes $(VERSION_FLAG)
 
 binaries-older: venv
-	$(KTEST) binaries install --k8s-version $(OLDER_K8S_VERSION)
+	$(KTEST) binaries install --nodes --k8s-version $(OLDER_K8S_VERSION)
 
 # The stages are in scripts/test-stages (it builds the binaries too): while the default version
 # builds and the suites run, its kind node image and the older version's binaries build in the
@@ -61,10 +61,11 @@ test: venv lint-workflows docker-engine browser
 		VERSION_ARGS="$(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),)" PYTEST_ARGS="$(PYTEST_ARGS)" \
 		scripts/test-stages
 
-# The kind layer for real: the kind backend's own tests and the demo suite on one shared kind
+# The kind layer for real: the kind backend's own tests, the Pod-status parity set (tests/parity, which
+# the bare suite runs on simulated nodes) and the demo suite on one shared kind
 # cluster (both xdist workers use it), created from the node image for K8S_VERSION.
 test-kind: venv
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --ktest-backend kind tests/kind_backend examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --ktest-backend kind tests/kind_backend tests/parity examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
 # The kind layer's own tests for the older version's node image as well (tests/kind runs its
 # image tests for both versions; cold, building that image takes several minutes more). make test

@@ -131,7 +131,7 @@ def _calls(tmp_path: Path) -> list[str]:
 
 OLDER_TESTS = (
     "tests/controlplane/test_versions.py tests/controlplane/test_plane_upgrade.py "
-    "tests/controlplane/test_upgrade_fixtures.py examples/test_upgrade.py "
+    "tests/controlplane/test_upgrade_fixtures.py examples/test_upgrade.py tests/nodes/test_older_minor.py "
     "tests/docs/test_docs_examples.py::test_page_examples_run[docs/guides/upgrades.md]"
 )
 OLDER_TEST_CALL = f"python -m pytest -n 2 --dist loadgroup {OLDER_TESTS}"
