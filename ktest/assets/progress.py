@@ -15,8 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, TextIO
 
-import filelock
-
 from ktest.errors import AssetsError
 
 BUILD_LOCK_TIMEOUT = 3 * 3600.0
@@ -154,22 +152,13 @@ def holding_lock(
 ) -> Iterator[None]:
     """Hold the file lock ``path``; while another process (``holder``: who, in words) holds it, say
     so on ``progress`` and wait, at most ``timeout`` s (then AssetsError naming the lock)."""
-    lock = filelock.FileLock(str(path))
-    try:
-        lock.acquire(timeout=0.2)
-    except filelock.Timeout:
+    from ktest.base.bounded import file_lock
+
+    def waiting() -> None:
         progress.note(f"{holder}; waiting for it (lock {path})")
-        try:
-            lock.acquire(timeout=timeout)
-        except filelock.Timeout as error:
-            raise AssetsError(
-                f"waited {timeout:g} s for the lock {path}: {holder} all that time. If that ktest "
-                "process is stuck, stop it and run again."
-            ) from error
-    try:
+
+    with file_lock(path, timeout=timeout, what=holder, error=AssetsError, on_wait=waiting):
         yield
-    finally:
-        lock.release()
 
 
 def as_progress(progress: bool | Progress) -> Progress:

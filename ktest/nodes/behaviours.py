@@ -17,6 +17,8 @@ from ktest.nodes.stages import (
     _ADDRESSES,
     NOT_DELETED,
     PENDING,
+    RECOVERED_POD,
+    RESTARTED_POD,
     RUNNING,
     container_statuses,
     expression,
@@ -105,24 +107,6 @@ state:
             ),
         ]
     )
-    restarted = "\n".join(
-        [
-            "phase: Running",
-            pod_conditions(ready=False),
-            container_statuses(
-                """
-ready: false
-started: true
-restartCount: {{ or .restartCount 0 }}
-lastState: {{ toJson .lastState }}
-state:
-  running:
-    startedAt: {{ $now | Quote }}
-""",
-                ".status.containerStatuses",
-            ),
-        ]
-    )
     waiting = expression(f"{_FIRST}.state.waiting.reason", "In", "CrashLoopBackOff")
     return [
         _pod("start", [*selector, PENDING], _running_not_ready()),
@@ -133,7 +117,7 @@ state:
             delay_ms=500,
             event=("Warning", "BackOff", "Back-off restarting failed container"),
         ),
-        _pod("restart", [*selector, waiting], restarted, delay_ms=int(backoff * 1000)),
+        _pod("restart", [*selector, waiting], RESTARTED_POD, delay_ms=int(backoff * 1000)),
     ]
 
 
@@ -221,26 +205,13 @@ def not_ready(selector: Selector) -> list[dict[str, Any]]:
 def slow_start(selector: Selector, seconds: float) -> list[dict[str, Any]]:
     """The containers start at once and become Ready only after ``seconds``."""
     not_ready_reason = expression(_READY_REASON, "In", "ContainersNotReady")
-    ready = "\n".join(
-        [
-            "phase: Running",
-            pod_conditions(ready=True),
-            container_statuses(
-                """
-ready: true
-started: true
-restartCount: {{ or .restartCount 0 }}
-lastState: {{ toJson .lastState }}
-state: {{ toJson .state }}
-""",
-                ".status.containerStatuses",
-            ),
-        ]
-    )
     return [
         _pod("start", [*selector, PENDING], _running_not_ready(started=False)),
         _pod(
-            "ready", [*selector, RUNNING, _IS_RUNNING, not_ready_reason], ready, delay_ms=int(seconds * 1000)
+            "ready",
+            [*selector, RUNNING, _IS_RUNNING, not_ready_reason],
+            RECOVERED_POD,
+            delay_ms=int(seconds * 1000),
         ),
     ]
 

@@ -165,6 +165,46 @@ NOT_READY = expression(
 )
 
 
+RESTARTED_POD = "\n".join(
+    [
+        "phase: Running",
+        pod_conditions(ready=False),
+        container_statuses(
+            """
+ready: false
+started: true
+restartCount: {{ or .restartCount 0 }}
+lastState: {{ toJson .lastState }}
+state:
+  running:
+    startedAt: {{ $now | Quote }}
+""",
+            ".status.containerStatuses",
+        ),
+    ]
+)
+"""A Pod whose containers run again (after a back-off), not yet Ready; restarts and the last
+termination kept."""
+
+RECOVERED_POD = "\n".join(
+    [
+        "phase: Running",
+        pod_conditions(ready=True),
+        container_statuses(
+            """
+ready: true
+started: true
+restartCount: {{ or .restartCount 0 }}
+lastState: {{ toJson .lastState }}
+state: {{ toJson .state }}
+""",
+            ".status.containerStatuses",
+        ),
+    ]
+)
+"""A Pod whose running containers now pass their probes: Ready, all else kept."""
+
+
 def _node_stages(kubelet_version: str) -> list[dict[str, Any]]:
     conditions = """
 conditions:
@@ -260,40 +300,6 @@ state:
             ),
         ]
     )
-    restarted = "\n".join(
-        [
-            "phase: Running",
-            pod_conditions(ready=False),
-            container_statuses(
-                """
-ready: false
-started: true
-restartCount: {{ or .restartCount 0 }}
-lastState: {{ toJson .lastState }}
-state:
-  running:
-    startedAt: {{ $now | Quote }}
-""",
-                ".status.containerStatuses",
-            ),
-        ]
-    )
-    recovered = "\n".join(
-        [
-            "phase: Running",
-            pod_conditions(ready=True),
-            container_statuses(
-                """
-ready: true
-started: true
-restartCount: {{ or .restartCount 0 }}
-lastState: {{ toJson .lastState }}
-state: {{ toJson .state }}
-""",
-                ".status.containerStatuses",
-            ),
-        ]
-    )
     return [
         stage(
             "ktest-pod-running",
@@ -313,13 +319,13 @@ state: {{ toJson .state }}
             "ktest-pod-restart",
             "Pod",
             {"matchExpressions": [NOT_DELETED, RUNNING, CRASH_LOOP_WAITING]},
-            {"patches": [status_patch(restarted)]},
+            {"patches": [status_patch(RESTARTED_POD)]},
         ),
         stage(
             "ktest-pod-recover",
             "Pod",
             {"matchExpressions": [NOT_DELETED, RUNNING, FIRST_RUNNING, NOT_READY]},
-            {"patches": [status_patch(recovered)]},
+            {"patches": [status_patch(RECOVERED_POD)]},
         ),
         # The kubelet confirms a deletion once the containers are stopped.
         stage(
