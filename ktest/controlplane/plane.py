@@ -67,16 +67,14 @@ class ControlPlane(StartedOnEnter):
     to this Python process, so not even ``kill -9`` of it leaves a process or directory behind.
 
     ``controllers`` selects kube-controller-manager's controllers (default: garbage collector and
-    namespace; ``"none"`` or ``()``: no controller-manager). ``apiserver_flags``
-    (``["--name=value"]`` or a mapping) replace ktest's value of a flag or are added.
-    ``audit=True`` writes a Metadata-level audit log to :attr:`audit_log`. ``etcd_template=True``
-    starts etcd on a copy of data bootstrapped once per version (:mod:`ktest.controlplane.etcd_template`;
-    not with ``apiserver_flags``, which may change what is bootstrapped).
+    namespace; ``"none"`` or ``()``: no controller-manager). ``apiserver_flags`` (``["--name=value"]``
+    or a mapping) replace ktest's value of a flag or are added. ``audit=True`` writes a Metadata-level
+    audit log to :attr:`audit_log`. ``etcd_template=True`` starts etcd on a copy of data bootstrapped
+    once per version (:mod:`ktest.controlplane.etcd_template`; not with ``apiserver_flags``).
     ``wait_for_controllers=False``: :meth:`start` returns once the API server is ready and
     kube-controller-manager is launched; :meth:`wait_until_controllers_ready` waits for it (the
     pytest plugin does before the first test body), and restarts wait for it only after that.
-    ``nodes=3`` adds simulated nodes (:mod:`ktest.nodes`): kube-scheduler, KWOK and the workload
-    controllers, so Pods are scheduled and become Running and Ready.
+    ``nodes=3`` adds simulated nodes (:mod:`ktest.nodes`): Pods are scheduled, Running and Ready.
     """
 
     def __init__(
@@ -132,15 +130,13 @@ class ControlPlane(StartedOnEnter):
     # -- public state ------------------------------------------------------------
     @property
     def directory(self) -> Path:
-        """The private temporary directory. Its layout is relied upon elsewhere:
-        ``admin.kubeconfig``, ``users/<name>.kubeconfig``, ``certs/ca.crt`` and
-        ``certs/ca.key`` (ECDSA), ``certs/etcd/`` (etcd's own CA, no key on disk),
-        ``certs/webhook-client/`` (the API server's client certificate for admission webhooks,
-        its CA's key not on disk, and the admission configuration naming it),
-        ``kube-controller-manager.kubeconfig`` (on etcd-template data: the admin identity, the
-        start-up gate's address), ``<kubeconfig>.credentials/`` (the files each kubeconfig names),
-        ``logs/<component>.log``, ``etcd/`` (data),
-        ``audit.log``."""
+        """The private temporary directory. Its layout is relied upon elsewhere: ``admin.kubeconfig``,
+        ``users/<name>.kubeconfig``, ``certs/ca.crt`` and ``certs/ca.key`` (ECDSA), ``certs/etcd/``
+        (etcd's own CA, no key on disk), ``certs/webhook-client/`` (the API server's client
+        certificate for admission webhooks, its CA's key not on disk, and the admission
+        configuration naming it), ``kube-controller-manager.kubeconfig`` (on etcd-template data: the
+        admin identity, the start-up gate's address), ``<kubeconfig>.credentials/`` (the files each
+        kubeconfig names), ``logs/<component>.log``, ``etcd/`` (data), ``audit.log``."""
         if self._directory is None:
             raise ControlPlaneError("the control plane has no directory yet: call start() first.")
         return self._directory
@@ -172,6 +168,11 @@ class ControlPlane(StartedOnEnter):
         """The controllers running in kube-controller-manager, as requested (may be empty)."""
         manager = self._controller_manager
         return manager.running if manager is not None else frozenset()
+
+    @property
+    def addons(self) -> tuple[str, ...]:
+        """What runs beside it, in words (``3 simulated nodes (kube-scheduler + KWOK 0.8.0)``)."""
+        return tuple(filter(None, (addon.describe() for addon in self._addons)))
 
     @property
     def audit_log(self) -> Path | None:

@@ -70,7 +70,9 @@ class BareBackend(Backend):
     def describe(self) -> str:
         controllers = ",".join(sorted(self._plane.controllers)) or "none"
         plane = self._plane
-        return f"embedded control plane {plane.version} at {plane.server} (controllers: {controllers})"
+        beside = "".join(f"; {addon}" for addon in plane.addons)
+        where = f"embedded control plane {plane.version} at {plane.server}"
+        return f"{where} (controllers: {controllers}{beside})"
 
     def share(self) -> ClusterShare:
         return share_of(self._plane, self.describe())
