@@ -42,7 +42,9 @@ def test_the_plugin_runs_simulated_nodes_and_the_kubelet_fixture(
     )
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(["*nodes=2*"])
-    result.stdout.fnmatch_lines(["cluster: embedded control plane *; 2 simulated nodes (kube-scheduler + KWOK 0.8.0))"])
+    result.stdout.fnmatch_lines(
+        ["cluster: embedded control plane *; 2 simulated nodes (kube-scheduler + KWOK 0.8.0))"]
+    )
     result.stdout.fnmatch_lines(["*kubelet.not_ready('app=wbe') selected no Pod in namespace*"])
 
 
