@@ -20,6 +20,7 @@ from ktest.timeline.model import (
     object_diff,
     without_secret_values,
 )
+from ktest.timeline.pod_writers import node_event_lane, pod_writer_event
 from ktest.timeline.watches import UNREACHABLE, ResourceKey, ResourceWatch, Seen
 
 MAX_LOG_LINES = 3000
@@ -198,6 +199,10 @@ class Assembly:
                     owners = [f"{ref.get('kind')}/{ref.get('name')}" for ref in references]
                     detail = {"by": by, "object": what, "owners": owners}
                     timeline.events.append(Event("controllers", "gc", at, f"{by} deleted {what}", detail))
+            elif (key.group, key.resource) == ("", "pods") and event.type in ("MODIFIED", "RELISTED") and (
+                moved := pod_writer_event(old, event.obj, at, where)
+            ):
+                timeline.events.append(moved)
             elif event.type == "MODIFIED" and _written_by_controllers(event.obj):
                 by = "kube-controller-manager"
                 detail = {"by": by, "object": what, "diff": rows, "diffCut": more}
@@ -296,7 +301,7 @@ def _call_detail(call: Call) -> dict[str, Any]:
 def _k8s_event(obj: dict[str, Any], at: float, operators: list[str]) -> Event:
     involved = obj.get("involvedObject") or obj.get("regarding") or {}
     source = (obj.get("source") or {}).get("component") or obj.get("reportingComponent") or ""
-    lane = "controllers"
+    lane = node_event_lane(source) or "controllers"
     for name in operators:
         if source and (source == name or name in source or source in ("kopf", name)):
             lane = f"operator:{name}"

@@ -34,6 +34,14 @@ MAX_DIFF_ROWS = 60
 """Changed fields kept per diff (the rest are counted in ``diffCut``)."""
 MAX_EVENTS_PER_KIND = 20_000
 """The oldest events of a kind beyond this are dropped (counted in ``dropped``)."""
+SCHEDULER_LANE = "kube-scheduler"
+KUBELET_LANE = "simulated-kubelet"
+NODE_LANES = (
+    {"id": SCHEDULER_LANE, "title": "kube-scheduler (bindings)"},
+    {"id": KUBELET_LANE, "title": "simulated kubelet (KWOK)"},
+)
+"""Lanes of a plane with simulated nodes (:mod:`ktest.timeline.pod_writers`), shown only when
+they have events."""
 _SKIPPED_PATHS = ("metadata.managedFields", "metadata.resourceVersion")
 
 
@@ -82,8 +90,10 @@ class TimelineData:
         lanes += [
             {"id": "apiserver", "title": "API server (writes, watch events)"},
             {"id": "controllers", "title": "controllers (GC, namespace)"},
-            {"id": "faults", "title": "faults"},
         ]
+        used = {event.lane for event in self.events}
+        lanes += [lane for lane in NODE_LANES if lane["id"] in used]
+        lanes.append({"id": "faults", "title": "faults"})
         return lanes
 
     def as_json(self) -> dict[str, Any]:

@@ -54,6 +54,15 @@ _UNWATCHABLE = {
     "evictions",
     "leases",
 }
+_POD_MAKERS = {
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+    ("apps", "statefulsets"),
+    ("apps", "daemonsets"),
+    ("batch", "jobs"),
+    ("batch", "cronjobs"),
+}
+"""A request about one of these in a namespace also watches its Pods (scheduled, started, ...)."""
 
 
 class Recorder:
@@ -306,6 +315,8 @@ class Recorder:
             self._in_play.add(namespace)
         for wanted in (key, *waiting):
             self._watch(wanted)
+            if (wanted.group, wanted.resource) in _POD_MAKERS:
+                self._watch(ResourceKey("", "v1", "pods", namespace))
         self._watch(ResourceKey("", "v1", "events", namespace))
 
     def _watch_resource_name(self, name: str) -> None:

@@ -6,11 +6,13 @@ The DOM contract (the browser tests and users' own scripts may rely on it):
 - the data: ``<script type="application/json" id="ktest-timeline-data">`` (schema in
   :mod:`ktest.timeline.model`);
 - lanes: elements ``[data-lane]`` valued ``test``, ``operator:<name>`` (one per operator),
-  ``apiserver``, ``controllers``, ``faults``;
+  ``apiserver``, ``controllers``, on a plane with simulated nodes ``kube-scheduler`` and
+  ``simulated-kubelet`` (when they have events), ``faults``;
 - events: ``.event[data-kind=<kind>][data-time=<seconds since start>]`` inside their lane, kind one
-  of request, watch-event, log, attempt, k8s-event, fault, gc, upgrade (a control-plane upgrade,
-  as wide as it took, in the ``controllers`` lane), gap (the API server could not be watched, as
-  wide as that lasted, in the ``apiserver`` lane), assertion-failure; hovering shows the label
+  of request, watch-event, log, attempt, k8s-event, fault, gc, scheduling (a binding), kubelet (a
+  simulated kubelet's status write), upgrade (a control-plane upgrade, as wide as it took, in the
+  ``controllers`` lane), gap (the API server could not be watched, as wide as that lasted, in the
+  ``apiserver`` lane), assertion-failure; hovering shows the label
   (``title``); time 0 is a small gutter right of the lane titles, so no event hides under them;
 - clicking an event fills ``#details``: a request's method, path and response code, an object's
   diff between two resourceVersions as rows ``.diff-row[data-path="spec.replicas"]`` with
@@ -58,6 +60,7 @@ h1{font-size:15px;margin:0 0 4px}
 .event[data-kind=attempt]{background:#8e5bd8}.event[data-kind=attempt].passed{background:#4caf50}
 .event[data-kind=k8s-event]{background:#00a3a3}.event[data-kind=fault]{background:#d32f2f}
 .event[data-kind=gc]{background:#795548}
+.event[data-kind=scheduling]{background:#5c6bc0}.event[data-kind=kubelet]{background:#558b2f}
 .event[data-kind=upgrade]{background:#f2b400;margin-left:0;min-width:7px}
 .event[data-kind=gap]{background:repeating-linear-gradient(45deg,#d08c00 0 4px,#fff4d6 4px 8px);margin-left:0;
  min-width:7px}
@@ -200,6 +203,8 @@ _PAGE = """<!DOCTYPE html>
 <span><i style="background:#8e5bd8"></i>attempt</span><span><i style="background:#00a3a3"></i>Event</span>
 <span><i style="background:#d32f2f"></i>fault</span>
 <span><i style="background:#795548"></i>GC / controllers</span>
+<span><i style="background:#5c6bc0"></i>scheduling</span>
+<span><i style="background:#558b2f"></i>kubelet</span>
 <span><i style="background:#f2b400"></i>control plane upgrade</span>
 <span><i style="background:#d08c00"></i>API server not seen</span>
 <span><i style="background:#c62828"></i>failing assertion</span></span></div></header>
