@@ -181,3 +181,14 @@ def run_cli() -> Callable[..., CliResult]:
         return CliResult(finished.returncode, finished.stdout, finished.stderr)
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def progress_on_stderr() -> Iterator[None]:
+    """Progress lines on ``sys.stderr`` (where ``capsys`` reads them), not on the terminal the
+    outer session's plugin points them at (``ktest.assets.progress.show_on``)."""
+    from ktest.assets.progress import show_on
+
+    before = show_on(None)
+    yield
+    show_on(before)
