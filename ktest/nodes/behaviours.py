@@ -22,6 +22,7 @@ from ktest.nodes.stages import (
     RUNNING,
     container_statuses,
     expression,
+    finished_pod,
     pod_conditions,
     stage,
     status_patch,
@@ -216,37 +217,13 @@ def slow_start(selector: Selector, seconds: float) -> list[dict[str, Any]]:
     ]
 
 
-def _finished(phase: str, exit_code: int, reason: str, condition_reason: str) -> str:
-    return "\n".join(
-        [
-            f"phase: {phase}",
-            pod_conditions(ready=False, reason=condition_reason, started=False),
-            container_statuses(
-                f"""
-ready: false
-started: false
-restartCount: {{{{ or .restartCount 0 }}}}
-lastState: {{}}
-state:
-  terminated:
-    exitCode: {exit_code}
-    reason: {reason}
-    startedAt: {{{{ or .state.running.startedAt $now | Quote }}}}
-    finishedAt: {{{{ $now | Quote }}}}
-""",
-                ".status.containerStatuses",
-            ),
-        ]
-    )
-
-
 def complete(selector: Selector, *, after: float = 0.0) -> list[dict[str, Any]]:
     """The containers exit 0 ``after`` seconds of running: the Pod Succeeds."""
     return [
         _pod(
             "complete",
             [*selector, RUNNING, _IS_RUNNING],
-            _finished("Succeeded", 0, "Completed", "PodCompleted"),
+            finished_pod("Succeeded", 0, "Completed", "PodCompleted"),
             delay_ms=int(after * 1000),
         )
     ]
@@ -258,7 +235,7 @@ def fail(selector: Selector, *, exit_code: int = 1, after: float = 0.0) -> list[
         _pod(
             "fail",
             [*selector, RUNNING, _IS_RUNNING],
-            _finished("Failed", exit_code, "Error", "PodFailed"),
+            finished_pod("Failed", exit_code, "Error", "PodFailed"),
             delay_ms=int(after * 1000),
             event=("Warning", "BackOff", "container exited with an error"),
         )
@@ -267,32 +244,21 @@ def fail(selector: Selector, *, exit_code: int = 1, after: float = 0.0) -> list[
 
 def evict(selector: Selector) -> list[dict[str, Any]]:
     """The kubelet evicts the Pods (node memory pressure): Failed, reason ``Evicted``."""
+    pressure = "The node was low on resource: memory."
     evicted = "\n".join(
         [
-            "phase: Failed",
             "reason: Evicted",
-            "message: 'The node was low on resource: memory. Threshold quantity: 100Mi, available: 64Mi. '",
-            pod_conditions(ready=False, reason="PodFailed", started=False).replace(
+            f"message: '{pressure} Threshold quantity: 100Mi, available: 64Mi. '",
+            finished_pod(
+                "Failed",
+                137,
+                "ContainerStatusUnknown",
+                "PodFailed",
+                message="The container could not be located when the pod was terminated",
+            ).replace(
                 "conditions:",
                 'conditions:\n- type: DisruptionTarget\n  status: "True"\n  reason: TerminationByKubelet\n'
-                "  message: 'The node was low on resource: memory.'\n"
-                "  lastTransitionTime: {{ $now | Quote }}",
-            ),
-            container_statuses(
-                """
-ready: false
-started: false
-restartCount: {{ or .restartCount 0 }}
-lastState: {}
-state:
-  terminated:
-    exitCode: 137
-    reason: ContainerStatusUnknown
-    message: The container could not be located when the pod was terminated
-    startedAt: {{ or .state.running.startedAt $now | Quote }}
-    finishedAt: {{ $now | Quote }}
-""",
-                ".status.containerStatuses",
+                f"  message: '{pressure}'\n  lastTransitionTime: {{{{ $now | Quote }}}}",
             ),
         ]
     )

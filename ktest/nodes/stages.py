@@ -165,6 +165,32 @@ NOT_READY = expression(
 )
 
 
+def finished_pod(phase: str, exit_code: int, reason: str, condition_reason: str, *, message: str = "") -> str:
+    """A Pod whose containers exited with ``exit_code`` (``reason``): ``phase`` Succeeded or Failed."""
+    message_line = f"\n    message: {message}" if message else ""
+    return "\n".join(
+        [
+            f"phase: {phase}",
+            pod_conditions(ready=False, reason=condition_reason, started=False),
+            container_statuses(
+                f"""
+ready: false
+started: false
+restartCount: {{{{ or .restartCount 0 }}}}
+lastState: {{}}
+state:
+  terminated:
+    exitCode: {exit_code}
+    reason: {reason}{message_line}
+    startedAt: {{{{ or .state.running.startedAt $now | Quote }}}}
+    finishedAt: {{{{ $now | Quote }}}}
+""",
+                ".status.containerStatuses",
+            ),
+        ]
+    )
+
+
 RESTARTED_POD = "\n".join(
     [
         "phase: Running",
@@ -279,27 +305,7 @@ def _pod_stages() -> list[dict[str, Any]]:
             _init_statuses(),
         ]
     )
-    completed = "\n".join(
-        [
-            "phase: Succeeded",
-            pod_conditions(ready=False, reason="PodCompleted", started=False),
-            container_statuses(
-                """
-ready: false
-started: false
-restartCount: {{ or .restartCount 0 }}
-lastState: {}
-state:
-  terminated:
-    exitCode: 0
-    reason: Completed
-    startedAt: {{ or .state.running.startedAt $now | Quote }}
-    finishedAt: {{ $now | Quote }}
-""",
-                ".status.containerStatuses",
-            ),
-        ]
-    )
+    completed = finished_pod("Succeeded", 0, "Completed", "PodCompleted")
     return [
         stage(
             "ktest-pod-running",
