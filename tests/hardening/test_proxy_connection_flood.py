@@ -121,6 +121,16 @@ def test_the_proxy_goes_on_accepting_after_its_process_ran_out_of_descriptors(cl
         # within seconds, well before the proxy's handshake timeout (10 s) would free any
         eventually(ran_out_of_descriptors, timeout=5)
         flood.extend(_flood(int(port_text), 20, timeout=0.5))  # accept() meets EMFILE for these
+
+        def accept_errors() -> list[str]:
+            stdin.write("errors\n")
+            stdin.flush()
+            found: list[str] = json.loads(stdout.readline())
+            return found
+
+        # while the flood still holds the descriptors (closed, they would be freed before the
+        # proxy's accept() got to the queued connections, which then would not meet EMFILE)
+        eventually(accept_errors, timeout=10)
         for connection in flood:
             connection.close()
         # the other user went away: the operator is served again
@@ -129,9 +139,7 @@ def test_the_proxy_goes_on_accepting_after_its_process_ran_out_of_descriptors(cl
             assert operator.get(("v1", "Namespace", "default"))["metadata"]["name"] == "default"
         finally:
             operator.close()
-        stdin.write("errors\n")
-        stdin.flush()
-        errors = json.loads(stdout.readline())
+        errors = accept_errors()
         assert errors and all(error.startswith("EMFILE") for error in errors), errors
         stdin.write("exit\n")
         stdin.flush()
