@@ -114,6 +114,7 @@ PUBLIC: dict[str, tuple[str, ...]] = {
         "as_kind", "as_ref", "evolve_crd", "load_manifests", "migrate_storage",
     ),
     "ktest.controlplane": ("ControlPlane", "ManagedProcess"),
+    "ktest.nodes": ("Behaviour", "Kubelet", "NodePool", "SimulatedNodes", "SimulationError"),
     "ktest.assets": (
         "ALL_BINARIES", "OPTIONAL_BINARIES", "REQUIRED_BINARIES", "SOURCES", "Assets", "Progress", "Selector",
         "parse_selector", "resolve_assets", "KubeVersion",
