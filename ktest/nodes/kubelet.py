@@ -8,6 +8,8 @@ selector that matched no Pod during the test (a typo would otherwise pass silent
 from __future__ import annotations
 
 import itertools
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +20,8 @@ from ktest.nodes.selectors import SimulationError, kubernetes_selector, selector
 from ktest.nodes.stages import MANAGED_LABEL, STAGE_RESOURCE, expression
 
 LabelSelector = str | Mapping[str, str] | None
+RETOUCH_AFTER = (0.5, 1.5, 3.0)
+"""Seconds after a behaviour starts at which its Pods are touched again (see Behaviour.start)."""
 
 
 class Behaviour:
@@ -27,12 +31,36 @@ class Behaviour:
         self, kubelet: Kubelet, name: str, selector: LabelSelector, stages: list[str], *, pods: bool
     ) -> None:
         self.kubelet, self.name, self.selector, self.stages, self.pods = kubelet, name, selector, stages, pods
+        self._stopped = threading.Event()
+        self._retoucher: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Touch the selected Pods now and a few times in the next seconds: a Pod created right
+        after the behaviour may reach KWOK before its new Stages do, and KWOK looks at a Pod
+        again only when the Pod changes."""
+        self.touch("started")
+        if self.pods:
+            self._retoucher = threading.Thread(target=self._retouch, name=f"ktest-{self.name}", daemon=True)
+            self._retoucher.start()
+
+    def _retouch(self) -> None:
+        started = time.monotonic()
+        for offset in RETOUCH_AFTER:
+            if self._stopped.wait(max(0.0, started + offset - time.monotonic())):
+                return
+            try:
+                self.touch(f"started ({offset:g} s)")
+            except Exception:  # the cluster closing under it: the touches only hasten KWOK
+                return
 
     def __repr__(self) -> str:
         return f"{self.name}({kubernetes_selector(self.selector) or 'every Pod'!r})"
 
     def stop(self) -> None:
         """Remove its Stages: the selected Pods follow the defaults again (they recover)."""
+        self._stopped.set()
+        if self._retoucher is not None:
+            self._retoucher.join(timeout=10)
         cluster = self.kubelet.cluster
         for name in self.stages:
             cluster.delete((*STAGE_RESOURCE, name), missing_ok=True)
@@ -141,7 +169,7 @@ class Kubelet:
             behaviour.stop()
             raise
         self.active.append(behaviour)
-        behaviour.touch("started")
+        behaviour.start()
         return behaviour
 
     def close(self, *, check: bool = True) -> None:
