@@ -67,8 +67,6 @@ class SimulatedNodes:
         self._scheduler: ManagedProcess | None = None
         self._kwok: ManagedProcess | None = None
         self._request: Request | None = None
-        self._version = ""
-        self._directory: Path | None = None
 
     # -- what the control plane asks ------------------------------------------------
     @property
@@ -103,7 +101,7 @@ class SimulatedNodes:
         if not self.count or self.tools is None:
             return
         kubeconfig, directory = plane.kubeconfig_path, plane.directory
-        self._request, self._version, self._directory = request, version, directory
+        self._request = request
         self._scheduler = _scheduler_process(self.tools.kube_scheduler, kubeconfig, directory)
         self._launch(self._scheduler, log_note)
         self._install_stage_crd()
@@ -173,14 +171,9 @@ class SimulatedNodes:
         path = f"{_STAGES}/{name}?fieldManager=ktest&force=true"
         self._expect(self.call("PATCH", path, stage, APPLY), f"writing KWOK Stage {name}")
 
-    def delete_stage(self, name: str) -> None:
-        self._expect(self.call("DELETE", f"{_STAGES}/{name}"), f"deleting KWOK Stage {name}", missing_ok=True)
-
-    def _expect(
-        self, answer: tuple[int, Any], what: str, *, exist_ok: bool = False, missing_ok: bool = False
-    ) -> None:
+    def _expect(self, answer: tuple[int, Any], what: str, *, exist_ok: bool = False) -> None:
         status, body = answer
-        if 200 <= status < 300 or (exist_ok and status == 409) or (missing_ok and status == 404):
+        if 200 <= status < 300 or (exist_ok and status == 409):
             return
         message = body.get("message") if isinstance(body, dict) else body
         raise ControlPlaneError(f"{what} failed: HTTP {status}: {message}")
