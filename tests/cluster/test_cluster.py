@@ -123,7 +123,15 @@ def test_delete_propagation_and_garbage_collection(admin: Cluster, ns: str) -> N
     owner = admin.apply(configmap("owner", ns))
     child = configmap("child", ns)
     child["metadata"]["ownerReferences"] = [
-        {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"]}
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": "owner",
+            "uid": owner["metadata"]["uid"],
+            # Foreground deletion waits only for dependents that block it; without this the
+            # owner may be gone before the garbage collector has deleted the child.
+            "blockOwnerDeletion": True,
+        }
     ]
     admin.apply(child)
     admin.delete(owner, propagation="Foreground", wait=True, timeout=30)
