@@ -16,7 +16,7 @@ KTEST := $(BIN)/ktest
 VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
 
 .PHONY: docs reference
-.PHONY: all venv binaries node-tools go-operators binaries-older test test-kind test-floors demo lint bench clean-venv docker-engine kind-images \
+.PHONY: all venv binaries node-tools go-operators binaries-older test check test-kind test-floors demo lint bench clean-venv docker-engine kind-images \
 	kind-image kind-image-older test-kind-older lint-workflows browser
 
 all: venv binaries
@@ -52,14 +52,20 @@ node-tools: venv binaries
 binaries-older: venv
 	$(KTEST) binaries install --nodes --k8s-version $(OLDER_K8S_VERSION)
 
-# The stages are in scripts/test-stages (it builds the binaries too): while the default version
-# builds and the suites run, its kind node image and the older version's binaries build in the
-# background at low priority, the kind layer's own tests run beside the bare suite, and the
-# dependency floors beside the kind layer.
+# The stages are planned in scripts/stages/stage_plan.py (`scripts/test-stages --plan` prints the plan):
+# the bare suite on the critical path, lint, the sdist and wheel (built once), the older minor's
+# tests and the kind layer's own tests beside it, the kind layer, the floors and the example
+# project after it. It ends with the stage table (wall times, slowest tests, skips against each
+# stage's allowance), kept with each stage's log and JUnit XML in .ktest-stages/.
+STAGES_ENV = BIN=$(BIN) MAKE="$(MAKE)" TEST_WORKERS=$(TEST_WORKERS) OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) \
+	VERSION_ARGS="$(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),)" PYTEST_ARGS="$(PYTEST_ARGS)"
 test: venv lint-workflows docker-engine browser
-	BIN=$(BIN) MAKE="$(MAKE)" TEST_WORKERS=$(TEST_WORKERS) OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) \
-		VERSION_ARGS="$(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),)" PYTEST_ARGS="$(PYTEST_ARGS)" \
-		scripts/test-stages
+	$(STAGES_ENV) scripts/test-stages
+
+# The inner loop (a few minutes warm): lint, and the bare suite without the tests marked slow
+# (child pytest sessions, control planes of their own, builds). `make test` runs everything.
+check: venv binaries node-tools go-operators browser
+	$(STAGES_ENV) scripts/test-stages --check
 
 # The kind layer for real: the kind backend's own tests, the Pod-status parity set (tests/parity, which
 # the bare suite runs on simulated nodes) and the demo suite on one shared kind

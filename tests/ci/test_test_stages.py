@@ -1,259 +1,180 @@
-"""``scripts/test-stages`` (what ``make test`` runs): the order of its stages, the background
-jobs at their priorities, and that no failure is lost and no job is left running.
-
-``make`` and ``python`` are stand-ins here (shell scripts recording their calls): the script's
-own logic is what is under test, not the suites it calls.
+"""``scripts/test-stages`` (what ``make test`` and ``make check`` run): properties of the plan it
+prints (every test file runs in some stage, the critical path, what waits for what, priorities),
+and the runner's own logic on small plans of real commands (order, failures, skips, the table).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from ci_helpers import REPO
 from processes import live_processes_using
 
-from ktest.wait import eventually
+STAGES = REPO / "scripts" / "stages"
+if str(STAGES) not in sys.path:
+    sys.path.insert(0, str(STAGES))
+
+from stage_plan import Job  # noqa: E402
+from stage_runner import run  # noqa: E402
 
 SCRIPT = REPO / "scripts" / "test-stages"
+ENV = {"BIN": ".venv/bin", "MAKE": "make", "OLDER_K8S_VERSION": "1.36", "TEST_WORKERS": "2"}
 
 
-def _stand_ins(
-    tmp_path: Path,
-    *,
-    python_status: int = 0,
-    image: str = "exit 0",
-    older: str = "exit 0",
-    floors: str = "exit 0",
-    example: str = "exit 0",
-    python_first: str = "",
-    kind_tests: str = "",
-) -> dict[str, str]:
-    """A fake ``make`` (background job A, ``kind-image``, runs ``image``; job B,
-    ``binaries-older``, runs ``older``; ``test-floors`` runs ``floors``, ``test-example``
-    ``example``) and ``python`` (runs ``python_first``, then exits with ``python_status``;
-    the kind layer's own tests record whether the bare suite was still running when they
-    started, which waits briefly for them to start, then run ``kind_tests``; the
-    older-version tests record whether the kind layer had ended when they started); both log
-    their calls."""
-    calls = tmp_path / "calls"
-    make = tmp_path / "make"
-    make.write_text(
-        "#!/usr/bin/env bash\n"
-        f'echo "make $* nice=$(nice)" >> {calls}\n'
-        f"cd {tmp_path}\n"
-        # The default version's binaries (with the Go operators) record whether job B had started
-        # (waiting briefly).
-        'if [[ $* == *" binaries node-tools go-operators" ]]; then\n'
-        "  for _ in $(seq 100); do [[ -e b-started ]] && break; sleep 0.05; done\n"
-        f'  echo "B started before binaries: $([[ -e b-started ]] && echo yes || echo no)" >> {calls}\n'
-        "fi\n"
-        # The floors record whether the bare suite had ended when they started, and whether
-        # they were still running when the kind layer ended (waiting briefly for that).
-        'if [[ $* == *test-floors* ]]; then\n'
-        f'  echo "floors after the bare suite: $([[ -e suite-done ]] && echo yes || echo no)" >> {calls}\n'
-        "  for _ in $(seq 100); do [[ -e kind-layer-done ]] && break; sleep 0.05; done\n"
-        f'  echo "floors beside the kind layer: $([[ -e kind-layer-done ]] && echo yes || echo no)"'
-        f" >> {calls}\n"
-        "fi\n"
-        # The example project records whether the kind layer had ended when it started.
-        'if [[ $* == *test-example* ]]; then\n'
-        f'  echo "example after the kind layer: $([[ -e kind-layer-done ]] && echo yes || echo no)"'
-        f" >> {calls}\n"
-        "fi\n"
-        # The kind layer records whether the kind layer's own tests had ended when it started.
-        'if [[ $* == *test-kind* ]]; then\n'
-        f'  echo "kind layer after the kind tests: $([[ -e kind-tests-done ]] && echo yes || echo no)"'
-        f" >> {calls}\n"
-        "fi\n"
-        'case "$*" in\n'
-        "  *test-kind*) touch kind-layer-done;;\n"
-        f"  *binaries-older*) touch b-started; {older};;\n"
-        f"  *kind-image*) {image};;\n"
-        f"  *test-floors*) {floors};;\n"
-        f"  *test-example*) {example};;\n"
-        "esac\n"
+def _plan(*args: str) -> dict[str, dict]:
+    printed = subprocess.run([str(SCRIPT), *args, "--plan"], env={**os.environ, **ENV}, cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout
+    return {job["name"]: job for job in json.loads(printed)}
+
+
+def _recipe(job: dict) -> list[str]:
+    """The command lines a job runs: its own, or those its make goal's recipe runs (``make -n``)."""
+    command = job["command"]
+    if command[0] != "make":
+        return [shlex.join(command)]
+    return subprocess.run([*command, "-n"], cwd=REPO, capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def _pytest_command(job: dict) -> list[str] | None:
+    """The pytest command line a job runs (None: it runs pytest elsewhere, e.g. the example project's)."""
+    lines = [line for line in _recipe(job) if " -m pytest " in line]
+    return shlex.split(lines[-1]) if lines else None
+
+
+def _selects(command: list[str], test_file: str) -> bool:
+    """Whether a pytest command line runs (some of) ``test_file``: under a path it names, not ignored."""
+    after_pytest = command[command.index("pytest") + 1:]
+    paths = [arg.split("::")[0] for arg in after_pytest if not arg.startswith("-") and "/" in arg or arg in
+             ("tests", "examples")]
+    ignored = [arg.split("=", 1)[1] for arg in after_pytest if arg.startswith("--ignore=")]
+    under = any(test_file == path or test_file.startswith(path.rstrip("/") + "/") for path in paths)
+    return under and not any(test_file == path or test_file.startswith(path + "/") for path in ignored)
+
+
+def test_every_test_file_runs_in_some_stage() -> None:
+    commands = {name: _pytest_command(job) for name, job in _plan().items() if job["junit"]}
+    assert {"bare", "older", "kind-own", "kind", "floors", "lint-tests", "example"} <= set(commands)
+    commands = {name: command for name, command in commands.items() if command is not None}
+    test_files = sorted(
+        str(path.relative_to(REPO))
+        for folder in ("tests", "examples")
+        for path in (REPO / folder).rglob("test_*.py")
+        if "memcached-kopf" not in path.parts  # the example project: its own stage, from the wheel
     )
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    python = bin_dir / "python"
-    python.write_text(
-        "#!/usr/bin/env bash\n"
-        f"{python_first}\n"
-        f"cd {tmp_path}\n"
-        'if [[ -n ${KTEST_OLDER_K8S_VERSION:-} ]]; then\n'
-        '  echo "older tests after the kind layer: $([[ -e kind-layer-done ]] && echo yes || echo no)"'
-        f" >> {calls}\n"
-        "fi\n"
-        'if [[ $* == *"tests/kind"* && $* != *--ignore* ]]; then\n'
-        '  echo "kind tests during the bare suite: $([[ -e suite-done ]] && echo no || echo yes)"'
-        f" >> {calls}\n"
-        "  touch kind-tests-started\n"
-        f"  {kind_tests or ':'}\n"
-        "fi\n"
-        'if [[ $* == *"tests examples"* ]]; then\n'
-        "  for _ in $(seq 100); do [[ -e kind-tests-started ]] && break; sleep 0.05; done\n"
-        "fi\n"
-        f'echo "python $* older=${{KTEST_OLDER_K8S_VERSION:-unset}}" >> {calls}\n'
-        f'[[ $* == *"tests examples"* ]] && touch {tmp_path}/suite-done\n'
-        f'[[ $* == *"tests/kind"* && $* != *--ignore* ]] && touch {tmp_path}/kind-tests-done\n'
-        f"exit {python_status}\n"
-    )
-    for path in (make, python):
-        path.chmod(0o755)
-    return {
-        **os.environ,
-        "BIN": str(bin_dir),
-        "MAKE": str(make),
-        "OLDER_K8S_VERSION": "1.36",
-        "BACKGROUND_LOG_PREFIX": str(tmp_path / "background-"),
-    }
+    assert len(test_files) > 150
+    lost = [name for name in test_files if not any(_selects(command, name) for command in commands.values())]
+    assert lost == []
 
 
-def _run(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env.pop("KTEST_OLDER_K8S_VERSION", None)
-    return subprocess.run(
-        [str(SCRIPT)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+def test_the_bare_suite_is_the_critical_path_and_the_rest_waits_or_yields() -> None:
+    jobs = _plan()
+    bare = jobs["bare"]
+    assert bare["stream"] and bare["niceness"] == 0 and bare["after"] == ["prepare"]
+    for name, job in jobs.items():
+        if name not in ("bare", "prepare"):
+            # Anything beside the bare suite yields the CPU to it; the kind layer comes after it.
+            assert job["niceness"] > 0 or "bare" in job["after"], name
+    assert jobs["older-binaries"]["niceness"] == 19 and jobs["kind-image"]["niceness"] == 10
+    assert set(jobs["kind"]["after"]) == {"kind-own", "bare"}
+    assert jobs["kind-own"]["after"] == ["kind-image"]
+    assert jobs["kind-image"]["after"] == ["prepare"]
+    # The older minor's tests run beside the bare suite as soon as their binaries are there.
+    assert set(jobs["older"]["after"]) == {"prepare", "older-binaries"}
+    assert jobs["older"]["env"] == {"KTEST_OLDER_K8S_VERSION": "1.36"}
+    # One sdist and wheel for the packaging tests and the example project.
+    dist = jobs["dist"]["command"][jobs["dist"]["command"].index("--outdir") + 1]
+    assert jobs["bare"]["env"]["KTEST_DIST_DIR"] == dist
+    assert f"KTEST_DIST_DIR={dist}" in jobs["example"]["command"]
 
 
-def _calls(tmp_path: Path) -> list[str]:
-    return (tmp_path / "calls").read_text().splitlines()
+def test_every_pytest_stage_writes_junit_and_durations() -> None:
+    for plan in (_plan(), _plan("--check")):
+        for name, job in plan.items():
+            if job["junit"]:
+                recipe = " ".join(_recipe(job))
+                assert f"--junitxml={REPO}/.ktest-stages/{name}.xml --durations=10" in recipe, name
 
 
-OLDER_TESTS = (
-    "tests/controlplane/test_versions.py tests/controlplane/test_plane_upgrade.py "
-    "tests/controlplane/test_upgrade_fixtures.py examples/test_upgrade.py tests/nodes/test_older_minor.py "
-    "tests/docs/test_docs_examples.py::test_page_examples_run[docs/guides/upgrades.md]"
-)
-OLDER_TEST_CALL = f"python -m pytest -n 2 --dist loadgroup {OLDER_TESTS}"
-BACKGROUND = {
-    "make --no-print-directory binaries-older OLDER_K8S_VERSION=1.36 nice=19",
-    "make --no-print-directory kind-image OLDER_K8S_VERSION=1.36 nice=10",
-    "make --no-print-directory test-floors OLDER_K8S_VERSION=1.36 nice=5",
-    "make --no-print-directory test-example OLDER_K8S_VERSION=1.36 nice=5",
-    # The older-version tests' job: the binaries (B's, waited for through its install lock), the tests.
-    "make --no-print-directory binaries-older OLDER_K8S_VERSION=1.36 nice=5",
-    f"{OLDER_TEST_CALL} older=1.36",
-    # The kind layer's own tests' job: the node image (A's, waited for through its build lock), the tests.
-    "make --no-print-directory kind-image OLDER_K8S_VERSION=1.36 nice=5",
-    "python -m pytest tests/kind older=unset",
-}
+def test_make_check_is_lint_and_the_bare_suite_without_slow_tests() -> None:
+    check, full = _plan("--check"), _plan()
+    assert set(check) == {"lint", "bare-quick"}
+    quick = check["bare-quick"]["command"]
+    assert quick[quick.index("not slow") - 1] == "-m"
+    same_files = [arg for arg in full["bare"]["command"] if arg.startswith(("--ignore", "--deselect"))]
+    assert [arg for arg in quick if arg.startswith(("--ignore", "--deselect"))] == same_files
 
 
-def test_the_stages_run_in_order_with_the_background_jobs_at_their_priorities(tmp_path: Path) -> None:
-    result = _run(_stand_ins(tmp_path), tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    calls = _calls(tmp_path)
-    assert set(calls) >= BACKGROUND
-    # B starts before the default version's binaries build, A only after it.
-    assert "B started before binaries: yes" in calls
-    assert calls.index("B started before binaries: yes") < calls.index(
-        "make --no-print-directory kind-image OLDER_K8S_VERSION=1.36 nice=10"
-    )
-    foreground = [
-        call for call in calls
-        if call not in BACKGROUND
-        and not call.startswith(("B ", "floors ", "example ", "older tests ", "kind tests ", "kind layer "))
-    ]
-    assert foreground[0] == "make --no-print-directory binaries node-tools go-operators nice=0"
-    assert foreground[1].startswith("python -m pytest -n 2 --dist loadgroup tests examples")
-    # What needs the older minor's binaries waits for them (after the kind layer), not in the bare suite.
-    for test in OLDER_TESTS.split():
-        left_out = f"--deselect={test}" if "::" in test else f"--ignore={test}"
-        assert left_out in foreground[1]
-    assert "--ignore=tests/kind " in foreground[1] + " "
-    # The floors start once the bare suite is done and run beside the kind layer. (Their log
-    # lines may come after the kind layer's: a background job's first line is not ordered.)
-    assert "floors after the bare suite: yes" in calls
-    assert "floors beside the kind layer: yes" in calls
-    # The kind layer's own tests (the default version only: no older node image is built) run
-    # beside the bare suite (off the critical path: they mostly wait on kind), and end before
-    # the kind layer starts.
-    assert "kind tests during the bare suite: yes" in calls
-    assert "kind layer after the kind tests: yes" in calls
-    # The example project and the older-version tests start once the kind layer is done.
-    assert "example after the kind layer: yes" in calls
-    assert "older tests after the kind layer: yes" in calls
-    assert foreground[2].startswith("make --no-print-directory test-kind")
-    assert len(foreground) == 3
+def _job(name: str, code: str, **fields: object) -> Job:
+    return Job(name, (sys.executable, "-c", code), **fields)  # type: ignore[arg-type]
 
 
-def _failed_job_run(tmp_path: Path, job: str, goal: str, status: int, message: str) -> str:
-    """Run the stages with the background ``job`` failing (``status``, printing ``message``);
-    check that the run fails with the job's status and log; the calls made."""
-    env = _stand_ins(tmp_path, **{job: f"echo '{message}'; exit {status}"})
-    result = _run(env, tmp_path)
-    assert result.returncode == status
-    assert message in result.stdout
-    name = "kind-image" if job == "image" else job
-    assert f"the background job ({name}: make {goal}) failed with status {status}" in result.stderr
-    return "\n".join(_calls(tmp_path))
+def test_jobs_wait_for_what_they_come_after_and_run_at_their_niceness(tmp_path: Path) -> None:
+    first = _job("first", f"import pathlib; pathlib.Path({str(tmp_path / 'first')!r}).touch()")
+    second = _job("second", f"import os, pathlib; print('second saw first:', pathlib.Path("
+                  f"{str(tmp_path / 'first')!r}).exists(), 'nice', os.nice(0))", after=("first",), niceness=7)
+    assert run([second, first], tmp_path / "out", dict(os.environ)) == 0
+    assert "second saw first: True nice 7" in (tmp_path / "out" / "second.log").read_text()
+    table = (tmp_path / "out" / "table.md").read_text()
+    assert re.search(r"\| second \| \d+:\d\d \| \d+:\d\d \| passed \|", table), table
 
 
-def test_a_failed_kind_image_build_fails_the_run_before_the_kind_layer(tmp_path: Path) -> None:
-    calls = _failed_job_run(tmp_path, "image", "kind-image", 3, "go: module not found")
-    assert "python -m pytest -n 2 --dist loadgroup tests examples" in calls  # the bare suite before it ran
-    assert "test-kind" not in calls and "python -m pytest tests/kind" not in calls
+def test_a_failed_job_stops_the_running_ones_and_fails_with_its_status_and_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "sleeper-marker"
+    sleeper = _job("sleeper", f"import time; time.sleep(120); {str(marker)!r}")
+    failing = _job("failing", "import sys; print('the floors broke'); sys.exit(3)", after=())
+    never = _job("never", "print('ran after a failure')", after=("failing",))
+    assert run([sleeper, failing, never], tmp_path / "out", dict(os.environ)) == 3
+    out, err = capsys.readouterr()
+    assert "the floors broke" in out
+    assert "failing failed with status 3" in err
+    assert not (tmp_path / "out" / "never.log").exists()
+    assert live_processes_using(marker) == []
 
 
-def test_failed_floors_fail_the_run_with_their_log(tmp_path: Path) -> None:
-    """Waited for once the kind layer is done: nothing after the kind layer starts."""
-    calls = _failed_job_run(tmp_path, "floors", "test-floors", 2, "pip: no matching distribution")
-    assert "test-kind" in calls
-    assert "test-example" not in calls and OLDER_TEST_CALL not in calls
+def _pytest_job(name: str, folder: Path, tests: str, **fields: object) -> Job:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "test_sample.py").write_text(tests)
+    return Job(name, (sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:ktest",
+                      str(folder / "test_sample.py")), junit=True, **fields)  # type: ignore[arg-type]
 
 
-def test_a_failed_example_project_fails_the_run_with_its_log(tmp_path: Path) -> None:
-    calls = _failed_job_run(tmp_path, "example", "test-example", 3, "example: 1 failed")
-    assert "python -m pytest tests/kind older=unset" in calls
+SAMPLE = """
+import pytest
+def test_passes(): pass
+@pytest.mark.skip(reason="one")
+def test_skipped_one(): pass
+@pytest.mark.skip(reason="two")
+def test_skipped_two(): pass
+"""
 
 
-def test_failed_kind_layer_own_tests_fail_the_run_before_the_kind_layer(tmp_path: Path) -> None:
-    env = _stand_ins(tmp_path, kind_tests="echo 'kind: 1 failed'; exit 6")
-    result = _run(env, tmp_path)
-    assert result.returncode == 6
-    assert "kind: 1 failed" in result.stdout
-    assert "the background job (kind-own: kind_own_tests) failed with status 6" in result.stderr
-    calls = "\n".join(_calls(tmp_path))
-    assert "python -m pytest -n 2 --dist loadgroup tests examples" in calls  # the bare suite ran
-    assert "test-kind" not in calls and OLDER_TEST_CALL not in calls
+def test_more_skips_than_the_stage_allows_fail_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    strict = _pytest_job("strict", tmp_path / "strict", SAMPLE, skips_allowed=1)
+    assert run([strict], tmp_path / "out", dict(os.environ)) == 1
+    out, err = capsys.readouterr()
+    assert "strict failed: 2 tests skipped, 1 allowed" in err
+    assert "| strict |" in out and "| FAILED | 1 | 0 | 2 (1) |" in out
 
 
-def test_a_failed_older_build_fails_the_run(tmp_path: Path) -> None:
-    calls = _failed_job_run(tmp_path, "older", "binaries-older", 4, "etcd: build failed")
-    assert "test-kind" in calls and OLDER_TEST_CALL not in calls
+def test_the_table_lists_each_stage_and_its_slowest_tests(tmp_path: Path) -> None:
+    allowed = _pytest_job("allowed", tmp_path / "allowed", SAMPLE, skips_allowed=2)
+    assert run([allowed], tmp_path / "out", dict(os.environ)) == 0
+    table = (tmp_path / "out" / "table.md").read_text()
+    assert "| passed | 1 | 0 | 2 (2) |" in table
+    assert "### allowed: the 3 slowest tests" in table
+    assert re.search(r"- +\d+\.\d s test_sample::test_passes", table), table
 
 
-def test_a_failed_suite_stops_the_background_jobs(tmp_path: Path) -> None:
-    builds = []
-    for name in ("image", "older"):
-        build = tmp_path / f"building-{name}" / "build.sh"
-        build.parent.mkdir()
-        # Runs until killed; its path names it. It marks that it started.
-        build.write_text(f"touch {tmp_path}/started-{name}; while :; do sleep 1; done\n")
-        builds.append(build)
-    # The suite fails once both builds run.
-    wait = f"until [[ -e {tmp_path}/started-image && -e {tmp_path}/started-older ]]; do sleep 0.05; done"
-    env = _stand_ins(
-        tmp_path, python_status=1, image=f"bash {builds[0]}", older=f"bash {builds[1]}",
-        python_first=wait,
-    )
-    result = _run(env, tmp_path)
-    assert result.returncode == 1
-    assert "stopping the background job kind-image" in result.stderr
-    assert "stopping the background job older" in result.stderr
-    for build in builds:
-        eventually(
-            lambda build=build: not live_processes_using(build.parent),
-            timeout=10,
-            description=f"the background job in {build.parent.name} to end",
-        )
+def test_no_tests_collected_is_a_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = _pytest_job("empty", tmp_path / "empty", "# no tests here\n")
+    assert run([empty], tmp_path / "out", dict(os.environ)) == 5
+    assert "empty failed: no tests collected (pytest's exit status 5)" in capsys.readouterr().err

@@ -1,0 +1,150 @@
+"""Runs a plan of jobs (scripts/stages/stage_plan.py) as `make test` does, then prints the stage table.
+
+A job starts once every job it comes after has passed, at its own CPU niceness and I/O class, in
+its own process group, its output in ``<out>/<name>.log`` (the one job marked ``stream`` prints
+live instead). The first failure stops every running job (the whole process group) and fails the
+run with that job's log; so does a pytest stage that skips more tests than its allowance. The run
+ends with the table: each job's wall time, outcome counts and skips against the allowance, and the
+slowest tests of each pytest stage (from the JUnit XML each writes).
+
+Standard library only: it runs before the virtual environment is checked.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stage_plan import Job
+from stage_table import StageResult, read_junit, render_table
+
+
+@dataclass
+class Running:
+    job: Job
+    process: subprocess.Popen[bytes]
+    started: float
+    log: Path
+
+
+@dataclass
+class Run:
+    jobs: list[Job]
+    out: Path
+    env: dict[str, str]
+    origin: float = field(default_factory=time.monotonic)
+    running: dict[str, Running] = field(default_factory=dict)
+    results: dict[str, StageResult] = field(default_factory=dict)
+
+    def ready(self) -> list[Job]:
+        return [
+            job
+            for job in self.jobs
+            if job.name not in self.results
+            and job.name not in self.running
+            and all(self.results.get(name) is not None and self.results[name].passed for name in job.after)
+        ]
+
+    def start(self, job: Job) -> None:
+        log = self.out / f"{job.name}.log"
+        argv = job.command(str(self.out))
+        announce(f"{job.name} starts (nice {job.niceness}): {' '.join(job.argv)}")
+        sink = None if job.stream else log.open("wb")
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT if sink else None,
+            env={**self.env, **job.env},
+            start_new_session=True,
+            preexec_fn=lambda: lower_priority(job.niceness, job.io_class),
+        )
+        if sink:
+            sink.close()
+        self.running[job.name] = Running(job, process, time.monotonic(), log)
+
+    def reap(self) -> StageResult | None:
+        """The result of a job that has ended (None if none has); a failed one is returned too."""
+        for name, running in list(self.running.items()):
+            status = running.process.poll()
+            if status is None:
+                continue
+            del self.running[name]
+            result = StageResult(
+                name=name,
+                status=status,
+                started=running.started - self.origin,
+                wall=time.monotonic() - running.started,
+                skips_allowed=running.job.skips_allowed,
+                tests=read_junit(self.out / f"{name}.xml") if running.job.junit else None,
+            )
+            self.results[name] = result
+            if not running.job.stream:
+                sys.stdout.write(running.log.read_text(errors="replace"))
+            announce(f"{name} {result.verdict()} after {result.wall:.0f} s")
+            return result
+        return None
+
+    def stop_all(self) -> None:
+        for name, running in self.running.items():
+            if running.process.poll() is None:
+                announce(f"stopping {name} (pid {running.process.pid}; log: {running.log})")
+                try:
+                    os.killpg(running.process.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for running in self.running.values():
+            try:
+                running.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(running.process.pid, signal.SIGKILL)
+                running.process.wait()
+        self.running.clear()
+
+
+def lower_priority(niceness: int, io_class: int) -> None:
+    """In the child before exec: its CPU niceness and (via ionice) I/O class."""
+    if niceness:
+        os.nice(niceness)
+    if io_class != 2:
+        subprocess.run(["ionice", "-c", str(io_class), "-p", str(os.getpid())], check=False)
+
+
+def announce(text: str) -> None:
+    print(f"\n=== make test: {text} ({time.strftime('%H:%M:%S')})", flush=True)
+
+
+def run(jobs: list[Job], out: Path, env: dict[str, str]) -> int:
+    """Runs the plan; 0 when every job passed within its skip allowance."""
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in (*out.glob("*.xml"), *out.glob("*.log")):
+        stale.unlink()
+    state = Run(jobs, out, env)
+    failed: StageResult | None = None
+    try:
+        while len(state.results) < len(jobs):
+            for job in state.ready():
+                state.start(job)
+            result = state.reap()
+            if result is not None and not result.passed:
+                failed = result
+                break
+            if result is None:
+                if not state.running:
+                    break  # what is left waits on a job that failed: cannot happen without `failed`
+                time.sleep(0.5)
+    finally:
+        state.stop_all()
+    table = render_table([state.results[job.name] for job in jobs if job.name in state.results])
+    (out / "table.md").write_text(table)
+    print("\n" + table, flush=True)
+    if failed is not None:
+        print(f"make test: {failed.name} {failed.verdict()}; its log: {out / (failed.name + '.log')}",
+              file=sys.stderr)
+        return failed.status or 1
+    return 0
