@@ -12,6 +12,7 @@ Standard library only: it runs before the virtual environment is checked.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -94,10 +95,8 @@ class Run:
         for name, running in self.running.items():
             if running.process.poll() is None:
                 announce(f"stopping {name} (pid {running.process.pid}; log: {running.log})")
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(running.process.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
         for running in self.running.values():
             try:
                 running.process.wait(timeout=30)

@@ -39,7 +39,8 @@ def _recipe(job: dict) -> list[str]:
     command = job["command"]
     if command[0] != "make":
         return [shlex.join(command)]
-    return subprocess.run([*command, "-n"], cwd=REPO, capture_output=True, text=True, check=True).stdout.splitlines()
+    dry_run = subprocess.run([*command, "-n"], cwd=REPO, capture_output=True, text=True, check=True)
+    return dry_run.stdout.splitlines()
 
 
 def _pytest_command(job: dict) -> list[str] | None:
@@ -51,8 +52,8 @@ def _pytest_command(job: dict) -> list[str] | None:
 def _selects(command: list[str], test_file: str) -> bool:
     """Whether a pytest command line runs (some of) ``test_file``: under a path it names, not ignored."""
     after_pytest = command[command.index("pytest") + 1:]
-    paths = [arg.split("::")[0] for arg in after_pytest if not arg.startswith("-") and "/" in arg or arg in
-             ("tests", "examples")]
+    paths = [arg.split("::")[0] for arg in after_pytest
+             if (not arg.startswith("-") and "/" in arg) or arg in ("tests", "examples")]
     ignored = [arg.split("=", 1)[1] for arg in after_pytest if arg.startswith("--ignore=")]
     under = any(test_file == path or test_file.startswith(path.rstrip("/") + "/") for path in paths)
     return under and not any(test_file == path or test_file.startswith(path + "/") for path in ignored)
@@ -157,7 +158,9 @@ def test_skipped_two(): pass
 """
 
 
-def test_more_skips_than_the_stage_allows_fail_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_more_skips_than_the_stage_allows_fail_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     strict = _pytest_job("strict", tmp_path / "strict", SAMPLE, skips_allowed=1)
     assert run([strict], tmp_path / "out", dict(os.environ)) == 1
     out, err = capsys.readouterr()
