@@ -17,7 +17,10 @@ with ``messages.assert_says`` (tests/messages.py) and processes looked up with
 ``bare_wiring.plane_cluster`` (tests/bare_wiring.py); ``tests`` is on ``sys.path`` because this
 conftest.py is in it. ``closed_port`` serves the folders that need a refused connection;
 ``inner_env`` the tests that run an inner pytest session with ``pytester`` (tests/plugin,
-tests/sessions, the webhook report test), whose helpers are in tests/inner_runs.py.
+tests/sessions, the webhook report test), whose helpers are in tests/inner_runs.py. An inner
+session attaches to the worker's warm control plane (``inner_warm_plane``, tests/warm_planes.py)
+unless its test is marked ``own_plane`` (start-up, reuse or the plane's own settings are what it
+tests) or its settings shape the plane (then it finds no compatible plane and starts its own).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 
 import pytest
 from bare_wiring import plane_cluster
+from warm_planes import WarmPlane, warm_plane
 
 from ktest.assets import Assets, resolve_assets
 from ktest.assets.store import Locations
@@ -78,11 +82,24 @@ def binary_cache() -> Path:
     return Locations.from_env().cache_root
 
 
+@pytest.fixture(scope="session")
+def inner_warm_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmPlane]:
+    """The warm control plane the inner sessions of this worker attach to (the default version and
+    controllers: what an inner session gets when its settings do not say otherwise)."""
+    with warm_plane(tmp_path_factory.mktemp("inner-warm-state"), None) as warm:
+        yield warm
+
+
 @pytest.fixture
 def inner_env(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, binary_cache: Path, tmp_path: Path
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    binary_cache: Path,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> dict[str, str]:
-    """Environment of an inner run: the real binary cache, a private state directory, no KTEST_*."""
+    """Environment of an inner run: the real binary cache, no KTEST_*, and the worker's warm control
+    plane (or, for a test marked ``own_plane``, a private state directory: nothing to attach to)."""
     pytester.syspathinsert()
     for name in list(os.environ):
         if name.startswith("KTEST_") and name not in ("KTEST_CACHE_DIR", "KTEST_ASSETS"):
@@ -92,6 +109,47 @@ def inner_env(
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "PYTEST_ADDOPTS": "-p no:cacheprovider -W ignore::DeprecationWarning",
     }
+    if request.node.get_closest_marker("own_plane") is None:
+        values.update(request.getfixturevalue("inner_warm_plane").env)
     for name, value in values.items():
         monkeypatch.setenv(name, value)
     return values
+
+
+# `make check` (the inner loop) leaves out the tests marked slow: those running child pytest
+# sessions, starting control planes of their own, building or running Go operators, or waiting on
+# the garbage collector's discovery. A test is slow when it uses one of these fixtures, or when its
+# module is listed here.
+SLOW_FIXTURES = frozenset({"pytester", "inner_env", "docs_warm_plane"})
+SLOW_MODULES = frozenset({
+    "tests/assertions/test_assert_ownership.py",  # a new kind's GC waits for discovery (30-60 s)
+    "tests/controlplane/test_deferred_controllers.py",  # planes of their own: start-up
+    "tests/controlplane/test_etcd_template.py",
+    "tests/controlplane/test_lifecycle.py",
+    "tests/controlplane/test_startup_gate.py",
+    "tests/hardening/test_soak.py",
+    "tests/hardening/test_existing_namespaces.py",
+    "tests/hardening/test_leftovers.py",
+    "tests/hardening/test_environment_proxy.py",
+    "tests/nodes/test_up_with_nodes.py",
+    "tests/operators/test_operators_go.py",  # Go managers as subprocesses
+    "tests/operators/test_operators_go_traces.py",
+    "tests/operators/test_operators_go_build_progress.py",
+    "tests/operators/test_operators_in_the_wild.py",
+    "tests/operators/test_operators_kopf_request_retries.py",
+    "tests/packaging/test_packaging.py",  # the sdist and wheel
+    "tests/packaging/test_release.py",
+    "tests/sessions/test_reuse.py",
+    "tests/sessions/test_xdist_sharing.py",
+    "tests/timeline/browser/test_timeline_in_browser.py",  # Chromium
+    "tests/webhooks/test_go_manager.py",
+    "tests/wait/test_wakeup.py",  # restarts the API server
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        module = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -9,11 +9,12 @@ niceness says which is wanted first:
   (the sdist and wheel, built once: the packaging tests and the example project use them) run
   beside it at nice 5;
 - ``kind-image`` (the default version's kind node image, nice 10: cold, a long build) starts once
-  the binaries are there; ``kind`` (the kind layer: its own tests, the parity set, the demo suite,
-  on one shared cluster, and the tests that create clusters of their own) after it and the bare
-  suite (two sets of kind clusters beside the bare suite would crowd 2 cores);
+  the binaries are there; ``kind-own`` (the kind layer's own tests, which create, build and reuse
+  clusters) after it, then ``kind`` (the kind backend, the parity set and the demo suite on one
+  shared cluster), both beside the bare suite at nice 5: their tests mostly wait on kind, and one
+  set of kind clusters at a time leaves the bare suite most of the CPU;
 - ``floors`` (the dependency floors' subset) and ``example`` (the example project from the wheel)
-  beside the kind layer.
+  after the bare suite.
 
 Every pytest job writes JUnit XML and declares how many skips it allows: more fails the run.
 """
@@ -147,8 +148,10 @@ def plan(settings: Settings) -> list[Job]:
         Job("kind-own", (*pytest, "-p", "no:xdist", "tests/kind"), after=("kind-image",), niceness=5,
             junit=True, pytest_args=extra,
             why="the kind layer's own tests: they create, build and reuse clusters, one at a time"),
-        Job("kind", (*make, "test-kind", older), after=("kind-own", "bare"), junit=True, pytest_args=extra,
-            skips_allowed=4, why="the kind backend, the parity set and the demo suite on one shared cluster"),
+        Job("kind", (*make, "test-kind", older), after=("kind-own",), niceness=5, junit=True,
+            pytest_args=extra, skips_allowed=4,
+            why="the kind backend, the parity set and the demo suite on one shared cluster, beside the bare "
+                "suite (its tests mostly wait on the cluster)"),
         Job("floors", (*make, "test-floors", older), after=("bare",), niceness=5, junit=True,
             pytest_args=extra, why="the dependency floors on the tests that exercise dependency behaviour"),
         Job("example", (*make, "test-example", older, f"KTEST_DIST_DIR={dist_dir}"),

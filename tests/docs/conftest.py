@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from warm_plane import WarmPlane, warm_plane
+from warm_plane import DocsWarmPlane
+from warm_plane import docs_warm_plane as start_docs_warm_plane
 
 
 @pytest.fixture(scope="session")
 def docs_warm_plane(
     tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
-) -> Iterator[WarmPlane]:
+) -> Iterator[DocsWarmPlane]:
     version = pytestconfig.getoption("--ktest-k8s-version", default=None)
-    yield from warm_plane(tmp_path_factory.mktemp("warm-state"), str(version) if version else None)
+    yield from start_docs_warm_plane(tmp_path_factory.mktemp("warm-state"), str(version) if version else None)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import configparser
 import json
-import os
 import re
 import shlex
 import sys
@@ -93,8 +92,7 @@ def test_page_examples_run(
         found = re.search(r"^cluster: (.*)$", output, re.MULTILINE)
         cluster = found[1] if found else None
     if cluster is not None:  # the child used a cluster
-        attached = f"warm control plane 'default' (ktest up, pid {os.getpid()})"
-        assert cluster.startswith(attached), (
+        assert cluster.startswith(warm.plane.attached_header), (
             f"{_page_id(page)}: its child session did not attach to the docs session's warm control plane "
             f"({warm.description}) but used {cluster}: if the page needs one of its own, make "
             f"warm_plane.own_plane_reasons say why.\n{output[-3000:]}"
@@ -352,7 +350,7 @@ def test_a_child_that_fails_after_its_tests_passed_fails_when_the_warm_plane_fin
     namespaces' deletion): what goes wrong after that still fails, naming the page."""
     import docs_blocks
     import docs_runner
-    from warm_plane import WarmPlane, finish_children
+    from warm_plane import DocsWarmPlane, finish_children
 
     monkeypatch.setattr(docs_blocks, "ROOT", tmp_path)
     monkeypatch.setattr(docs_runner, "ROOT", tmp_path)
@@ -363,8 +361,8 @@ def test_a_child_that_fails_after_its_tests_passed_fails_when_the_warm_plane_fin
     progress = run.tests_passed()
     assert progress is not None, (tmp_path / "child-output" / "stdout").read_text()
     assert progress["outcomes"] == {"passed": 1}
-    assert progress["cluster"].startswith(f"warm control plane 'default' (ktest up, pid {os.getpid()})")
-    warm = WarmPlane(docs_warm_plane.env, docs_warm_plane.description, [run])
+    assert progress["cluster"].startswith(docs_warm_plane.plane.attached_header)
+    warm = DocsWarmPlane(docs_warm_plane.plane, [run])
     with pytest.raises(AssertionError) as caught:
         finish_children(warm)
     message = str(caught.value)

@@ -25,9 +25,7 @@ the next page runs: the plane waits for it and checks how it ended before it sto
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
-import time
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -36,13 +34,7 @@ from typing import Any
 import yaml
 from docs_blocks import ROOT, pages
 from docs_runner import PYTHON, PageRun, page_blocks
-
-from ktest.backends.bare.backend import BareBackend
-from ktest.backends.bare.reuse import DEFAULT_NAME, UpRecord, record_path, state_directory, write_record
-from ktest.base.procfs import process_start_time
-from ktest.config import DEFAULT_CONTROLLERS
-from ktest.controlplane import ControlPlane
-from ktest.sessions.shared import ClusterServer
+from warm_planes import WarmPlane, warm_plane
 
 PLANE_SETTINGS = (
     "apiserver_flags", "feature_gates", "controllers", "backend", "k8s_version", "reuse", "nodes"
@@ -50,8 +42,6 @@ PLANE_SETTINGS = (
 """Settings that shape or choose the control plane: a page setting one needs a plane of its own."""
 EMBEDDED_PLANE = re.compile(r"\b(control_plane|control_plane_upgrade|ktest_upgrade)\b")
 """Fixtures and markers that need the control plane in the child's process, or one per test."""
-ATTACHED = "warm control plane"
-"""How a child session's header names the backend when it attached (see reuse.attach)."""
 
 
 def _setting_forms(name: str) -> tuple[str, ...]:
@@ -108,16 +98,23 @@ def _crds(page: Path) -> dict[str, Any]:
 
 
 @dataclasses.dataclass(frozen=True)
-class WarmPlane:
-    """The environment that makes a child session attach to the warm plane, and the children
-    whose tests passed that still finish (their namespaces' deletion), checked before it stops."""
+class DocsWarmPlane:
+    """The warm plane (tests/warm_planes.py) and the children whose tests passed that still finish
+    (their namespaces' deletion), checked before it stops."""
 
-    env: dict[str, str]
-    description: str
+    plane: WarmPlane
     finishing: list[PageRun] = dataclasses.field(default_factory=list)
 
+    @property
+    def env(self) -> dict[str, str]:
+        return self.plane.env
 
-def finish_children(warm: WarmPlane) -> None:
+    @property
+    def description(self) -> str:
+        return self.plane.description
+
+
+def finish_children(warm: DocsWarmPlane) -> None:
     """Wait for the children still finishing; fail naming each whose session did not end well."""
     failures = []
     for run in warm.finishing:
@@ -129,41 +126,11 @@ def finish_children(warm: WarmPlane) -> None:
     assert not failures, "after their tests passed:\n" + "\n\n".join(failures)
 
 
-def warm_plane(state_home: Path, k8s_version: str | None) -> Iterator[WarmPlane]:
-    """Start a control plane, record it for reuse under ``state_home``; stop it when resumed.
-
-    The record is what ``ktest up``'s daemon writes, with this process as its holder:
-    children with ``KTEST_REUSE=1`` and ``XDG_STATE_HOME=state_home`` find it compatible
-    (same Kubernetes version selector, the default controllers) and attach."""
-    plane = ControlPlane(k8s_version, controllers=DEFAULT_CONTROLLERS)
-    plane.start()
-    try:
-        # Children installing new CRDs ask through this socket to restart the controllers.
-        server = ClusterServer(lambda: BareBackend(plane))
+def docs_warm_plane(state_home: Path, k8s_version: str | None) -> Iterator[DocsWarmPlane]:
+    """The docs session's warm plane; the children still finishing are checked before it stops."""
+    with warm_plane(state_home, k8s_version) as plane:
+        warm = DocsWarmPlane(plane)
         try:
-            share = server.open()
-            env = {"XDG_STATE_HOME": str(state_home), "KTEST_REUSE": "1"}
-            path = record_path(DEFAULT_NAME, state_directory(env))
-            pid = os.getpid()
-            write_record(UpRecord(
-                name=DEFAULT_NAME,
-                pid=pid,
-                pid_start=process_start_time(pid) or "",
-                requested_version=k8s_version,
-                controllers=DEFAULT_CONTROLLERS,
-                started_at=time.time(),
-                share=dataclasses.replace(share, description=f"Kubernetes {plane.version} at {plane.server}"),
-                path=path,
-            ))
-            warm = WarmPlane(env, f"Kubernetes {plane.version} at {plane.server}")
-            try:
-                yield warm
-            finally:
-                try:
-                    finish_children(warm)
-                finally:
-                    path.unlink(missing_ok=True)
+            yield warm
         finally:
-            server.close()
-    finally:
-        plane.stop()
+            finish_children(warm)

@@ -16,8 +16,9 @@ def assets(k8s_assets: Assets) -> Assets:
     return k8s_assets
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def plane(assets: Assets) -> Iterator[ControlPlane]:
-    """One control plane without controllers for the tests of a module."""
+    """One control plane without controllers for the hardening tests (per worker): they only read
+    from it or add objects of their own (its flags, its listeners, users, kubeconfigs)."""
     with ControlPlane(assets=assets, controllers="none") as control_plane:
         yield control_plane
