@@ -85,13 +85,16 @@ def binary_cache() -> Path:
 @pytest.fixture(scope="session")
 def inner_warm_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmPlane]:
     """The warm control plane the inner sessions of this worker attach to (the default version and
-    controllers: what an inner session gets when its settings do not say otherwise)."""
-    with warm_plane(tmp_path_factory.mktemp("inner-warm-state"), None) as warm:
+    controllers: what an inner session gets when its settings do not say otherwise). Started
+    before ``pytester`` points HOME elsewhere (a session fixture ``inner_env`` asks for first), with
+    the binaries of the real cache."""
+    with warm_plane(tmp_path_factory.mktemp("inner-warm-state"), None, assets=resolve_assets(None)) as warm:
         yield warm
 
 
 @pytest.fixture
 def inner_env(
+    inner_warm_plane: WarmPlane,
     pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
     binary_cache: Path,
@@ -110,7 +113,7 @@ def inner_env(
         "PYTEST_ADDOPTS": "-p no:cacheprovider -W ignore::DeprecationWarning",
     }
     if request.node.get_closest_marker("own_plane") is None:
-        values.update(request.getfixturevalue("inner_warm_plane").env)
+        values.update(inner_warm_plane.env)
     for name, value in values.items():
         monkeypatch.setenv(name, value)
     return values

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ktest.assets import Assets
 from ktest.backends.bare.backend import BareBackend
 from ktest.backends.bare.reuse import DEFAULT_NAME, UpRecord, record_path, state_directory, write_record
 from ktest.base.procfs import process_start_time
@@ -44,13 +45,17 @@ class WarmPlane:
 
 
 @contextmanager
-def warm_plane(state_home: Path, k8s_version: str | None) -> Iterator[WarmPlane]:
+def warm_plane(
+    state_home: Path, k8s_version: str | None, assets: Assets | None = None
+) -> Iterator[WarmPlane]:
     """Start a control plane, record it for reuse under ``state_home``; stop it on exit.
 
     The record is what ``ktest up``'s daemon writes, with this process as its holder:
     children with ``KTEST_REUSE=1`` and ``XDG_STATE_HOME=state_home`` find it compatible
-    (same Kubernetes version selector, the default controllers) and attach."""
-    with ControlPlane(k8s_version, controllers=DEFAULT_CONTROLLERS) as plane:
+    (same Kubernetes version selector ``k8s_version``, the default controllers) and attach.
+    ``assets``: the binaries, already resolved (else ``k8s_version``'s, from this environment)."""
+    plane_version = None if assets is not None else k8s_version
+    with ControlPlane(plane_version, assets=assets, controllers=DEFAULT_CONTROLLERS) as plane:
         # Children installing new CRDs ask through this socket to restart the controllers.
         server = ClusterServer(lambda: BareBackend(plane))
         try:
