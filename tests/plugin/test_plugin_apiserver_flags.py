@@ -10,6 +10,8 @@ import pytest
 from ktest.config import apiserver_arguments, check_apiserver_flags, resolve_settings
 from ktest.errors import ConfigError
 
+pytestmark = pytest.mark.own_plane("API server flags shape the plane the session starts")
+
 
 def test_flags_and_gates_from_every_source(tmp_path: Path) -> None:
     from_env = resolve_settings(

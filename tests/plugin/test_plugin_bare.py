@@ -8,6 +8,8 @@ import pytest
 from builders import crd_yaml
 from inner_runs import GC_OF_NEW_KIND_TEST, printed
 
+pytestmark = pytest.mark.own_plane("the bare backend's own plane: its users, components and their report")
+
 
 def test_bare_backend_fixtures_users_and_dead_component_report(
     pytester: pytest.Pytester, inner_env: dict

@@ -7,6 +7,8 @@ import pytest
 
 from ktest.assets import Assets
 
+pytestmark = pytest.mark.own_plane("the session's own plane gating on its controllers")
+
 
 def test_the_plugin_runs_each_test_body_with_the_controllers_running(
     pytester: pytest.Pytester, k8s_assets: Assets, inner_env: dict[str, str]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.own_plane("the settings line of the session header, reuse off")
+
 
 def test_help_shows_what_each_option_takes(pytester: pytest.Pytester, inner_env: dict) -> None:
     result = pytester.runpytest_inprocess("--help")

@@ -11,6 +11,8 @@ from ktest.assets.selectors import KubeVersion
 TOO_NEW = """
 import pytest
 
+pytestmark = pytest.mark.own_plane("whether the session starts a plane at all")
+
 @pytest.mark.ktest_min_k8s("{too_new}")
 def test_from_the_future(cluster):
     print("RAN future")

@@ -15,6 +15,8 @@ import pytest
 
 from ktest.config import ConfigError, Settings, resolve_settings
 
+pytestmark = pytest.mark.own_plane("the settings line of the session header, reuse off")
+
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 
 SHOW_SETTINGS = """

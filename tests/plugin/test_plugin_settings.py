@@ -9,6 +9,8 @@ import pytest
 from ktest.config import Settings, resolve_settings
 from ktest.errors import ConfigError
 
+pytestmark = pytest.mark.own_plane("the settings line of the session header, reuse off")
+
 
 def test_defaults() -> None:
     settings = resolve_settings(env={})

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.own_plane("API server flags shape the plane the session starts")
+
 SESSION = """
 def test_plain():
     pass

@@ -18,6 +18,8 @@ from ktest.backends.bare import reuse
 ATTACHING_TESTS = """
 import os
 
+pytestmark = pytest.mark.own_plane("ktest up and reuse themselves")
+
 def test_attached(cluster, namespace, control_plane_dir):
     print("SERVER", cluster.server)
     print("KUBECONFIG", cluster.kubeconfig)
