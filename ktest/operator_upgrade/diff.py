@@ -1,7 +1,8 @@
 """What version B changed on the objects version A left: per object B wrote (from B's proxy
 record), the fields that differ between the state A converged to and the state B converged to.
-A write of the object's status counts for ``status``, a write of the object for the rest, so
-that what other controllers change meanwhile is not laid at B's door."""
+A write of the object's status counts for ``status``, a write of the object for the rest, and a
+field only Kubernetes' own controllers own (a Deployment's revision annotation) for none, so that
+what other controllers change meanwhile is not laid at B's door."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ktest.assertions.changes import changed_fields
+from ktest.assertions.changes import changed_fields, field_owners
+from ktest.assertions.quiescence import SYSTEM_WRITERS
 from ktest.operator_upgrade.snapshot import ObjectKey, is_bookkeeping
 
 if TYPE_CHECKING:
@@ -89,15 +91,30 @@ def object_changes(
         if now is None:
             changes.append(ObjectChange(was[0], "deleted", (), shown))
             continue
-        fields = tuple(line for line in changed_fields(was[1], now[1]) if _attributed(line, parts))
+        fields = tuple(line for line in changed_fields(was[1], now[1]) if _attributed(line, parts, now[1]))
         if fields:
             changes.append(ObjectChange(now[0], "changed", fields, shown))
     return changes
 
 
-def _attributed(line: str, parts: set[str]) -> bool:
+def _owners(obj: Mapping[str, Any], path: str) -> set[str]:
+    """Who owns ``path`` in ``obj``'s managedFields; a label's or annotation's key may hold dots."""
+    for part in ("labels", "annotations"):
+        prefix = f"metadata.{part}."
+        if path.startswith(prefix):
+            key = f"f:{path[len(prefix):]}"
+            entries = (obj.get("metadata") or {}).get("managedFields") or []
+            return {
+                str(entry.get("manager", "?")) for entry in entries
+                if key in (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get(f"f:{part}") or {})
+            }
+    return field_owners(obj, path)
+
+
+def _attributed(line: str, parts: set[str], obj: Mapping[str, Any]) -> bool:
     path = line.split(": ", 1)[0]
-    if path in _NOISE:
+    owners = _owners(obj, path)
+    if path in _NOISE or (owners and owners <= SYSTEM_WRITERS):
         return False
     in_status = path == "status" or path.startswith(("status.", "status["))
     return ("status" in parts) if in_status else ("object" in parts or bool(parts - {"status"}))
