@@ -14,7 +14,7 @@ from ktest.lazy import lazy_attributes
 if TYPE_CHECKING:
     from ktest.rbac_audit.compare import RbacComparison as RbacComparison
     from ktest.rbac_audit.compare import ShippedRule as ShippedRule
-    from ktest.rbac_audit.compare import compare as compare
+    from ktest.rbac_audit.compare import compare_rules as compare_rules
     from ktest.rbac_audit.compare import shipped_rules as shipped_rules
     from ktest.rbac_audit.derive import derived_roles as derived_roles
     from ktest.rbac_audit.derive import derived_yaml as derived_yaml
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ktest.rbac_audit.needs import RequestRecord as RequestRecord
 
 _NAMES_BY_MODULE = {
-    "compare": ("RbacComparison", "ShippedRule", "compare", "shipped_rules"),
+    "compare": ("RbacComparison", "ShippedRule", "compare_rules", "shipped_rules"),
     "derive": ("derived_roles", "derived_yaml"),
     "needs": ("Need", "RbacAuditError", "RequestRecord"),
 }

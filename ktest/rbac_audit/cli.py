@@ -31,7 +31,7 @@ def register(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
 
 
 def report_from_args(args: argparse.Namespace) -> int:
-    from ktest.rbac_audit.compare import compare, shipped_rules
+    from ktest.rbac_audit.compare import compare_rules, shipped_rules
     from ktest.rbac_audit.derive import derived_yaml
     from ktest.rbac_audit.needs import merged
 
@@ -41,6 +41,6 @@ def report_from_args(args: argparse.Namespace) -> int:
     sys.stdout.write(derived_yaml(needs, args.name))
     if rules is None:
         return 0
-    comparison = compare(needs, rules)
+    comparison = compare_rules(needs, rules)
     print(comparison.describe(), file=sys.stderr)
     return 0 if comparison.ok else EXIT_MISSING

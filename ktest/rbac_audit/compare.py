@@ -124,7 +124,7 @@ class RbacComparison:
         return "\n".join(lines) or "the shipped roles grant exactly what the operator's requests needed"
 
 
-def compare(needs: Mapping[Need, Evidence], rules: list[ShippedRule]) -> RbacComparison:
+def compare_rules(needs: Mapping[Need, Evidence], rules: list[ShippedRule]) -> RbacComparison:
     """Judge ``rules`` against ``needs`` (see :class:`RbacComparison`)."""
     result = RbacComparison()
     for need, evidence in needs.items():

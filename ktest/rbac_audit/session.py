@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktest.proxy.traffic import observe_requests
-from ktest.rbac_audit.compare import RbacComparison, ShippedRule, compare
+from ktest.rbac_audit.compare import RbacComparison, ShippedRule, compare_rules
 from ktest.rbac_audit.derive import derived_yaml
 from ktest.rbac_audit.needs import RequestRecord, merged
 
@@ -62,5 +62,5 @@ def judge(directory: Path, rules: list[ShippedRule]) -> SessionVerdict:
     needs = record.needs()
     derived_file = directory / DERIVED_FILE
     derived_file.write_text(derived_yaml(needs))
-    return SessionVerdict(record, requests_file, derived_file, compare(needs, rules))
+    return SessionVerdict(record, requests_file, derived_file, compare_rules(needs, rules))
 
