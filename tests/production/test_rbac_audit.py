@@ -54,10 +54,11 @@ def recorded(cluster: Cluster) -> Iterator[tuple[RequestRecord, str]]:
     recorder = SessionRecorder()
     recorder.test = "test_rbac_audit.py::recorded"
     with cluster.namespace(prefix="rbac-audit", background=True) as namespace:
-        cluster.create({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": "shop", "labels": {"ktest.dev/web": "true"}}}, namespace=namespace)
+        source = {"name": "shop", "labels": {"ktest.dev/web": "true"}}
+        cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": source}, namespace=namespace)
+        deployment = ("apps/v1", "Deployment", "shop", namespace)
         with run_kopf(OPERATOR, cluster, namespaces=[namespace], memo={"report_status": True}):
-            eventually(lambda: cluster.get(("apps/v1", "Deployment", "shop", namespace))["status"]["conditions"])
+            eventually(lambda: cluster.get(deployment)["status"]["conditions"])
         recorder.finish(Path("/dev/null"))
         yield recorder.record, namespace
 
@@ -85,11 +86,14 @@ def test_a_missing_rule_names_the_request_and_wildcard_and_unused_rules_are_list
     assert not comparison.ok
     text = comparison.describe()
     assert "1 missing RBAC rule(s)" in text
-    assert (f"missing: patch deployments/status (API group 'apps') in a namespace; needed by patch deployments "
-            f"{namespace}/shop (status), by operator 'web_operator' in test_rbac_audit.py::recorded") in text
+    assert (
+        "missing: patch deployments/status (API group 'apps') in a namespace; needed by patch deployments "
+        f"{namespace}/shop (status), by operator 'web_operator' in test_rbac_audit.py::recorded"
+    ) in text
     assert 'add the rule {apiGroups: ["apps"], resources: ["deployments/status"], verbs: ["patch"]}' in text
     assert "wildcard rule: ClusterRole web-operator" in text and "rule 1 (line 5)" in text
-    assert "unused rule: ClusterRole web-operator" in text and "no request used delete deployments (apps)" in text
+    assert "unused rule: ClusterRole web-operator" in text
+    assert "no request used delete deployments (apps)" in text
 
 
 def test_ktest_rbac_report_merges_files_and_judges_roles(
@@ -109,7 +113,7 @@ def test_ktest_rbac_report_merges_files_and_judges_roles(
     damaged.write_text('{"needs": []}')
     assert main(["rbac", "report", str(damaged)]) == 2
     assert f"{damaged}: not an RBAC request record" in capsys.readouterr().err
-    with pytest.raises(RbacAuditError, match="requests.json"):
+    with pytest.raises(RbacAuditError, match=r"requests\.json"):
         RequestRecord.read(damaged)
 
 
