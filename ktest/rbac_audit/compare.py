@@ -3,11 +3,13 @@ roles refuse: a 403 in production), a rule nothing used, a wildcard rule."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ktest.operators.rbac import load_roles
+from ktest.rbac_audit.derive import derived_rules
 from ktest.rbac_audit.needs import Evidence, Need
 
 if TYPE_CHECKING:
@@ -76,8 +78,12 @@ def _resource_matches(resource: str, need: Need) -> bool:
 
 
 def _flow(value: Mapping[str, Any]) -> str:
-    return "{" + ", ".join(f"{key}: [{', '.join(repr(v) if v == '' else str(v) for v in items)}]"
-                           for key, items in value.items()) + "}"
+    """A rule on one line, as YAML's flow style writes it (the core group as ``""``)."""
+
+    def item(entry: Any) -> str:
+        return '""' if entry == "" else str(entry)
+
+    return "{" + ", ".join(f"{key}: [{', '.join(map(item, items))}]" for key, items in value.items()) + "}"
 
 
 def shipped_rules(source: ManifestSource) -> list[ShippedRule]:
@@ -119,8 +125,9 @@ class RbacComparison:
         for rule, unused in self.unused:
             lines.append(f"unused rule: {rule.describe()}: no request used {', '.join(unused)}")
         for rule, needs in self.wildcards:
-            used = "; ".join(need.rule_text() for need in needs) or "nothing"
-            lines.append(f"wildcard rule: {rule.describe()} grants '*'; the requests needed only {used}")
+            wide = [dataclasses.replace(need, cluster_wide=True) for need in needs]
+            used = "; ".join(_flow(rule) for rule in derived_rules(wide, cluster_wide=True)) or "nothing"
+            lines.append(f"wildcard rule: {rule.describe()} grants '*'; the requests needed only: {used}")
         return "\n".join(lines) or "the shipped roles grant exactly what the operator's requests needed"
 
 

@@ -64,7 +64,7 @@ class Evidence:
 
     def describe(self) -> str:
         where = f" in {self.test}" if self.test else ""
-        more = f" (and {self.count - 1} more)" if self.count > 1 else ""
+        more = f" (+{self.count - 1} more like it)" if self.count > 1 else ""
         return f"{self.example}{more}, by operator {self.operator!r}{where}"
 
     def add_name(self, name: str | None) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from web_roles import MINIMAL, SEEDED
 
 from ktest.cli.main import main
 from ktest.cluster import Cluster
@@ -21,33 +22,6 @@ from ktest.rbac_audit.session import SessionRecorder
 from ktest.wait import eventually
 
 OPERATOR = Path(__file__).parent / "web_operator.py"
-MINIMAL = """\
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: web-operator}
-rules:
-- {apiGroups: [""], resources: [namespaces], verbs: [list, watch]}
-- {apiGroups: [apiextensions.k8s.io], resources: [customresourcedefinitions], verbs: [list, watch]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: web-operator, namespace: web}
-rules:
-- {apiGroups: [""], resources: [configmaps], verbs: [list, watch, patch]}
-- {apiGroups: [apps], resources: [deployments], verbs: [get, create]}
-- {apiGroups: [apps], resources: [deployments/status], verbs: [patch]}
-"""
-SEEDED = """\
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: web-operator}
-rules:
-- {apiGroups: ["*"], resources: ["*"], verbs: [list, watch]}
-- {apiGroups: [""], resources: [configmaps], verbs: [list, watch, patch]}
-- {apiGroups: [apps], resources: [deployments], verbs: [get, create, delete]}
-"""
-
-
 @pytest.fixture(scope="module")
 def recorded(cluster: Cluster) -> Iterator[tuple[RequestRecord, str]]:
     """The web operator's requests while it reconciles one ConfigMap and reports on its Deployment."""
