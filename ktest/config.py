@@ -226,7 +226,7 @@ CORE_SETTINGS: tuple[Spec, ...] = (
              "the operator's shipped roles (a Role/ClusterRole file, kubebuilder's config/rbac, a rendered "
              "Helm chart): every operator request of the session is checked against them; a missing rule "
              "fails the session, unused and wildcard rules are listed, the derived rules are written to "
-             "<artifacts>/rbac", "(off)", metavar="PATH"),
+             "rbac/ in the artifacts directory", "(off)", metavar="PATH"),
 )
 # fmt: on
 

@@ -49,7 +49,9 @@ class RbacCheck:
             rules = shipped_rules(settings.rbac)
         except KtestError as error:
             raise pytest.UsageError(f"ktest: {settings.source_of('rbac')}: {error}") from None
-        directory = artifacts / "rbac"
+        from ktest.plugin.artifacts import prepare
+
+        directory = prepare(artifacts, artifacts / "rbac")
         shutil.rmtree(directory / PARTS_DIRECTORY, ignore_errors=True)  # an earlier session's parts
         return cls(directory, "main", rules)
 

@@ -9,10 +9,14 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ktest.base.procfs import write_private_file
 from ktest.errors import KtestError
 from ktest.proxy.api_request import VERBS, ApiRequest
+
+if TYPE_CHECKING:
+    from ktest.proxy.traffic import Traffic
 
 FORMAT = "ktest-rbac-requests/1"
 MAX_NAMES = 100
@@ -103,6 +107,14 @@ class RequestRecord:
             evidence.count += 1
             evidence.add_name(request.name)
 
+    @classmethod
+    def from_traffic(cls, traffic: Traffic, test: str | None = None) -> RequestRecord:
+        """The needs of one operator's recorded calls (``op.traffic``), for a check in one test."""
+        record = cls()
+        for call in traffic.calls():
+            record.add(traffic.name, call.request, test)
+        return record
+
     def needs(self) -> dict[Need, Evidence]:
         with self._lock:
             return dict(sorted(self._needs.items()))
@@ -136,10 +148,8 @@ class RequestRecord:
         ]}
 
     def write(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        partial.write_text(json.dumps(self.to_json(), indent=1) + "\n")
-        partial.replace(path)
+        """Write the record to ``path``, private (0600 in 0700 directories: it names objects)."""
+        write_private_file(path, json.dumps(self.to_json(), indent=1) + "\n")
         return path
 
     @classmethod

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktest.base.procfs import write_private_file
 from ktest.proxy.traffic import observe_requests
 from ktest.rbac_audit.compare import RbacComparison, ShippedRule, compare_rules
 from ktest.rbac_audit.derive import derived_yaml
@@ -33,9 +34,13 @@ class SessionRecorder:
     def _seen(self, operator: str, request: ApiRequest) -> None:
         self.record.add(operator, request, self.test)
 
+    def stop(self) -> None:
+        """Stop recording (the record stays)."""
+        self._stop()
+
     def finish(self, path: Path) -> Path:
         """Stop recording and write this process's record to ``path``."""
-        self._stop()
+        self.stop()
         return self.record.write(path)
 
 
@@ -61,6 +66,6 @@ def judge(directory: Path, rules: list[ShippedRule]) -> SessionVerdict:
     requests_file = record.write(directory / REQUESTS_FILE)
     needs = record.needs()
     derived_file = directory / DERIVED_FILE
-    derived_file.write_text(derived_yaml(needs))
+    write_private_file(derived_file, derived_yaml(needs))
     return SessionVerdict(record, requests_file, derived_file, compare_rules(needs, rules))
 

@@ -33,7 +33,7 @@ def recorded(cluster: Cluster) -> Iterator[tuple[RequestRecord, str]]:
         deployment = ("apps/v1", "Deployment", "shop", namespace)
         with run_kopf(OPERATOR, cluster, namespaces=[namespace], memo={"report_status": True}):
             eventually(lambda: cluster.get(deployment)["status"]["conditions"])
-        recorder.finish(Path("/dev/null"))
+        recorder.stop()
         yield recorder.record, namespace
 
 
