@@ -65,6 +65,8 @@ class OperatorUpgrade:
         self.settle = settle
         self.timeout = timeout
         self.options: dict[str, Any] = {"name": name, **options}
+        self.previous: OperatorHandle | None = None
+        """Version A, stopped once it converged."""
         self.operator: OperatorHandle | None = None
         """Version B, running from the upgrade until the ``with`` block ends."""
         self.state_before: dict[ObjectKey, dict[str, Any]] = {}
@@ -78,7 +80,7 @@ class OperatorUpgrade:
 
     def run(self) -> OperatorUpgrade:
         served = self.options.get("namespaces")
-        first = self._start(self.before, "version A")
+        first = self.previous = self._start(self.before, "version A")
         try:
             self._converge(first, self.converged, "version A")
             scope = collections_of(first.traffic.calls(), served)

@@ -15,7 +15,7 @@ EXIT_MISSING = 1
 def register(subparsers: Any) -> dict[str, argparse.ArgumentParser]:
     rbac = subparsers.add_parser("rbac", help="RBAC derived from the operator requests sessions recorded")
     rbac.set_defaults(help_parser=rbac)
-    verbs = rbac.add_subparsers(title="rbac commands", metavar="COMMAND")
+    verbs = rbac.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
     report = verbs.add_parser(
         "report",
         help="merge request records (xdist workers, CI shards) and print the rules they needed as YAML",

@@ -69,6 +69,7 @@ def test_a_version_b_that_does_not_start_is_one_error_with_nothing_left(
     assert "version B (kopf" in message and "did not start" in message and "missing setting" in message
     assert "Version A was stopped" in message
     assert upgrade.operator is None  # nothing of B to stop
+    assert upgrade.previous is not None and not upgrade.previous.alive
     assert upgrade.state_before  # A converged and was read before it stopped
 
 
