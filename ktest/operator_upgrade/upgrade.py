@@ -47,7 +47,6 @@ class OperatorUpgrade:
         converged_after: Callable[[], Any] | None = None,
         settle: float = DEFAULT_SETTLE,
         timeout: float = DEFAULT_TIMEOUT,
-        name: str = "operator",
         **options: Any,
     ) -> None:
         if options.get("proxy") is False:
@@ -64,7 +63,7 @@ class OperatorUpgrade:
         self.converged_after = converged_after or converged
         self.settle = settle
         self.timeout = timeout
-        self.options: dict[str, Any] = {"name": name, **options}
+        self.options: dict[str, Any] = dict(options)
         self.previous: OperatorHandle | None = None
         """Version A, stopped once it converged."""
         self.operator: OperatorHandle | None = None
@@ -88,6 +87,7 @@ class OperatorUpgrade:
         finally:
             first.wait_for_namespaces = False  # B takes over what A served, as in production
             first.close()
+        self.options.setdefault("name", first.name)  # one operator, two versions: one name (field manager)
         second = self._start(self.after, "version B", started_after=first)
         self.operator = second
         try:
@@ -229,7 +229,7 @@ def operator_upgrade(
     nothing for ``settle`` s, stops it, starts B over the same cluster and lets it converge the
     same way (``converged_after``, default ``converged``). In the block B runs; ``up.diff()``,
     ``up.assert_no_rollout()``, ``up.assert_quiet()`` judge what B changed. ``options`` go to the
-    runner of both versions (``namespaces=[ns]``, ``name=``); a B that does not start is one
-    OperatorError, with A already stopped and nothing left running."""
+    runner of both versions (``namespaces=[ns]``, ``name=``: by default B takes A's); a B that
+    does not start is one OperatorError, with A already stopped and nothing left running."""
     return OperatorUpgrade(cluster, before=before, after=after, converged=converged,
                            converged_after=converged_after, settle=settle, timeout=timeout, **options)
