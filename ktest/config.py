@@ -80,6 +80,7 @@ class Settings:
     operator_proxy_http2: bool = True
     apiserver_flags: tuple[str, ...] = ()
     feature_gates: tuple[str, ...] = ()
+    rbac: Path | None = None
     backend_values: Mapping[str, Any] = field(default_factory=dict)
     """The values given for backends' own rows, by name; read them as attributes
     (``settings.kind_image``): a row not given reads as its default (off, or None)."""
@@ -142,6 +143,8 @@ class Settings:
             parts.append(f"apiserver-flags={' '.join(self.apiserver_flags)}")
         if self.feature_gates:
             parts.append(f"feature-gates={','.join(self.feature_gates)}")
+        if self.rbac is not None:
+            parts.append(f"rbac={self.rbac}")
         return " ".join(parts)
 
     def describe_sources(self) -> str:
@@ -219,6 +222,11 @@ CORE_SETTINGS: tuple[Spec, ...] = (
     setting("feature_gates", parse_feature_gates,
              "kube-apiserver feature gates, Name=true|false comma-separated (backend bare), checked against "
              "the gates the binary knows", "(none)", metavar="GATES"),
+    setting("rbac", parse_path,
+             "the operator's shipped roles (a Role/ClusterRole file, kubebuilder's config/rbac, a rendered "
+             "Helm chart): every operator request of the session is checked against them; a missing rule "
+             "fails the session, unused and wildcard rules are listed, the derived rules are written to "
+             "rbac/ in the artifacts directory", "(off)", metavar="PATH"),
 )
 # fmt: on
 

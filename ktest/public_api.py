@@ -115,6 +115,14 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "ktest.controlplane": ("ControlPlane", "ManagedProcess"),
     "ktest.nodes": ("Behaviour", "Kubelet", "NodePool", "SimulatedNodes", "SimulationError"),
+    "ktest.operator_upgrade": (
+        "ObjectChange", "ObjectKey", "OperatorUpgrade", "OperatorVersion", "callable_version",
+        "command_version", "kopf_version", "operator_upgrade",
+    ),
+    "ktest.rbac_audit": (
+        "Need", "RbacAuditError", "RbacComparison", "RequestRecord", "ShippedRule", "compare_rules",
+        "derived_roles", "derived_yaml", "shipped_rules",
+    ),
     "ktest.assets": (
         "ALL_BINARIES", "OPTIONAL_BINARIES", "REQUIRED_BINARIES", "SOURCES", "Assets", "Progress", "Selector",
         "parse_selector", "resolve_assets", "KubeVersion",

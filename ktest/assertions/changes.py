@@ -57,6 +57,11 @@ def writer_entries(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Mappi
     return _owner_entries(new, paths[0]) if paths else []
 
 
+def field_owners(obj: Mapping[str, Any], path: str) -> set[str]:
+    """The managers whose managedFields claim ``path`` (a path of :func:`changed_fields`) in ``obj``."""
+    return {str(entry.get("manager", "?")) for entry in _owner_entries(obj, path)}
+
+
 def _changed_entries(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The entries of ``new`` that ``old`` lacks, or holds with another time or other fields."""
     before = {_entry_key(e): _stamp(e) for e in _managed(old)}

@@ -18,9 +18,10 @@ from ktest import backend_registry
 from ktest.cli import binaries, init, up, versions
 from ktest.errors import KtestError
 from ktest.public_api import VERSION as __version__
+from ktest.rbac_audit import cli as rbac
 
 # Add a subcommand module here (it must define ``register(subparsers)``).
-COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up, versions, init)
+COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up, versions, init, rbac)
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130

@@ -62,15 +62,16 @@ class OperatorIdentity:
         self.revoke()
 
 
-def load_roles(source: ManifestSource) -> list[Manifest]:
-    """The ClusterRoles and Roles in ``source``; bindings and ServiceAccounts are skipped."""
+def load_roles(source: ManifestSource, *, skip_other_kinds: bool = False) -> list[Manifest]:
+    """The ClusterRoles and Roles in ``source``; bindings and ServiceAccounts are skipped, and
+    with ``skip_other_kinds`` every other object too (a rendered Helm chart's Deployment)."""
     from ktest.cluster.manifests import load_located
 
     roles = []
     for manifest in load_located(source):
         kind = manifest.obj.get("kind")
         api_version = manifest.obj.get("apiVersion")
-        if kind in _DEPLOYMENT_KINDS:
+        if kind in _DEPLOYMENT_KINDS or (skip_other_kinds and kind not in ("ClusterRole", "Role")):
             continue
         if kind not in ("ClusterRole", "Role") or api_version != RBAC_API:
             raise ManifestError(

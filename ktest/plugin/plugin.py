@@ -142,6 +142,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(upgrade_fixtures, "ktest-upgrade-fixtures")
     config.pluginmanager.register(node_fixtures, "ktest-node-fixtures")
     config.pluginmanager.register(xdist_groups, "ktest-xdist-groups")
+    if error is None and settings.rbac is not None:
+        from ktest.plugin.rbac_check import RbacCheck
+
+        audit = RbacCheck.start(config, settings, config.stash[SESSION_KEY].artifacts)
+        config.pluginmanager.register(audit, "ktest-rbac")
     from ktest.plugin.timeline import TimelinePlugin
 
     config.pluginmanager.register(TimelinePlugin(config), "ktest-timeline")

@@ -40,6 +40,18 @@ MAX_EVENT_OBJECTS = 5000
 KindResolver = Callable[[str], set[str]]
 """Maps a kind (``WebApp``) to the resource names that serve it (``{"webapps"}``)."""
 
+RequestObserver = Callable[[str, ApiRequest], None]
+"""Told ``(operator name, request)`` of every request any operator's proxy records."""
+_observers: list[RequestObserver] = []
+
+
+def observe_requests(observer: RequestObserver) -> Callable[[], None]:
+    """Call ``observer`` for every request every proxy records from now on (the door of an add-on
+    that needs a whole session's requests, which no one record keeps: the RBAC audit). Returns
+    the function that stops it."""
+    _observers.append(observer)
+    return lambda: _observers.remove(observer) if observer in _observers else None
+
 
 @dataclass
 class Call:
@@ -198,6 +210,8 @@ class Traffic:
 
     def begin(self, request: ApiRequest, user_agent: str, protocol: str = "HTTP/1.1") -> Call:
         call = Call(request, self.now(), user_agent=user_agent, protocol=protocol)
+        for observer in tuple(_observers):
+            observer(self.name, request)
         with self._lock:
             self._calls.append(call)
             if request.verb == "watch":

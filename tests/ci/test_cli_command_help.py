@@ -8,7 +8,7 @@ import pytest
 from ktest.cli.main import main
 
 
-@pytest.mark.parametrize("command", ["binaries", "init", "kind"])
+@pytest.mark.parametrize("command", ["binaries", "init", "kind", "rbac"])
 def test_a_command_without_its_subcommand_prints_its_own_help(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
