@@ -220,7 +220,7 @@ def test_the_upgrade_assertions_name_an_operator_that_did_not_reconnect_and_the_
     older_assets: Assets, k8s_assets: Assets
 ) -> None:
     target = KubeVersion.parse(k8s_assets.version).minor_text
-    removed = REMOVED_IN[target]  # every supported minor but the oldest has one (a test below)
+    removed = REMOVED_IN[target]  # every minor ktest can upgrade to has one (checked below)
     api, group_version = removed.api, removed.api.group_version
     with (
         ControlPlane(assets=older_assets, controllers="none", apiserver_flags=list(removed.flags)) as cp,
@@ -255,7 +255,7 @@ def test_a_target_that_does_not_start_brings_the_old_minor_back_on_the_same_data
     older_assets: Assets, k8s_assets: Assets
 ) -> None:
     target = KubeVersion.parse(k8s_assets.version).minor_text
-    flag = REFUSED_BY[target]  # every supported minor but the oldest has one (a test below)
+    flag = REFUSED_BY[target]  # every minor ktest can upgrade to has one (checked above)
     gate = flag.removeprefix("--feature-gates=").split("=")[0]
     with (
         ControlPlane(assets=older_assets, apiserver_flags=[flag]) as cp,
