@@ -62,6 +62,7 @@ def caught(cluster: Cluster, labeler_name: str, conflicts: int, duration: float)
                         duration=duration,
                         conflicts=conflicts,
                         trigger=resize(cluster, created, 4),
+                        allow_no_conflict=True,  # caught means the crash, not an unmet conflict
                     )
                     return False
                 except AssertionError:

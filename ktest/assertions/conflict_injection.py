@@ -16,8 +16,9 @@ Hooks: ``urllib3`` (the official ``kubernetes`` client, ktest's own
 ``Cluster``) and ``aiohttp`` (kopf), whether they talk to the API server or to
 the operator's proxy (``ktest.proxy``). Only in-process operators can be reached
 this way; for a subprocess (a Go manager) use the proxy's fault rules
-(``ktest.faults.conflict``). Writes from the thread that armed the injector (the test) and from
-ktest's helper threads (named ``ktest-...``) are never intercepted.
+(``ktest.faults.conflict``). Writes from the thread that armed the injector (the test), from
+ktest's helper threads (named ``ktest-...``) and within :func:`exempt` (an async trigger) are
+never intercepted.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ import secrets
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
     from ktest.cluster.cluster import Cluster
 
 CONFLICT_ANNOTATION = "ktest/conflict"
+_EXEMPT: ContextVar[bool] = ContextVar("ktest_conflict_injection_exempt", default=False)
 _WRITES = frozenset({"PUT", "PATCH"})
 _MAX_INJECTIONS = 50
 
@@ -194,8 +199,19 @@ class ConflictInjector:
             )
 
 
+@contextmanager
+def exempt() -> Iterator[None]:
+    """The test's own writes: none made in this context is intercepted, nor in the coroutines and
+    threads it starts (they copy the context: an async trigger run on the test's event loop)."""
+    token = _EXEMPT.set(True)
+    try:
+        yield
+    finally:
+        _EXEMPT.reset(token)
+
+
 def _injector_for(method: str, host: str, port: int | None, url: str) -> tuple[ConflictInjector, str] | None:
-    if getattr(ConflictInjector._local, "bypass", False):
+    if getattr(ConflictInjector._local, "bypass", False) or _EXEMPT.get():
         return None
     for injector in list(ConflictInjector._active):
         path = injector._wants(method, host, port, url)

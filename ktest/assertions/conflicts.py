@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubernetes.client.exceptions import ApiException
 
-from ktest.assertions.conflict_injection import ConflictInjector
+from ktest.assertions.conflict_injection import ConflictInjector, exempt
 from ktest.assertions.objects import (
     describe,
     duration_or_default,
@@ -275,6 +275,7 @@ def assert_survives_concurrent_writes(
     min_writes: int = 1,
     conflicts: int = 3,
     trigger: Callable[[], object] | None = None,
+    allow_no_conflict: bool = False,
 ) -> ConcurrentWriter:
     """The operator survives others writing ``obj`` while it reconciles it.
 
@@ -287,8 +288,12 @@ def assert_survives_concurrent_writes(
     the object then: an update it made before the call cannot be made to conflict. Then
     ``converged`` (a check as for ``eventually``) must pass within ``timeout`` and every
     registered operator health check must pass. Returns the writer; ``writer.injector`` says
-    which of the operator's writes got 409, and a ``ConflictNotMetWarning`` says when the
-    operator never met one (nothing was shown about conflicts then).
+    which of the operator's writes got 409.
+
+    An operator that never met a 409 (it did not write the object while conflicts were armed,
+    or its writes carry no resourceVersion) showed nothing about conflicts: that fails, saying
+    why. ``allow_no_conflict=True`` turns the failure into a ``ConflictNotMetWarning``, for an
+    operator that cannot conflict by design; with ``conflicts=0`` nothing is checked.
     """
     __tracebackhide__ = True
     ref = as_ref(obj)
@@ -299,7 +304,8 @@ def assert_survives_concurrent_writes(
         with ConcurrentWriter(cluster, ref, interval=interval, duration=window, mode=mode) as writer:
             writer.injector = injector
             if trigger is not None:
-                trigger()
+                with exempt():  # the test's writes, even where an async trigger runs them
+                    trigger()
             writer.join()
         if writer.writes < min_writes:
             raise AssertionError(
@@ -327,12 +333,34 @@ def assert_survives_concurrent_writes(
             _unhealthy(ref, writer, "after the concurrent writes", error)
     _healthy(ref, writer, "after converging")
     if injector is not None and not injector.provoked:
-        warnings.warn(ConflictNotMetWarning(f"{describe(ref)}: {injector.summary()}"), stacklevel=2)
+        _conflict_not_met(ref, writer, injector, allow_no_conflict)
     return writer
 
 
+def _conflict_not_met(ref: Any, writer: ConcurrentWriter, injector: ConflictInjector, allowed: bool) -> None:
+    """Fail (or, when ``allowed``, warn): the operator converged but never met a 409."""
+    __tracebackhide__ = True
+    if allowed:
+        warnings.warn(ConflictNotMetWarning(f"{describe(ref)}: {injector.summary()}"), stacklevel=3)
+        return
+    raise AssertionError(
+        failure(
+            f"the operator never met a 409 Conflict on {describe(ref)}, so surviving one was not shown",
+            RULE_SURVIVE,
+            [
+                *writer.lines(),
+                "Make it update the object while the writes run (trigger=, e.g. a spec change), or "
+                "write with resourceVersion; for an operator that cannot conflict by design (merge "
+                "patches, server-side apply), pass allow_no_conflict=True, or assert what it "
+                "guarantees instead.",
+            ],
+        )
+    )
+
+
 class ConflictNotMetWarning(UserWarning):
-    """assert_survives_concurrent_writes passed, but the operator never got a 409 Conflict."""
+    """assert_survives_concurrent_writes(allow_no_conflict=True) passed, but the operator never
+    got a 409 Conflict."""
 
 
 def _conflict_note(writer: ConcurrentWriter) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from assertion_controllers import Controller, now, widget, write
 from messages import assert_says
+from test_assert_conflicts import LABEL, fast_labeler, labelled_as, resize, wait_until_labelled
 from test_assert_finalizers import FINALIZER, Store, finalizing_reconciler
 from test_assert_ownership import child_maker, child_of
 from test_assert_quiescence import status_loop
@@ -21,6 +22,7 @@ from test_assert_status import status_writer
 
 from ktest.assertions import ConcurrentWriter, aio
 from ktest.cluster import Cluster
+from ktest.run_context import add_health_check
 from ktest.wait import aio as wait_aio
 
 pytestmark = pytest.mark.asyncio
@@ -176,12 +178,41 @@ async def test_aio_conflicts_with_async_write_and_converged(cluster: Cluster, ns
     error = await aio.assert_conflict_on_stale_update(cluster, stale, write=put)
     assert error.status == 409
 
-    async def converged() -> bool:
-        current = await asyncio.to_thread(cluster.get, created)
-        return bool(current["metadata"]["annotations"].get("ktest/concurrent-writer"))
+    # A controller that labels with read-modify-PUT: its update after the resize must meet a 409.
+    with Controller(cluster, ns, fast_labeler(cluster)) as controller:
+        add_health_check(controller.health)
+        wait_until_labelled(cluster, created, 1)
 
-    writer = await aio.assert_survives_concurrent_writes(cluster, created, converged, duration=0.5)
+        async def converged() -> bool:
+            current = await asyncio.to_thread(cluster.get, created)
+            return (current["metadata"].get("labels") or {}).get(LABEL) == "4"
+
+        writer = await aio.assert_survives_concurrent_writes(
+            cluster, created, converged, duration=0.5, trigger=resize(cluster, created, 4)
+        )
     assert writer.writes >= 3
+    assert writer.injector is not None and writer.injector.provoked >= 1
+
+
+async def test_aio_an_async_trigger_writes_without_being_made_to_conflict(cluster: Cluster, ns: str) -> None:
+    """The trigger runs on the test's event loop, not in the assertion's thread: its own update
+    (read, then PUT with that resourceVersion) is the test's, never one to slip a write before."""
+    created = cluster.create(widget("w1", ns, size=3))
+    with Controller(cluster, ns, fast_labeler(cluster)) as controller:
+        add_health_check(controller.health)
+        wait_until_labelled(cluster, created, 3)
+
+        async def resize_by_update() -> None:
+            current = await asyncio.to_thread(cluster.get, created)
+            current["spec"]["size"] = 4
+            await asyncio.to_thread(cluster.update, current)
+
+        writer = await aio.assert_survives_concurrent_writes(
+            cluster, created, labelled_as(cluster, created, 4), duration=0.5, trigger=resize_by_update
+        )
+    assert writer.injector is not None and writer.injector.provoked >= 1
+    threads = {item.thread for item in writer.injector.interceptions}
+    assert threads == {"test-controller worker Widget"}, writer.injector.lines()
 
 
 async def test_aio_converged_check_failure_shows_what_it_compared(cluster: Cluster, ns: str) -> None:

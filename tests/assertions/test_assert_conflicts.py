@@ -213,10 +213,10 @@ def resize(cluster: Cluster, obj: dict[str, Any], size: int) -> Callable[[], obj
     return lambda: cluster.patch(obj, {"spec": {"size": size}})
 
 
-def survives_a_resize(cluster: Cluster, obj: dict[str, Any]) -> Any:
+def survives_a_resize(cluster: Cluster, obj: dict[str, Any], **options: Any) -> Any:
     """assert_survives_concurrent_writes, triggered by resizing ``obj`` (size 3) to 4."""
     return assert_survives_concurrent_writes(
-        cluster, obj, labelled_as(cluster, obj, 4), duration=0.5, trigger=resize(cluster, obj, 4)
+        cluster, obj, labelled_as(cluster, obj, 4), duration=0.5, trigger=resize(cluster, obj, 4), **options
     )
 
 
@@ -258,7 +258,44 @@ def test_survives_conflicts_it_met_for_sure(cluster: Cluster, ns: str) -> None:
     assert cluster.get(created)["metadata"]["annotations"]["ktest/conflict"]  # ktest's slipped-in write
 
 
-def test_an_operator_that_never_met_a_conflict_is_reported(cluster: Cluster, ns: str) -> None:
+def test_an_operator_whose_writes_cannot_conflict_fails_the_assertion(cluster: Cluster, ns: str) -> None:
+    with Controller(cluster, ns, patch_labeler(cluster)) as controller:
+        add_health_check(controller.health)
+        created = cluster.create(widget("w1", ns, size=3))
+        wait_until_labelled(cluster, created, 3)
+        with pytest.raises(AssertionError) as failure:
+            survives_a_resize(cluster, created)
+    message = assert_says(
+        failure.value,
+        "Rule: a 409 Conflict is not an error for a controller",
+        "0 got 409 Conflict: the operator never met a 409, since its writes carry no resourceVersion",
+        "pass allow_no_conflict=True",
+        starts_with="the operator never met a 409 Conflict on Widget w1, so surviving one was not shown",
+    )
+    unconditional = r"PATCH /apis/assertions.ktest.test/v1/namespaces/\S+/widgets/w1 .* -> 200"
+    assert re.search(unconditional, message), message
+
+
+def test_an_operator_that_never_wrote_during_the_writes_fails_the_assertion(
+    cluster: Cluster, ns: str
+) -> None:
+    with Controller(cluster, ns, fast_labeler(cluster)) as controller:
+        add_health_check(controller.health)
+        created = cluster.create(widget("w1", ns, size=3))
+        wait_until_labelled(cluster, created, 3)  # labelled already: nothing more for it to write
+        with pytest.raises(AssertionError) as failure:
+            assert_survives_concurrent_writes(
+                cluster, created, labelled_as(cluster, created, 3), duration=0.5
+            )
+    assert_says(
+        failure.value,
+        "the operator never wrote the object from this process while conflicts were armed",
+        "pass trigger=",
+        starts_with="the operator never met a 409 Conflict on Widget w1",
+    )
+
+
+def test_allow_no_conflict_downgrades_an_unmet_conflict_to_a_warning(cluster: Cluster, ns: str) -> None:
     with Controller(cluster, ns, patch_labeler(cluster)) as controller:
         add_health_check(controller.health)
         created = cluster.create(widget("w1", ns, size=3))
@@ -267,6 +304,6 @@ def test_an_operator_that_never_met_a_conflict_is_reported(cluster: Cluster, ns:
             ConflictNotMetWarning,
             match="the operator never met a 409, since its writes carry no resourceVersion",
         ):
-            writer = survives_a_resize(cluster, created)
+            writer = survives_a_resize(cluster, created, allow_no_conflict=True)
     assert writer.injector is not None and writer.injector.provoked == 0
     assert writer.injector.unconditional >= 1

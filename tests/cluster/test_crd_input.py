@@ -6,7 +6,7 @@ tests/hardening/test_bad_input_catalogue.py."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from builders import configmap, crd
 from ktest.cluster import Cluster
 from ktest.errors import CRDError
 from ktest.errors.api import ApiError
+from ktest.proxy import OperatorProxy
 
 GROUP = "crdinput.ktest.dev"
 
@@ -100,21 +101,39 @@ def test_a_malformed_crd_file_is_one_crd_error_before_anything_is_installed(
     assert not _installed(admin, f"sounds.{GROUP}"), "the good CRD before it was installed"
 
 
+@pytest.fixture
+def recorded(admin: Cluster) -> Iterator[OperatorProxy]:
+    """The admin through a recording proxy: ``recorded.cluster`` sends, ``recorded.traffic`` says
+    what reached the proxy (nothing else uses this client, so every call there is the test's)."""
+    proxy = OperatorProxy(admin, "crd-input").start()
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
+def _sent(proxy: OperatorProxy, resource: str) -> list[str]:
+    """The calls of ``resource`` that reached the proxy, as text for a failure message."""
+    return [call.describe() for call in proxy.traffic.calls(resource=resource)]
+
+
 def test_an_oversized_crd_is_named_with_its_size_and_the_limit_at_once(
-    admin: Cluster, tmp_path: Path
+    recorded: OperatorProxy, admin: Cluster, tmp_path: Path
 ) -> None:
     big = crd(GROUP, "Huge", schema={"type": "object", "description": "x" * (20 << 20)})
     path = tmp_path / "huge.yaml"
     path.write_text(yaml.safe_dump(big, sort_keys=False, width=1 << 30))
-    started = time.monotonic()
     with pytest.raises(CRDError) as caught:
-        admin.install_crds(path)
-    took = time.monotonic() - started
+        recorded.cluster.install_crds(path)
     message = str(caught.value)
     for fragment in (str(path), "document 1", f"huges.{GROUP}", "20.0 MiB", "3.0 MiB (3145728 bytes)"):
         assert fragment in message, message
-    assert took < 4, f"took {took:.1f} s (on main: 4-18 s of retries, then a MaxRetryError)"
+    # At once: refused before sending (sent, it took 4-18 s of retries, then a MaxRetryError).
+    assert not _sent(recorded, "customresourcedefinitions"), "the oversized CRD was sent"
     assert not _installed(admin, f"huges.{GROUP}")
+    recorded.cluster.install_crds(crd(GROUP, "Small"))  # positive control: the proxy records a CRD sent
+    assert _sent(recorded, "customresourcedefinitions")
+    admin.delete(("apiextensions.k8s.io/v1", "CustomResourceDefinition", f"smalls.{GROUP}"))
 
 
 def test_a_crd_over_the_storage_limit_says_so(admin: Cluster) -> None:
@@ -127,16 +146,19 @@ def test_a_crd_over_the_storage_limit_says_so(admin: Cluster) -> None:
         assert fragment in message, message
 
 
-def test_a_body_over_the_request_limit_is_refused_unsent(admin: Cluster, ns: str) -> None:
+def test_a_body_over_the_request_limit_is_refused_unsent(
+    recorded: OperatorProxy, admin: Cluster, ns: str
+) -> None:
     big = configmap("big", ns, data={"k": "x" * (20 << 20)})
-    started = time.monotonic()
     with pytest.raises(ApiError) as caught:
-        admin.apply(big)
-    assert time.monotonic() - started < 2
+        recorded.cluster.apply(big)
     assert caught.value.status == 413
     assert "not sent" in str(caught.value) and "3.0 MiB (3145728 bytes)" in str(caught.value)
+    assert not _sent(recorded, "configmaps"), "the oversized body was sent"
     assert not admin.exists(("v1", "ConfigMap", "big", ns))
-    admin.apply(configmap("big", ns, data={"k": "x" * (512 << 10)}))  # positive control: a body that fits
+    # positive control: a body that fits is sent, and the proxy records it
+    recorded.cluster.apply(configmap("big", ns, data={"k": "x" * (512 << 10)}))
+    assert _sent(recorded, "configmaps")
 
 
 def test_a_connection_reset_while_sending_a_large_body_says_why(

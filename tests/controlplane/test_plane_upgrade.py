@@ -9,6 +9,7 @@ import logging
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +39,64 @@ SAMPLES = Path(__file__).resolve().parent.parent / "operators" / "sample_operato
 MIRROR = {"ktest.dev/kopf-copy": "true"}
 CONFIG_MAPS = ("v1", "ConfigMap")
 HANDLED = "kopf.zalando.org/last-handled-configuration"  # kopf's last write of an object it handled
-# networking.k8s.io/v1beta1 (ServiceCIDR, IPAddress) was beta in 1.36, off unless enabled, and is
-# gone from 1.37's kube-apiserver: enabled on the 1.36 plane, it is an API the upgrade removes.
+
+
+@dataclass(frozen=True)
+class Removed:
+    """An API the target minor no longer serves: the flags that make the minor before serve it,
+    the version the target serves the resource as instead, and a body to create one where the
+    resource cannot be listed (a review)."""
+
+    api: ServedApi
+    flags: tuple[str, ...]
+    successor: str
+    create: dict[str, str] | None = None
+
+
+# Per target minor, an API its minor before serves (off unless enabled) and it does not. From the
+# OpenAPI documents (api/openapi-spec/v3) and registries of k8s.io/kubernetes v1.32.13 to v1.37.2,
+# and the API types' prerelease-lifecycle "removed" releases (k8s.io/api).
 REMOVED_IN = {
-    "1.37": ("networking.k8s.io/v1beta1", ServedApi("networking.k8s.io", "v1beta1", "servicecidrs")),
+    "1.33": Removed(
+        ServedApi("authentication.k8s.io", "v1beta1", "selfsubjectreviews"),
+        ("--runtime-config=authentication.k8s.io/v1beta1=true",),
+        "authentication.k8s.io/v1",
+        create={"apiVersion": "authentication.k8s.io/v1beta1", "kind": "SelfSubjectReview"},
+    ),
+    "1.34": Removed(
+        ServedApi("admissionregistration.k8s.io", "v1beta1", "validatingadmissionpolicies"),
+        ("--runtime-config=admissionregistration.k8s.io/v1beta1=true",),
+        "admissionregistration.k8s.io/v1",
+    ),
+    "1.35": Removed(
+        ServedApi("storage.k8s.io", "v1alpha1", "volumeattributesclasses"),
+        ("--runtime-config=storage.k8s.io/v1alpha1=true",),
+        "storage.k8s.io/v1",
+    ),
+    # 1.36 no longer knows scheduling.k8s.io/v1alpha1 at all, and refuses to start when asked to
+    # serve it by name: every alpha version is asked for instead, which both minors accept.
+    "1.36": Removed(
+        ServedApi("scheduling.k8s.io", "v1alpha1", "workloads"),
+        ("--runtime-config=api/alpha=true", "--feature-gates=GenericWorkload=true"),
+        "scheduling.k8s.io/v1alpha2",
+    ),
+    "1.37": Removed(
+        ServedApi("networking.k8s.io", "v1beta1", "servicecidrs"),
+        ("--runtime-config=networking.k8s.io/v1beta1=true",),
+        "networking.k8s.io/v1",
+    ),
 }
-# A flag the older minor accepts and the target refuses: 1.37's ClusterTrustBundleProjection (on by
+# Per target minor, a flag its minor before accepts and it refuses: a feature gate on by default
+# (beta, or GA not yet locked) before, locked to on (GA) in the target, so turning it off is refused
+# ("cannot set feature gate ... locked to true"). 1.37's ClusterTrustBundleProjection (on by
 # default) depends on ClusterTrustBundle, which 1.36 lets a cluster switch off.
-REFUSED_BY = {"1.37": "--feature-gates=ClusterTrustBundle=false"}
+REFUSED_BY = {
+    "1.33": "--feature-gates=ServiceAccountTokenNodeBinding=false",
+    "1.34": "--feature-gates=StreamingCollectionEncodingToJSON=false",
+    "1.35": "--feature-gates=JobManagedBy=false",
+    "1.36": "--feature-gates=VolumeAttributesClass=false",
+    "1.37": "--feature-gates=ClusterTrustBundle=false",
+}
 
 
 def previous_minor(version: str) -> str:
@@ -133,15 +184,19 @@ def test_a_subprocess_operator_reconnects_to_the_same_address_after_the_upgrade(
         eventually(lambda: cluster.get(configmap_ref("after-copy", ns))["data"] == {"k": "new"})
 
 
-def no_reconnect_operator(removed: ServedApi) -> Any:
-    """An operator with two bugs: it reads ``removed`` (an API the next minor drops) and gives up
+def no_reconnect_operator(removed: Removed) -> Any:
+    """An operator with two bugs: it calls ``removed`` (an API the next minor drops) and gives up
     on its ConfigMap watch at the first connection error instead of reconnecting."""
 
     def operator(ctx: OperatorContext) -> None:
         assert isinstance(ctx.stop, threading.Event)
         api = kubernetes.config.new_client_from_config(config_file=str(ctx.kubeconfig), persist_config=False)
         custom, core = kubernetes.client.CustomObjectsApi(api), kubernetes.client.CoreV1Api(api)
-        custom.list_cluster_custom_object(removed.group, removed.version, removed.resource)
+        group, version, resource = removed.api.group, removed.api.version, removed.api.resource
+        if removed.create is None:
+            custom.list_cluster_custom_object(group, version, resource)
+        else:
+            custom.create_cluster_custom_object(group, version, resource, removed.create)
         ready = False
         try:
             while not ctx.stop.is_set():
@@ -165,17 +220,15 @@ def test_the_upgrade_assertions_name_an_operator_that_did_not_reconnect_and_the_
     older_assets: Assets, k8s_assets: Assets
 ) -> None:
     target = KubeVersion.parse(k8s_assets.version).minor_text
-    if target not in REMOVED_IN:
-        pytest.skip(f"no API known to be removed in {target}: add one to REMOVED_IN")
-    group_version, removed = REMOVED_IN[target]
-    flags = [f"--runtime-config={group_version}=true"]
+    removed = REMOVED_IN[target]  # every minor ktest can upgrade to has one (checked below)
+    api, group_version = removed.api, removed.api.group_version
     with (
-        ControlPlane(assets=older_assets, controllers="none", apiserver_flags=flags) as cp,
+        ControlPlane(assets=older_assets, controllers="none", apiserver_flags=list(removed.flags)) as cp,
         plane_cluster(cp, "removed-api") as cluster,
         run_callable(no_reconnect_operator(removed), cluster, name="no-reconnect") as op,
     ):
         report = cp.upgrade(k8s_assets.version)
-        assert removed in report.removed_apis, report.describe()
+        assert api in report.removed_apis, report.describe()
         with pytest.raises(AssertionError) as not_reconnected:
             assert_recovered_after_upgrade(op, report, timeout=3.0)
         with pytest.raises(AssertionError) as calls_removed:
@@ -184,18 +237,26 @@ def test_the_upgrade_assertions_name_an_operator_that_did_not_reconnect_and_the_
     assert "operator 'no-reconnect' did not reconnect after the control-plane upgrade" in message
     assert "never re-opened its watch of configmaps in default" in message
     message = str(calls_removed.value)
-    assert f"Kubernetes {report.to_version} no longer serves: servicecidrs ({group_version})" in message
-    assert f"list servicecidrs ({group_version}): 1 request, 0 after the upgrade" in message
-    assert "serves servicecidrs as networking.k8s.io/v1" in message
+    verb = "list" if removed.create is None else "create"
+    assert f"Kubernetes {report.to_version} no longer serves: {api.resource} ({group_version})" in message
+    assert f"{verb} {api.resource} ({group_version}): 1 request, 0 after the upgrade" in message
+    assert f"serves {api.resource} as {removed.successor}" in message
+
+
+def test_every_minor_ktest_can_upgrade_to_has_a_removed_api_and_a_refused_flag() -> None:
+    """The two tests above run in every cell of the version matrix, instead of skipping."""
+    targets = {minor for minor in MINORS if previous_minor(minor) in MINORS}
+    assert targets, MINORS
+    assert not targets - set(REMOVED_IN), f"add an API removed in {sorted(targets - set(REMOVED_IN))}"
+    assert not targets - set(REFUSED_BY), f"add a flag refused by {sorted(targets - set(REFUSED_BY))}"
 
 
 def test_a_target_that_does_not_start_brings_the_old_minor_back_on_the_same_data(
     older_assets: Assets, k8s_assets: Assets
 ) -> None:
     target = KubeVersion.parse(k8s_assets.version).minor_text
-    if target not in REFUSED_BY:
-        pytest.skip(f"no flag known that {previous_minor(target)} accepts and {target} refuses")
-    flag = REFUSED_BY[target]
+    flag = REFUSED_BY[target]  # every minor ktest can upgrade to has one (checked above)
+    gate = flag.removeprefix("--feature-gates=").split("=")[0]
     with (
         ControlPlane(assets=older_assets, apiserver_flags=[flag]) as cp,
         plane_cluster(cp, "rollback") as cluster,
@@ -207,7 +268,7 @@ def test_a_target_that_does_not_start_brings_the_old_minor_back_on_the_same_data
             cp.upgrade(k8s_assets.version)
         message = str(failed.value)
         assert f"the control plane from {older_assets.version} to {k8s_assets.version} failed" in message
-        assert "ClusterTrustBundle" in message  # the new kube-apiserver's own reason
+        assert gate in message, message  # the new kube-apiserver's own reason
         assert f"runs {older_assets.version} again, on the same data" in message
         assert cp.version == older_assets.version and served_version(cluster) == older_assets.version
         assert cp.processes()["etcd"].pid == etcd

@@ -81,6 +81,8 @@ def test_every_setting_has_an_entry_with_its_option_ini_key_and_variable(site: P
     from ktest.config import SETTINGS
 
     page = site / "reference/settings/index.html"
+    # ktest's own rows and the backends' (kind's, the nodes add-on's): both must reach the page
+    assert {"k8s_version", "timeline", "kind_image", "nodes"} <= {spec.name for spec in SETTINGS}
     wanted = [hooks.anchor("setting-" + spec.name) for spec in SETTINGS]
     assert not _missing(site, "reference/settings", wanted)
     text = html.unescape(page.read_text())
@@ -105,6 +107,7 @@ def test_every_assertion_is_in_the_assertions_table(site: Path) -> None:
     from ktest import public_api
 
     text = (site / "reference/assertions/index.html").read_text()
+    assert {"assert_survives_concurrent_writes", "assert_quiescent"} <= set(public_api.ASSERTIONS)
     for name in public_api.ASSERTIONS:
         assert f"#{hooks.anchor('ktest.assertions.' + name)}" in text, name
 
@@ -113,6 +116,7 @@ def test_every_supported_minor_is_in_the_versions_table(site: Path) -> None:
     from ktest.assets import minors
 
     text = (site / "reference/versions/index.html").read_text()
+    assert {minors.DEFAULT_MINOR, minors.OLDER_MINOR} <= set(minors.MINORS)
     for minor, facts in minors.MINORS.items():
         row = f"<td>{minor}</td>"
         assert row in text, minor

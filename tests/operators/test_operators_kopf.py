@@ -64,10 +64,16 @@ def test_kopf_operator_starts_becomes_ready_and_reconciles(admin: Cluster, ns: s
 
 
 def test_cluster_wide_operator_serves_every_namespace(admin: Cluster, ns: str) -> None:
-    with run_kopf("sample_operators.kopf_mirror", admin, cluster_wide=True) as op:
-        admin.create(configmap("wide", ns, {"a": "b"}, labels=MIRROR))
-        eventually(lambda: copied(admin, ns, "wide", {"a": "b"}))
-        assert op.cluster_wide
+    # `ns` was there before the operator started, `later` is made after: names unlike each
+    # other, so no list or glob of namespaces would serve both by chance.
+    with (
+        run_kopf("sample_operators.kopf_mirror", admin, cluster_wide=True),
+        admin.namespace(prefix="later", background=True) as later,
+    ):
+        for namespace in (ns, later):
+            admin.create(configmap("wide", namespace, {"from": namespace}, labels=MIRROR))
+        for namespace in (ns, later):
+            eventually(lambda namespace=namespace: copied(admin, namespace, "wide", {"from": namespace}))
 
 
 def test_crash_then_restart_still_converges(admin: Cluster, ns: str) -> None:

@@ -127,7 +127,8 @@ def test_close_watches_every_interval(proxy: OperatorProxy, ns: str) -> None:
         eventually(lambda: len(ended) >= 2, timeout=5)
     watcher.join(2)
     watches = proxy.traffic.calls(verb="watch")
-    assert all(c.closed_by == "close_watches(configmaps, every=0.3s)" for c in watches)
+    assert len(watches) == len(ended) == 2, f"the thread ended 2 watches; the proxy recorded {watches}"
+    assert [c.closed_by for c in watches] == ["close_watches(configmaps, every=0.3s)"] * 2
     pool.close()
 
 
