@@ -16,6 +16,8 @@ import pytest
 
 from ktest.controlplane import ControlPlane
 
+pytestmark = pytest.mark.own_plane("that ktest starts nothing off kind")
+
 FORK_TEST = """
 def test_on_the_forks_cluster(kind_cluster):
     from pytest_kind.cluster import KindCluster

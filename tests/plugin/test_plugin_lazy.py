@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+pytestmark = pytest.mark.own_plane("whether and when the session starts its plane")
+
 # pytest-kind-ng (pytest-kind's fork, in the dev extra) and pytest-kubernetes import HTTP/YAML
 # libraries themselves: leave them out
 OTHERS_OFF = ("-p", "no:pytest-kind-ng", "-p", "no:pytest-kubernetes")

@@ -8,10 +8,11 @@ import pytest
 
 from ktest.assets.selectors import KubeVersion
 
+pytestmark = pytest.mark.own_plane("whether the session starts a plane at all")
+
 TOO_NEW = """
 import pytest
 
-pytestmark = pytest.mark.own_plane("whether the session starts a plane at all")
 
 @pytest.mark.ktest_min_k8s("{too_new}")
 def test_from_the_future(cluster):

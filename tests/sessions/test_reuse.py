@@ -15,10 +15,11 @@ from inner_runs import GC_OF_NEW_KIND_TEST, printed
 
 from ktest.backends.bare import reuse
 
+pytestmark = pytest.mark.own_plane("ktest up and reuse themselves")
+
 ATTACHING_TESTS = """
 import os
 
-pytestmark = pytest.mark.own_plane("ktest up and reuse themselves")
 
 def test_attached(cluster, namespace, control_plane_dir):
     print("SERVER", cluster.server)
@@ -29,6 +30,7 @@ def test_attached(cluster, namespace, control_plane_dir):
 
 CONFTEST = """
 import pytest
+
 
 @pytest.fixture
 def control_plane_dir(ktest_backend):

@@ -10,9 +10,12 @@ import pytest
 from builders import crd_yaml
 from inner_runs import GC_OF_NEW_KIND_TEST, NON_STRUCTURAL_CRD
 
+pytestmark = pytest.mark.own_plane("the controller's own plane, shared with its workers")
+
 WORKER_TESTS = """
 import json, os, pytest
 from kubernetes.client.exceptions import ApiException
+
 
 OUT = os.environ["KTEST_TEST_OUT"]
 
