@@ -29,7 +29,7 @@ FLOORS: list[list[str]] = [
     ["wait"],
     ["proxy", "faults", "webhooks", "nodes"],
     ["operators"],
-    ["assertions"],
+    ["assertions", "replicas"],
     ["timeline"],
     ["config", "config_values"],
     ["sessions"],

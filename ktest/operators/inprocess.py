@@ -16,11 +16,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from ktest.errors import OperatorError
 from ktest.operators import client_defaults, logs
-from ktest.operators.operator import OperatorHandle, launch
+from ktest.operators.operator import OperatorHandle, launch_replicated
 from ktest.operators.threads import (
     OperatorCrash,
     RunThreads,
@@ -382,13 +382,32 @@ def _field_manager_name(name: str) -> str:
     return "operator" if cleaned == "ktest" else cleaned
 
 
+@overload
 def run_callable(
     fn: Callable[[OperatorContext], Any],
     cluster: Cluster,
     *,
     ready: ReadyCheck | None = None,
+    replicas: Literal[1] = 1,
     **options: Unpack[InProcessOptions],
-) -> CallableOperator:
+) -> CallableOperator: ...
+@overload
+def run_callable(
+    fn: Callable[[OperatorContext], Any],
+    cluster: Cluster,
+    *,
+    ready: ReadyCheck | None = None,
+    replicas: int,
+    **options: Unpack[InProcessOptions],
+) -> Any: ...
+def run_callable(
+    fn: Callable[[OperatorContext], Any],
+    cluster: Cluster,
+    *,
+    ready: ReadyCheck | None = None,
+    replicas: int = 1,
+    **options: Unpack[InProcessOptions],
+) -> CallableOperator | Any:
     """Start ``fn(ctx)`` as the operator under test and (with ``wait``) wait until it is ready.
 
     Ready when ``fn`` calls ``ctx.ready()``, or when ``ready()`` returns True if a readiness
@@ -399,7 +418,14 @@ def run_callable(
 
         with run_callable(my_operator, cluster) as op:
             ...
+
+    ``replicas=3`` runs three instances, each behind its own proxy and named ``<name>-0`` ..
+    ``<name>-2`` (``ctx.name``), and returns their ``ktest.replicas.OperatorReplicas``.
     """
     wait = options.pop("wait", True)
-    handle = CallableOperator(fn, cluster, ready=ready, **options)
-    return launch(handle, wait)
+    return launch_replicated(
+        "run_callable",
+        replicas,
+        lambda replica: CallableOperator(fn, cluster, ready=ready, replica=replica, **options),
+        wait,
+    )

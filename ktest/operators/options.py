@@ -47,6 +47,16 @@ class InProcessOptions(OperatorOptions, total=False):
     log_level: int
 
 
+def checked_replicas(runner: str, replicas: object) -> int:
+    """``replicas`` as a count of at least 1; anything else is a ``ValueError`` naming it."""
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise ValueError(
+            f"{runner}: replicas={replicas!r} must be a whole number of at least 1: how many instances "
+            "of the operator to run side by side (1, the default, runs one as before)."
+        )
+    return replicas
+
+
 def checked_namespaces(
     runner: str, namespaces: Sequence[str] | None, cluster_wide: bool
 ) -> list[str] | None:
