@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ktest import run_context
+from ktest.errors import OperatorError
 from ktest.replicas.replica_set import Failover
 
 if TYPE_CHECKING:
@@ -33,9 +34,10 @@ def assert_failover(
     The current leader is waited for first (up to ``timeout``, default: the ``eventually``
     timeout). ``trigger()`` runs right after the leader went (create the object the new leader must
     reconcile); ``check()`` is retried until it returns without raising (a reconciled object
-    found). Returns the :class:`Failover` (``gap``: the leaderless gap measured), also kept in
-    ``op.failovers`` and in the test's report. The failure names the gap measured so far and the
-    election's lock with its term (a lease duration longer than ``within`` cannot pass).
+    found; any exception but ``OperatorError`` means not yet). Returns the :class:`Failover`
+    (``gap``: the leaderless gap measured), also kept in ``op.failovers`` and in the test's report.
+    The failure names the gap measured so far and the election's lock with its term (a lease
+    duration longer than ``within`` cannot pass).
     """
     __tracebackhide__ = True
     if how not in HOW:
@@ -63,7 +65,9 @@ def assert_failover(
             try:
                 if check is not None:
                     check()
-            except AssertionError as error:
+            except OperatorError:
+                raise
+            except Exception as error:  # not reconciled yet: an assertion, a 404 of what it makes
                 last_error = error
             else:
                 reconciled_at = time.monotonic()

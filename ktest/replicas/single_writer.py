@@ -1,5 +1,6 @@
 """``assert_single_writer``: at most one replica writes any object at a time, read from the
-replicas' proxies (what each sent and the API server accepted)."""
+replicas' proxies: every write the API server answered counts, refused ones too (a second
+writer's create answered 409 AlreadyExists is a second writer all the same)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ktest.replicas.election import LOCK_KINDS, absolute, succeeded
+from ktest.replicas.election import LOCK_KINDS, absolute
 
 if TYPE_CHECKING:
     from ktest.proxy import Call
@@ -19,7 +20,7 @@ _SHOWN = 6
 
 @dataclass(frozen=True)
 class Write:
-    """One accepted write of one replica."""
+    """One write of one replica that reached the API server."""
 
     replica: str
     at: float
@@ -32,15 +33,17 @@ ObjectKey = tuple[str, str | None, str]
 
 
 def replica_writes(op: OperatorReplicas, since: float | None = None) -> dict[ObjectKey, list[Write]]:
-    """Every accepted write of every replica, by object (resource, namespace, name), oldest first;
-    the election's own lock objects (Lease, KopfPeering) left out: every replica writes those."""
+    """Every write of every replica the API server answered, by object (resource, namespace,
+    name), oldest first; the election's own lock objects (Lease, KopfPeering) left out: every
+    replica writes those."""
     found: dict[ObjectKey, list[Write]] = defaultdict(list)
     for replica in op.replicas:
         if replica.proxy is None:
             continue
         for call in replica.traffic.calls():
             request = call.request
-            if not call.is_write or not succeeded(call) or not request.name or request.resource in LOCK_KINDS:
+            answered = call.status is not None and not call.answered_by_fault
+            if not call.is_write or not answered or not request.name or request.resource in LOCK_KINDS:
                 continue
             at = absolute(replica, call)
             if since is not None and at < since:
