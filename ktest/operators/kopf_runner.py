@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ktest.cluster import Cluster
-    from ktest.operators.options import InProcessOptions
+    from ktest.operators.options import KopfOptions
 
 _LOGIN_ID = "ktest-test-cluster-login"
 
@@ -433,49 +433,23 @@ def _missing_watchers(insights: Any) -> set[str]:
     return expected - running
 
 
+Sources = Source | Sequence[Source]
+
+
 @overload
 def run_kopf(
-    modules_or_paths: Source | Sequence[Source],
-    cluster: Cluster,
-    *,
-    configure: Callable[[Any], None] | None = None,
-    memo: dict[str, Any] | None = None,
-    liveness: bool = False,
-    tolerated_retries: int = DEFAULT_TOLERATED_RETRIES,
-    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
-    peering: str | None = None,
-    priority: int = 0,
-    replicas: Literal[1] = 1,
-    **options: Unpack[InProcessOptions],
+    modules_or_paths: Sources, cluster: Cluster, *, replicas: Literal[1] = 1, **options: Unpack[KopfOptions]
 ) -> KopfOperator: ...
 @overload
 def run_kopf(
-    modules_or_paths: Source | Sequence[Source],
-    cluster: Cluster,
-    *,
-    configure: Callable[[Any], None] | None = None,
-    memo: dict[str, Any] | None = None,
-    liveness: bool = False,
-    tolerated_retries: int = DEFAULT_TOLERATED_RETRIES,
-    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
-    peering: str | None = None,
-    priority: int = 0,
-    replicas: int,
-    **options: Unpack[InProcessOptions],
+    modules_or_paths: Sources, cluster: Cluster, *, replicas: int, **options: Unpack[KopfOptions]
 ) -> Any: ...
 def run_kopf(
     modules_or_paths: Source | Sequence[Source],
     cluster: Cluster,
     *,
-    configure: Callable[[Any], None] | None = None,
-    memo: dict[str, Any] | None = None,
-    liveness: bool = False,
-    tolerated_retries: int = DEFAULT_TOLERATED_RETRIES,
-    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
-    peering: str | None = None,
-    priority: int = 0,
     replicas: int = 1,
-    **options: Unpack[InProcessOptions],
+    **options: Unpack[KopfOptions],
 ) -> KopfOperator | Any:
     """Run kopf handlers (module names such as ``"my_op.handlers"`` or ``.py`` paths) in-process.
 
@@ -499,29 +473,19 @@ def run_kopf(
     The other keyword arguments (``proxy``: ``op.traffic``, ``op.faults``):
     :class:`~ktest.operators.options.InProcessOptions`.
 
-    ``peering="NAME"`` runs kopf with peering (``kopf run --peering NAME --priority P``) instead
-    of standalone: it keeps alive in the KopfPeering object NAME (ClusterKopfPeering when
-    cluster-wide) under its handle's name, and pauses while a peer of higher ``priority`` lives.
-    ``replicas=3`` runs three instances named ``<name>-0`` .. ``<name>-2``, each behind its own
-    proxy, with priorities ``priority + 2`` .. ``priority`` (the first leads), and returns their
-    ``ktest.replicas.OperatorReplicas``.
+    ``peering="NAME"``: kopf's peering (``kopf run --peering NAME --priority P``), not standalone;
+    it keeps alive in the KopfPeering NAME (ClusterKopfPeering when cluster-wide) under its
+    handle's name and pauses while a peer of higher ``priority`` lives. ``replicas=3``: instances
+    ``<name>-0`` .. ``<name>-2``, each behind its own proxy, priorities ``priority + 2`` ..
+    ``priority`` (the first leads): a ``ktest.replicas.OperatorReplicas``.
     """
     wait = options.pop("wait", True)
     count = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 1
+    priority = options.get("priority", 0)
+    rest: dict[str, Any] = {key: value for key, value in options.items() if key != "priority"}
 
     def make(replica: int | None) -> KopfOperator:
-        return KopfOperator(
-            modules_or_paths,
-            cluster,
-            configure=configure,
-            memo=memo,
-            liveness=liveness,
-            tolerated_retries=tolerated_retries,
-            settle_timeout=settle_timeout,
-            peering=peering,
-            priority=priority if replica is None else priority + count - 1 - replica,
-            replica=replica,
-            **options,
-        )
+        rank = priority if replica is None else priority + count - 1 - replica
+        return KopfOperator(modules_or_paths, cluster, priority=rank, replica=replica, **rest)
 
     return launch_replicated("run_kopf", replicas, make, wait)

@@ -3,9 +3,9 @@ runners unpack), their defaults, and the check of ``namespaces``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from ktest.errors import OperatorError
 
@@ -45,6 +45,19 @@ class InProcessOptions(OperatorOptions, total=False):
 
     fail_on_errors: bool
     log_level: int
+
+
+class KopfOptions(InProcessOptions, total=False):
+    """What ``run_kopf`` takes beside :class:`~ktest.operators.options.InProcessOptions` (see
+    :func:`~ktest.operators.kopf_runner.run_kopf`)."""
+
+    configure: Callable[[Any], None] | None
+    memo: dict[str, Any] | None
+    liveness: bool
+    tolerated_retries: int
+    settle_timeout: float
+    peering: str | None
+    priority: int
 
 
 def checked_replicas(runner: str, replicas: object) -> int:
