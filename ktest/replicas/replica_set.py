@@ -92,8 +92,9 @@ class OperatorReplicas(Generic[H]):
         return self
 
     def kill(self, index: int) -> None:
-        """End replica ``index`` abruptly, like a killed pod (SIGKILL; in-process, every thread of
-        its run): it releases nothing, so its peers wait out its lease or peering lifetime."""
+        """End replica ``index`` abruptly, like a killed pod: a subprocess gets SIGKILL and releases
+        nothing (its peers wait out its lease); an in-process replica's threads are ended, and
+        kopf's clean-up (leaving the peering object) may still get out."""
         replica = self._replica(index, "kill")
         replica.crash()
         self._note(f"killed {replica.name}")
