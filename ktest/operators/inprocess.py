@@ -183,20 +183,22 @@ class ThreadOperator(OperatorHandle):
         for other in run.threads.alive():  # the main thread was told to end its own way above
             if other is not thread:
                 raise_in(other)
-        self.leaked_threads = leaked = run.threads.join(self.stop_timeout)
-        if leaked:
-            self.log.write(
-                f"---- ktest: {len(leaked)} thread(s) of {self.name} still run {self.stop_timeout:g} s "
-                f"after crash(): {', '.join(t.name for t in leaked)}; they are blocked outside Python code, "
-                "are left behind as daemon threads, and end with OperatorCrash at their next Python "
-                "instruction ----"
-            )
+        grace = self.stop_timeout if self._crash_grace is None else self._crash_grace
+        self.leaked_threads = run.threads.join(grace)
         if thread is not None and thread.is_alive() and run.loop is not None:
-            # The cancelled task is still winding down (kopf waits for its own tasks): a killed
-            # pod would not, so its loop stops and is closed with whatever was left pending.
+            # The cancelled task is still winding down (kopf waits for its own tasks, retries its
+            # farewell to its peers): a killed pod would not, so its loop stops and is closed with
+            # whatever was left pending.
             call_in_loop(run.loop, run.loop.stop)
-            thread.join(self.stop_timeout)
+            thread.join(grace)
             self.leaked_threads = [t for t in self.leaked_threads if t.is_alive()]
+        if self.leaked_threads:
+            self.log.write(
+                f"---- ktest: {len(self.leaked_threads)} thread(s) of {self.name} still run {grace:g} s "
+                f"after crash(): {', '.join(t.name for t in self.leaked_threads)}; they are blocked outside "
+                "Python code, are left behind as daemon threads, and end with OperatorCrash at their next "
+                "Python instruction ----"
+            )
 
     def _running(self) -> bool:
         thread = self._run.thread

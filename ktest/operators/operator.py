@@ -106,6 +106,7 @@ class OperatorHandle(OperatorHealth):
         ``operator_for_test`` sets it to its test's namespace."""
         self.leaked_threads: list[threading.Thread] = []
         """Threads of a crashed in-process run that did not end (see :meth:`crash`)."""
+        self._crash_grace: float | None = None
         self._settled_run = 0
 
     # ------------------------------------------------------------ subclass hooks
@@ -358,19 +359,24 @@ class OperatorHandle(OperatorHealth):
             hint="An operator must honour its stop signal (the stop event, SIGTERM) and return promptly.",
         )
 
-    def crash(self) -> None:
+    def crash(self, *, grace: float | None = None) -> None:
         """End the operator abruptly, like a killed pod: no cleanup, no finalizer handling.
 
         In-process operators: every thread of the run (those it started too) gets
-        ``OperatorCrash`` at once and its stop signal is set; threads blocked outside
-        Python code that do not end within ``stop_timeout`` are named in the log and in
-        :attr:`leaked_threads`. Subprocesses get SIGKILL.
+        ``OperatorCrash`` at once and its stop signal is set; an event loop still winding down
+        after ``grace`` seconds (default ``stop_timeout``) is stopped; threads blocked outside
+        Python code that do not end are named in the log and in :attr:`leaked_threads`.
+        Subprocesses get SIGKILL.
         """
         going = self._end_run("crashed")
         if going is None:
             return
         if going:
-            self._kill()
+            self._crash_grace = grace
+            try:
+                self._kill()
+            finally:
+                self._crash_grace = None
         self.log.write(f"---- ktest: crashed {self.name} on purpose ----")
 
     def restart(self, *, wait: bool = True) -> Self:

@@ -116,12 +116,12 @@ class OperatorProxy:
         """Whether the operator is cut off from the API server (:meth:`partition`)."""
         return self._server is not None and self._server.cut_off
 
-    def partition(self) -> None:
+    def partition(self, why: str = "partitioned") -> None:
         """Cut the operator off from the API server, as a network partition would: its open
         connections (watches too) end, new ones are closed at once, nothing is forwarded."""
         if self._server is None:
             raise RuntimeError("start() the proxy first")
-        self.traffic.note("partitioned: cut off from the API server")
+        self.traffic.note(f"{why}: cut off from the API server")
         self._server.cut()
 
     def heal(self) -> None:

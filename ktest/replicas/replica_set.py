@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 H = TypeVar("H", bound="OperatorHandle")
 
 _POLL = 0.05
+KILL_GRACE = 0.5
+"""Seconds an in-process replica's threads get to end when killed before its loop is stopped."""
 CUT_OFF = "it is cut off from the API server (op.partition({index}))"
 
 
@@ -66,6 +68,7 @@ class OperatorReplicas(Generic[H]):
         self.failovers: list[Failover] = []
         """What each ``assert_failover`` measured, in order."""
         self._partitioned: set[int] = set()
+        self._killed: set[int] = set()  # their proxies stay cut until restart()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -92,11 +95,15 @@ class OperatorReplicas(Generic[H]):
         return self
 
     def kill(self, index: int) -> None:
-        """End replica ``index`` abruptly, like a killed pod: a subprocess gets SIGKILL and releases
-        nothing (its peers wait out its lease); an in-process replica's threads are ended, and
-        kopf's clean-up (leaving the peering object) may still get out."""
+        """End replica ``index`` abruptly, like a killed pod: it releases nothing, so its peers wait
+        out its lease or peering lifetime. A subprocess gets SIGKILL; an in-process replica's proxy
+        is cut first (no farewell of kopf to its peers gets out) and its threads are ended, its
+        event loop stopped after ``KILL_GRACE`` s. :meth:`restart` reconnects it."""
         replica = self._replica(index, "kill")
-        replica.crash()
+        if replica.proxy is not None and not replica.proxy.partitioned:
+            replica.proxy.partition(why="killed")
+            self._killed.add(index)
+        replica.crash(grace=KILL_GRACE)
         self._note(f"killed {replica.name}")
 
     def partition(self, index: int) -> None:
@@ -135,6 +142,9 @@ class OperatorReplicas(Generic[H]):
     def restart(self, index: int, *, wait: bool = True) -> None:
         """Start replica ``index`` again (after :meth:`kill`, say), as a new pod would be."""
         replica = self._replica(index, "restart")
+        if index in self._killed and replica.proxy is not None:
+            replica.proxy.heal()
+            self._killed.discard(index)
         replica.restart(wait=wait)
         self._note(f"restarted {replica.name}")
 
