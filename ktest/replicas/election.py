@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ktest.cluster import Cluster
     from ktest.operators import OperatorHandle
     from ktest.proxy import Call
+    from ktest.proxy.api_request import ApiRequest
 
 LOCK_KINDS = {
     "leases": ("coordination.k8s.io/v1", "Lease"),
@@ -113,12 +114,20 @@ def last_write(replica: OperatorHandle, *, lock: Lock | None, of_lock: bool) -> 
             continue
         request = call.request
         is_lock = request.resource in LOCK_KINDS
-        if of_lock and not (lock is not None and is_lock and request.name == lock.name):
+        if of_lock and not (lock is not None and is_lock and _names_lock(request, lock)):
             continue
         if not of_lock and is_lock:
             continue
         latest = absolute(replica, call)
     return latest
+
+
+def _names_lock(request: ApiRequest, lock: Lock) -> bool:
+    """Whether a write is of ``lock``: by name, or a create in its namespace whose (protobuf) body
+    the proxy could not read the name from, as client-go creates a Lease."""
+    if request.resource != lock.resource or request.namespace != lock.namespace:
+        return False
+    return request.name == lock.name or (request.verb == "create" and request.name is None)
 
 
 def leadership(cluster: Cluster, replicas: Sequence[OperatorHandle], connected: Sequence[bool]) -> Leadership:
