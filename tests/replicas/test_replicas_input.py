@@ -79,3 +79,12 @@ def test_replica_numbers_and_assertion_arguments_are_checked(admin: Cluster) -> 
         op.heal(1)
         assert op.partitioned == [] and op.replicas[1].alive
     assert all(replica.state == "closed" for replica in op.replicas)
+
+
+def test_each_subprocess_replica_gets_its_own_name_and_port(admin: Cluster) -> None:
+    command = ["sh", "-c", 'echo "I am $POD_NAME on {port}"; exec sleep 60']
+    with run_subprocess(command, admin, env={"POD_NAME": "{name}"}, ready_log="I am", replicas=2) as op:
+        ports = [replica.port for replica in op.replicas]
+        assert ports[0] != ports[1]
+        for index, replica in enumerate(op.replicas):
+            assert f"I am sh-{index} on {ports[index]}" in replica.logs
