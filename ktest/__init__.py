@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from ktest.errors import OperatorError as OperatorError
     from ktest.errors import WebhookError as WebhookError
     from ktest.errors.api import ApiError as ApiError
+    from ktest.replicas import assert_failover as assert_failover
+    from ktest.replicas import assert_single_writer as assert_single_writer
     from ktest.wait import assert_matches as assert_matches
     from ktest.wait import consistently as consistently
     from ktest.wait import eventually as eventually

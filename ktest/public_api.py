@@ -86,6 +86,8 @@ TOP_LEVEL: dict[str, str] = {
     "KindHandle": "ktest.backends.kind.handle",
     "Webhooks": "ktest.webhooks",
     "image_from_binary": "ktest.backends.kind.binary_image",
+    "assert_single_writer": "ktest.replicas",
+    "assert_failover": "ktest.replicas",
 }
 """``import ktest; ktest.<name>``: name -> the module defining it (imported on first use)."""
 
@@ -122,6 +124,10 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "ktest.rbac_audit": (
         "Need", "RbacAuditError", "RbacComparison", "RequestRecord", "ShippedRule", "compare_rules",
         "derived_roles", "derived_yaml", "shipped_rules",
+    ),
+    "ktest.replicas": (
+        "Failover", "Leadership", "Lock", "OperatorReplicas", "assert_failover", "assert_single_writer",
+        "kopf_peering",
     ),
     "ktest.assets": (
         "ALL_BINARIES", "OPTIONAL_BINARIES", "REQUIRED_BINARIES", "SOURCES", "Assets", "Progress", "Selector",

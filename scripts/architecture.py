@@ -29,7 +29,7 @@ FLOORS: list[list[str]] = [
     ["wait"],
     ["proxy", "faults", "webhooks", "nodes"],
     ["operators"],
-    ["assertions", "operator_upgrade", "rbac_audit"],
+    ["assertions", "operator_upgrade", "rbac_audit", "replicas"],
     ["timeline"],
     ["config", "config_values"],
     ["sessions"],

@@ -40,6 +40,9 @@ class OperatorHealth(abc.ABC):
         self._wake = threading.Event()
         self._crashes = CrashExpectation(self._lock)
         self._reported: tuple[OperatorError, object] | None = None
+        self.excused: str | None = None
+        """Why failures are expected now (it is cut off from the API server, say): while set, the
+        health check reports none; whoever set it acknowledges them when it clears it."""
 
     @abc.abstractmethod
     def _running(self) -> bool:
@@ -77,7 +80,7 @@ class OperatorHealth(abc.ABC):
         wait, ``operator_for_test``'s clean-up) do not report it again.
         """
         __tracebackhide__ = True
-        if self._crashes.expecting:
+        if self._crashes.expecting or self.excused is not None:
             return
         failure = self.error
         if failure is None:

@@ -16,11 +16,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from ktest.errors import OperatorError
 from ktest.operators import client_defaults, logs
-from ktest.operators.operator import OperatorHandle, launch
+from ktest.operators.operator import OperatorHandle, launch_replicated
 from ktest.operators.threads import (
     OperatorCrash,
     RunThreads,
@@ -183,20 +183,22 @@ class ThreadOperator(OperatorHandle):
         for other in run.threads.alive():  # the main thread was told to end its own way above
             if other is not thread:
                 raise_in(other)
-        self.leaked_threads = leaked = run.threads.join(self.stop_timeout)
-        if leaked:
-            self.log.write(
-                f"---- ktest: {len(leaked)} thread(s) of {self.name} still run {self.stop_timeout:g} s "
-                f"after crash(): {', '.join(t.name for t in leaked)}; they are blocked outside Python code, "
-                "are left behind as daemon threads, and end with OperatorCrash at their next Python "
-                "instruction ----"
-            )
+        grace = self.stop_timeout if self._crash_grace is None else self._crash_grace
+        self.leaked_threads = run.threads.join(grace)
         if thread is not None and thread.is_alive() and run.loop is not None:
-            # The cancelled task is still winding down (kopf waits for its own tasks): a killed
-            # pod would not, so its loop stops and is closed with whatever was left pending.
+            # The cancelled task is still winding down (kopf waits for its own tasks, retries its
+            # farewell to its peers): a killed pod would not, so its loop stops and is closed with
+            # whatever was left pending.
             call_in_loop(run.loop, run.loop.stop)
-            thread.join(self.stop_timeout)
+            thread.join(grace)
             self.leaked_threads = [t for t in self.leaked_threads if t.is_alive()]
+        if self.leaked_threads:
+            self.log.write(
+                f"---- ktest: {len(self.leaked_threads)} thread(s) of {self.name} still run {grace:g} s "
+                f"after crash(): {', '.join(t.name for t in self.leaked_threads)}; they are blocked outside "
+                "Python code, are left behind as daemon threads, and end with OperatorCrash at their next "
+                "Python instruction ----"
+            )
 
     def _running(self) -> bool:
         thread = self._run.thread
@@ -382,13 +384,32 @@ def _field_manager_name(name: str) -> str:
     return "operator" if cleaned == "ktest" else cleaned
 
 
+@overload
 def run_callable(
     fn: Callable[[OperatorContext], Any],
     cluster: Cluster,
     *,
     ready: ReadyCheck | None = None,
+    replicas: Literal[1] = 1,
     **options: Unpack[InProcessOptions],
-) -> CallableOperator:
+) -> CallableOperator: ...
+@overload
+def run_callable(
+    fn: Callable[[OperatorContext], Any],
+    cluster: Cluster,
+    *,
+    ready: ReadyCheck | None = None,
+    replicas: int,
+    **options: Unpack[InProcessOptions],
+) -> Any: ...
+def run_callable(
+    fn: Callable[[OperatorContext], Any],
+    cluster: Cluster,
+    *,
+    ready: ReadyCheck | None = None,
+    replicas: int = 1,
+    **options: Unpack[InProcessOptions],
+) -> CallableOperator | Any:
     """Start ``fn(ctx)`` as the operator under test and (with ``wait``) wait until it is ready.
 
     Ready when ``fn`` calls ``ctx.ready()``, or when ``ready()`` returns True if a readiness
@@ -399,7 +420,14 @@ def run_callable(
 
         with run_callable(my_operator, cluster) as op:
             ...
+
+    ``replicas=3`` runs three instances, each behind its own proxy and named ``<name>-0`` ..
+    ``<name>-2`` (``ctx.name``), and returns their ``ktest.replicas.OperatorReplicas``.
     """
     wait = options.pop("wait", True)
-    handle = CallableOperator(fn, cluster, ready=ready, **options)
-    return launch(handle, wait)
+    return launch_replicated(
+        "run_callable",
+        replicas,
+        lambda replica: CallableOperator(fn, cluster, ready=ready, replica=replica, **options),
+        wait,
+    )

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ktest.base.delegation import Delegated
 from ktest.errors import OperatorError
@@ -48,14 +48,14 @@ from ktest.operators.kopf_retries import (
     still_failing_failure,
 )
 from ktest.operators.kopf_settings import configure_pinned
-from ktest.operators.operator import launch
+from ktest.operators.operator import launch_replicated
 from ktest.operators.threads import RunThreads, close_loop
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ktest.cluster import Cluster
-    from ktest.operators.options import InProcessOptions
+    from ktest.operators.options import KopfOptions
 
 _LOGIN_ID = "ktest-test-cluster-login"
 
@@ -113,6 +113,8 @@ class KopfOperator(ThreadOperator):
         liveness: bool = False,
         tolerated_retries: int = DEFAULT_TOLERATED_RETRIES,
         settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
+        peering: str | None = None,
+        priority: int = 0,
         **options: Any,
     ) -> None:
         import kopf  # noqa: F401 - fail here, with ImportError, when kopf is not installed
@@ -129,6 +131,13 @@ class KopfOperator(ThreadOperator):
                 "kopf.TemporaryError failures in a row of one handler on one object pass; 0: none)."
             )
 
+        if peering is not None and (not isinstance(peering, str) or not peering):
+            raise OperatorError(
+                f"run_kopf: peering={peering!r} must be the name of the KopfPeering object the operator "
+                "keeps alive in (kopf run --peering NAME), or None to run standalone."
+            )
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise OperatorError(f"run_kopf: priority={priority!r} must be a whole number (kopf --priority).")
         sources = [sources] if isinstance(sources, (str, Path)) else list(sources)
         if not sources:
             raise OperatorError("run_kopf needs at least one module name or file path with kopf handlers.")
@@ -145,6 +154,10 @@ class KopfOperator(ThreadOperator):
         """Seconds a still-retrying handler gets to succeed once the test ends (:meth:`settle`)."""
         self.liveness_url: str | None = None
         """``http://127.0.0.1:<port>/healthz`` with ``liveness=True`` (the same port for every run)."""
+        self.peering = peering
+        """The KopfPeering object kopf keeps alive in, its identity this handle's name; None: standalone."""
+        self.priority = priority
+        """kopf's peering priority: a live peer of higher priority pauses this one."""
         self._run = _KopfRun(RunThreads(self._sink))
 
     registry = Delegated[Any]("_run")
@@ -183,6 +196,7 @@ class KopfOperator(ThreadOperator):
     def _body(self, run: _KopfRun) -> None:
         import kopf
         from kopf._cogs.structs.references import Insights  # kopf.operator(insights=...) takes one
+        from kopf._core.engines.peering import Identity
 
         loop = run.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
@@ -201,7 +215,10 @@ class KopfOperator(ThreadOperator):
                     insights=insights,
                     ready_flag=ready_flag,
                     stop_flag=stop_flag,
-                    standalone=True,
+                    standalone=self.peering is None,
+                    peering_name=self.peering,
+                    priority=self.priority,
+                    identity=Identity(self.name) if self.peering is not None else None,
                     clusterwide=self.cluster_wide,
                     namespaces=self.namespaces or (),
                     memo=memo,
@@ -345,7 +362,8 @@ class KopfOperator(ThreadOperator):
 
     def _describe(self) -> str:
         where = "cluster-wide" if self.cluster_wide else f"namespaces {self.namespaces}"
-        return f"kopf handlers from: {describe_sources(self.sources)} ({where})"
+        peering = f", peering {self.peering!r} priority {self.priority}" if self.peering else ""
+        return f"kopf handlers from: {describe_sources(self.sources)} ({where}{peering})"
 
 
 def _ktest_settings(settings: Any) -> None:
@@ -415,17 +433,24 @@ def _missing_watchers(insights: Any) -> set[str]:
     return expected - running
 
 
+Sources = Source | Sequence[Source]
+
+
+@overload
+def run_kopf(
+    modules_or_paths: Sources, cluster: Cluster, *, replicas: Literal[1] = 1, **options: Unpack[KopfOptions]
+) -> KopfOperator: ...
+@overload
+def run_kopf(
+    modules_or_paths: Sources, cluster: Cluster, *, replicas: int, **options: Unpack[KopfOptions]
+) -> Any: ...
 def run_kopf(
     modules_or_paths: Source | Sequence[Source],
     cluster: Cluster,
     *,
-    configure: Callable[[Any], None] | None = None,
-    memo: dict[str, Any] | None = None,
-    liveness: bool = False,
-    tolerated_retries: int = DEFAULT_TOLERATED_RETRIES,
-    settle_timeout: float = DEFAULT_SETTLE_TIMEOUT,
-    **options: Unpack[InProcessOptions],
-) -> KopfOperator:
+    replicas: int = 1,
+    **options: Unpack[KopfOptions],
+) -> KopfOperator | Any:
     """Run kopf handlers (module names such as ``"my_op.handlers"`` or ``.py`` paths) in-process.
 
     ``namespaces=[...]`` (names or kopf globs) limits the operator to those
@@ -447,16 +472,20 @@ def run_kopf(
     request kopf gives up on, or still failing when the test ends, fails the test.
     The other keyword arguments (``proxy``: ``op.traffic``, ``op.faults``):
     :class:`~ktest.operators.options.InProcessOptions`.
+
+    ``peering="NAME"``: kopf's peering (``kopf run --peering NAME --priority P``), not standalone;
+    it keeps alive in the KopfPeering NAME (ClusterKopfPeering when cluster-wide) under its
+    handle's name and pauses while a peer of higher ``priority`` lives. ``replicas=3``: instances
+    ``<name>-0`` .. ``<name>-2``, each behind its own proxy, priorities ``priority + 2`` ..
+    ``priority`` (the first leads): a ``ktest.replicas.OperatorReplicas``.
     """
     wait = options.pop("wait", True)
-    handle = KopfOperator(
-        modules_or_paths,
-        cluster,
-        configure=configure,
-        memo=memo,
-        liveness=liveness,
-        tolerated_retries=tolerated_retries,
-        settle_timeout=settle_timeout,
-        **options,
-    )
-    return launch(handle, wait)
+    count = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 1
+    priority = options.get("priority", 0)
+    rest: dict[str, Any] = {key: value for key, value in options.items() if key != "priority"}
+
+    def make(replica: int | None) -> KopfOperator:
+        rank = priority if replica is None else priority + count - 1 - replica
+        return KopfOperator(modules_or_paths, cluster, priority=rank, replica=replica, **rest)
+
+    return launch_replicated("run_kopf", replicas, make, wait)

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ktest import run_context
+from ktest import addon_registry, run_context
 from ktest.errors import OperatorError
 from ktest.operators.crash_expectation import (
     DEFAULT_CRASH_AFTERMATH,
@@ -24,7 +24,12 @@ from ktest.operators.crash_expectation import (
 )
 from ktest.operators.health import OperatorHealth
 from ktest.operators.logs import OperatorLog
-from ktest.operators.options import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, checked_namespaces
+from ktest.operators.options import (
+    DEFAULT_READY_TIMEOUT,
+    DEFAULT_STOP_TIMEOUT,
+    checked_namespaces,
+    checked_replicas,
+)
 from ktest.operators.reports import attach_reports
 
 if TYPE_CHECKING:
@@ -67,6 +72,7 @@ class OperatorHandle(OperatorHealth):
         namespaces: Sequence[str] | None = None,
         cluster_wide: bool = False,
         proxy: bool | None = None,
+        replica: int | None = None,
     ) -> None:
         from ktest.proxy.defaults import operator_proxy_default, operator_proxy_http2_default
 
@@ -77,6 +83,11 @@ class OperatorHandle(OperatorHealth):
         """Whether that proxy offers HTTP/2 (setting ``ktest_operator_proxy_http2``)."""
         self.proxy: OperatorProxy | None = None
         self.cluster_wide = self.namespaces is None
+        self.replica = replica
+        """Which replica of a replicated operator this is (``run_kopf(..., replicas=3)``), else None;
+        a replica's name ends with ``-<replica>``."""
+        if replica is not None:
+            name = f"{name}-{replica}"
         super().__init__(
             name,
             OperatorLog(name, Path(log_dir) if log_dir is not None else None),
@@ -95,6 +106,7 @@ class OperatorHandle(OperatorHealth):
         ``operator_for_test`` sets it to its test's namespace."""
         self.leaked_threads: list[threading.Thread] = []
         """Threads of a crashed in-process run that did not end (see :meth:`crash`)."""
+        self._crash_grace: float | None = None
         self._settled_run = 0
 
     # ------------------------------------------------------------ subclass hooks
@@ -347,19 +359,24 @@ class OperatorHandle(OperatorHealth):
             hint="An operator must honour its stop signal (the stop event, SIGTERM) and return promptly.",
         )
 
-    def crash(self) -> None:
+    def crash(self, *, grace: float | None = None) -> None:
         """End the operator abruptly, like a killed pod: no cleanup, no finalizer handling.
 
         In-process operators: every thread of the run (those it started too) gets
-        ``OperatorCrash`` at once and its stop signal is set; threads blocked outside
-        Python code that do not end within ``stop_timeout`` are named in the log and in
-        :attr:`leaked_threads`. Subprocesses get SIGKILL.
+        ``OperatorCrash`` at once and its stop signal is set; an event loop still winding down
+        after ``grace`` seconds (default ``stop_timeout``) is stopped; threads blocked outside
+        Python code that do not end are named in the log and in :attr:`leaked_threads`.
+        Subprocesses get SIGKILL.
         """
         going = self._end_run("crashed")
         if going is None:
             return
         if going:
-            self._kill()
+            self._crash_grace = grace
+            try:
+                self._kill()
+            finally:
+                self._crash_grace = None
         self.log.write(f"---- ktest: crashed {self.name} on purpose ----")
 
     def restart(self, *, wait: bool = True) -> Self:
@@ -468,3 +485,13 @@ def launch(handle: H, wait: bool) -> H:
             handle.close()
         raise
     return handle
+
+
+def launch_replicated(runner: str, replicas: object, make: Callable[[int | None], H], wait: bool) -> H | Any:
+    """``replicas=1``: start ``make(None)`` as :func:`launch` does. More: the replica set of the
+    replicas add-on (reached by name through :mod:`ktest.addon_registry`), replica ``i`` made by
+    ``make(i)``, each behind its own proxy."""
+    count = checked_replicas(runner, replicas)
+    if count == 1:
+        return launch(make(None), wait)
+    return addon_registry.load("operators.replicas")(runner, make, count, wait)

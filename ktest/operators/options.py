@@ -3,9 +3,9 @@ runners unpack), their defaults, and the check of ``namespaces``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from ktest.errors import OperatorError
 
@@ -45,6 +45,29 @@ class InProcessOptions(OperatorOptions, total=False):
 
     fail_on_errors: bool
     log_level: int
+
+
+class KopfOptions(InProcessOptions, total=False):
+    """What ``run_kopf`` takes beside :class:`~ktest.operators.options.InProcessOptions` (see
+    :func:`~ktest.operators.kopf_runner.run_kopf`)."""
+
+    configure: Callable[[Any], None] | None
+    memo: dict[str, Any] | None
+    liveness: bool
+    tolerated_retries: int
+    settle_timeout: float
+    peering: str | None
+    priority: int
+
+
+def checked_replicas(runner: str, replicas: object) -> int:
+    """``replicas`` as a count of at least 1; anything else is a ``ValueError`` naming it."""
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise ValueError(
+            f"{runner}: replicas={replicas!r} must be a whole number of at least 1: how many instances "
+            "of the operator to run side by side (1, the default, runs one as before)."
+        )
+    return replicas
 
 
 def checked_namespaces(

@@ -20,11 +20,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ktest.base.proxies import is_loopback, without_proxy_for_loopback
 from ktest.errors import ControlPlaneError, OperatorError
-from ktest.operators.operator import OperatorHandle, launch
+from ktest.operators.operator import OperatorHandle, launch_replicated
 from ktest.operators.options import OperatorOptions
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ class ProcessOperator(OperatorHandle):
             text = text.replace("{port}", str(self.port))
         if "{namespaces}" in text and self.namespaces is not None:
             text = text.replace("{namespaces}", ",".join(self.namespaces))
-        return text
+        return text.replace("{name}", self.name)
 
     def _log_matches(self) -> bool:
         assert self.ready_pattern is not None
@@ -220,9 +220,21 @@ class ProcessOptions(OperatorOptions, total=False):
     ready_http: str | None
 
 
+@overload
 def run_subprocess(
-    cmd: str | Sequence[str | Path], cluster: Cluster, **options: Unpack[ProcessOptions]
-) -> ProcessOperator:
+    cmd: str | Sequence[str | Path],
+    cluster: Cluster,
+    *,
+    replicas: Literal[1] = 1,
+    **options: Unpack[ProcessOptions],
+) -> ProcessOperator: ...
+@overload
+def run_subprocess(
+    cmd: str | Sequence[str | Path], cluster: Cluster, *, replicas: int, **options: Unpack[ProcessOptions]
+) -> Any: ...
+def run_subprocess(
+    cmd: str | Sequence[str | Path], cluster: Cluster, *, replicas: int = 1, **options: Unpack[ProcessOptions]
+) -> ProcessOperator | Any:
     """Start ``cmd`` (+ ``args``) with ``KUBECONFIG`` set and wait until it is ready.
 
     Ready when a line of its output matches ``ready_log`` or when ``ready_http`` answers 200
@@ -231,6 +243,15 @@ def run_subprocess(
     environment becomes the ``namespaces=[...]`` it serves, comma-separated. ``proxy`` (default
     on) points ``KUBECONFIG`` at ktest's API proxy (``op.traffic``, ``op.faults``). The other
     keyword arguments: :class:`~ktest.operators.options.OperatorOptions`.
+
+    ``replicas=3`` starts three processes side by side, each behind its own proxy, named
+    ``<name>-0`` .. ``<name>-2`` (``{port}`` and ``{name}`` are each one's own), and returns
+    their ``ktest.replicas.OperatorReplicas``: the operator's own leader election decides who works.
     """
     wait = options.pop("wait", True)
-    return launch(ProcessOperator(cmd, cluster, **options), wait)
+    return launch_replicated(
+        "run_subprocess",
+        replicas,
+        lambda replica: ProcessOperator(cmd, cluster, replica=replica, **options),
+        wait,
+    )

@@ -111,6 +111,25 @@ class OperatorProxy:
     def open_connections(self) -> int:
         return self._server.open_connections if self._server is not None else 0
 
+    @property
+    def partitioned(self) -> bool:
+        """Whether the operator is cut off from the API server (:meth:`partition`)."""
+        return self._server is not None and self._server.cut_off
+
+    def partition(self, why: str = "partitioned") -> None:
+        """Cut the operator off from the API server, as a network partition would: its open
+        connections (watches too) end, new ones are closed at once, nothing is forwarded."""
+        if self._server is None:
+            raise RuntimeError("start() the proxy first")
+        self.traffic.note(f"{why}: cut off from the API server")
+        self._server.cut()
+
+    def heal(self) -> None:
+        """End :meth:`partition`: the operator's new connections are forwarded again."""
+        if self._server is not None and self._server.cut_off:
+            self._server.mend()
+            self.traffic.note("healed: connected to the API server again")
+
     def close(self) -> None:
         """Close the operator's connections, stop the proxy, remove its files. Idempotent."""
         if self._cluster is not None:

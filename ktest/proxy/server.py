@@ -83,6 +83,8 @@ class ProxyServer(Forwarder):
         """The connections held; ``cap.evicted`` counts those closed in their handshake to make room."""
         self.accept_errors: list[str] = []
         """``accept()`` errors the listener went on after (the first of each kind)."""
+        self.cut_off = False
+        """A network cut (:meth:`cut`): every connection is closed as soon as it is accepted."""
 
     # ------------------------------------------------------------ lifecycle
 
@@ -133,6 +135,22 @@ class ProxyServer(Forwarder):
         with self._lock:
             return len(self._connections)
 
+    def cut(self) -> None:
+        """Cut the operator off, as a network partition would: end every open connection (its
+        watches too) and close every new one as soon as it is accepted, until :meth:`mend`."""
+        self.cut_off = True
+        with self._lock:
+            connections = list(self._connections.values())
+        for _, sockets in connections:
+            for sock in sockets:
+                shutdown(sock)
+        for watch in self.faults.open_watches():
+            watch.cut("partition")
+
+    def mend(self) -> None:
+        """End the cut: new connections are served again (the operator reconnects by itself)."""
+        self.cut_off = False
+
     def _accept_loop(self) -> None:
         assert self._listener is not None
         while not self._closing.is_set():
@@ -150,6 +168,9 @@ class ProxyServer(Forwarder):
             if self._closing.is_set():
                 raw.close()
                 return
+            if self.cut_off:
+                raw.close()
+                continue
             try:
                 self._take(raw)
             except (OSError, RuntimeError) as error:  # no thread or descriptor to spare: dropped

@@ -311,3 +311,28 @@ def test_a_crashed_runs_cut_off_coroutines_are_closed_with_its_loop() -> None:
     assert cleaned_up_in == [threading.current_thread().name]
     assert task.get_coro().cr_frame is None  # type: ignore[union-attr]
     assert loop.is_closed()
+
+
+def test_crash_with_a_grace_stops_a_loop_still_winding_down(admin: Cluster) -> None:
+    """An async operator whose cancelled task keeps working (kopf retrying its farewell to its
+    peers) is cut short after ``grace`` s, not after ``stop_timeout``: a killed pod does not wait."""
+    farewell_started = threading.Event()
+
+    async def lingering(ctx: OperatorContext) -> None:
+        ctx.ready()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            farewell_started.set()
+            await asyncio.shield(asyncio.sleep(60))  # a farewell that outlives any stop_timeout
+
+    op = run_callable(lingering, admin, stop_timeout=30)
+    try:
+        started = time.monotonic()
+        op.crash(grace=0.2)
+        took = time.monotonic() - started
+        assert farewell_started.is_set()
+        assert took < op.stop_timeout / 3  # the farewell was cut short, not waited for
+        assert op.leaked_threads == [] and not op.alive
+    finally:
+        op.close()

@@ -19,7 +19,7 @@ def check() -> bool:
 
 def test_misuse(cluster: ktest.Cluster, namespace: str) -> None:
     ktest.eventually(check, timeout="soon")  # expect: arg-type | reportArgumentType
-    ktest.operators.run_kopf("my_op.handlers", namespace)  # expect: arg-type | reportArgumentType
+    ktest.operators.run_kopf("my_op.handlers", namespace)  # expect: call-overload | reportArgumentType
     ktest.operators.run_kopf("my_op.handlers", cluster, namespaces=[cluster])  # expect: list-item | reportArgumentType
     ktest.assert_has_finalizer(cluster, ("example.com/v1", "Widget", "w", namespace))  # expect: call-arg | reportCallIssue
     ktest.consistently(check, duration="2s")  # expect: arg-type | reportArgumentType
