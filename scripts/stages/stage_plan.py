@@ -138,7 +138,8 @@ def plan(settings: Settings) -> list[Job]:
             after=("prepare",), junit=True, pytest_args=extra, stream=True, skips_allowed=2,
             env={"KTEST_DIST_DIR": dist_dir},
             why="everything but the kind layer and the older minor's tests (its packaging tests wait for "
-                "the dist stage's files)"),
+                "the dist stage's files); 2 skips: examples/test_webapp.py's Deployment-status pair, one "
+                "needs kind's real nodes, the other a plane without the deployment controller"),
         Job("older", (*pytest, "-p", "no:xdist", *OLDER_TESTS),
             after=("prepare", "older-binaries"), niceness=5, junit=True, pytest_args=extra,
             env={"KTEST_OLDER_K8S_VERSION": settings.older_version},
@@ -149,7 +150,7 @@ def plan(settings: Settings) -> list[Job]:
             junit=True, pytest_args=extra,
             why="the kind layer's own tests: they create, build and reuse clusters, one at a time"),
         Job("kind", (*make, "test-kind", older), after=("kind-own",), niceness=5, junit=True,
-            pytest_args=extra, skips_allowed=4,
+            pytest_args=extra, skips_allowed=4,  # the demo suite's tests for the bare backend alone
             why="the kind backend, the parity set and the demo suite on one shared cluster, beside the bare "
                 "suite (its tests mostly wait on the cluster)"),
         Job("floors", (*make, "test-floors", older), after=("bare",), niceness=5, junit=True,
