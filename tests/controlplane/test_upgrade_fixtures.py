@@ -46,6 +46,7 @@ def test_upgrade_on_kind(control_plane_upgrade):
 '''
 
 
+@pytest.mark.own_plane("the session's own embedded plane (control_plane), which a warm one is not")
 def test_the_session_plane_is_refused_naming_who_shares_it(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
