@@ -9,6 +9,7 @@ from __future__ import annotations
 import ktest
 import ktest.assertions
 import ktest.assertions.aio
+import ktest.extension
 import ktest.operators
 import ktest.proxy
 import ktest.webhooks
@@ -51,3 +52,9 @@ async def test_async_types_are_not_any(cluster: ktest.Cluster, namespace: str) -
     reveal_type(await ktest.assertions.aio.assert_status_subresource(cluster, widget))  # reveals: (ktest\.assertions\.status\.)?StatusSubresourceReport
     reveal_type(await ktest.assertions.aio.assert_has_finalizer(cluster, widget, "example.com/cleanup"))  # reveals: (builtins\.)?dict\[(builtins\.)?str, Any\]
     reveal_type(await ktest.assertions.aio.finalizer_scenario(cluster, widget, "example.com/cleanup"))  # reveals: (ktest\.assertions\.finalizers\.)?FinalizerScenario
+
+
+def test_the_extension_door_is_typed() -> None:
+    ktest.extension.BackendSpec("k3d", "k3d clusters", open="ktest_k3d:open_k3d", nodes="sometimes")  # expect: arg-type | reportArgumentType
+    ktest.extension.BackendSpc  # expect: attr-defined | reportAttributeAccessIssue
+    reveal_type(ktest.extension.setting("k3d_image", ktest.extension.parse_text, "its image", "(none)"))  # reveals: (ktest\.config_values\.)?Spec
