@@ -1,9 +1,7 @@
 """Backend ``existing``'s registration: a cluster the user runs, by kubeconfig and context.
 
-ktest registers its own backends through the door other packages use (``ktest.extension``):
-``ktest.backend_registry`` reads this ``SPEC`` as it reads an entry point of the group
-``ktest.backends``. Each part is named by ``"module:attribute"`` and imported only when needed,
-so registering imports nothing heavy.
+Made with ``ktest.extension``, as another package's backend is; ``ktest.backend_registry`` reads
+``SPEC`` as it reads an entry point (its parts are imported only when needed).
 """
 
 from __future__ import annotations
