@@ -1,9 +1,11 @@
 """Where a session's cluster can come from: every backend, registered once.
 
-A backend is one package (``ktest/backends/<name>/``) plus an entry here (or, from another
-package, an entry point in the group ``ktest.backends`` naming a :class:`BackendSpec`). The spec
-names its parts as ``"module:attribute"`` strings, imported only when that part is needed, so
-this registry imports nothing and every layer may read it:
+A backend is one package plus one registration: a :class:`BackendSpec` (from
+``ktest.extension``, the public door) named by an entry point in the group ``ktest.backends``.
+ktest's own backends register the same way, from their packages
+(``ktest/backends/<name>/registration.py``, listed in :data:`BUILT_IN`); this registry only
+collects them. The spec names its parts as ``"module:attribute"`` strings, imported only when
+that part is needed, so this registry imports nothing and every layer may read it:
 
 * ``open(settings, notes) -> Backend`` starts or attaches to the cluster;
 * ``check(settings, env) -> Settings``: the backend's own settings rules (run when
@@ -157,64 +159,30 @@ PARTS = ("open", *(field.name for field in fields(BackendSpec) if field.type == 
 """The fields of :class:`BackendSpec` that name a ``"module:attribute"``."""
 
 
-BUILT_IN: tuple[BackendSpec, ...] = (
-    BackendSpec(
-        "bare",
-        "an embedded control plane: etcd + kube-apiserver + kube-controller-manager; simulated nodes "
-        "with ktest_nodes",
-        open="ktest.backends.bare.backend:open_bare",
-        settings="ktest.backends.bare.settings:ROWS",
-        describe="ktest.backends.bare.settings:describe",
-        cli="ktest.backends.bare.cli:register",
-        up="ktest.backends.bare.cli:up_bare",
-        down="ktest.backends.bare.cli:down_bare",
-        status="ktest.backends.bare.cli:status_bare",
-        starts_control_plane=True,
-        nodes="never",
-    ),
-    BackendSpec(
-        "kind",
-        "a kind cluster: real nodes in Docker",
-        open="ktest.backends.kind.backend:open_kind",
-        preflight="ktest.backends.kind.backend:preflight",
-        fixtures="ktest.backends.kind.fixtures:register",
-        attach="ktest.backends.kind.backend:attach",
-        health="ktest.backends.kind.fixtures:watch_nodes",
-        diagnostics="ktest.backends.kind.backend:diagnostics",
-        cli="ktest.backends.kind.cli:register",
-        up="ktest.backends.kind.cli:up_from_args",
-        down="ktest.backends.kind.cli:down_from_args",
-        status="ktest.backends.kind.cli:status_lines",
-        settings="ktest.backends.kind.settings:ROWS",
-        describe="ktest.backends.kind.settings:describe",
-        on_death="ktest.backends.kind.on_death:command",
-        ci_steps="ktest.backends.kind.ci:ci_steps",
-        foreign_options="ktest.backends.kind.settings:PYTEST_KIND_OPTIONS",
-        nodes="always",
-    ),
-    BackendSpec(
-        "existing",
-        "a cluster you already run, by kubeconfig and an explicitly named context",
-        open="ktest.backends.existing.backend:open_existing",
-        check="ktest.backends.existing.backend:check_settings",
-        preflight="ktest.backends.existing.backend:preflight",
-        cli="ktest.backends.existing.cli:register",
-        down="ktest.backends.existing.cli:down_from_args",
-        creates_cluster=False,
-    ),
+BUILT_IN: tuple[str, ...] = (
+    "ktest.backends.bare.registration:SPEC",
+    "ktest.backends.kind.registration:SPEC",
+    "ktest.backends.existing.registration:SPEC",
 )
+"""Where ktest's own backends register themselves: ``"module:attribute"`` of each one's
+:class:`BackendSpec`, read as an entry point of another package is (in this order, first)."""
+
+
+GROUP = "ktest.backends"
+"""The entry-point group other packages register their backends in."""
 
 
 @cache
 def backends() -> dict[str, BackendSpec]:
-    """Every backend by name: the built-in ones, then those of installed packages."""
-    found = {spec.name: spec for spec in BUILT_IN}
-    from importlib.metadata import entry_points
+    """Every backend by name: the built-in ones, then those of installed packages (each read the
+    same way, as an entry point; a later one with a name already taken is not used)."""
+    from importlib.metadata import EntryPoint, entry_points
 
-    for entry in entry_points(group="ktest.backends"):
+    built_in = [EntryPoint(value.split(".")[2], value, GROUP) for value in BUILT_IN]
+    found: dict[str, BackendSpec] = {}
+    for entry in [*built_in, *entry_points(group=GROUP)]:
         spec = _load_entry(entry)
-        if spec.name not in found:
-            found[spec.name] = spec
+        found.setdefault(spec.name, spec)
     return found
 
 
@@ -223,7 +191,7 @@ def _load_entry(entry: Any) -> BackendSpec:
     cannot be loaded or names something else (a broken plug-in must not pass unnoticed)."""
     from ktest.errors import ConfigError
 
-    package = entry.dist.name if getattr(entry, "dist", None) is not None else "an installed package"
+    package = entry.dist.name if getattr(entry, "dist", None) is not None else "ktest"
     where = f"entry point {entry.name} = {entry.value} (group ktest.backends) of {package}"
     try:
         spec = entry.load()
@@ -233,7 +201,7 @@ def _load_entry(entry: Any) -> BackendSpec:
         ) from error
     if not isinstance(spec, BackendSpec):
         raise ConfigError(
-            f"{where} names a {type(spec).__name__}, not a ktest.backend_registry.BackendSpec; "
+            f"{where} names a {type(spec).__name__}, not a ktest.extension.BackendSpec; "
             f"fix it, or uninstall {package}"
         )
     return spec

@@ -164,8 +164,7 @@ CORE_SETTINGS: tuple[Spec, ...] = (
     setting("k8s_version", parse_version,
              "Kubernetes version: 1.37.2, 1.37 (newest patch) or latest", "latest", metavar="VERSION"),
     setting("backend", parse_backend,
-             "where the cluster comes from: bare (embedded control plane), kind (a kind cluster with real "
-             "nodes) or existing (kubeconfig)", "bare", metavar="NAME"),
+             "where the cluster comes from", "bare", metavar="NAME"),  # + each registered backend's summary
     setting("kubeconfig", parse_path,
              "kubeconfig for backend existing", "$KUBECONFIG, else ~/.kube/config", metavar="PATH"),
     setting("context", parse_text,
@@ -247,7 +246,15 @@ def backend_rows() -> dict[str, Spec]:
 
 def all_settings() -> tuple[Spec, ...]:
     """Every setting: ktest's own rows, then each registered backend's."""
-    return CORE_SETTINGS + tuple(backend_rows().values())
+    core = tuple(_listing_backends(row) if row.parse is parse_backend else row for row in CORE_SETTINGS)
+    return core + tuple(backend_rows().values())
+
+
+def _listing_backends(row: Spec) -> Spec:
+    """The backend row, its help naming every registered backend with its summary (built-in or
+    from another package alike: the registry is the one list)."""
+    listed = "; ".join(f"{spec.name} ({spec.summary})" for spec in registry.backends().values())
+    return replace(row, help=f"{row.help}: {listed}")
 
 
 def specs_by_name() -> dict[str, Spec]:

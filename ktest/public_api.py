@@ -145,6 +145,16 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "ktest.run_context": ("run_context", "check_health", "current_test"),
     "ktest.timeline": ("SCHEMA", "Event", "Recorder", "TimelineData", "recording", "render", "write_page"),
     "ktest.backends.kind.handle": ("KindHandle",),
+    # The door for backend and binary-source authors (docs/architecture.md, "Backends are plug-ins").
+    "ktest.extension": (
+        "AttachedBackend", "Backend", "BackendSpec", "BinarySource", "CiContext", "CiSteps", "ClusterShare",
+        "ConfigError", "ForeignOption", "Holder", "JanitorHandle", "LogExport", "Progress", "Settings",
+        "Source", "Spec", "add_setting_option", "flag", "held_directory", "parse_bool", "parse_choice",
+        "parse_image_reference", "parse_path", "parse_paths", "parse_seconds", "parse_text", "setting",
+        "settings_from_env",
+    ),
+    # ktest's own control plane as a backend, for a backend that runs it under its own name.
+    "ktest.backends.bare.backend": ("BareBackend",),
 }
 """Module -> the public names it offers."""
 

@@ -32,7 +32,7 @@ FLOORS: list[list[str]] = [
     ["assertions", "operator_upgrade", "rbac_audit", "replicas"],
     ["timeline"],
     ["config", "config_values"],
-    ["sessions"],
+    ["sessions", "extension"],
     ["backends"],
     ["plugin", "cli"],
     ["__init__", "__main__"],

@@ -4,6 +4,7 @@ one registration."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -199,10 +200,52 @@ def test_the_plugin_and_the_cli_reach_a_backend_through_the_registry_only() -> N
     assert offenders == []
 
 
+def built_in_specs() -> list[BackendSpec]:
+    """ktest's own backends' registrations, each from its package (``BUILT_IN`` names them)."""
+    specs = []
+    for target in registry.BUILT_IN:
+        module, _, attribute = target.partition(":")
+        specs.append(getattr(importlib.import_module(module), attribute))
+    return specs
+
+
+def test_each_built_in_backend_registers_itself_from_its_package_through_the_public_door() -> None:
+    """The registry lists where the built-in registrations are, and holds none itself: each lives
+    in its backend's package and is made with ``ktest.extension.BackendSpec``, as another
+    package's is; the registry reads them as it reads entry points."""
+    from ktest.extension import BackendSpec as PublicSpec
+
+    specs = built_in_specs()
+    assert [spec.name for spec in specs] == ["bare", "kind", "existing"]
+    for target, spec in zip(registry.BUILT_IN, specs, strict=True):
+        assert target == f"ktest.backends.{spec.name}.registration:SPEC"
+        assert isinstance(spec, PublicSpec) and registry.spec(spec.name) is spec
+        source = Path(importlib.import_module(target.partition(":")[0]).__file__ or "").read_text()
+        assert "from ktest.extension import BackendSpec" in source
+    assert "BackendSpec(" not in Path(registry.__file__).read_text().split("class BackendSpec")[1]
+
+
+def test_help_texts_name_every_registered_backend(
+    mine: BackendSpec, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--ktest-backend``'s help and ``ktest init github-actions --backends``' are made from the
+    registry: a backend registered by another package is in them, with its summary."""
+    from ktest.cli.main import build_parser
+    from ktest.config import specs_by_name
+
+    assert specs_by_name()["backend"].help.startswith("where the cluster comes from: bare (an embedded")
+    assert specs_by_name()["backend"].help.endswith("; mine (a test backend)")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["init", "github-actions", "--help"])
+    assert "--backends LIST comma-separated, of bare, kind, mine (default: bare)" in " ".join(
+        capsys.readouterr().out.split()
+    )
+
+
 def test_every_part_a_built_in_backend_names_exists() -> None:
-    """A misspelt ``"module:attribute"`` in ``BUILT_IN`` fails here, not in a user's run."""
+    """A misspelt ``"module:attribute"`` in a built-in registration fails here, not in a user's run."""
     tables = {"settings": Spec, "foreign_options": registry.ForeignOption}
-    for spec in registry.BUILT_IN:
+    for spec in built_in_specs():
         for part in registry.PARTS:
             target = getattr(spec, part)
             if target is None:

@@ -157,3 +157,37 @@ def test_importing_the_public_packages_stays_cheap() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]", f"importing the packages loaded {result.stdout.strip()}"
+
+
+def test_every_async_twin_is_typed_from_its_assertion() -> None:
+    """``ktest.assertions.aio`` makes its twins in ``__getattr__``, which type checkers do not run:
+    under ``if TYPE_CHECKING:`` each is ``_threaded(<its module>.<its name>)``, so mypy and pyright
+    see the assertion's own parameters and result (tests/typed_usage/misuse.py shows them)."""
+    from ktest.public_api import ASSERTIONS
+
+    source = Path(importlib.util.find_spec("ktest.assertions.aio").origin)
+    typed: dict[str, str] = {}
+    for node in ast.parse(source.read_text()).body:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for statement in node.body:
+                if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call):
+                    [target] = statement.targets
+                    assert isinstance(target, ast.Name)
+                    typed[target.id] = ast.unparse(statement.value)
+    expected = {name: f"_threaded(_{module}.{name})" for name, (module, _) in ASSERTIONS.items()}
+    assert typed == expected, f"{source}: the TYPE_CHECKING twins differ from ktest.public_api.ASSERTIONS"
+
+
+def test_registering_the_backends_through_the_door_stays_cheap() -> None:
+    """The registry reads every backend's registration (built-in ones from their packages, made
+    with ``ktest.extension.BackendSpec``): the door imports its names on first use, so registering
+    loads no client, no settings module and no backend machinery."""
+    code = (
+        "import sys\nfrom ktest import backend_registry\nbackend_registry.backends()\n"
+        "import ktest.extension\nktest.extension.BackendSpec, ktest.extension.setting\n"
+        "heavy = ('kubernetes', 'urllib3', 'yaml', 'cryptography', 'ktest.config', 'ktest.sessions.backend',"
+        " 'ktest.base.janitor_client', 'ktest.backends.bare.backend', 'ktest.backends.kind.backend')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", f"registering the backends loaded {result.stdout.strip()}"

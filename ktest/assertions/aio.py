@@ -61,7 +61,7 @@ def _threaded(sync: Callable[P, T], *, callbacks: tuple[str, ...] = ()) -> Calla
 _twins: dict[str, Callable[..., Awaitable[Any]]] = {}
 
 
-def __getattr__(name: str) -> Callable[..., Awaitable[Any]]:
+def _twin(name: str) -> Callable[..., Awaitable[Any]]:
     """The async twin of an assertion of ``ktest.public_api.ASSERTIONS``, made on first use."""
     if name not in ASSERTIONS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -74,6 +74,51 @@ def __getattr__(name: str) -> Callable[..., Awaitable[Any]]:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *ASSERTIONS})
+
+
+# Type checkers do not run ``__getattr__``: they see each twin as what ``_threaded`` makes of its
+# assertion (the same parameters, an awaitable of the same result), so a misspelt name or a wrong
+# argument is an error, not ``Any``. tests/test_public_api.py keeps this list equal to ASSERTIONS.
+if TYPE_CHECKING:
+    from ktest.assertions import conditions as _conditions
+    from ktest.assertions import conflicts as _conflicts
+    from ktest.assertions import crd_versions as _crd_versions
+    from ktest.assertions import finalizers as _finalizers
+    from ktest.assertions import ownership as _ownership
+    from ktest.assertions import quiescence as _quiescence
+    from ktest.assertions import status as _status
+    from ktest.assertions import traffic as _traffic
+    from ktest.assertions import upgrade as _upgrade
+    from ktest.assertions import webhooks as _webhooks
+
+    assert_has_finalizer = _threaded(_finalizers.assert_has_finalizer)
+    assert_deletion_blocked = _threaded(_finalizers.assert_deletion_blocked)
+    assert_gone = _threaded(_finalizers.assert_gone)
+    assert_owned_by = _threaded(_ownership.assert_owned_by)
+    assert_garbage_collected = _threaded(_ownership.assert_garbage_collected)
+    assert_orphaned = _threaded(_ownership.assert_orphaned)
+    assert_status_subresource = _threaded(_status.assert_status_subresource)
+    assert_observed_generation = _threaded(_status.assert_observed_generation)
+    assert_condition = _threaded(_conditions.assert_condition)
+    assert_transition_time_stable = _threaded(_conditions.assert_transition_time_stable)
+    assert_quiescent = _threaded(_quiescence.assert_quiescent)
+    assert_rejected = _threaded(_webhooks.assert_rejected)
+    assert_defaulted = _threaded(_webhooks.assert_defaulted)
+    assert_converts = _threaded(_webhooks.assert_converts)
+    assert_round_trips = _threaded(_crd_versions.assert_round_trips)
+    assert_stored_as = _threaded(_crd_versions.assert_stored_as)
+    stale_copy = _threaded(_conflicts.stale_copy)
+    assert_conflict_on_stale_update = _threaded(_conflicts.assert_conflict_on_stale_update)
+    assert_survives_concurrent_writes = _threaded(_conflicts.assert_survives_concurrent_writes)
+    assert_no_hot_loop = _threaded(_traffic.assert_no_hot_loop)
+    assert_recovers = _threaded(_traffic.assert_recovers)
+    assert_backs_off = _threaded(_traffic.assert_backs_off)
+    assert_relists_after_410 = _threaded(_traffic.assert_relists_after_410)
+    assert_objects_intact = _threaded(_upgrade.assert_objects_intact)
+    assert_recovered_after_upgrade = _threaded(_upgrade.assert_recovered_after_upgrade)
+    assert_no_removed_api_calls = _threaded(_upgrade.assert_no_removed_api_calls)
+else:
+    __getattr__ = _twin
 
 
 async def finalizer_scenario(

@@ -103,7 +103,10 @@ def register(subparsers: Any) -> None:
         help="comma-separated supported versions: 1.37, 1.37.2, default, supported "
         f"(supported minors: {', '.join(supported_minors())}; default: the two newest)",
     )
-    github.add_argument("--backends", default="bare", metavar="LIST", help="bare and/or kind (default: bare)")
+    github.add_argument(
+        "--backends", default="bare", metavar="LIST",
+        help=f"comma-separated, of {', '.join(registry.names('creates_cluster'))} (default: bare)",
+    )
     github.add_argument("--shards", type=int, default=1, help="jobs per version x backend (pytest-split)")
     github.add_argument(
         "--install",
@@ -351,7 +354,7 @@ def _check_matrix(options: WorkflowOptions) -> None:
         if backend not in matrix:
             raise InitError(f"--backends: {backend!r} is not one of {', '.join(matrix)}")
     if not options.backends:
-        raise InitError("--backends is empty; give bare, kind or bare,kind")
+        raise InitError(f"--backends is empty; give one or more of {', '.join(matrix)}, comma-separated")
     if not 1 <= options.shards <= 32:
         raise InitError(f"--shards must be between 1 and 32, got {options.shards}")
 

@@ -5,6 +5,7 @@ of ktest names it."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 import tomllib
+
+from ktest.public_api import PUBLIC
 
 TOY = Path(__file__).resolve().parent / "ktest_toy"
 
@@ -100,6 +103,42 @@ def test_the_ktest_command_offers_its_verb_and_backend(toy_site: Path) -> None:
     assert "--ktest-toy-banner=TEXT" in pytest_help.stdout
 
 
+def non_public_imports(package: Path) -> list[str]:
+    """Every import of ktest in ``package``'s modules that is not a public name (``ktest.public_api``)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            where = f"{path.relative_to(package)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ktest":
+                found += [
+                    f"{where}: from {node.module} import {alias.name}"
+                    for alias in node.names if alias.name not in PUBLIC.get(node.module or "", ())
+                ]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names if alias.name.split(".")[0] == "ktest"]
+                found += [f"{where}: import {module}" for module in modules if module not in PUBLIC]
+    return found
+
+
+def test_the_toy_imports_only_public_names() -> None:
+    """A backend from another package is promised only ktest's public names (``ktest.extension``,
+    the door for backend authors, and the rest of ``ktest.public_api``): the toy, written as a
+    user would write one, imports nothing else, so what it needs is in the door."""
+    assert non_public_imports(TOY / "src") == []
+
+
+def test_the_public_import_check_sees_every_form(tmp_path: Path) -> None:
+    (tmp_path / "mine.py").write_text(
+        "import ktest\nimport ktest.config\nfrom ktest.extension import BackendSpec, Settings\n"
+        "from ktest.config import Settings\ndef f():\n    from ktest.sessions.backend import Backend\n"
+    )
+    assert non_public_imports(tmp_path) == [
+        "mine.py:2: import ktest.config",
+        "mine.py:4: from ktest.config import Settings",
+        "mine.py:6: from ktest.sessions.backend import Backend",
+    ]
+
+
 def test_a_broken_backend_entry_point_is_named_with_its_package(toy_site: Path, tmp_path: Path) -> None:
     """An entry point in the group that names something else than a BackendSpec is an error naming
     the entry point and the package to fix or uninstall, never silently skipped."""
@@ -114,5 +153,5 @@ def test_a_broken_backend_entry_point_is_named_with_its_package(toy_site: Path, 
     assert (run.returncode, run.stdout) == (2, "")
     assert run.stderr == (
         "ktest: error: entry point broken = ktest_toy.settings:ROWS (group ktest.backends) of ktest-broken "
-        "names a tuple, not a ktest.backend_registry.BackendSpec; fix it, or uninstall ktest-broken\n"
+        "names a tuple, not a ktest.extension.BackendSpec; fix it, or uninstall ktest-broken\n"
     )

@@ -1,4 +1,4 @@
-"""Backend ``kind``: all of kind, behind its one registration in ``ktest.backend_registry``.
+"""Backend ``kind``: all of kind, behind its one registration (``registration``: its ``BackendSpec``).
 
 Its registry parts: ``backend`` (open, preflight, attach for xdist workers, diagnostics:
 ``kind export logs`` of a failed run), ``fixtures`` (``kind``, pytest-kind's ``kind_cluster``

@@ -12,7 +12,6 @@ import sys
 from functools import cached_property, partial
 from pathlib import Path
 
-from ktest.backend_registry import LogExport
 from ktest.backends.kind import records
 from ktest.backends.kind.cluster import KindCluster, create_cluster, keep
 from ktest.backends.kind.handle import KindHandle
@@ -21,6 +20,7 @@ from ktest.backends.kind.pool import SpareSpec
 from ktest.cluster import Cluster, UserIssuer
 from ktest.config import Settings
 from ktest.errors import KindError
+from ktest.extension import LogExport
 from ktest.sessions.attached import AttachedBackend
 from ktest.sessions.backend import Backend, ClusterShare
 

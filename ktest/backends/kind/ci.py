@@ -4,8 +4,8 @@ Kubernetes release), and upload the kind logs of a failed run."""
 
 from __future__ import annotations
 
-from ktest.backend_registry import CiContext, CiSteps
 from ktest.backends.kind.recipe import KIND_VERSION
+from ktest.extension import CiContext, CiSteps
 
 NAME = "kind"
 

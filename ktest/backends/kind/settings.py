@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ktest.backend_registry import ForeignOption
 from ktest.config_values import Spec, flag, parse_image_reference, parse_path, setting
+from ktest.extension import ForeignOption
 
 if TYPE_CHECKING:
     from ktest.config import Settings

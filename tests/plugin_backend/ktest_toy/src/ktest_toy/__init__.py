@@ -9,7 +9,7 @@ would use). ktest's tests install it with pip and run a pytest session on it
 
 from __future__ import annotations
 
-from ktest.backend_registry import BackendSpec
+from ktest.extension import BackendSpec
 
 SPEC = BackendSpec(
     "toy",

@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ktest.backends.bare.backend import BareBackend
-from ktest.config import Settings
-from ktest.errors import ConfigError
-from ktest.sessions.backend import Backend
+from ktest.extension import Backend, ConfigError, Settings
 
 
 def open_toy(settings: Settings, notes: list[str]) -> Backend:

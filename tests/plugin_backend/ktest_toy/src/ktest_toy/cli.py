@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ktest.config import settings_from_env
+from ktest.extension import settings_from_env
 
 
 def register(subparsers: Any, parsers: dict[str, argparse.ArgumentParser]) -> None:

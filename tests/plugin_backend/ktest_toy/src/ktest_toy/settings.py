@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ktest.config_values import Spec, parse_text, setting
+from ktest.extension import Spec, parse_text, setting
 
 ROWS: tuple[Spec, ...] = (
     setting("toy_banner", parse_text, "what backend toy says when a session opens it", "(none)",
