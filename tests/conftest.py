@@ -20,7 +20,8 @@ conftest.py is in it. ``closed_port`` serves the folders that need a refused con
 tests/sessions, the webhook report test), whose helpers are in tests/inner_runs.py. An inner
 session attaches to the worker's warm control plane (``inner_warm_plane``, tests/warm_planes.py)
 unless its test is marked ``own_plane`` (start-up, reuse or the plane's own settings are what it
-tests) or its settings shape the plane (then it finds no compatible plane and starts its own).
+tests) or its settings shape the plane (then it finds no compatible plane and starts its own): the
+session's ``plane``, recorded for reuse (``inner_warm_plane``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import pytest
 from bare_wiring import plane_cluster
-from warm_planes import WarmPlane, warm_plane
+from warm_planes import WarmPlane, shared_for_reuse
 
 from ktest.assets import Assets, resolve_assets
 from ktest.assets.store import Locations
@@ -83,12 +84,14 @@ def binary_cache() -> Path:
 
 
 @pytest.fixture(scope="session")
-def inner_warm_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmPlane]:
-    """The warm control plane the inner sessions of this worker attach to (the default version and
-    controllers: what an inner session gets when its settings do not say otherwise). Started
-    before ``pytester`` points HOME elsewhere (a session fixture ``inner_env`` asks for first), with
-    the binaries of the real cache."""
-    with warm_plane(tmp_path_factory.mktemp("inner-warm-state"), None, assets=resolve_assets(None)) as warm:
+def inner_warm_plane(
+    plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[WarmPlane]:
+    """The session's plane, shared for the inner sessions of this worker to attach to (with the
+    default controllers and version: what an inner session gets when its settings do not say
+    otherwise; asked for by ``inner_env`` before ``pytester`` points HOME elsewhere)."""
+    version = pytestconfig.getoption("--ktest-k8s-version", default=None)
+    with shared_for_reuse(plane, tmp_path_factory.mktemp("inner-warm-state"), version) as warm:
         yield warm
 
 

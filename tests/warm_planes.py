@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ktest.assets import Assets
 from ktest.backends.bare.backend import BareBackend
 from ktest.backends.bare.reuse import DEFAULT_NAME, UpRecord, record_path, state_directory, write_record
 from ktest.base.procfs import process_start_time
@@ -45,38 +44,44 @@ class WarmPlane:
 
 
 @contextmanager
-def warm_plane(
-    state_home: Path, k8s_version: str | None, assets: Assets | None = None
-) -> Iterator[WarmPlane]:
-    """Start a control plane, record it for reuse under ``state_home``; stop it on exit.
+def warm_plane(state_home: Path, k8s_version: str | None) -> Iterator[WarmPlane]:
+    """Start a control plane and share it for reuse under ``state_home`` (:func:`shared_for_reuse`);
+    stop it on exit."""
+    with (
+        ControlPlane(k8s_version, controllers=DEFAULT_CONTROLLERS) as plane,
+        shared_for_reuse(plane, state_home, k8s_version) as warm,
+    ):
+        yield warm
+
+
+@contextmanager
+def shared_for_reuse(plane: ControlPlane, state_home: Path, k8s_version: str | None) -> Iterator[WarmPlane]:
+    """Record a running plane for reuse under ``state_home``; remove the record on exit.
 
     The record is what ``ktest up``'s daemon writes, with this process as its holder:
     children with ``KTEST_REUSE=1`` and ``XDG_STATE_HOME=state_home`` find it compatible
-    (same Kubernetes version selector ``k8s_version``, the default controllers) and attach.
-    ``assets``: the binaries, already resolved (else ``k8s_version``'s, from this environment)."""
-    plane_version = None if assets is not None else k8s_version
-    with ControlPlane(plane_version, assets=assets, controllers=DEFAULT_CONTROLLERS) as plane:
-        # Children installing new CRDs ask through this socket to restart the controllers.
-        server = ClusterServer(lambda: BareBackend(plane))
+    (the same Kubernetes version selector ``k8s_version``, the same controllers) and attach."""
+    # Children installing new CRDs ask through this socket to restart the controllers.
+    server = ClusterServer(lambda: BareBackend(plane))
+    try:
+        share = server.open()
+        env = {"XDG_STATE_HOME": str(state_home), "KTEST_REUSE": "1"}
+        path = record_path(DEFAULT_NAME, state_directory(env))
+        pid = os.getpid()
+        description = f"Kubernetes {plane.version} at {plane.server}"
+        write_record(UpRecord(
+            name=DEFAULT_NAME,
+            pid=pid,
+            pid_start=process_start_time(pid) or "",
+            requested_version=k8s_version,
+            controllers=DEFAULT_CONTROLLERS,  # what both planes here run: ControlPlane's default
+            started_at=time.time(),
+            share=dataclasses.replace(share, description=description),
+            path=path,
+        ))
         try:
-            share = server.open()
-            env = {"XDG_STATE_HOME": str(state_home), "KTEST_REUSE": "1"}
-            path = record_path(DEFAULT_NAME, state_directory(env))
-            pid = os.getpid()
-            description = f"Kubernetes {plane.version} at {plane.server}"
-            write_record(UpRecord(
-                name=DEFAULT_NAME,
-                pid=pid,
-                pid_start=process_start_time(pid) or "",
-                requested_version=k8s_version,
-                controllers=DEFAULT_CONTROLLERS,
-                started_at=time.time(),
-                share=dataclasses.replace(share, description=description),
-                path=path,
-            ))
-            try:
-                yield WarmPlane(env, description)
-            finally:
-                path.unlink(missing_ok=True)
+            yield WarmPlane(env, description)
         finally:
-            server.close()
+            path.unlink(missing_ok=True)
+    finally:
+        server.close()
