@@ -32,8 +32,8 @@ def _metadata(dist: Path) -> email.message.EmailMessage:
 
 
 def test_twine_check_passes(dist: Path) -> None:
-    files = sorted(str(path) for path in dist.iterdir())
-    assert len(files) == 2, files  # one sdist, one wheel
+    files = sorted(str(path) for path in dist.glob("ktest-*"))
+    assert len(files) == 2, files  # one sdist, one wheel (beside them: check-dist's RELEASABLE stamp)
     result = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *files],
                             capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -76,10 +76,15 @@ def test_wheel_carries_py_typed_licence_data_files_and_entry_points(dist: Path) 
 
 
 def test_the_offline_builders_are_a_wheel_of_their_own(dist: Path, tmp_path: Path) -> None:
-    """ktest-offline, built from the same source tree as ktest's sdist holds it: its package, the
-    files its node-image build copies, and its two plug-ins, reached through entry points."""
+    """ktest-offline, built from the source tree ktest's sdist holds (its offline/ folder): its
+    package, the files its node-image build copies, and its two plug-ins, reached through entry
+    points."""
+    (sdist,) = dist.glob("ktest-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        archive.extractall(tmp_path / "sdist", filter="data")
+    (tree,) = (tmp_path / "sdist").iterdir()
     subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path),
-                    str(dist.parent / "offline")], capture_output=True, timeout=600, check=True)
+                    str(tree / "offline")], capture_output=True, timeout=600, check=True)
     (wheel,) = tmp_path.glob("ktest_offline-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
