@@ -64,7 +64,7 @@ test: venv lint-workflows docker-engine browser
 
 # The inner loop (a few minutes warm): lint, and the bare suite without the tests marked slow
 # (child pytest sessions, control planes of their own, builds). `make test` runs everything.
-check: venv binaries node-tools go-operators browser
+check: venv lint-workflows binaries node-tools go-operators browser
 	$(STAGES_ENV) scripts/test-stages --check
 
 # The kind layer for real: the kind backend's own tests, the Pod-status parity set (tests/parity, which

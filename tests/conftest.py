@@ -125,9 +125,20 @@ def inner_env(
 # `make check` (the inner loop) leaves out the tests marked slow: those running child pytest
 # sessions, starting control planes of their own, building or running Go operators, or waiting on
 # the garbage collector's discovery. A test is slow when it uses one of these fixtures, or when its
-# module is listed here.
+# module (or folder, ending in "/") is listed here: what takes seconds a test, measured in make
+# check's JUnit XML (.ktest-stages/bare-quick.xml).
 SLOW_FIXTURES = frozenset({"pytester", "inner_env", "docs_warm_plane"})
 SLOW_MODULES = frozenset({
+    "examples/",  # the demo suite: `make demo` runs it
+    "tests/docs/test_docs_examples.py",  # each page a child pytest session
+    "tests/nodes/test_behaviours.py",  # Pods through their lifecycles on simulated nodes
+    "tests/replicas/test_replicas_go.py",  # failovers of real leader elections
+    "tests/replicas/test_replicas_kopf.py",
+    "tests/crd_versions/test_crd_evolution.py",  # storage migrations
+    "tests/operators/test_operators_subprocess.py",  # operators as subprocesses
+    "tests/operators/test_operators_fixtures.py",
+    "tests/webhooks/test_idle_connections.py",  # waits out idle timeouts
+    "tests/proxy/test_proxy_http2.py",
     "tests/assertions/test_assert_ownership.py",  # a new kind's GC waits for discovery (30-60 s)
     "tests/controlplane/test_deferred_controllers.py",  # planes of their own: start-up
     "tests/controlplane/test_etcd_template.py",
@@ -157,5 +168,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     root = config.rootpath
     for item in items:
         module = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
-        if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        listed = module in SLOW_MODULES or any(module.startswith(folder) for folder in SLOW_MODULES
+                                                if folder.endswith("/"))
+        if listed or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
