@@ -11,10 +11,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ktest import addon_registry, run_context
+from ktest.base.closing import StartedIfNew
 from ktest.errors import OperatorError
 from ktest.operators.crash_expectation import (
     DEFAULT_CRASH_AFTERMATH,
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ktest.proxy import Faults, OperatorProxy, Traffic
 
 
-class OperatorHandle(OperatorHealth):
+class OperatorHandle(OperatorHealth, StartedIfNew):
     """A running operator under test: ``stop()``, ``crash()``, ``restart()``, ``logs``, ``alive``,
     ``wait_ready()``, ``error``; a context manager that stops it on exit.
 
@@ -55,6 +55,8 @@ class OperatorHandle(OperatorHealth):
     gets them through ``{namespaces}`` (comma-separated) in its arguments or
     environment, e.g. ``env={"WATCH_NAMESPACE": "{namespaces}"}``.
     """
+
+    CLOSE_ERRORS_HIDDEN = (OperatorError,)
 
     runner: ClassVar[str] = "the operator runner"
     """The function that starts this kind (for error messages)."""
@@ -427,19 +429,8 @@ class OperatorHandle(OperatorHealth):
             fnmatch.fnmatchcase(namespace, pattern) for pattern in self.namespaces
         )
 
-    def __enter__(self) -> Self:
-        if self._state == "new":
-            self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if exc is None:
-            self.close()
-            return
-        with contextlib.suppress(OperatorError):  # the exception in flight already fails the block
-            self.close()
+    def _is_new(self) -> bool:
+        return self._state == "new"
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self._state}{' alive' if self.alive else ''}>"

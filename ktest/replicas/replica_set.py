@@ -11,10 +11,10 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ktest import run_context
+from ktest.base.closing import StartedIfNew
 from ktest.errors import OperatorError
 from ktest.replicas.election import Leadership, leadership
 
@@ -52,10 +52,12 @@ class Failover:
         return text
 
 
-class OperatorReplicas(Generic[H]):
+class OperatorReplicas(StartedIfNew, Generic[H]):
     """Replicas ``<name>-0`` .. ``<name>-<N-1>`` of one operator: ``op.replicas`` (their handles),
     ``op.kill(i)``, ``op.partition(i)`` / ``op.heal(i)``, ``op.restart(i)``, ``op.leader()``;
     a context manager that stops them all on exit."""
+
+    CLOSE_ERRORS_HIDDEN = (OperatorError,)
 
     def __init__(self, runner: str, replicas: list[H]) -> None:
         self.runner = runner
@@ -184,19 +186,8 @@ class OperatorReplicas(Generic[H]):
             with contextlib.suppress(OperatorError):
                 replica.close()
 
-    def __enter__(self) -> Self:
-        if all(replica.state == "new" for replica in self.replicas):
-            self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if exc is None:
-            self.close()
-            return
-        with contextlib.suppress(OperatorError):
-            self.close()
+    def _is_new(self) -> bool:
+        return all(replica.state == "new" for replica in self.replicas)
 
     # ------------------------------------------------------------ who leads
 
