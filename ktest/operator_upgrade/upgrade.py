@@ -35,7 +35,14 @@ _POLL = 0.05
 
 
 class OperatorUpgrade:
-    """The upgrade from ``before`` to ``after``; ``with`` runs it (B keeps running in the block)."""
+    """The operator upgraded in place: ``with operator_upgrade(cluster, before=A, after=B) as up:``
+    runs A (a kopf module or ``.py`` path, a command list, a callable, or ``kopf_version(...)``,
+    ``command_version(...)``, ``callable_version(...)``) until ``converged()`` passes and it wrote
+    nothing for ``settle`` s, stops it, starts B over the same cluster and lets it converge the
+    same way (``converged_after``, default ``converged``). In the block B runs; ``up.diff()``,
+    ``up.assert_no_rollout()``, ``up.assert_quiet()`` judge what B changed. ``options`` go to the
+    runner of both versions (``namespaces=[ns]``, ``name=``: by default B takes A's); a B that
+    does not start is one OperatorError, with A already stopped and nothing left running."""
 
     def __init__(
         self,
@@ -212,24 +219,5 @@ def _with_sub(call: Call) -> str:
     return f"{request.resource}/{request.subresource}" if request.subresource else request.resource
 
 
-def operator_upgrade(
-    cluster: Cluster,
-    *,
-    before: VersionSpec,
-    after: VersionSpec,
-    converged: Callable[[], Any] | None = None,
-    converged_after: Callable[[], Any] | None = None,
-    settle: float = DEFAULT_SETTLE,
-    timeout: float = DEFAULT_TIMEOUT,
-    **options: Any,
-) -> OperatorUpgrade:
-    """Upgrade the operator in place: ``with operator_upgrade(cluster, before=A, after=B) as up:``
-    runs A (a kopf module or ``.py`` path, a command list, a callable, or ``kopf_version(...)``,
-    ``command_version(...)``, ``callable_version(...)``) until ``converged()`` passes and it wrote
-    nothing for ``settle`` s, stops it, starts B over the same cluster and lets it converge the
-    same way (``converged_after``, default ``converged``). In the block B runs; ``up.diff()``,
-    ``up.assert_no_rollout()``, ``up.assert_quiet()`` judge what B changed. ``options`` go to the
-    runner of both versions (``namespaces=[ns]``, ``name=``: by default B takes A's); a B that
-    does not start is one OperatorError, with A already stopped and nothing left running."""
-    return OperatorUpgrade(cluster, before=before, after=after, converged=converged,
-                           converged_after=converged_after, settle=settle, timeout=timeout, **options)
+operator_upgrade = OperatorUpgrade
+"""``with operator_upgrade(cluster, before=A, after=B) as up:``: see :class:`OperatorUpgrade`."""
