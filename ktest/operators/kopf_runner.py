@@ -44,6 +44,7 @@ from ktest.operators.kopf_retries import (
     RequestRetryTracker,
     Retry,
     RetryTracker,
+    is_kopf_stream_cancel_noise,
     retried_object_exists,
     still_failing_failure,
 )
@@ -84,7 +85,8 @@ class KopfOperator(ThreadOperator):
     def is_expected_error(self, record: logging.LogRecord) -> bool:
         """kopf logs an admission handler's denial (``kopf.AdmissionError``, a PermanentError) as
         "Webhook '<id>' failed permanently: <message>": the webhook rejecting a request, not a failure."""
-        return record.name.startswith("kopf.objects") and bool(_WEBHOOK_DENIAL.search(record.getMessage()))
+        denial = record.name.startswith("kopf.objects") and bool(_WEBHOOK_DENIAL.search(record.getMessage()))
+        return denial or is_kopf_stream_cancel_noise(record)
 
     error_hint = (
         "kopf logs handler exceptions and failed API requests as errors: the handler's own error "

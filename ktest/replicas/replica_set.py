@@ -30,6 +30,7 @@ _POLL = 0.05
 KILL_GRACE = 0.5
 """Seconds an in-process replica's threads get to end when killed before its loop is stopped."""
 CUT_OFF = "it is cut off from the API server (op.partition({index}))"
+KILLED = "it is being killed (op.kill({index}))"
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,12 @@ class OperatorReplicas(StartedIfNew, Generic[H]):
         if replica.proxy is not None and not replica.proxy.partitioned:
             replica.proxy.partition(why="killed")
             self._killed.add(index)
-        replica.crash(grace=KILL_GRACE)
+        replica.excused = KILLED.format(index=index)
+        try:
+            replica.crash(grace=KILL_GRACE)
+        finally:
+            replica.acknowledge_error()  # what it logged while dying is the kill's, not a failure
+            replica.excused = None
         self._note(f"killed {replica.name}")
 
     def partition(self, index: int) -> None:
