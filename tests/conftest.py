@@ -126,7 +126,8 @@ def inner_env(
 # sessions, starting control planes of their own, building or running Go operators, or waiting on
 # the garbage collector's discovery. A test is slow when it uses one of these fixtures, or when its
 # module (or folder, ending in "/") is listed here: what takes seconds a test, measured in make
-# check's JUnit XML (.ktest-stages/bare-quick.xml).
+# check's JUnit XML (.ktest-stages/bare-quick.xml). A single test of 5 s or more there carries
+# @pytest.mark.slow itself (one basic test per feature stays in the inner loop).
 SLOW_FIXTURES = frozenset({"pytester", "inner_env", "docs_warm_plane"})
 SLOW_MODULES = frozenset({
     "examples/",  # the demo suite: `make demo` runs it

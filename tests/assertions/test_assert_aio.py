@@ -68,6 +68,7 @@ async def async_operator(cluster: Cluster, obj: dict[str, Any], stop: asyncio.Ev
             await asyncio.wait_for(stop.wait(), 0.05)
 
 
+@pytest.mark.slow
 async def test_aio_assertions_leave_the_event_loop_to_the_operator(cluster: Cluster, ns: str) -> None:
     created = cluster.create(widget("w1", ns))
     stop = asyncio.Event()
@@ -97,6 +98,7 @@ async def test_aio_assertion_fails_with_the_same_message(cluster: Cluster, ns: s
     )
 
 
+@pytest.mark.slow
 async def test_aio_finalizer_scenario_with_coroutine_callables(cluster: Cluster, ns: str) -> None:
     store = Store()
     calls: list[str] = []

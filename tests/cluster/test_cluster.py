@@ -173,6 +173,7 @@ def test_user_is_denied_then_allowed_by_rbac(admin: Cluster, ns: str) -> None:
     eventually(allowed, timeout=10)
 
 
+@pytest.mark.slow
 def test_namespace_held_by_finalizer_is_reported_and_released(admin: Cluster) -> None:
     from ktest.cluster.namespaces import create_namespace, delete_namespace, unique_name
 
@@ -195,6 +196,7 @@ def test_refuses_to_delete_a_namespace_ktest_did_not_create(admin: Cluster) -> N
         delete_namespace(admin, "default")
 
 
+@pytest.mark.slow
 def test_background_namespace_deletion_is_drained_with_reports(admin: Cluster) -> None:
     from ktest.cluster.namespaces import NamespaceReaper, create_namespace, unique_name
 
@@ -239,6 +241,7 @@ def test_background_deletion_failures_are_reported_not_lost(admin: Cluster) -> N
     assert admin.exists(("v1", "Namespace", "default"))
 
 
+@pytest.mark.slow
 def test_join_can_wait_for_some_namespaces_only(admin: Cluster) -> None:
     """An operator limited to some namespaces waits only for their deletion before it stops."""
     from ktest.cluster.namespaces import NamespaceReaper, create_namespace, unique_name

@@ -117,6 +117,7 @@ def _sent(proxy: OperatorProxy, resource: str) -> list[str]:
     return [call.describe() for call in proxy.traffic.calls(resource=resource)]
 
 
+@pytest.mark.slow
 def test_an_oversized_crd_is_named_with_its_size_and_the_limit_at_once(
     recorded: OperatorProxy, admin: Cluster, tmp_path: Path
 ) -> None:

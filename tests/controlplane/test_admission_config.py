@@ -8,6 +8,7 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
 import yaml
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -67,6 +68,7 @@ def test_the_api_server_is_given_it(plane: ControlPlane) -> None:
     assert Path(given.removeprefix(flag)).is_relative_to(plane.directory)
 
 
+@pytest.mark.slow
 def test_the_users_admission_configuration_replaces_it(k8s_assets: Assets, tmp_path: Path) -> None:
     own = tmp_path / "admission.yaml"
     own.write_text("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins: []\n")

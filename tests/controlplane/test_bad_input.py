@@ -43,6 +43,7 @@ def test_unknown_apiserver_flag_shows_the_log_tail(assets: Assets, tmp_path: Pat
     assert not plane.running
 
 
+@pytest.mark.slow
 def test_user_flags_replace_defaults(assets: Assets) -> None:
     """A flag the user gives replaces ktest's value: here, enabling the ServiceAccount plugin."""
     with ControlPlane(

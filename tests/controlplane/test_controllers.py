@@ -92,6 +92,7 @@ def test_orphan_deletion_leaves_dependents(admin_client: Any, namespace: str) ->
     assert not survivor.metadata.owner_references
 
 
+@pytest.mark.slow
 def test_namespace_deletion_completes(admin_client: Any) -> None:
     core = kubernetes.client.CoreV1Api(admin_client)
     name = "doomed"

@@ -63,6 +63,7 @@ def test_turns_on_one_name_never_overlap(tmp_path: Path) -> None:
     assert not path.exists()
 
 
+@pytest.mark.slow
 def test_a_conversion_webhooks_lock_file_is_removed_when_its_set_stops(
     plane: ControlPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -74,6 +74,7 @@ def test_a_webhook_sets_directory_is_private(assets: Assets, plane: ControlPlane
         webhooks.close()
 
 
+@pytest.mark.slow
 def test_ktest_up_state_and_daemon_files_are_private(assets: Assets, tmp_path: Path) -> None:
     env = sandbox_env(tmp_path, assets.directory)
     up = run_ktest(env, "up", "--controllers", "none")
@@ -103,6 +104,7 @@ def test_an_older_state_directory_is_made_private(tmp_path: Path, monkeypatch: p
     assert loose_modes(tmp_path / "ktest") == []
 
 
+@pytest.mark.slow
 def test_what_a_start_writes_in_the_cache_is_private(
     assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loose_umask: None
 ) -> None:

@@ -17,6 +17,7 @@ import threading
 from collections import deque
 from typing import Any
 
+import pytest
 from builders import configmap
 from processes import tcp_sockets
 from webhook_handlers import forbidden_key_guard
@@ -67,6 +68,7 @@ def _clients_of(port: int) -> set[str]:
     }
 
 
+@pytest.mark.slow
 def test_admission_calls_all_pass_through_a_flood_of_new_connections(
     cluster: Cluster, namespace: str, webhooks: Any
 ) -> None:

@@ -9,6 +9,7 @@ from ktest import eventually
 from ktest.errors import ControlPlaneError, KtestError
 
 
+@pytest.mark.slow
 def test_a_node_selector_and_a_taint_are_honoured(sim, sim_ns):
     sim.nodes.add(
         "gpu-1",

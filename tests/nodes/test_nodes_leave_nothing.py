@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from processes import descendants, live_processes_using
 
 from ktest.assets import Assets
@@ -20,6 +21,7 @@ from ktest.wait import eventually
 HERE = Path(__file__).parent
 
 
+@pytest.mark.slow
 def test_kill_9_of_a_plane_with_nodes_takes_the_scheduler_and_kwok_with_it(k8s_assets: Assets) -> None:
     child = subprocess.Popen(
         [sys.executable, str(HERE / "child_nodes_plane.py"), k8s_assets.version],

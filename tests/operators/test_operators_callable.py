@@ -41,6 +41,7 @@ def test_callable_operator_starts_becomes_ready_and_reconciles(admin: Cluster, n
     assert "stopped" in op.logs  # the operator honoured its stop signal and logged on the way out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["sync", "async"])
 def test_crash_then_restart_still_converges(admin: Cluster, ns: str, form: str) -> None:
     fn = mirror.sync_operator if form == "sync" else mirror.async_mirror
@@ -97,6 +98,7 @@ def test_sync_crash_interrupts_the_thread(admin: Cluster) -> None:
     op.close()
 
 
+@pytest.mark.slow
 def test_an_operator_that_raises_fails_the_next_health_check_with_its_traceback(admin: Cluster) -> None:
     def flaky(ctx: OperatorContext) -> None:
         ctx.ready()
@@ -120,6 +122,7 @@ def test_an_operator_that_raises_fails_the_next_health_check_with_its_traceback(
     assert op.error is not None
 
 
+@pytest.mark.slow
 def test_failure_reaches_eventually_instead_of_a_timeout(admin: Cluster) -> None:
     def dies(ctx: OperatorContext) -> None:
         ctx.ready()

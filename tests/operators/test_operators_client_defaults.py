@@ -115,6 +115,7 @@ def test_kopf_operator_configuring_the_default_client_reaches_only_the_test_clus
     assert kubernetes.client.Configuration.get_default_copy().host == outside.server
 
 
+@pytest.mark.slow
 def test_a_callable_that_loads_a_named_kubeconfig_or_in_cluster_config_cannot_leave_the_test(
     admin: Cluster, ns: str, outside: OutsideCluster, tmp_path: Path
 ) -> None:
@@ -145,6 +146,7 @@ def test_a_callable_that_loads_a_named_kubeconfig_or_in_cluster_config_cannot_le
     assert outside.connections == 0
 
 
+@pytest.mark.slow
 def test_two_operators_in_one_process_each_get_their_own_defaults(admin: Cluster, ns: str) -> None:
     go = threading.Event()
 
@@ -168,6 +170,7 @@ def test_two_operators_in_one_process_each_get_their_own_defaults(admin: Cluster
         assert len(second.traffic.calls(verb="create", resource="configmaps")) == 5
 
 
+@pytest.mark.slow
 def test_the_test_process_keeps_its_own_defaults_while_and_after_operators_run(
     admin: Cluster, ns: str, outside: OutsideCluster
 ) -> None:

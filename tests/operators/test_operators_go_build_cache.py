@@ -68,6 +68,7 @@ def test_bad_input(tmp_path: Path) -> None:
     assert os.environ.get("PATH")  # the caller's environment is untouched
 
 
+@pytest.mark.slow
 def test_a_build_shows_progress_and_says_where_the_binary_and_log_are(
     go_manager: Path, tmp_path: Path
 ) -> None:

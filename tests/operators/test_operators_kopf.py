@@ -63,6 +63,7 @@ def test_kopf_operator_starts_becomes_ready_and_reconciles(admin: Cluster, ns: s
     assert not kopf_threads()
 
 
+@pytest.mark.slow
 def test_cluster_wide_operator_serves_every_namespace(admin: Cluster, ns: str) -> None:
     # `ns` was there before the operator started, `later` is made after: names unlike each
     # other, so no list or glob of namespaces would serve both by chance.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 from builders import configmap, configmap_ref
 from operator_helpers import SAMPLES
 
@@ -21,6 +22,7 @@ def cached(admin: Cluster, ns: str, name: str) -> str | None:
     return (admin.get(configmap_ref(name, ns))["metadata"].get("annotations") or {}).get("ktest.dev/cached")
 
 
+@pytest.mark.slow
 def test_a_file_imports_its_sibling_modules_as_kopf_run_does(admin: Cluster, ns: str) -> None:
     path_before = list(sys.path)
     with run_kopf(PACKAGE / "handlers.py", admin, namespaces=[ns]) as op:

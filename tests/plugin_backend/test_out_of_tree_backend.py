@@ -84,6 +84,7 @@ def test_its_own_setting_is_checked_like_any_other(
     assert result.ret != 0
 
 
+@pytest.mark.slow
 def test_the_ktest_command_offers_its_verb_and_backend(toy_site: Path) -> None:
     def ktest(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "ktest", *args], env=_with_toy(toy_site, **env),

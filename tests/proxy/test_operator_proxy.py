@@ -55,6 +55,7 @@ def test_a_failing_test_report_shows_the_operator_s_last_calls(admin: Cluster, n
     assert "other calls (2; list configmaps x2):" in calls
 
 
+@pytest.mark.slow
 def test_the_proxy_is_closed_with_the_operator(admin: Cluster) -> None:
     with run_callable(_idle, admin, name="closing", proxy=True) as op:
         proxy = op.proxy
@@ -101,6 +102,7 @@ def test_a_go_manager_goes_through_the_proxy_over_http_1_1(admin: Cluster, ns: s
                    timeout=15)
 
 
+@pytest.mark.slow
 def test_a_go_manager_relists_after_410(admin: Cluster, ns: str) -> None:
     from ktest.assertions import assert_relists_after_410
 

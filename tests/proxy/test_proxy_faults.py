@@ -40,6 +40,7 @@ def test_conflict_answers_writes_a_counted_number_of_times(
     assert admin.get(ref)["data"] == {"a": "2"}  # the refused patches never reached the server
 
 
+@pytest.mark.slow
 def test_throttle_sends_retry_after_and_ends_with_the_block(proxy: OperatorProxy, ns: str) -> None:
     throttled = proxy.faults.inject(faults.throttle("ConfigMap", retry_after=3))
     with throttled, pytest.raises(ApiException) as caught:

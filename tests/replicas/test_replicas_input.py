@@ -36,6 +36,7 @@ def test_replicas_below_one_or_not_a_count_is_a_value_error(
     assert threading.active_count() == before
 
 
+@pytest.mark.slow
 def test_replicas_1_is_the_single_handle_of_today(admin: Cluster) -> None:
     with run_callable(idle, admin, replicas=1, name="single") as op:
         assert type(op) is CallableOperator and op.name == "single" and op.replica is None
@@ -81,6 +82,7 @@ def test_replica_numbers_and_assertion_arguments_are_checked(admin: Cluster) -> 
     assert all(replica.state == "closed" for replica in op.replicas)
 
 
+@pytest.mark.slow
 def test_each_subprocess_replica_gets_its_own_name_and_port(admin: Cluster) -> None:
     command = ["sh", "-c", 'echo "I am $POD_NAME on {port}"; exec sleep 60']
     with run_subprocess(command, admin, env={"POD_NAME": "{name}"}, ready_log="I am", replicas=2) as op:

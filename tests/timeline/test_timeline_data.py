@@ -173,6 +173,7 @@ def test_an_interrupted_recording_says_where_it_stops(admin: Cluster, ns: str) -
     assert any(e["detail"].get("type") == "ADDED" for e in events(data, "apiserver", "watch-event"))
 
 
+@pytest.mark.slow
 def test_a_thousand_call_test_makes_a_page_under_two_megabytes(
     admin: Cluster, ns: str, tmp_path: Any
 ) -> None:

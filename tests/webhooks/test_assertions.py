@@ -121,6 +121,7 @@ def test_assert_defaulted_passes_and_fails(cluster: Cluster, namespace: str, gua
         assert_defaulted(cluster.create(chosen), {"metadata": {"labels": {"tier": "gold"}}}, sent=chosen)
 
 
+@pytest.mark.slow
 def test_assert_converts_fails_on_a_lossy_conversion(
     cluster: Cluster, namespace: str, webhooks: Any, gadgets: str
 ) -> None:

@@ -77,6 +77,7 @@ def test_an_existing_cluster_needs_a_host(tmp_path: Path) -> None:
         Webhooks(cluster_stub)
 
 
+@pytest.mark.slow
 def test_the_failure_report_section_is_registered_and_removed(cluster: Cluster, namespace: str) -> None:
     with run_context("a test", test=True) as context:
         with Webhooks(cluster, handlers=Handlers(), namespaces=[namespace]) as wh:
