@@ -256,16 +256,24 @@ class ClusterClient:
             return
         uid = first["metadata"]["uid"]
         deadline = time.monotonic() + timeout
+        current: dict[str, Any] | None = first
         while time.monotonic() < deadline:
             current = self.get_or_none(ref)
             if current is None or current["metadata"]["uid"] != uid:
                 return
-            time.sleep(0.05)
+            self.wait_for_change(ref, current, deadline - time.monotonic())
         finalizers = (current or {}).get("metadata", {}).get("finalizers") or []
         raise ClusterError(
             f"{ref} still exists {timeout:.0f}s after deletion was requested"
             + (f"; finalizers still present: {finalizers}" if finalizers else "")
         )
+
+    def wait_for_change(self, ref: ObjectRef, last_read: Mapping[str, Any], seconds: float) -> bool:
+        """Return once the object ``ref`` changed after ``last_read`` (True), or after ``seconds``
+        (False): one watch, not a read every few milliseconds."""
+        info = self.info(ref.api_version, ref.kind)
+        version = str(last_read["metadata"]["resourceVersion"])
+        return self.rest.next_change(info.path(ref.namespace), ref.name, version, max(seconds, 0.05))
 
     # ------------------------------------------------------------ internals
 

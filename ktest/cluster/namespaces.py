@@ -47,7 +47,6 @@ HOLDER_ANNOTATION = "ktest.dev/holder"
 ``where`` they mean something, host name, and ``mac``: those and the namespace's name signed with
 this user's key); removed when a namespace is kept on purpose."""
 DNS_LABEL_MAX = 63
-_POLL = 0.05
 _REAPER_GRACE = 60.0
 """Seconds a deletion's thread may take beyond its timeout (its last requests, the report)."""
 
@@ -344,7 +343,10 @@ def await_namespace_deletion(
                 log.warning("namespace %s held by %s: removing its finalizers", name, held)
                 _patch_unless_gone(cluster, held.ref, {"metadata": {"finalizers": None}})
             report.forced = bool(report.held_by)
-        time.sleep(_POLL)
+        wake = deadline
+        if held_since is not None and not report.forced:  # the grace's end needs a look of its own
+            wake = min(wake, held_since + force_finalizers_after)
+        cluster.wait_for_change(ref, current, wake - time.monotonic())
     report.seconds = time.monotonic() - started
     if not report.deleted:
         holders = objects_with_finalizers(cluster, name)

@@ -189,6 +189,35 @@ def test_namespace_held_by_finalizer_is_reported_and_released(admin: Cluster) ->
     assert "ktest removed these finalizers" in report.summary()
 
 
+def test_a_namespace_deletion_is_awaited_by_a_watch_not_a_read_every_50_ms(admin: Cluster) -> None:
+    """The namespace controller takes seconds to empty a namespace; ktest used to GET it every 50 ms
+    meanwhile (about 100 reads a test, the API server's busiest work in a suite)."""
+    from ktest.cluster import rest
+    from ktest.cluster.namespaces import create_namespace, delete_namespace, unique_name
+
+    name = create_namespace(admin, unique_name("watched"))
+    admin.apply(configmap("some", name))
+    requests: list[str] = []
+    token = rest.request_observers.set((lambda host, method, path, status, seconds: requests.append(path),))
+    try:
+        report = delete_namespace(admin, name, timeout=60)
+    finally:
+        rest.request_observers.reset(token)
+    reads = [path for path in requests if path == f"/api/v1/namespaces/{name}"]
+    watches = [path for path in requests if "watch=true" in path and f"metadata.name%3D{name}" in path]
+    assert report.deleted and report.seconds > 1, report  # long enough for 20+ polls of 50 ms
+    assert watches and len(reads) <= 10, f"{len(reads)} reads, {len(watches)} watches: {requests}"
+
+
+def test_waiting_for_a_change_that_never_comes_returns_false_after_its_seconds(admin: Cluster, ns: str) -> None:
+    made = admin.apply(configmap("still", ns))
+    ref = ObjectRef("v1", "ConfigMap", "still", ns)
+    assert admin.wait_for_change(ref, made, 1.0) is False
+    changed = admin.patch(ref, {"data": {"k": "2"}})
+    assert admin.wait_for_change(ref, made, 10.0) is True  # the patch came after the first read
+    assert changed["metadata"]["resourceVersion"] != made["metadata"]["resourceVersion"]
+
+
 def test_refuses_to_delete_a_namespace_ktest_did_not_create(admin: Cluster) -> None:
     from ktest.cluster.namespaces import delete_namespace
 
