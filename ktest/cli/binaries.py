@@ -84,10 +84,10 @@ def _install(args: argparse.Namespace) -> int:
     if assets.missing:
         print(f"  missing: {', '.join(assets.missing)}")
     if args.nodes:
+        from ktest import addon_registry
         from ktest.assets.progress import Progress
-        from ktest.nodes.assets import node_tools
 
-        tools = node_tools(assets, Progress(enabled=not args.quiet))
+        tools = addon_registry.load("cli.node_tools")(assets, Progress(enabled=not args.quiet))
         print(f"simulated nodes: {tools.kube_scheduler}, {tools.kwok} (KWOK {tools.kwok_version})")
     return 0
 

@@ -10,8 +10,30 @@ handlers (:class:`Handlers`), Python conversion handlers. Every call is logged
 
 from __future__ import annotations
 
-from ktest.webhooks.calls import CallLog, WebhookCall
-from ktest.webhooks.handlers import AdmissionRequest, Denied, Handlers
-from ktest.webhooks.webhook_set import Webhooks
+from typing import TYPE_CHECKING
 
-__all__ = ["AdmissionRequest", "CallLog", "Denied", "Handlers", "WebhookCall", "Webhooks"]
+from ktest.lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from ktest.webhooks.calls import CallLog as CallLog
+    from ktest.webhooks.calls import WebhookCall as WebhookCall
+    from ktest.webhooks.handlers import AdmissionRequest as AdmissionRequest
+    from ktest.webhooks.handlers import Denied as Denied
+    from ktest.webhooks.handlers import Handlers as Handlers
+    from ktest.webhooks.webhook_set import Webhooks as Webhooks
+
+_EXPORTS = {
+    "CallLog": "ktest.webhooks.calls",
+    "WebhookCall": "ktest.webhooks.calls",
+    "AdmissionRequest": "ktest.webhooks.handlers",
+    "Denied": "ktest.webhooks.handlers",
+    "Handlers": "ktest.webhooks.handlers",
+    "Webhooks": "ktest.webhooks.webhook_set",
+}
+"""Name -> its module, imported on first use (the pytest plugin loads this package's fixtures
+without its machinery)."""
+
+__all__ = sorted(_EXPORTS)
+
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error, not Any
+    __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
