@@ -19,15 +19,13 @@ if TYPE_CHECKING:
     from ktest.nodes.pool import NodePool as NodePool
     from ktest.nodes.simulator import SimulatedNodes as SimulatedNodes
 
-_EXPORTS = {
-    "Behaviour": "ktest.nodes.kubelet",
-    "Kubelet": "ktest.nodes.kubelet",
-    "SimulationError": "ktest.nodes.kubelet",
-    "NodePool": "ktest.nodes.pool",
-    "SimulatedNodes": "ktest.nodes.simulator",
+_NAMES_BY_MODULE = {
+    "kubelet": ("Behaviour", "Kubelet", "SimulationError"),
+    "pool": ("NodePool",),
+    "simulator": ("SimulatedNodes",),
 }
-"""Name -> its module, imported on first use (the pytest plugin loads this package's fixtures
-without its machinery)."""
+_EXPORTS = {name: f"ktest.nodes.{module}" for module, names in _NAMES_BY_MODULE.items() for name in names}
+"""Imported on first use: the pytest plugin loads this add-on's plugin module without its machinery."""
 
 __all__ = sorted(_EXPORTS)
 

@@ -28,17 +28,13 @@ if TYPE_CHECKING:
     from ktest.timeline.render import render as render
     from ktest.timeline.render import write_page as write_page
 
-_EXPORTS = {
-    "SCHEMA": "ktest.timeline.model",
-    "Event": "ktest.timeline.model",
-    "TimelineData": "ktest.timeline.model",
-    "Recorder": "ktest.timeline.recorder",
-    "recording": "ktest.timeline.recorder",
-    "render": "ktest.timeline.render",
-    "write_page": "ktest.timeline.render",
+_NAMES_BY_MODULE = {
+    "model": ("SCHEMA", "Event", "TimelineData"),
+    "recorder": ("Recorder", "recording"),
+    "render": ("render", "write_page"),
 }
-"""Name -> its module, imported on first use (the pytest plugin loads this package's fixtures
-without its machinery)."""
+_EXPORTS = {name: f"ktest.timeline.{module}" for module, names in _NAMES_BY_MODULE.items() for name in names}
+"""Imported on first use: the pytest plugin loads this add-on's plugin module without its machinery."""
 
 __all__ = sorted(_EXPORTS)
 

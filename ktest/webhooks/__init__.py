@@ -22,16 +22,13 @@ if TYPE_CHECKING:
     from ktest.webhooks.handlers import Handlers as Handlers
     from ktest.webhooks.webhook_set import Webhooks as Webhooks
 
-_EXPORTS = {
-    "CallLog": "ktest.webhooks.calls",
-    "WebhookCall": "ktest.webhooks.calls",
-    "AdmissionRequest": "ktest.webhooks.handlers",
-    "Denied": "ktest.webhooks.handlers",
-    "Handlers": "ktest.webhooks.handlers",
-    "Webhooks": "ktest.webhooks.webhook_set",
+_NAMES_BY_MODULE = {
+    "calls": ("CallLog", "WebhookCall"),
+    "handlers": ("AdmissionRequest", "Denied", "Handlers"),
+    "webhook_set": ("Webhooks",),
 }
-"""Name -> its module, imported on first use (the pytest plugin loads this package's fixtures
-without its machinery)."""
+_EXPORTS = {name: f"ktest.webhooks.{module}" for module, names in _NAMES_BY_MODULE.items() for name in names}
+"""Imported on first use: the pytest plugin loads this add-on's plugin module without its machinery."""
 
 __all__ = sorted(_EXPORTS)
 
