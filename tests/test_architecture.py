@@ -362,3 +362,19 @@ def test_lines_per_tier() -> None:
     assert tiers["core"] + tiers["add-on wing"] == total
     assert tiers["counted apart"] == sum(tiers[room] for room in drawing().COUNTED_APART)
     assert tiers["core"] <= CORE_CEILING, f"the core has {tiers['core']} raw lines, over {CORE_CEILING}"
+
+
+def test_every_door_of_the_addon_registry_names_a_part_of_the_wing() -> None:
+    """Each door (``PARTS``) and each add-on pytest plugin (``PYTEST_PLUGINS``) names something
+    importable in an add-on package: a misspelt door fails here, not in a user's run."""
+    from ktest import addon_registry
+
+    house = drawing()
+    for door, target in addon_registry.PARTS.items():
+        assert callable(addon_registry.load(door)), f"{door} = {target}"
+        assert house.tier_of(target.partition(":")[0]) == "add-on", f"{door} = {target} is not in the wing"
+    for name, module in addon_registry.PYTEST_PLUGINS.items():
+        assert house.tier_of(module) == "add-on", f"{name} = {module} is not in the wing"
+        plugin = importlib.import_module(module)
+        fixtures = [value for value in vars(plugin).values() if hasattr(value, "_fixture_function_marker")]
+        assert callable(getattr(plugin, "register", None)) or fixtures, f"{module}: no register(), no fixture"
