@@ -315,6 +315,16 @@ def test_the_core_never_imports_the_add_on_wing() -> None:
     assert {a for a, _ in crossings["typing, front"]} <= set(drawing().FRONT)
 
 
+def test_the_add_ons_stand_on_the_cores_declared_seams_only() -> None:
+    """What the wing imports of the core is one list (``SEAMS``): a new dependency of an add-on on
+    another core module is declared there, in the same change (or the add-on uses a declared one)."""
+    house = drawing()
+    assert house.undeclared_seams() == []
+    used = {b.removeprefix("ktest.") for a, b in house.file_arrows()
+            if house.tier_of(a) == "add-on" and house.tier_of(b) == "core"}
+    assert sorted(house.SEAMS - used) == [], "a declared seam no add-on uses: take it out of SEAMS"
+
+
 def test_the_fence_check_sees_every_crossing(tmp_path: Path) -> None:
     """An import of an add-on from the core is a crossing wherever it is written; a front module's
     typing-only re-export is not, but its run-time import is."""
