@@ -360,7 +360,7 @@ def test_the_fence_check_sees_every_crossing(tmp_path: Path) -> None:
 
 CORE_CEILING = 32_300
 """Raw lines (blank lines and docstrings included) the core may have. Issue 48 aims at 29,000 with
-the operator proxy in the add-on wing; it stays in the core (docs/architecture.md, "The fence" says
+the operator proxy in the add-on wing; it stays in the core (docs/architecture.md, "Two tiers" says
 why), so the ceiling is today's core: it may shrink, not grow."""
 
 
