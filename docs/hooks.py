@@ -268,7 +268,7 @@ def assertions_markdown() -> str:
         doc = inspect.getdoc(getattr(ktest.assertions, name)) or ""
         first = _cell(" ".join(doc.split("\n\n", 1)[0].split()))
         link = f"api.md#{anchor('ktest.assertions.' + name)}"
-        lines.append(f"| [`{name}`]({link}) | `ktest.assertions.{module}` | {first} |")
+        lines.append(f"| [`{name}`]({link}) | `{public_api.assertion_module(module)}` | {first} |")
     return "\n".join(lines)
 
 

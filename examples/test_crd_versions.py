@@ -19,10 +19,8 @@ import pytest
 
 from fixtures.operators.backup.conversion import backup_conversion
 from fixtures.operators.backup.crd import GROUP, KIND, backup, backup_crd
-from ktest.assertions import assert_observed_generation
-from ktest.assertions.crd_versions import assert_round_trips
-from ktest.cluster import Cluster
-from ktest.cluster.crd_evolution import evolve_crd, migrate_storage
+from ktest.assertions import assert_observed_generation, assert_round_trips
+from ktest.cluster import Cluster, evolve_crd, migrate_storage
 from ktest.operators import run_kopf
 
 pytestmark = pytest.mark.xdist_group("backup-crd")

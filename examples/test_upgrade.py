@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 
 from fixtures.operators.webapp import operator as webapp
-from ktest.assertions import assert_condition
-from ktest.assertions.upgrade import (
+from ktest.assertions import (
+    assert_condition,
     assert_no_removed_api_calls,
     assert_objects_intact,
     assert_recovered_after_upgrade,
     snapshot_objects,
 )
 from ktest.operators import OperatorContext, run_callable
-from ktest.plugin.upgrade_fixtures import ControlPlaneUpgrade
+from ktest.plane_upgrade.fixtures import ControlPlaneUpgrade
 from ktest.wait import eventually
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

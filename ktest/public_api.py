@@ -64,6 +64,21 @@ ASSERTION_HELPERS: dict[str, str] = {
 }
 """What ``ktest.assertions`` offers beside the assertions: name -> its module there."""
 
+ADD_ON_ASSERTIONS: dict[str, str] = {
+    "webhooks": "ktest.webhooks.assertions",
+    "crd_versions": "ktest.crd_versions.assertions",
+    "upgrade": "ktest.plane_upgrade.assertions",
+}
+"""The modules of ``ASSERTIONS`` and ``ASSERTION_HELPERS`` that live in an add-on package (the add-on
+wing, docs/architecture.md): short name -> the module. ``ktest.assertions`` offers their names too."""
+
+
+def assertion_module(short: str) -> str:
+    """The module a short name of ``ASSERTIONS`` stands for (``"finalizers"`` ->
+    ``ktest.assertions.finalizers``, ``"webhooks"`` -> ``ktest.webhooks.assertions``)."""
+    return ADD_ON_ASSERTIONS.get(short, f"ktest.assertions.{short}")
+
+
 _ASSERTIONS_TOP_LEVEL = (*ASSERTIONS, "ConcurrentWriter", "finalizer_scenario")
 _ERRORS = (
     "KtestError", "AssetsError", "ControlPlaneError", "ClusterError", "ManifestError", "CRDError",

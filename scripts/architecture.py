@@ -27,17 +27,65 @@ FLOORS: list[list[str]] = [
     ["run_context", "assets"],
     ["controlplane", "cluster"],
     ["wait"],
-    ["proxy", "faults", "webhooks", "nodes"],
+    ["proxy", "faults"],
     ["operators"],
-    ["assertions", "operator_upgrade", "rbac_audit", "replicas"],
-    ["timeline"],
+    ["assertions"],
     ["config", "config_values"],
     ["sessions", "extension"],
     ["backends"],
     ["plugin", "cli"],
+    # The add-on wing: above the whole core, which reaches it by name only (ktest/addon_registry.py).
+    ["webhooks", "nodes", "crd_versions"],
+    ["timeline", "plane_upgrade", "operator_upgrade", "rbac_audit", "replicas"],
     ["__init__", "__main__"],
 ]
 """Lowest first. A room's imports must all point at its floor or below (its floor: no circles)."""
+
+ADD_ON_WING: dict[str, str] = {
+    "timeline": "failure timelines",
+    "webhooks": "admission and conversion webhooks",
+    "plane_upgrade": "the control plane's in-place upgrade",
+    "crd_versions": "CRD version evolution and storage",
+    "nodes": "simulated nodes",
+    "replicas": "operator replicas and leader election",
+    "operator_upgrade": "an operator's own upgrade",
+    "rbac_audit": "RBAC derived from the session's requests",
+}
+"""The add-on wing: packages of features on top of the core. The core (every other module) never
+imports them; it reaches their parts by name through ``ktest/addon_registry.py``."""
+
+COUNTED_APART = ("nodes", "replicas", "operator_upgrade", "rbac_audit")
+"""Add-ons of issues 45 and 46 (simulated nodes, production shape), whose lines are reported apart."""
+
+SEAMS: frozenset[str] = frozenset({
+    "assertions.changes", "assertions.objects", "assertions.quiescence", "assertions.traffic",
+    "assets.bundle", "assets.minors", "assets.probe", "assets.progress", "assets.selectors",
+    "assets.sources", "assets.store",
+    "backend_registry",
+    "base.bounded", "base.certs", "base.closing", "base.connection_cap", "base.delegation", "base.holders",
+    "base.janitor_client", "base.ports", "base.process", "base.procfs",
+    "cluster", "cluster.client", "cluster.cluster", "cluster.crds", "cluster.manifests", "cluster.refs",
+    "cluster.rest",
+    "config",
+    "controlplane", "controlplane.apiserver", "controlplane.binaries", "controlplane.controller_manager",
+    "controlplane.plane", "controlplane.upgrade_report",
+    "errors", "errors.api",
+    "lazy",
+    "operators", "operators.inprocess", "operators.kopf_runner", "operators.logs", "operators.operator",
+    "operators.process_runner", "operators.rbac",
+    "plugin.artifacts", "plugin.session",
+    "proxy", "proxy.api_request", "proxy.operator_proxy", "proxy.traffic",
+    "run_context",
+    "wait", "wait.match", "wait.report", "wait.run",
+})
+"""The core modules (``ktest.`` left off) the add-on wing may import: its declared seams. An add-on
+that needs another part of the core adds it here, in the same change, so that what the wing stands
+on is one list (tests/test_architecture.py keeps the wing's imports within it)."""
+
+FRONT = ("ktest", "ktest.assertions", "ktest.assertions.aio", "ktest.cluster")
+"""Core modules that re-export public names of both tiers: lazily at run time (by name, from
+``ktest/public_api.py``), and under ``if TYPE_CHECKING:`` for type checkers. Those typing-only
+imports are the one kind of core -> add-on arrow allowed."""
 
 
 def room_of(module: str) -> str | None:
@@ -54,13 +102,29 @@ def module_name(path: Path, root: Path = KTEST) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_statements(path: Path, root: Path = KTEST) -> list[tuple[str, list[str] | None]]:
+def _typing_only_nodes(tree: ast.AST) -> set[int]:
+    """The ids of the nodes written under ``if TYPE_CHECKING:`` (its body, not its ``else``)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test).split("."):
+            found.update(id(inner) for statement in node.body for inner in ast.walk(statement))
+    return found
+
+
+def import_statements(
+    path: Path, root: Path = KTEST, *, run_time_only: bool = False
+) -> list[tuple[str, list[str] | None]]:
     """Every import in ``path``, wherever written: ``(module, None)`` for ``import module``,
-    ``(module, [names])`` for ``from module import names`` (relative modules made absolute)."""
+    ``(module, [names])`` for ``from module import names`` (relative modules made absolute).
+    ``run_time_only`` leaves out the imports under ``if TYPE_CHECKING:``."""
     found: list[tuple[str, list[str] | None]] = []
     here = module_name(path, root)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    skipped = _typing_only_nodes(tree) if run_time_only else set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found += [(alias.name, None) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -73,8 +137,15 @@ def import_statements(path: Path, root: Path = KTEST) -> list[tuple[str, list[st
 
 
 def imports_of(path: Path) -> set[str]:
+    """The modules and names ``path`` imports, but a front module's typing-only re-exports of the
+    add-on wing (see FRONT: they are names, not arrows, at run time)."""
     found: set[str] = set()
-    for base, names in import_statements(path):
+    statements = import_statements(path)
+    if module_name(path) in FRONT:
+        run_time = import_statements(path, run_time_only=True)
+        statements = [(base, names) for base, names in statements
+                      if (base, names) in run_time or room_of(base) not in ADD_ON_WING]
+    for base, names in statements:
         if names is None:
             found.add(base)
             continue
@@ -169,7 +240,7 @@ def _module_named(name: str, known: Mapping[str, Path]) -> str | None:
     return name or None
 
 
-def file_arrows(root: Path = KTEST) -> set[tuple[str, str]]:
+def file_arrows(root: Path = KTEST, *, run_time_only: bool = False) -> set[tuple[str, str]]:
     """(from module, to module) for every import of a ktest module, wherever it is written.
 
     ``from ktest.proxy import endpoints`` points at the module ``ktest.proxy.endpoints``,
@@ -179,7 +250,7 @@ def file_arrows(root: Path = KTEST) -> set[tuple[str, str]]:
     known = modules(root)
     drawn: set[tuple[str, str]] = set()
     for source, path in known.items():
-        for base, names in import_statements(path, root):
+        for base, names in import_statements(path, root, run_time_only=run_time_only):
             targets = [_module_named(base, known)] if names is None else [
                 f"{base}.{name}" if f"{base}.{name}" in known else _module_named(base, known)
                 for name in names
@@ -188,8 +259,62 @@ def file_arrows(root: Path = KTEST) -> set[tuple[str, str]]:
     return drawn
 
 
+def floor_arrows(root: Path = KTEST) -> set[tuple[str, str]]:
+    """The file arrows the floors judge: all of them but the front's typing-only re-exports of the
+    add-on wing (FRONT), which type checkers follow and run time reaches by name."""
+    reexports = set(fence_crossings(root)["typing, front"])
+    return file_arrows(root) - reexports
+
+
 def room_of_module(module: str) -> str:
     return room_of(module) or "__init__"
+
+
+def tier_of(module: str) -> str:
+    """``add-on`` for a module of the add-on wing, else ``core``."""
+    return "add-on" if room_of_module(module) in ADD_ON_WING else "core"
+
+
+def fence_crossings(root: Path = KTEST) -> dict[str, list[tuple[str, str]]]:
+    """Core -> add-on file arrows: ``"run time"`` (anywhere but under ``if TYPE_CHECKING:``),
+    ``"typing, front"`` (typing-only, from a module of FRONT: allowed) and ``"typing"`` (the rest)."""
+    run_time = file_arrows(root, run_time_only=True)
+    crossings: dict[str, list[tuple[str, str]]] = {"run time": [], "typing, front": [], "typing": []}
+    for a, b in sorted(file_arrows(root)):
+        if tier_of(a) == "core" and tier_of(b) == "add-on":
+            kind = "run time" if (a, b) in run_time else "typing, front" if a in FRONT else "typing"
+            crossings[kind].append((a, b))
+    return crossings
+
+
+def undeclared_seams(root: Path = KTEST) -> list[tuple[str, str]]:
+    """Add-on -> core file arrows to a core module not in SEAMS."""
+    return sorted(
+        (a, b) for a, b in file_arrows(root)
+        if tier_of(a) == "add-on" and tier_of(b) == "core" and b.removeprefix("ktest.") not in SEAMS
+    )
+
+
+def raw_lines(path: Path) -> int:
+    """Every line of the file, blank lines, comments and docstrings included."""
+    return len(path.read_text().splitlines())
+
+
+def lines_per_tier(root: Path = KTEST) -> dict[str, int]:
+    """Raw lines of ``core``, ``add-on wing`` and, within the wing, ``counted apart``
+    (COUNTED_APART) and each add-on room."""
+    found: dict[str, int] = {"core": 0, "add-on wing": 0, "counted apart": 0}
+    for module, path in modules(root).items():
+        room = room_of_module(module)
+        lines = raw_lines(path)
+        if room not in ADD_ON_WING:
+            found["core"] += lines
+            continue
+        found["add-on wing"] += lines
+        found[room] = found.get(room, 0) + lines
+        if room in COUNTED_APART:
+            found["counted apart"] += lines
+    return found
 
 
 def upward_files(drawn: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -291,7 +416,7 @@ def main() -> int:
     print(f"{len(found)} import circles:")
     for group in found:
         print("  " + " <-> ".join(group))
-    files = file_arrows()
+    files = floor_arrows()
     print(f"files: {len(modules())} modules, {len(files)} import arrows; storeys in rooms, lowest first:")
     levels = storeys(files)
     for room in all_rooms:
@@ -310,6 +435,23 @@ def main() -> int:
     print(f"{len(file_circles)} file import circles:")
     for group in file_circles:
         print("  " + " <-> ".join(group))
+    crossings = fence_crossings()
+    print(f"the fence: {len(crossings['run time']) + len(crossings['typing'])} core -> add-on arrows "
+          f"({len(crossings['typing, front'])} typing-only re-exports of the front allowed):")
+    for kind in ("run time", "typing"):
+        for a, b in crossings[kind]:
+            print(f"  {a} -> {b}  ({kind})")
+    undeclared = undeclared_seams()
+    print(f"the wing stands on {len(SEAMS)} declared seams of the core; {len(undeclared)} imports of others:")
+    for a, b in undeclared:
+        print(f"  {a} -> {b}")
+    tiers = lines_per_tier()
+    rest = tiers["add-on wing"] - tiers["counted apart"]
+    print(f"raw lines: core {tiers['core']}, add-on wing {tiers['add-on wing']} "
+          f"({rest} + {tiers['counted apart']} of {', '.join(COUNTED_APART)}), "
+          f"total {tiers['core'] + tiers['add-on wing']}")
+    for room in ADD_ON_WING:
+        print(f"  {room}: {tiers.get(room, 0)} ({ADD_ON_WING[room]})")
     return 0
 
 

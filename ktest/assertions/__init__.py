@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ktest.lazy import lazy_attributes
-from ktest.public_api import ASSERTION_HELPERS, ASSERTIONS
+from ktest.public_api import ASSERTION_HELPERS, ASSERTIONS, assertion_module
 
 if TYPE_CHECKING:
     from ktest.assertions import aio as aio
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
         assert_survives_concurrent_writes as assert_survives_concurrent_writes,
     )
     from ktest.assertions.conflicts import stale_copy as stale_copy
-    from ktest.assertions.crd_versions import assert_round_trips as assert_round_trips
-    from ktest.assertions.crd_versions import assert_stored_as as assert_stored_as
     from ktest.assertions.finalizers import FinalizerScenario as FinalizerScenario
     from ktest.assertions.finalizers import assert_deletion_blocked as assert_deletion_blocked
     from ktest.assertions.finalizers import assert_gone as assert_gone
@@ -49,19 +47,23 @@ if TYPE_CHECKING:
     from ktest.assertions.traffic import assert_no_hot_loop as assert_no_hot_loop
     from ktest.assertions.traffic import assert_recovers as assert_recovers
     from ktest.assertions.traffic import assert_relists_after_410 as assert_relists_after_410
-    from ktest.assertions.upgrade import ObjectSnapshot as ObjectSnapshot
-    from ktest.assertions.upgrade import UpgradeRecovery as UpgradeRecovery
-    from ktest.assertions.upgrade import assert_no_removed_api_calls as assert_no_removed_api_calls
-    from ktest.assertions.upgrade import assert_objects_intact as assert_objects_intact
-    from ktest.assertions.upgrade import assert_recovered_after_upgrade as assert_recovered_after_upgrade
-    from ktest.assertions.upgrade import snapshot_objects as snapshot_objects
-    from ktest.assertions.webhooks import assert_converts as assert_converts
-    from ktest.assertions.webhooks import assert_defaulted as assert_defaulted
-    from ktest.assertions.webhooks import assert_rejected as assert_rejected
+    from ktest.crd_versions.assertions import assert_round_trips as assert_round_trips
+    from ktest.crd_versions.assertions import assert_stored_as as assert_stored_as
+    from ktest.plane_upgrade.assertions import ObjectSnapshot as ObjectSnapshot
+    from ktest.plane_upgrade.assertions import UpgradeRecovery as UpgradeRecovery
+    from ktest.plane_upgrade.assertions import assert_no_removed_api_calls as assert_no_removed_api_calls
+    from ktest.plane_upgrade.assertions import assert_objects_intact as assert_objects_intact
+    from ktest.plane_upgrade.assertions import (
+        assert_recovered_after_upgrade as assert_recovered_after_upgrade,
+    )
+    from ktest.plane_upgrade.assertions import snapshot_objects as snapshot_objects
+    from ktest.webhooks.assertions import assert_converts as assert_converts
+    from ktest.webhooks.assertions import assert_defaulted as assert_defaulted
+    from ktest.webhooks.assertions import assert_rejected as assert_rejected
 
 _EXPORTS = {
-    **{name: f"ktest.assertions.{module}" for name, (module, _) in ASSERTIONS.items()},
-    **{name: f"ktest.assertions.{module}" for name, module in ASSERTION_HELPERS.items()},
+    **{name: assertion_module(module) for name, (module, _) in ASSERTIONS.items()},
+    **{name: assertion_module(module) for name, module in ASSERTION_HELPERS.items()},
 }
 
 __all__ = sorted([*_EXPORTS, "aio"])

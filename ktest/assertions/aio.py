@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from ktest.assertions import finalizers
 from ktest.assertions.conflicts import ConcurrentWriter as ConcurrentWriter
-from ktest.public_api import ASSERTIONS
+from ktest.public_api import ASSERTIONS, assertion_module
 
 if TYPE_CHECKING:
     from ktest.assertions.finalizers import FinalizerScenario
@@ -67,7 +67,7 @@ def _twin(name: str) -> Callable[..., Awaitable[Any]]:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name not in _twins:
         module, callbacks = ASSERTIONS[name]
-        sync = getattr(importlib.import_module(f"ktest.assertions.{module}"), name)
+        sync = getattr(importlib.import_module(assertion_module(module)), name)
         _twins[name] = _threaded(sync, callbacks=callbacks)
     return _twins[name]
 
@@ -82,14 +82,14 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from ktest.assertions import conditions as _conditions
     from ktest.assertions import conflicts as _conflicts
-    from ktest.assertions import crd_versions as _crd_versions
     from ktest.assertions import finalizers as _finalizers
     from ktest.assertions import ownership as _ownership
     from ktest.assertions import quiescence as _quiescence
     from ktest.assertions import status as _status
     from ktest.assertions import traffic as _traffic
-    from ktest.assertions import upgrade as _upgrade
-    from ktest.assertions import webhooks as _webhooks
+    from ktest.crd_versions import assertions as _crd_versions
+    from ktest.plane_upgrade import assertions as _upgrade
+    from ktest.webhooks import assertions as _webhooks
 
     assert_has_finalizer = _threaded(_finalizers.assert_has_finalizer)
     assert_deletion_blocked = _threaded(_finalizers.assert_deletion_blocked)

@@ -23,28 +23,15 @@ def register(subparsers: Any) -> None:
     commands = parser.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
     parser.set_defaults(help_parser=parser)  # without a subcommand: its help
 
-    install = commands.add_parser(
-        "install",
-        help="make the binaries available (download or build if needed; re-install a corrupt entry)",
+    _resolving_command(
+        commands, "install", _install,
+        "make the binaries available (download or build if needed; re-install a corrupt entry)",
+        ("--nodes", "also kube-scheduler and KWOK, which simulated nodes (ktest_nodes) run"),
     )
-    _add_resolution_options(install)
-    install.add_argument(
-        "--nodes",
-        action="store_true",
-        help="also kube-scheduler and KWOK, which simulated nodes (ktest_nodes) run",
+    _resolving_command(
+        commands, "path", _path, "print the directory holding the binaries (installs first if needed)",
+        ("--shell", "print `export KUBEBUILDER_ASSETS=...` so Go envtest suites share the binaries"),
     )
-    install.set_defaults(handler=_install)
-
-    path = commands.add_parser(
-        "path", help="print the directory holding the binaries (installs first if needed)"
-    )
-    _add_resolution_options(path)
-    path.add_argument(
-        "--shell",
-        action="store_true",
-        help="print `export KUBEBUILDER_ASSETS=...` so Go envtest suites share the binaries",
-    )
-    path.set_defaults(handler=_path)
 
     listing = commands.add_parser("list", help="show installed versions with their sizes")
     listing.set_defaults(handler=_list)
@@ -59,7 +46,11 @@ def register(subparsers: Any) -> None:
     verify.set_defaults(handler=_verify)
 
 
-def _add_resolution_options(parser: argparse.ArgumentParser) -> None:
+def _resolving_command(
+    commands: Any, name: str, handler: Any, summary: str, switch: tuple[str, str]
+) -> None:
+    """A subcommand that resolves the binaries (version, source, quiet) with one switch of its own."""
+    parser = commands.add_parser(name, help=summary)
     add_setting_option(parser, "k8s_version")
     parser.add_argument(
         "--source",
@@ -70,6 +61,9 @@ def _add_resolution_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quiet", "-q", action="store_true", help="no progress lines on stderr"
     )
+    flag, flag_help = switch
+    parser.add_argument(flag, action="store_true", help=flag_help)
+    parser.set_defaults(handler=handler)
 
 
 def _resolve(args: argparse.Namespace, *, repair: bool = False) -> Assets:
@@ -84,10 +78,10 @@ def _install(args: argparse.Namespace) -> int:
     if assets.missing:
         print(f"  missing: {', '.join(assets.missing)}")
     if args.nodes:
+        from ktest import addon_registry
         from ktest.assets.progress import Progress
-        from ktest.nodes.assets import node_tools
 
-        tools = node_tools(assets, Progress(enabled=not args.quiet))
+        tools = addon_registry.load("cli.node_tools")(assets, Progress(enabled=not args.quiet))
         print(f"simulated nodes: {tools.kube_scheduler}, {tools.kwok} (KWOK {tools.kwok_version})")
     return 0
 

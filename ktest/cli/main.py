@@ -14,14 +14,13 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from ktest import backend_registry
+from ktest import addon_registry, backend_registry
 from ktest.cli import binaries, init, up, versions
 from ktest.errors import KtestError
 from ktest.public_api import VERSION as __version__
-from ktest.rbac_audit import cli as rbac
 
 # Add a subcommand module here (it must define ``register(subparsers)``).
-COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up, versions, init, rbac)
+COMMAND_MODULES: tuple[ModuleType, ...] = (binaries, up, versions, init)
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -37,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parsers: dict[str, argparse.ArgumentParser] = {}
     for module in COMMAND_MODULES:
         parsers.update(module.register(subparsers) or {})
+    parsers.update(addon_registry.load("cli.rbac")(subparsers) or {})  # ktest rbac, an add-on's
     for _backend, backend_cli in backend_registry.parts("cli"):
         backend_cli(subparsers, parsers)
     return parser

@@ -1,4 +1,5 @@
-"""What a control plane asks of an add-on that runs beside it (simulated nodes).
+"""What a control plane asks of an add-on that runs beside it (simulated nodes), and the door to the
+add-on that upgrades it in place (:func:`upgrade`).
 
 The plane starts an add-on once the API server is ready, waits for it with the controllers,
 lists its processes with its own, and stops it first; the add-on says which controllers and
@@ -7,11 +8,13 @@ kube-controller-manager flags it needs. :func:`plane_addons` makes them from the
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from ktest import addon_registry
 from ktest.assets.bundle import Assets
 from ktest.base.process import ManagedProcess
+from ktest.controlplane.upgrade_report import UpgradeReport
 
 
 class PlaneAddon(Protocol):
@@ -47,3 +50,9 @@ def plane_addons(*, nodes: int = 0) -> tuple[PlaneAddon, ...]:
     elif not isinstance(nodes, int) or isinstance(nodes, bool):
         addon_registry.load("plane.nodes")(nodes)  # raises the add-on's own error for bad input
     return tuple(found)
+
+
+def upgrade(plane: Any, to: str, assets: Assets | Path | str | None) -> UpgradeReport:
+    """Upgrade ``plane`` in place to ``to``: :func:`ktest.plane_upgrade.upgrade.upgrade_plane`."""
+    report: UpgradeReport = addon_registry.load("plane.upgrade")(plane, to, assets=assets)
+    return report

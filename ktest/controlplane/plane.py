@@ -17,7 +17,7 @@ from ktest.base.janitor_client import JanitorHandle
 from ktest.base.ports import free_ports, is_address_in_use
 from ktest.base.process import ManagedProcess
 from ktest.controlplane import etcd_template
-from ktest.controlplane.addons import plane_addons, with_addon_controllers
+from ktest.controlplane.addons import plane_addons, upgrade, with_addon_controllers
 from ktest.controlplane.admission import ADMISSION_CONFIG_FLAG, webhook_client_ca
 from ktest.controlplane.apiserver import (
     STATIC_FLAGS,
@@ -47,7 +47,7 @@ from ktest.controlplane.run_directory import (
     says_disk_full,
     writing_in,
 )
-from ktest.controlplane.upgrade import UpgradeReport, upgrade_plane
+from ktest.controlplane.upgrade_report import UpgradeReport
 from ktest.errors import ControlPlaneError
 
 __all__ = ["ControlPlane", "default_base_directory"]
@@ -298,8 +298,8 @@ class ControlPlane(StartedOnEnter):
                 raise
 
     def upgrade(self, to: str, *, assets: Assets | Path | str | None = None) -> UpgradeReport:
-        """Upgrade in place to the next minor: see :func:`ktest.controlplane.upgrade.upgrade_plane`."""
-        return upgrade_plane(self, to, assets=assets)
+        """Upgrade in place to the next minor: see :func:`ktest.plane_upgrade.upgrade.upgrade_plane`."""
+        return upgrade(self, to, assets)
 
     def add_user(self, name: str, groups: Iterable[str] = ()) -> Path:
         """A kubeconfig for a client-certificate identity (CN=name, O=groups)."""

@@ -191,43 +191,33 @@ state:
     )
 
 
-RESTARTED_POD = "\n".join(
-    [
-        "phase: Running",
-        pod_conditions(ready=False),
-        container_statuses(
-            """
-ready: false
+def _running_again(ready: bool, state: str) -> str:
+    """The status of a Pod whose containers run again: ``ready`` or not yet, with ``state``
+    (YAML), restarts and the last termination kept."""
+    readiness = "true" if ready else "false"
+    return "\n".join(
+        [
+            "phase: Running",
+            pod_conditions(ready=ready),
+            container_statuses(
+                f"""
+ready: {readiness}
 started: true
-restartCount: {{ or .restartCount 0 }}
-lastState: {{ toJson .lastState }}
-state:
-  running:
-    startedAt: {{ $now | Quote }}
+restartCount: {{{{ or .restartCount 0 }}}}
+lastState: {{{{ toJson .lastState }}}}
+state:{state}
 """,
-            ".status.containerStatuses",
-        ),
-    ]
-)
+                ".status.containerStatuses",
+            ),
+        ]
+    )
+
+
+RESTARTED_POD = _running_again(ready=False, state="\n  running:\n    startedAt: {{ $now | Quote }}")
 """A Pod whose containers run again (after a back-off), not yet Ready; restarts and the last
 termination kept."""
 
-RECOVERED_POD = "\n".join(
-    [
-        "phase: Running",
-        pod_conditions(ready=True),
-        container_statuses(
-            """
-ready: true
-started: true
-restartCount: {{ or .restartCount 0 }}
-lastState: {{ toJson .lastState }}
-state: {{ toJson .state }}
-""",
-            ".status.containerStatuses",
-        ),
-    ]
-)
+RECOVERED_POD = _running_again(ready=True, state=" {{ toJson .state }}")
 """A Pod whose running containers now pass their probes: Ready, all else kept."""
 
 

@@ -196,7 +196,9 @@ class OperatorUpgrade:
         what it changed."""
         __tracebackhide__ = True
         allowed = set(allow)
-        extra = [call for call in self._writes if not {call.request.resource, _with_sub(call)} & allowed]
+        extra = [
+            call for call in self._writes if not {call.request.resource, call.request.resource_path} & allowed
+        ]
         if not extra:
             return
         by_object = {(c.key.group, c.key.resource, c.key.namespace, c.key.name): c for c in self._changes}
@@ -212,11 +214,6 @@ class OperatorUpgrade:
             f"({self.before.describe()}) had converged:\n" + "\n".join(lines) + f"\nRule: {RULE_QUIET}"
             + "\n(allow=[...] names writes the upgrade needs, e.g. allow=['webapps/status'])"
         )
-
-
-def _with_sub(call: Call) -> str:
-    request = call.request
-    return f"{request.resource}/{request.subresource}" if request.subresource else request.resource
 
 
 operator_upgrade = OperatorUpgrade

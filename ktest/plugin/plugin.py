@@ -135,21 +135,12 @@ def pytest_configure(config: pytest.Config) -> None:
     chosen = registry.spec(settings.backend)
     for backend, register_fixtures in registry.parts("fixtures"):  # every backend's, so they skip elsewhere
         register_fixtures(config, selected=backend is chosen)
-    from ktest.plugin import markers, node_fixtures, upgrade_fixtures, webhook_fixtures, xdist_groups
+    from ktest import addon_registry
+    from ktest.plugin import markers, xdist_groups
 
     config.pluginmanager.register(markers, "ktest-markers")
-    config.pluginmanager.register(webhook_fixtures, "ktest-webhook-fixtures")
-    config.pluginmanager.register(upgrade_fixtures, "ktest-upgrade-fixtures")
-    config.pluginmanager.register(node_fixtures, "ktest-node-fixtures")
     config.pluginmanager.register(xdist_groups, "ktest-xdist-groups")
-    if error is None and settings.rbac is not None:
-        from ktest.plugin.rbac_check import RbacCheck
-
-        audit = RbacCheck.start(config, settings, config.stash[SESSION_KEY].artifacts)
-        config.pluginmanager.register(audit, "ktest-rbac")
-    from ktest.plugin.timeline import TimelinePlugin
-
-    config.pluginmanager.register(TimelinePlugin(config), "ktest-timeline")
+    addon_registry.register_pytest_plugins(config)  # webhooks, upgrades, nodes, RBAC audit, timeline
     from ktest.assets.progress import show_on
     from ktest.plugin.terminal_progress import TerminalProgress
 

@@ -48,6 +48,11 @@ class ApiRequest:
         return self.verb == "list" or (self.verb == "watch" and self.send_initial_events)
 
     @property
+    def resource_path(self) -> str:
+        """``deployments/status`` as RBAC rules spell it, or ``deployments``."""
+        return resource_path(self.resource, self.subresource)
+
+    @property
     def qualified_resource(self) -> str:
         """``webapps.platform.example.com``, or ``pods`` for the core group."""
         return f"{self.resource}.{self.group}" if self.group else self.resource
@@ -68,6 +73,12 @@ class ApiRequest:
     def describe(self) -> str:
         verb = "watch (list)" if self.verb == "watch" and self.send_initial_events else self.verb
         return f"{verb} {self.target()}"
+
+
+def resource_path(resource: str, subresource: str | None) -> str:
+    """A resource and its subresource as RBAC rules and ``allow=`` lists spell them:
+    ``deployments/status``, or ``deployments``."""
+    return f"{resource}/{subresource}" if subresource else resource
 
 
 def parse_request(method: str, target: str) -> ApiRequest:

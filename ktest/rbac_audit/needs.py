@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ktest.base.procfs import write_private_file
 from ktest.errors import KtestError
-from ktest.proxy.api_request import VERBS, ApiRequest
+from ktest.proxy.api_request import VERBS, ApiRequest, resource_path
 
 if TYPE_CHECKING:
     from ktest.proxy.traffic import Traffic
@@ -42,7 +42,7 @@ class Need:
     @property
     def resource_path(self) -> str:
         """``deployments/status`` as RBAC rules spell it."""
-        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+        return resource_path(self.resource, self.subresource)
 
     def describe(self) -> str:
         group = f"API group {self.group!r}" if self.group else "core API group"

@@ -15,8 +15,28 @@ The pytest plugin records every test and writes the page of each failing one (se
 
 from __future__ import annotations
 
-from ktest.timeline.model import SCHEMA, Event, TimelineData
-from ktest.timeline.recorder import Recorder, recording
-from ktest.timeline.render import render, write_page
+from typing import TYPE_CHECKING
 
-__all__ = ["SCHEMA", "Event", "Recorder", "TimelineData", "recording", "render", "write_page"]
+from ktest.lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from ktest.timeline.model import SCHEMA as SCHEMA
+    from ktest.timeline.model import Event as Event
+    from ktest.timeline.model import TimelineData as TimelineData
+    from ktest.timeline.recorder import Recorder as Recorder
+    from ktest.timeline.recorder import recording as recording
+    from ktest.timeline.render import render as render
+    from ktest.timeline.render import write_page as write_page
+
+_NAMES_BY_MODULE = {
+    "model": ("SCHEMA", "Event", "TimelineData"),
+    "recorder": ("Recorder", "recording"),
+    "render": ("render", "write_page"),
+}
+_EXPORTS = {name: f"ktest.timeline.{module}" for module, names in _NAMES_BY_MODULE.items() for name in names}
+"""Imported on first use: the pytest plugin loads this add-on's plugin module without its machinery."""
+
+__all__ = sorted(_EXPORTS)
+
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error, not Any
+    __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

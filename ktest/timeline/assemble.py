@@ -387,8 +387,9 @@ def logged_before(line: str, day: time.struct_time, started_wall: float) -> bool
 
 
 def upgrade_events(upgrades: list[Any], started: float) -> list[Event]:
-    """An ``upgrade`` event per control-plane upgrade (:class:`~ktest.controlplane.upgrade.UpgradeReport`),
-    spanning it, on the controllers lane: where the reader sees "upgrade 1.36 -> 1.37 here"."""
+    """An ``upgrade`` event per control-plane upgrade
+    (:class:`~ktest.controlplane.upgrade_report.UpgradeReport`), spanning it, on the controllers
+    lane: where the reader sees "upgrade 1.36 -> 1.37 here"."""
     events = []
     for report in upgrades:
         versions = f"{report.from_version} -> {report.to_version}"

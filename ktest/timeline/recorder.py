@@ -32,7 +32,7 @@ from ktest.wait import run as wait_run
 
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
-    from ktest.controlplane.upgrade import UpgradeReport
+    from ktest.controlplane.upgrade_report import UpgradeReport
 
 SCAN_INTERVAL = 0.2
 """Seconds between looks at the operators' new calls for resources to watch."""

@@ -10,8 +10,27 @@ handlers (:class:`Handlers`), Python conversion handlers. Every call is logged
 
 from __future__ import annotations
 
-from ktest.webhooks.calls import CallLog, WebhookCall
-from ktest.webhooks.handlers import AdmissionRequest, Denied, Handlers
-from ktest.webhooks.webhook_set import Webhooks
+from typing import TYPE_CHECKING
 
-__all__ = ["AdmissionRequest", "CallLog", "Denied", "Handlers", "WebhookCall", "Webhooks"]
+from ktest.lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from ktest.webhooks.calls import CallLog as CallLog
+    from ktest.webhooks.calls import WebhookCall as WebhookCall
+    from ktest.webhooks.handlers import AdmissionRequest as AdmissionRequest
+    from ktest.webhooks.handlers import Denied as Denied
+    from ktest.webhooks.handlers import Handlers as Handlers
+    from ktest.webhooks.webhook_set import Webhooks as Webhooks
+
+_NAMES_BY_MODULE = {
+    "calls": ("CallLog", "WebhookCall"),
+    "handlers": ("AdmissionRequest", "Denied", "Handlers"),
+    "webhook_set": ("Webhooks",),
+}
+_EXPORTS = {name: f"ktest.webhooks.{module}" for module, names in _NAMES_BY_MODULE.items() for name in names}
+"""Imported on first use: the pytest plugin loads this add-on's plugin module without its machinery."""
+
+__all__ = sorted(_EXPORTS)
+
+if not TYPE_CHECKING:  # hidden from type checkers, so that a misspelt name is an error, not Any
+    __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())

@@ -1,6 +1,6 @@
 """In-place control-plane upgrades (ControlPlane.upgrade): the previous minor to the session's,
 on the same etcd, port and certificates, with operators running through it; the refusals that
-leave the plane as it was; the assertions of ktest.assertions.upgrade, passing and failing."""
+leave the plane as it was; the assertions of ktest.plane_upgrade.assertions, passing and failing."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from bare_wiring import plane_cluster
 from builders import configmap, configmap_ref
 from kubernetes.watch.watch import iter_resp_lines
 
-from ktest.assertions.upgrade import (
+from ktest.assertions import (
     assert_no_removed_api_calls,
     assert_objects_intact,
     assert_recovered_after_upgrade,
@@ -30,9 +30,10 @@ from ktest.assets.minors import MINORS
 from ktest.assets.selectors import KubeVersion
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
-from ktest.controlplane.upgrade import ServedApi, plan_upgrade
+from ktest.controlplane.upgrade_report import ServedApi
 from ktest.errors import ControlPlaneError
 from ktest.operators import OperatorContext, run_callable, run_kopf, run_subprocess
+from ktest.plane_upgrade.upgrade import plan_upgrade
 from ktest.wait import eventually
 
 SAMPLES = Path(__file__).resolve().parent.parent / "operators" / "sample_operators"

@@ -11,11 +11,10 @@ import pytest
 from crd_backups import Backups
 
 from fixtures.operators.backup.conversion import backup_conversion
-from ktest.assertions import assert_converts
-from ktest.assertions.crd_versions import assert_round_trips, assert_stored_as
+from ktest.assertions import assert_converts, assert_round_trips, assert_stored_as
 from ktest.cluster import Cluster
-from ktest.cluster.crd_evolution import SchemaChangeWithoutConversionWarning, evolve_crd, migrate_storage
 from ktest.controlplane import ControlPlane
+from ktest.crd_versions.evolution import SchemaChangeWithoutConversionWarning, evolve_crd, migrate_storage
 from ktest.errors import ClusterError, CRDError
 from ktest.webhooks import Webhooks
 

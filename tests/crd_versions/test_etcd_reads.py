@@ -10,9 +10,9 @@ import pytest
 from crd_backups import Backups
 
 from ktest.cluster import Cluster
-from ktest.cluster.crd_evolution import stored_versions
 from ktest.controlplane import ControlPlane
-from ktest.controlplane.etcd_reads import EtcdReader, custom_resource_key
+from ktest.crd_versions.etcd_reads import EtcdReader, custom_resource_key
+from ktest.crd_versions.evolution import stored_versions
 from ktest.errors import ControlPlaneError
 
 

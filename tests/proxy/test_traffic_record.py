@@ -29,6 +29,17 @@ def test_requests_are_named_like_rbac_names_them(method: str, target: str, descr
     assert parse_request(method, target).describe() == described
 
 
+def test_a_request_spells_its_resource_and_subresource_as_rbac_rules_do() -> None:
+    """One spelling, used by the RBAC audit's needs and by ``OperatorUpgrade.assert_quiet(allow=)``."""
+    from ktest.rbac_audit.needs import need_of
+
+    status = parse_request("PATCH", "/apis/apps/v1/namespaces/a/deployments/d/status")
+    plain = parse_request("GET", "/api/v1/namespaces/a/configmaps/c")
+    assert (status.resource_path, plain.resource_path) == ("deployments/status", "configmaps")
+    need = need_of(status)
+    assert need is not None and need.resource_path == status.resource_path
+
+
 def test_field_manager_and_resource_version_come_from_the_query() -> None:
     request = parse_request("PATCH", "/api/v1/namespaces/a/configmaps/c?fieldManager=op&resourceVersion=7")
     assert (request.field_manager, request.resource_version) == ("op", "7")

@@ -280,3 +280,8 @@ class TimelinePlugin:
             terminalreporter.write_line(f"{nodeid}: {path}")
         for _, text in self.unwritten:
             terminalreporter.write_line(f"ktest: {text}")
+
+
+def register(config: pytest.Config, name: str) -> None:
+    """Record the session's tests (called by the core's plugin, by name: ``ktest.addon_registry``)."""
+    config.pluginmanager.register(TimelinePlugin(config), name)

@@ -7,7 +7,7 @@ the session's, never the session's shared one (other tests, xdist workers, use t
         cluster = control_plane_upgrade.cluster
         ...                                   # start the operator on `cluster`, create objects
         report = control_plane_upgrade.upgrade()
-        ...                                   # assertions of ktest.assertions.upgrade
+        ...                                   # assertions of ktest.plane_upgrade.assertions
 
 A thin layer over :meth:`ktest.ControlPlane.upgrade`. An upgrade in place needs the bare
 backend's binaries: on backend kind (whose node images cannot be upgraded in place) or an
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ktest.cluster import Cluster
     from ktest.config import Settings
     from ktest.controlplane import ControlPlane
-    from ktest.controlplane.upgrade import UpgradeReport
+    from ktest.controlplane.upgrade_report import UpgradeReport
 
 MARKER = (
     "ktest_upgrade(from_=None, to=None, apiserver_flags=()): the control_plane_upgrade fixture's "

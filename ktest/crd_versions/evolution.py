@@ -4,7 +4,7 @@ storage migration, then pruning ``status.storedVersions``.
 :func:`evolve_crd` installs a revision once it is a valid evolution of the installed one (checked
 before anything is sent); :func:`migrate_storage` re-stores every object in the storage version and
 prunes ``status.storedVersions``; :func:`stored_versions` reads from etcd which version each object
-is really stored in (bare backend: :mod:`ktest.controlplane.etcd_reads`).
+is really stored in (bare backend: :mod:`ktest.crd_versions.etcd_reads`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from ktest.errors.api import ApiError
 
 if TYPE_CHECKING:
     from ktest.cluster.client import ClusterClient
-    from ktest.controlplane.etcd_reads import EtcdReader
     from ktest.controlplane.plane import ControlPlane
+    from ktest.crd_versions.etcd_reads import EtcdReader
 
     EtcdAccess: TypeAlias = ControlPlane | EtcdReader
 
@@ -62,7 +62,7 @@ class StorageMigration:
 
 def etcd_reader(etcd: EtcdAccess) -> EtcdReader:
     """A reader of etcd from a :class:`~ktest.controlplane.ControlPlane` (or a reader itself)."""
-    from ktest.controlplane.etcd_reads import EtcdReader
+    from ktest.crd_versions.etcd_reads import EtcdReader
 
     return etcd if isinstance(etcd, EtcdReader) else EtcdReader.of(etcd)
 
@@ -75,7 +75,7 @@ def stored_versions(
     ``crd``: the CRD's name (``<plural>.<group>``) or the CRD object."""
     installed = cluster.get((CRD_API_VERSION, CRD_KIND, crd)) if isinstance(crd, str) else crd
     spec = installed["spec"]
-    from ktest.controlplane.etcd_reads import custom_resource_key
+    from ktest.crd_versions.etcd_reads import custom_resource_key
 
     reader = etcd_reader(etcd)
     found: dict[str, list[str]] = {}

@@ -16,7 +16,7 @@ from ktest.wait.report import plural
 
 if TYPE_CHECKING:
     from ktest.cluster.cluster import Cluster
-    from ktest.controlplane.upgrade import ServedApi, UpgradeReport
+    from ktest.controlplane.upgrade_report import ServedApi, UpgradeReport
     from ktest.operators.handle import OperatorHandle
     from ktest.proxy.traffic import Call
 
@@ -201,7 +201,7 @@ def assert_no_removed_api_calls(operator: OperatorHandle, report: UpgradeReport)
     ``report`` says the new minor no longer serves. The failure names each such API, how often the
     operator called it, before and after the upgrade, and where the new minor serves it instead."""
     __tracebackhide__ = True
-    from ktest.controlplane.upgrade import ServedApi
+    from ktest.controlplane.upgrade_report import ServedApi
 
     removed = set(report.removed_apis)
     if not removed:

@@ -83,3 +83,13 @@ class RbacCheck:
         terminalreporter.write_sep("-", "ktest rbac: FAILED" if failed else "ktest rbac")
         for line in self.verdict.describe().splitlines():
             terminalreporter.write_line(line, red=failed and line.lstrip().startswith(("missing", "add")))
+
+
+def register(config: pytest.Config, name: str) -> None:
+    """Audit the session's requests when ``ktest_rbac`` is set and the settings resolved (called by the
+    core's plugin, by name: ``ktest.addon_registry``)."""
+    from ktest.plugin.session import SESSION_KEY
+
+    session = config.stash[SESSION_KEY]
+    if session.settings_error is None and session.settings.rbac is not None:
+        config.pluginmanager.register(RbacCheck.start(config, session.settings, session.artifacts), name)

@@ -16,7 +16,7 @@ from ktest.wait.match import diff
 
 if TYPE_CHECKING:
     from ktest.cluster.cluster import Cluster
-    from ktest.cluster.crd_evolution import EtcdAccess
+    from ktest.crd_versions.evolution import EtcdAccess
 
 _ROUND_TRIP_RULE = (
     "conversion between served versions must be lossless: an object converted to another version "
@@ -82,7 +82,7 @@ def assert_stored_as(cluster: Cluster, obj: RefLike, version: str, *, etcd: Etcd
     itself; returns the stored apiVersion.
 
     ``etcd``: the :class:`~ktest.controlplane.ControlPlane` (the ``control_plane`` fixture) or
-    an :class:`~ktest.controlplane.etcd_reads.EtcdReader`. Only the bare backend's control
+    an :class:`~ktest.crd_versions.etcd_reads.EtcdReader`. Only the bare backend's control
     plane, in the process running the tests, gives access to etcd: on kind and existing
     clusters ktest cannot read etcd, and this refuses with the reason.
     """
@@ -94,8 +94,8 @@ def assert_stored_as(cluster: Cluster, obj: RefLike, version: str, *, etcd: Etcd
             "existing backends ktest has no access to etcd, so it cannot say in which version an object "
             "is stored (the API server answers in whatever version is asked for)."
         )
-    from ktest.cluster.crd_evolution import etcd_reader
-    from ktest.controlplane.etcd_reads import custom_resource_key
+    from ktest.crd_versions.etcd_reads import custom_resource_key
+    from ktest.crd_versions.evolution import etcd_reader
 
     ref = as_ref(obj)
     group = ref.api_version.rpartition("/")[0]
