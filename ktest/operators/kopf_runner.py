@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ktest.base.delegation import Delegated
 from ktest.errors import OperatorError
 from ktest.operators import client_defaults
 from ktest.operators.denials import find_denials
@@ -53,6 +52,7 @@ from ktest.operators.operator import launch_replicated
 from ktest.operators.threads import RunThreads, close_loop
 
 if TYPE_CHECKING:
+    import kopf
     from typing_extensions import Unpack
 
     from ktest.cluster import Cluster
@@ -162,10 +162,15 @@ class KopfOperator(ThreadOperator):
         """kopf's peering priority: a live peer of higher priority pauses this one."""
         self._run = _KopfRun(RunThreads(self._sink))
 
-    registry = Delegated[Any]("_run")
-    """The ``kopf.OperatorRegistry`` of the current run (fresh for every run)."""
-    settings = Delegated[Any]("_run")
-    """The ``kopf.OperatorSettings`` of the current run."""
+    @property
+    def registry(self) -> kopf.OperatorRegistry:
+        """The ``kopf.OperatorRegistry`` of the current run (fresh for every run)."""
+        return self._run.registry
+
+    @property
+    def settings(self) -> kopf.OperatorSettings:
+        """The ``kopf.OperatorSettings`` of the current run."""
+        return self._run.settings
 
     # ------------------------------------------------------------ hooks
 

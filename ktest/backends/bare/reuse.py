@@ -30,7 +30,6 @@ from urllib.parse import urlparse
 import filelock
 
 from ktest import backends
-from ktest.base.delegation import Delegated
 from ktest.base.process import end_popen
 from ktest.base.procfs import Holder, private_directory, write_private_file
 from ktest.config import Settings
@@ -75,8 +74,13 @@ class UpRecord:
     def fingerprint(self) -> str:
         return fingerprint(self.requested_version, self.controllers, self.nodes)
 
-    kubeconfig = Delegated[str]("share")
-    version = Delegated[str]("share")
+    @property
+    def kubeconfig(self) -> str:
+        return self.share.kubeconfig
+
+    @property
+    def version(self) -> str:
+        return self.share.version
 
     def to_json(self) -> dict[str, Any]:
         return {
