@@ -151,7 +151,7 @@ def test_importing_the_public_packages_stays_cheap() -> None:
         "import sys, ktest, ktest.operators, ktest.assertions, ktest.proxy, ktest.wait, ktest.assets, "
         "ktest.controlplane\n"
         "heavy = ('kubernetes', 'urllib3', 'yaml', 'kopf', 'cryptography', 'ktest.cluster',"
-        " 'ktest.wait.sync', 'ktest.operators.kopf_runner', 'ktest.assertions.finalizers',"
+        " 'ktest.wait.sync', 'ktest.operators.kopf.runner', 'ktest.assertions.finalizers',"
         " 'ktest.proxy.server')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )

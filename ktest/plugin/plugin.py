@@ -169,7 +169,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     session = ktest_session(config)
     if session.settings_error is not None:
         return [f"ktest: bad settings (ignored unless a test uses a ktest fixture): {session.settings_error}"]
-    from ktest.base.proxies import loopback_proxy_note
+    from ktest.base.environment_proxies import loopback_proxy_note
 
     proxy_note = loopback_proxy_note()
     return [
