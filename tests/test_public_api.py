@@ -148,16 +148,22 @@ def test_lazy_getattr_is_hidden_from_type_checkers(package: str) -> None:
 
 
 def test_importing_the_public_packages_stays_cheap() -> None:
-    code = (
-        "import sys, ktest, ktest.operators, ktest.assertions, ktest.proxy, ktest.wait, ktest.assets, "
-        "ktest.controlplane\n"
-        "heavy = ('kubernetes', 'urllib3', 'yaml', 'kopf', 'cryptography', 'ktest.cluster',"
-        " 'ktest.wait.sync', 'ktest.operators.kopf.runner', 'ktest.assertions.finalizers',"
-        " 'ktest.proxy.server')\n"
-        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    packages = ("ktest", "ktest.operators", "ktest.assertions", "ktest.proxy", "ktest.wait", "ktest.assets")
+    code = f"import {', '.join(packages)}, ktest.controlplane"
+    heavy = (
+        "kubernetes", "urllib3", "yaml", "kopf", "cryptography", "ktest.cluster", "ktest.wait.sync",
+        "ktest.operators.kopf.runner", "ktest.assertions.finalizers", "ktest.proxy.server",
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "[]", f"importing the packages loaded {result.stdout.strip()}"
+    loaded = _heavy_modules_loaded_by(code, heavy)
+    assert not loaded, f"importing the packages loaded {loaded}"
+
+
+def _heavy_modules_loaded_by(code: str, heavy: tuple[str, ...]) -> list[str]:
+    """Which of ``heavy`` a fresh interpreter has imported after running ``code``."""
+    check = f"{code}\nimport sys\nprint(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    loaded: list[str] = ast.literal_eval(result.stdout.strip())
+    return loaded
 
 
 def test_every_async_twin_is_typed_from_its_assertion() -> None:
@@ -184,14 +190,15 @@ def test_registering_the_backends_through_the_door_stays_cheap() -> None:
     with ``ktest.extension.BackendSpec``): the door imports its names on first use, so registering
     loads no client, no settings module and no backend machinery."""
     code = (
-        "import sys\nfrom ktest import backend_registry\nbackend_registry.backends()\n"
-        "import ktest.extension\nktest.extension.BackendSpec, ktest.extension.setting\n"
-        "heavy = ('kubernetes', 'urllib3', 'yaml', 'cryptography', 'ktest.config', 'ktest.sessions.backend',"
-        " 'ktest.base.janitor_client', 'ktest.backends.bare.backend', 'ktest.backends.kind.backend')\n"
-        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "from ktest import backend_registry\nbackend_registry.backends()\n"
+        "import ktest.extension\nktest.extension.BackendSpec, ktest.extension.setting"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "[]", f"registering the backends loaded {result.stdout.strip()}"
+    heavy = (
+        "kubernetes", "urllib3", "yaml", "cryptography", "ktest.config", "ktest.sessions.backend",
+        "ktest.base.janitor_client", "ktest.backends.bare.backend", "ktest.backends.kind.backend",
+    )
+    loaded = _heavy_modules_loaded_by(code, heavy)
+    assert not loaded, f"registering the backends loaded {loaded}"
 
 
 def _package_inits() -> list[str]:
