@@ -88,7 +88,7 @@ test-kind-older: kind-image kind-image-older
 FLOORS_VENV := .venv-floors
 FLOORS_TESTS ?= tests/test_public_api.py tests/cluster tests/wait --ignore=tests/wait/test_wakeup.py \
 	tests/assertions/test_assert_finalizers.py tests/operators/test_operators_kopf.py \
-	tests/operators/test_operators_client_defaults.py tests/proxy/test_proxy_forwarding.py \
+	tests/operators/test_operators_client_defaults.py tests/proxy/test_forwarding.py \
 	tests/proxy/test_request_smuggling.py
 test-floors: venv binaries
 	$(PYTHON) -m venv $(FLOORS_VENV)

@@ -139,7 +139,7 @@ SLOW_MODULES = frozenset({
     "tests/operators/test_operators_subprocess.py",  # operators as subprocesses
     "tests/operators/test_operators_fixtures.py",
     "tests/webhooks/test_idle_connections.py",  # waits out idle timeouts
-    "tests/proxy/test_proxy_http2.py",
+    "tests/proxy/test_http2.py",
     "tests/assertions/test_assert_ownership.py",  # a new kind's GC waits for discovery (30-60 s)
     "tests/controlplane/test_deferred_controllers.py",  # planes of their own: start-up
     "tests/controlplane/test_etcd_template.py",

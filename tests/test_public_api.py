@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import re
 import subprocess
 import sys
 import warnings
@@ -147,16 +148,22 @@ def test_lazy_getattr_is_hidden_from_type_checkers(package: str) -> None:
 
 
 def test_importing_the_public_packages_stays_cheap() -> None:
-    code = (
-        "import sys, ktest, ktest.operators, ktest.assertions, ktest.proxy, ktest.wait, ktest.assets, "
-        "ktest.controlplane\n"
-        "heavy = ('kubernetes', 'urllib3', 'yaml', 'kopf', 'cryptography', 'ktest.cluster',"
-        " 'ktest.wait.sync', 'ktest.operators.kopf_runner', 'ktest.assertions.finalizers',"
-        " 'ktest.proxy.server')\n"
-        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    packages = ("ktest", "ktest.operators", "ktest.assertions", "ktest.proxy", "ktest.wait", "ktest.assets")
+    code = f"import {', '.join(packages)}, ktest.controlplane"
+    heavy = (
+        "kubernetes", "urllib3", "yaml", "kopf", "cryptography", "ktest.cluster", "ktest.wait.sync",
+        "ktest.operators.kopf.runner", "ktest.assertions.finalizers", "ktest.proxy.server",
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "[]", f"importing the packages loaded {result.stdout.strip()}"
+    loaded = _heavy_modules_loaded_by(code, heavy)
+    assert not loaded, f"importing the packages loaded {loaded}"
+
+
+def _heavy_modules_loaded_by(code: str, heavy: tuple[str, ...]) -> list[str]:
+    """Which of ``heavy`` a fresh interpreter has imported after running ``code``."""
+    check = f"{code}\nimport sys\nprint(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    loaded: list[str] = ast.literal_eval(result.stdout.strip())
+    return loaded
 
 
 def test_every_async_twin_is_typed_from_its_assertion() -> None:
@@ -183,11 +190,79 @@ def test_registering_the_backends_through_the_door_stays_cheap() -> None:
     with ``ktest.extension.BackendSpec``): the door imports its names on first use, so registering
     loads no client, no settings module and no backend machinery."""
     code = (
-        "import sys\nfrom ktest import backend_registry\nbackend_registry.backends()\n"
-        "import ktest.extension\nktest.extension.BackendSpec, ktest.extension.setting\n"
-        "heavy = ('kubernetes', 'urllib3', 'yaml', 'cryptography', 'ktest.config', 'ktest.sessions.backend',"
-        " 'ktest.base.janitor_client', 'ktest.backends.bare.backend', 'ktest.backends.kind.backend')\n"
-        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "from ktest import backend_registry\nbackend_registry.backends()\n"
+        "import ktest.extension\nktest.extension.BackendSpec, ktest.extension.setting"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "[]", f"registering the backends loaded {result.stdout.strip()}"
+    heavy = (
+        "kubernetes", "urllib3", "yaml", "cryptography", "ktest.config", "ktest.sessions.backend",
+        "ktest.base.janitor_client", "ktest.backends.bare.backend", "ktest.backends.kind.backend",
+    )
+    loaded = _heavy_modules_loaded_by(code, heavy)
+    assert not loaded, f"registering the backends loaded {loaded}"
+
+
+def _package_inits() -> list[str]:
+    import pkgutil
+
+    import ktest
+
+    return ["ktest", *(m.name for m in pkgutil.walk_packages(ktest.__path__, "ktest.") if m.ispkg)]
+
+
+def _defined_names(tree: ast.Module) -> list[str]:
+    """The names a module's top level defines (functions, classes, assignments), imports aside."""
+    names: list[str] = []
+    statements = list(tree.body)
+    for node in statements:
+        if isinstance(node, ast.If | ast.Try):  # ``if TYPE_CHECKING:``, ``try: ... except ImportError:``
+            statements += [*node.body, *node.orelse, *getattr(node, "finalbody", ())]
+            statements += [s for handler in getattr(node, "handlers", ()) for s in handler.body]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return names
+
+
+PUBLIC_LOOKING = sorted({*PUBLIC, *_package_inits()})
+"""Where a user looks for names: the modules ``PUBLIC`` lists and every package's ``__init__``."""
+
+
+@pytest.mark.parametrize("module", PUBLIC_LOOKING)
+def test_a_public_looking_module_defines_no_name_it_does_not_list(module: str) -> None:
+    """One registration per public name: a name without a leading underscore, in a module a user
+    imports from, is in ``ktest.public_api.PUBLIC`` (imports are not re-exports, as PEP 484 has it
+    for typed packages); anything else is private by its name or by its module's."""
+    source = Path(importlib.util.find_spec(module).origin)
+    listed = {*PUBLIC.get(module, ()), *MOVED.get(module, {})}
+    unlisted = [
+        name for name in _defined_names(ast.parse(source.read_text()))
+        if not name.startswith("_") and name not in listed
+    ]
+    assert not unlisted, (
+        f"{source} defines {unlisted}: they look public but are not listed in ktest.public_api.PUBLIC"
+        f"[{module!r}]. List each that users need (with a docstring: docs/reference is made from it, "
+        "`make reference`); start the others with an underscore or move them to a private module"
+    )
+
+
+DOCS_ABOUT_INTERNALS = ("docs/architecture.md",)
+"""Pages for ktest's contributors, which show its private modules on purpose."""
+
+
+def test_the_docs_import_only_public_names() -> None:
+    """A user copies imports from the docs: each must name a listed name where it is listed."""
+    root = Path(__file__).resolve().parents[1]
+    statement = re.compile(r"^\s*from (ktest[\w.]*) import (\([^)]*\)|[^\n]+)", re.MULTILINE)
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    private = []
+    for page in pages:
+        if str(page.relative_to(root)) in DOCS_ABOUT_INTERNALS or page.parent.name == "reference":
+            continue
+        for match in statement.finditer(page.read_text()):
+            module, names = match[1], match[2].strip("()").replace("\n", " ")
+            for name in (part.split("#")[0].split(" as ")[0].strip() for part in names.split(",")):
+                if name and name not in PUBLIC.get(module, ()) and f"{module}.{name}" not in PUBLIC:
+                    private.append(f"{page.relative_to(root)}: from {module} import {name}")
+    assert not private, f"the docs import names not public there (ktest.public_api.PUBLIC): {private}"

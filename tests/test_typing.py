@@ -14,6 +14,7 @@ test's (mypy does not report them for installed packages either).
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -136,3 +137,18 @@ def test_public_names_reveal_their_real_types(checker: str, request: pytest.Fixt
         if not re.fullmatch(pattern, revealed.get(line, ""))
     }
     assert not wrong, f"revealed types (line: type) not matching the marked ones: {wrong}"
+
+
+def test_ktest_defines_no_descriptors_type_checkers_cannot_follow() -> None:
+    """An attribute built from a string naming another (``verb = Delegated("request")``) is an
+    attribute checkers cannot follow: a misspelt name fails only when read, and its type is
+    whatever the descriptor's annotation claims. ktest writes properties instead: no class of its
+    own defines ``__get__``."""
+    descriptors = [
+        f"{path.relative_to(REPO)}:{node.lineno} {node.name}"
+        for path in sorted((REPO / "ktest").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+        and any(isinstance(item, ast.FunctionDef) and item.name == "__get__" for item in node.body)
+    ]
+    assert not descriptors, f"descriptor classes (write a @property instead): {descriptors}"

@@ -29,19 +29,17 @@ if TYPE_CHECKING:
     from ktest.cluster.cluster import Cluster
     from ktest.cluster.refs import RefLike
 
-P = ParamSpec("P")
-T = TypeVar("T")
-
-MaybeAsync = Callable[[], object] | Callable[[], Awaitable[object]]
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
-def _threaded(sync: Callable[P, T], *, callbacks: tuple[str, ...] = ()) -> Callable[P, Awaitable[T]]:
+def _threaded(sync: Callable[_P, _T], *, callbacks: tuple[str, ...] = ()) -> Callable[_P, Awaitable[_T]]:
     """The async form of ``sync``: run in a worker thread; the arguments named in ``callbacks``
     may be coroutine functions, run on the caller's event loop when ``sync`` calls them."""
     signature = inspect.signature(sync)
 
     @functools.wraps(sync)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+    async def run(*args: _P.args, **kwargs: _P.kwargs) -> _T:
         __tracebackhide__ = True
         if callbacks:
             loop = asyncio.get_running_loop()
@@ -126,8 +124,8 @@ async def finalizer_scenario(
     obj: RefLike,
     finalizer: str,
     *,
-    break_cleanup: MaybeAsync | None = None,
-    fix_cleanup: MaybeAsync | None = None,
+    break_cleanup: Callable[[], object] | Callable[[], Awaitable[object]] | None = None,
+    fix_cleanup: Callable[[], object] | Callable[[], Awaitable[object]] | None = None,
     cleanup_failing: AbstractContextManager[Any] | AbstractAsyncContextManager[Any] | None = None,
     blocked_for: float | None = None,
     timeout: float | None = None,
@@ -150,7 +148,7 @@ async def finalizer_scenario(
     )
 
 
-CALLBACK_TIMEOUT = 600.0
+_CALLBACK_TIMEOUT = 600.0
 """Seconds a coroutine given to an assertion may run on the test's event loop (a loop blocked by
 a sync call awaiting the assertion itself never runs it: then the assertion says so)."""
 
@@ -189,11 +187,11 @@ def _run_on(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> Any:
             "a call that waits for this assertion?)"
         )
         future = asyncio.run_coroutine_threadsafe(_await(value), loop)
-        return future_result(future, CALLBACK_TIMEOUT, what, KtestError)
+        return future_result(future, _CALLBACK_TIMEOUT, what, KtestError)
     return value
 
 
-async def _await(value: Awaitable[T]) -> T:
+async def _await(value: Awaitable[_T]) -> _T:
     return await value
 
 

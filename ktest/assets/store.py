@@ -39,7 +39,6 @@ from ktest.assets.bundle import ALL_BINARIES, REQUIRED_BINARIES
 from ktest.assets.probe import verify_binaries
 from ktest.assets.progress import Progress
 from ktest.assets.selectors import parse_stable_version
-from ktest.base.delegation import PathBelow
 from ktest.errors import AssetsError
 
 METADATA_FILE = "ktest-binaries.json"
@@ -71,9 +70,17 @@ class Locations:
         cache_root = Path(explicit).expanduser() if explicit else cache_home / "ktest"
         return cls(cache_root, data_home / "kubebuilder-envtest", host_arch())
 
-    k8s_dir = PathBelow("cache_root", "k8s")
-    gobuild_dir = PathBelow("cache_root", "gobuild")
-    versions_file = PathBelow("cache_root", "versions.json")
+    @property
+    def k8s_dir(self) -> Path:
+        return self.cache_root / "k8s"
+
+    @property
+    def gobuild_dir(self) -> Path:
+        return self.cache_root / "gobuild"
+
+    @property
+    def versions_file(self) -> Path:
+        return self.cache_root / "versions.json"
 
     def entry_name(self, version: str) -> str:
         return f"{version}-linux-{self.arch}"

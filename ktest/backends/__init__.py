@@ -12,9 +12,6 @@ Python can call too::
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,13 +19,6 @@ if TYPE_CHECKING:
     from ktest.sessions.backend import Backend
 
 __all__ = ["open_backend", "open_session"]
-
-
-def state_directory(name: str, env: Mapping[str, str] | None = None) -> Path:
-    """``${XDG_STATE_HOME:-~/.local/state}/ktest/<name>``: where a backend records its clusters."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".local" / "state")
-    return Path(base).expanduser() / "ktest" / name
 
 
 def open_backend(settings: Settings, notes: list[str] | None = None) -> Backend:

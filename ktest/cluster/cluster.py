@@ -22,7 +22,7 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
 from ktest.base.closing import Closing
-from ktest.base.proxies import choose_proxy
+from ktest.base.environment_proxies import choose_proxy
 from ktest.cluster import crds, namespaces
 from ktest.cluster.client import FIELD_MANAGER, ClusterClient
 from ktest.cluster.discovery import Discovery

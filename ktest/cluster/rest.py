@@ -8,7 +8,7 @@ Like client-go, a refusal with ``Retry-After`` (429, or a 5xx such as a CRD's st
 replaced) is sent again, writes included: it means the request was not served. The waits start
 short and double up to Retry-After, since what a test cluster refuses for usually passes within
 milliseconds. A body over :data:`MAX_REQUEST_BODY_BYTES` is refused here, unsent; a request an
-environment proxy failed says how to bypass it (:mod:`ktest.base.proxies`).
+environment proxy failed says how to bypass it (:mod:`ktest.base.environment_proxies`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from urllib.parse import quote, urlencode
 import urllib3
 from kubernetes.client import ApiClient
 
-from ktest.base.proxies import proxy_advice
+from ktest.base.environment_proxies import proxy_advice
 from ktest.errors.api import ApiError
 
 PATCH_CONTENT_TYPES = {

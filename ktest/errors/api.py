@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from kubernetes.client.exceptions import ApiException
 
 from ktest.errors import ClusterError
+from ktest.errors.status_message import server_message
 
 
 class ApiError(ClusterError, ApiException):
@@ -55,15 +54,3 @@ class ApiError(ClusterError, ApiException):
         suffix = f" ({self.note})" if self.note else ""
         return f"{prefix}{self.method} {self.path}: {self.status} {self.reason}: {self.message}{suffix}"
 
-
-def server_message(body: str | bytes) -> str:
-    """The ``message`` of a Status body (or the body itself when it is not JSON)."""
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    try:
-        parsed = json.loads(body)
-    except (TypeError, ValueError):
-        return body.strip()
-    if isinstance(parsed, dict):
-        return str(parsed.get("message") or "")
-    return ""

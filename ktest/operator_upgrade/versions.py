@@ -46,7 +46,7 @@ class OperatorVersion:
         on failure nothing is left running (the runners' rule)."""
         merged: dict[str, Any] = {**options, **self.options}
         if self.runner == "kopf":
-            from ktest.operators.kopf_runner import run_kopf
+            from ktest.operators.kopf.runner import run_kopf
 
             return run_kopf(self.target, cluster, **merged)
         if self.runner == "callable":

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from ktest.operators.inprocess import CallableOperator as CallableOperator
     from ktest.operators.inprocess import OperatorContext as OperatorContext
     from ktest.operators.inprocess import run_callable as run_callable
-    from ktest.operators.kopf_runner import KopfOperator as KopfOperator
-    from ktest.operators.kopf_runner import run_kopf as run_kopf
+    from ktest.operators.kopf.runner import KopfOperator as KopfOperator
+    from ktest.operators.kopf.runner import run_kopf as run_kopf
     from ktest.operators.operator import OperatorHandle as OperatorHandle
     from ktest.operators.process_runner import ProcessOperator as ProcessOperator
     from ktest.operators.process_runner import run_subprocess as run_subprocess
@@ -48,7 +48,7 @@ _NAMES_BY_MODULE = {
     "operator": ("OperatorHandle",),
     "crash_expectation": ("ExpectedCrash",),
     "inprocess": ("OperatorContext", "CallableOperator", "run_callable"),
-    "kopf_runner": ("KopfOperator", "run_kopf"),
+    "kopf.runner": ("KopfOperator", "run_kopf"),
     "process_runner": ("ProcessOperator", "run_subprocess"),
     "rbac": ("OperatorIdentity", "operator_identity", "load_roles"),
     "go_operator": ("build_go_binary", "plan_go_build"),

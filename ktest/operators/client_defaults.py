@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktest.base.proxies import choose_proxy
+from ktest.base.environment_proxies import choose_proxy
 from ktest.operators.threads import current_run
 
 _VARIABLE = "KUBECONFIG"

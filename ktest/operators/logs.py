@@ -316,7 +316,7 @@ def api_error_text(error: BaseException | None) -> str | None:
 
 def _status_line(status: object, reason: object, body: str | bytes | None) -> str:
     """``409 Conflict: <the message of the Status body>`` (without ``: ...`` when it has none)."""
-    from ktest.errors.api import server_message
+    from ktest.errors.status_message import server_message
 
     message = server_message(body or "")
     return f"{status} {reason}" + (f": {message}" if message else "")

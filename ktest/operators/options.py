@@ -40,7 +40,7 @@ class InProcessOptions(OperatorOptions, total=False):
     """What the in-process runners (``run_callable``, ``run_kopf``) take beside
     :class:`OperatorOptions`: ``fail_on_errors`` (an ERROR log record fails the test; for kopf,
     a handler's ``kopf.TemporaryError`` retries fail it only when they do not end in success,
-    see :func:`~ktest.operators.kopf_runner.run_kopf`) and ``log_level`` (the lowest level
+    see :func:`~ktest.operators.kopf.runner.run_kopf`) and ``log_level`` (the lowest level
     written to its log)."""
 
     fail_on_errors: bool
@@ -49,7 +49,7 @@ class InProcessOptions(OperatorOptions, total=False):
 
 class KopfOptions(InProcessOptions, total=False):
     """What ``run_kopf`` takes beside :class:`~ktest.operators.options.InProcessOptions` (see
-    :func:`~ktest.operators.kopf_runner.run_kopf`)."""
+    :func:`~ktest.operators.kopf.runner.run_kopf`)."""
 
     configure: Callable[[Any], None] | None
     memo: dict[str, Any] | None

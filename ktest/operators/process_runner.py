@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ktest.base.proxies import is_loopback, without_proxy_for_loopback
+from ktest.base.environment_proxies import is_loopback, without_proxy_for_loopback
 from ktest.errors import ControlPlaneError, OperatorError
 from ktest.operators.operator import OperatorHandle, launch_replicated
 from ktest.operators.options import OperatorOptions

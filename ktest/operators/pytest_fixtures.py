@@ -137,7 +137,7 @@ def operator_for_test(
         unreported = operator.unreported_error()
         created = test.created[created_before:] if test is not None else []
         if not operator.alive:
-            holders = held_finalizers(cluster, namespace, created, operator)
+            holders = _held_finalizers(cluster, namespace, created, operator)
             if holders:
                 operator.log.write(
                     f"---- ktest: restarting {operator.name} for the clean-up: {'; '.join(holders)} ----"
@@ -149,7 +149,7 @@ def operator_for_test(
             raise unreported
 
 
-def held_finalizers(
+def _held_finalizers(
     cluster: Cluster,
     namespace: str,
     created: Sequence[tuple[str, str, str, str]],

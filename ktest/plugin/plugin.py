@@ -1,4 +1,5 @@
-"""The pytest plugin (entry point ``pytest11: ktest``): settings, fixtures, report hooks.
+"""The pytest plugin (entry point ``pytest11: ktest``): settings, fixtures (every one listed in
+:mod:`ktest.plugin.fixtures`), report hooks.
 
 A thin layer: settings come from :mod:`ktest.config`, clusters from
 :mod:`ktest.backends`, namespaces from :mod:`ktest.cluster.namespaces`, report
@@ -17,8 +18,7 @@ failed run) is asked of the session's backend in :mod:`ktest.backend_registry`.
 from __future__ import annotations
 
 import functools
-import warnings
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -32,16 +32,12 @@ from ktest.plugin.session import (
     REPORTS_KEY,
     SESSION_KEY,
     WORKER_ADDRESS_KEY,
-    KeptNamespaceWarning,
     KtestSession,
-    NamespaceCleanupWarning,
     ktest_session,
 )
 
 if TYPE_CHECKING:
-    from ktest.cluster import Cluster
-    from ktest.controlplane import ControlPlane
-    from ktest.sessions.backend import Backend
+    pass
 
 # -------------------------------------------------------------------- options and settings
 
@@ -132,6 +128,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     config.stash[SESSION_KEY] = KtestSession(config, settings, error)
     config.pluginmanager.register(config.stash[SESSION_KEY], "ktest-session")
+    from ktest.plugin import fixtures
+
+    config.pluginmanager.register(fixtures, "ktest-fixtures")
     chosen = registry.spec(settings.backend)
     for backend, register_fixtures in registry.parts("fixtures"):  # every backend's, so they skip elsewhere
         register_fixtures(config, selected=backend is chosen)
@@ -160,7 +159,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     session = ktest_session(config)
     if session.settings_error is not None:
         return [f"ktest: bad settings (ignored unless a test uses a ktest fixture): {session.settings_error}"]
-    from ktest.base.proxies import loopback_proxy_note
+    from ktest.base.environment_proxies import loopback_proxy_note
 
     proxy_note = loopback_proxy_note()
     return [
@@ -308,132 +307,6 @@ def _failure_sections(item: pytest.Item, when: str) -> list[tuple[str, str]]:
             promise = f"exported at the end of the session ({export.how}) to {export.directory}"
             sections.append((export.what, promise))
     return sections
-
-
-# -------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="session")
-def ktest_settings(request: pytest.FixtureRequest) -> Settings:
-    """The resolved ktest settings of this run, checked before anything starts.
-
-    Every ktest fixture depends on this one: with bad settings, the first test that
-    uses ktest fails with the error (naming the option, ini key or variable, or the
-    file and line) and the session stops after it.
-    """
-    try:
-        return ktest_session(request.config).usable_settings()
-    except ConfigError as error:
-        problem = f"ktest: {error}"
-    request.session.shouldstop = "ktest: bad settings (the first ktest test says which)"
-    pytest.fail(problem, pytrace=False)
-
-
-@pytest.fixture(scope="session")
-def ktest_backend(pytestconfig: pytest.Config, ktest_settings: Settings) -> Iterator[Backend]:
-    """Where the session's cluster comes from (opened on first use, closed at the end)."""
-    session = ktest_session(pytestconfig)
-    backend = session.open_backend()
-    health = session.backend_spec.load("health")
-    if health is not None:
-        health(backend)
-    try:
-        yield backend
-    finally:
-        try:
-            session.finish_deletions()
-        finally:
-            session.close_backend()
-
-
-@pytest.fixture(scope="session")
-def cluster(ktest_backend: Backend) -> Cluster:
-    """The session's :class:`ktest.Cluster` (admin credentials), with ``ktest_crds`` installed."""
-    return ktest_backend.cluster
-
-
-@pytest.fixture(scope="session")
-def control_plane(ktest_backend: Backend) -> ControlPlane:
-    """The embedded :class:`ktest.ControlPlane` (backend bare, in the process running the tests)."""
-    plane = ktest_backend.control_plane
-    if plane is None:
-        pytest.skip(
-            "the control_plane fixture needs the embedded control plane in this process "
-            f"(backend bare, without pytest-xdist or reuse); this session uses {ktest_backend.describe()}"
-        )
-    return plane
-
-
-@pytest.fixture(scope="session")
-def ktest_worker(pytestconfig: pytest.Config) -> str:
-    """This process's pytest-xdist worker id (``gw0``, ``gw1``...), or ``main`` without xdist."""
-    workerinput = getattr(pytestconfig, "workerinput", None)
-    return str(workerinput["workerid"]) if workerinput else "main"
-
-
-@pytest.fixture(scope="session")
-def worker_namespace_selector(ktest_worker: str) -> str:
-    """The label selector of the test namespaces this worker creates (``ktest.dev/worker=gw0``).
-
-    With ``-n N`` every worker runs its own copy of a session-scoped operator against the
-    one shared cluster; an operator watching every namespace would then reconcile other
-    workers' objects too, two copies writing the same object. Give it this selector."""
-    from ktest.cluster.namespaces import WORKER_LABEL
-
-    return f"{WORKER_LABEL}={ktest_worker}"
-
-
-@pytest.fixture
-def namespace(
-    cluster: Cluster, request: pytest.FixtureRequest, ktest_settings: Settings, ktest_worker: str
-) -> Iterator[str]:
-    """A fresh namespace named after the test, labelled with its xdist worker, deleted afterwards:
-    the deletion is waited for in the background while later tests run
-    (``ktest_namespace_deletion = wait``: in the teardown)."""
-    from ktest.cluster.namespaces import WORKER_LABEL, delete_namespace, release_namespace, unique_name
-
-    name = unique_name(request.node.nodeid)
-    cluster.create_namespace(name, labels={WORKER_LABEL: ktest_worker})
-    request.node.stash[NAMESPACE_KEY] = (cluster, name)
-    yield name
-    if _keep_namespace(request.node, ktest_settings.keep_namespaces):
-        release_namespace(cluster, name)  # kept on purpose: no later sweep deletes it
-        warnings.warn(
-            KeptNamespaceWarning(
-                f"kept namespace {name} (ktest_keep_namespaces={ktest_settings.keep_namespaces}); "
-                f"cluster: {cluster.server}, kubeconfig {cluster.kubeconfig}"
-            ),
-            stacklevel=1,
-        )
-        return
-    if ktest_settings.namespace_deletion == "background":
-        # Deleted now; waited for on a background thread while the next tests run (see
-        # Cluster.namespace_reaper: operators drain it before they stop).
-        reaper = cluster.namespace_reaper()
-        reaper.timeout = ktest_settings.namespace_timeout
-        reaper.force_finalizers_after = ktest_settings.finalizer_grace
-        reaper.submit(name, requested_by=request.node.nodeid)
-        return
-    cleanup = delete_namespace(
-        cluster,
-        name,
-        timeout=ktest_settings.namespace_timeout,
-        force_finalizers_after=ktest_settings.finalizer_grace,
-    )
-    if cleanup.forced:
-        warnings.warn(NamespaceCleanupWarning(cleanup.summary()), stacklevel=1)
-        request.node.add_report_section("teardown", "ktest namespace cleanup", cleanup.summary())
-    elif cleanup.note and ktest_session(request.config).first_time(cleanup.note.replace(name, "<ns>")):
-        warnings.warn(NamespaceCleanupWarning(cleanup.note), stacklevel=1)
-
-
-def _keep_namespace(item: pytest.Item, policy: str) -> bool:
-    if policy == "always":
-        return True
-    if policy == "on-failure":
-        reports = item.stash.get(REPORTS_KEY, {})
-        return any(report.failed for report in reports.values())
-    return False
 
 
 def _fold_go_traces(item: pytest.Item, title: str, text: str) -> str:

@@ -21,7 +21,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ktest.base.delegation import Delegated
 from ktest.proxy.api_request import WRITE_VERBS, ApiRequest
 
 TAIL_CALLS = 30
@@ -87,12 +86,29 @@ class Call:
     """How the operator sent the request to the proxy: "HTTP/1.1", or "HTTP/2" (one stream)."""
 
     # a few names tests read most, read from the request
-    verb = Delegated[str]("request")
-    resource = Delegated[str]("request")
-    namespace = Delegated[str | None]("request")
-    name = Delegated[str | None]("request")
-    subresource = Delegated[str | None]("request")
-    field_manager = Delegated[str | None]("request")
+    @property
+    def verb(self) -> str:
+        return self.request.verb
+
+    @property
+    def resource(self) -> str:
+        return self.request.resource
+
+    @property
+    def namespace(self) -> str | None:
+        return self.request.namespace
+
+    @property
+    def name(self) -> str | None:
+        return self.request.name
+
+    @property
+    def subresource(self) -> str | None:
+        return self.request.subresource
+
+    @property
+    def field_manager(self) -> str | None:
+        return self.request.field_manager
 
     @property
     def is_write(self) -> bool:

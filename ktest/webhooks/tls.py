@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ktest.base.certs import CertificateAuthority, KeyPair
-from ktest.base.delegation import Delegated
 
 
 class WebhookTLS:
@@ -28,9 +27,17 @@ class WebhookTLS:
             "tls", ["localhost"], self.addresses, common_name="ktest-webhook-server"
         )
 
-    ca_file = Delegated[Path]("_ca", "cert_path")
-    cert_file = Delegated[Path]("serving", "cert_path")
-    key_file = Delegated[Path]("serving", "key_path")
+    @property
+    def ca_file(self) -> Path:
+        return self._ca.cert_path
+
+    @property
+    def cert_file(self) -> Path:
+        return self.serving.cert_path
+
+    @property
+    def key_file(self) -> Path:
+        return self.serving.key_path
 
     @property
     def ca_bundle(self) -> str:

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktest.base.closing import StartedOnEnter
-from ktest.base.delegation import Delegated
 from ktest.base.ports import free_ports
 from ktest.errors import WebhookError
 from ktest.webhooks import install
@@ -104,11 +103,23 @@ class Webhooks(StartedOnEnter):
 
     # ------------------------------------------------------------ what the operator needs
 
-    cert_dir = Delegated[Path]("_created_tls")
-    """Holds ``tls.crt``, ``tls.key`` (controller-runtime's names) and ``ca.crt`` (written on first use)."""
-    cert_file = Delegated[Path]("_created_tls")
-    key_file = Delegated[Path]("_created_tls")
-    ca_file = Delegated[Path]("_created_tls")
+    @property
+    def cert_dir(self) -> Path:
+        """Holds ``tls.crt``, ``tls.key`` (controller-runtime's names) and ``ca.crt`` (written on first
+        use)."""
+        return self._created_tls.cert_dir
+
+    @property
+    def cert_file(self) -> Path:
+        return self._created_tls.cert_file
+
+    @property
+    def key_file(self) -> Path:
+        return self._created_tls.key_file
+
+    @property
+    def ca_file(self) -> Path:
+        return self._created_tls.ca_file
 
     def controller_runtime_args(self) -> list[str]:
         """Flags for a kubebuilder-style manager whose main() maps them to ``webhook.Options``."""

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from connections import closed_by_server
 
 from ktest.cluster import Cluster
 from ktest.proxy import OperatorProxy
@@ -52,16 +53,6 @@ def _connection_threads(proxy_name: str) -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith(prefix) and t.name[len(prefix):].isdigit()]
 
 
-def _closed_by_server(connection: socket.socket) -> bool:
-    connection.setblocking(False)
-    try:
-        return connection.recv(1) == b""
-    except BlockingIOError:
-        return False
-    except ConnectionError:
-        return True
-
-
 @pytest.fixture
 def capped_proxy(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Iterator[OperatorProxy]:
     monkeypatch.setattr(proxy_server, "MAX_CONNECTIONS", LOWERED_CAP, raising=False)
@@ -83,7 +74,7 @@ def test_a_flood_of_connections_is_capped_and_the_operator_is_still_served(
     try:
         assert len(flood) >= FLOOD - 10, f"only {len(flood)} connections made"
         # the proxy holds no more than its cap: the oldest connections in their handshake were closed
-        eventually(lambda: sum(_closed_by_server(c) for c in flood) >= len(flood) - LOWERED_CAP, timeout=10)
+        eventually(lambda: sum(closed_by_server(c) for c in flood) >= len(flood) - LOWERED_CAP, timeout=10)
         # one thread per connection held (a closed one's thread ends as it sees the close)
         eventually(lambda: capped_proxy.open_connections <= LOWERED_CAP, timeout=5)
         eventually(lambda: len(_connection_threads("flooded")) <= LOWERED_CAP, timeout=5)

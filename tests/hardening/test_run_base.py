@@ -9,12 +9,11 @@ The tests run as root and play the other user with uid 65534 (``chown``)."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from shared_directories import directory_in_tmp
 
 from ktest.assets.bundle import Assets
 from ktest.base.procfs import write_private_file
@@ -30,11 +29,8 @@ pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="needs root to make ano
 @pytest.fixture
 def shared() -> Iterator[Path]:
     """A directory in /tmp (pytest's tmp_path is root's 0700: fine, but not what a shared path is)."""
-    path = Path(tempfile.mkdtemp(prefix="ktest-base-test-", dir="/tmp"))
-    try:
+    with directory_in_tmp("ktest-base-test-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _directory(path: Path, *, uid: int, mode: int) -> Path:

@@ -1,4 +1,4 @@
-"""Run by test_nodes_leave_nothing in a child Python process: start a control plane with three
+"""Run by test_leave_nothing in a child Python process: start a control plane with three
 simulated nodes, report its directory and its components' pids on stdout, then wait to be killed."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ only; stopping it lets them recover."""
 from __future__ import annotations
 
 import pytest
-from workloads import condition, deployment, job, pods
+from workloads import condition, deployment, finished_job_pod, job, pods
 
 from ktest import eventually
 from ktest.nodes import SimulationError
@@ -102,11 +102,7 @@ def test_slow_start_makes_ready_wait(sim, sim_ns, kubelet):
 def test_fail_makes_a_job_fail(sim, sim_ns, kubelet):
     kubelet.fail("job=doomed", exit_code=3)
     sim.create(job("doomed", sim_ns))
-    eventually(
-        lambda: condition(sim.get(("batch/v1", "Job", "doomed", sim_ns)), "Failed").get("status") == "True",
-        timeout=30,
-    )
-    (pod,) = pods(sim, sim_ns, "job=doomed")
+    pod = finished_job_pod(sim, sim_ns, "doomed", "Failed")
     assert pod["status"]["phase"] == "Failed"
     assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from workloads import condition, deployment, job, pods
+from workloads import deployment, finished_job_pod, job, pods
 
 from ktest import eventually
 
@@ -50,11 +50,7 @@ def test_pods_spread_over_the_nodes_as_the_scheduler_decides(sim, sim_ns):
 
 def test_a_job_completes_as_its_pod_exits_zero(sim, sim_ns):
     sim.create(job("once", sim_ns))
-    eventually(
-        lambda: condition(sim.get(("batch/v1", "Job", "once", sim_ns)), "Complete").get("status") == "True",
-        timeout=30,
-    )
-    (pod,) = pods(sim, sim_ns, "job=once")
+    pod = finished_job_pod(sim, sim_ns, "once", "Complete")
     assert pod["status"]["phase"] == "Succeeded"
     terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")

@@ -14,7 +14,7 @@ from operator_helpers import SAMPLES
 from ktest.cluster import Cluster
 from ktest.errors import OperatorError
 from ktest.operators import run_kopf
-from ktest.operators.kopf_loading import handler_count
+from ktest.operators.kopf.loading import handler_count
 from ktest.run_context import check_health, run_context
 from ktest.wait import eventually
 

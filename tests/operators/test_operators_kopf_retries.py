@@ -13,7 +13,7 @@ from operator_helpers import SAMPLES, wait_for
 from ktest.cluster import Cluster
 from ktest.errors import OperatorError
 from ktest.operators import run_kopf
-from ktest.operators.kopf_retries import is_kopf_stream_cancel_noise
+from ktest.operators.kopf.retries import is_kopf_stream_cancel_noise
 from ktest.run_context import check_health, run_context
 from ktest.wait import eventually
 

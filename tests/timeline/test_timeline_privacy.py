@@ -7,12 +7,11 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from shared_directories import directory_in_tmp
 from test_timeline_plugin import page_data, timelines
 
 from ktest.cluster import Cluster
@@ -74,11 +73,9 @@ def test_a_secrets_values_are_shown_as_length_and_hash_only(admin: Cluster, ns: 
 
 @pytest.fixture
 def shared() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="ktest-timeline-test-", dir="/tmp"))
-    try:
+    """A directory in /tmp, removed afterwards."""
+    with directory_in_tmp("ktest-timeline-test-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _page() -> TimelineData:

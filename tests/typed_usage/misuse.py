@@ -35,7 +35,9 @@ def test_misuse(cluster: ktest.Cluster, namespace: str) -> None:
 def test_types_are_not_any(cluster: ktest.Cluster) -> None:
     reveal_type(ktest.eventually(lambda: 3))  # reveals: int
     reveal_type(ktest.Cluster("kubeconfig"))  # reveals: (ktest\.cluster\.cluster\.)?Cluster
-    reveal_type(ktest.operators.run_kopf("my_op.handlers", cluster))  # reveals: (ktest\.operators\.kopf_runner\.)?KopfOperator
+    reveal_type(ktest.operators.run_kopf("my_op.handlers", cluster))  # reveals: (ktest\.operators\.kopf\.runner\.)?KopfOperator
+    reveal_type(ktest.operators.run_kopf("my_op.handlers", cluster).registry)  # reveals: (kopf\.[\w.]+\.)?OperatorRegistry
+    reveal_type(ktest.operators.run_kopf("my_op.handlers", cluster).settings)  # reveals: (kopf\.[\w.]+\.)?OperatorSettings
     reveal_type(ktest.proxy.Rule)  # reveals: type\[Rule\]|def .*-> ktest\.proxy\.rules\.Rule
     reveal_type(ktest.webhooks.Webhooks)  # reveals: type\[Webhooks\]|def .*-> ktest\.webhooks\.webhook_set\.Webhooks
 

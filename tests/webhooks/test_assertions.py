@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -41,11 +42,9 @@ def test_assert_rejected_fails_when_the_request_succeeds(
     cluster: Cluster, namespace: str, guarded: Any
 ) -> None:
     fine = configmap("fine", namespace, {"allowed": "1"})
-    with pytest.raises(AssertionError) as raised:
-        assert_rejected(
-            lambda: cluster.create(fine), "not allowed", cluster=cluster, obj=fine, webhooks=guarded
-        )
-    message = str(raised.value)
+    message = _failure_of(
+        lambda: cluster.create(fine), "not allowed", cluster=cluster, obj=fine, webhooks=guarded
+    )
     assert message.startswith("ConfigMap fine was not rejected\n"), message
     assert "the request succeeded" in message
     assert re.search(
@@ -57,11 +56,9 @@ def test_assert_rejected_fails_on_the_wrong_message_webhook_or_status(
     cluster: Cluster, namespace: str, guarded: Any
 ) -> None:
     bad = configmap("bad", namespace, {"forbidden": "1"})
-    with pytest.raises(AssertionError) as raised:
-        assert_rejected(
-            lambda: cluster.create(bad), "must be at most 10", status=422, webhook="other.example.com"
-        )
-    message = str(raised.value)
+    message = _failure_of(
+        lambda: cluster.create(bad), "must be at most 10", status=422, webhook="other.example.com"
+    )
     assert "the message does not contain 'must be at most 10'" in message
     assert (
         "expected a denial by webhook 'other.example.com', got one by webhook "
@@ -95,9 +92,7 @@ def test_a_slow_webhook_is_reported_not_silently_waited_for(
 
     # timeoutSeconds 1: the API server's default would be 10 s
     wh = webhooks(handlers=configmap_validator(slow), timeout_seconds=1)
-    with pytest.raises(AssertionError) as raised:
-        assert_rejected(lambda: cluster.create(configmap("late", namespace)), "anything", webhooks=wh)
-    message = str(raised.value)
+    message = _failure_of(lambda: cluster.create(configmap("late", namespace)), "anything", webhooks=wh)
     assert "webhook 'slow.configmaps.core' could not be called" in message
     assert "past timeoutSeconds=1, the API server gave up on it (failurePolicy Fail)" in message
 
@@ -139,3 +134,10 @@ def test_assert_converts_fails_on_a_lossy_conversion(
         r"spec.sizeGi: expected 11, got 10",
     ):
         assert_converts(cluster, ref, to="v2", expect={"spec": {"sizeGi": 11}})
+
+
+def _failure_of(action: Callable[[], object], message: str, **expected: Any) -> str:
+    """The message of the AssertionError ``assert_rejected`` raises for ``action``."""
+    with pytest.raises(AssertionError) as raised:
+        assert_rejected(action, message, **expected)
+    return str(raised.value)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from builders import configmap
+from connections import closed_by_server
 from webhook_handlers import forbidden_key_guard
 
 from ktest.cluster import Cluster
@@ -32,16 +33,6 @@ def _connect(host: str, port: int) -> socket.socket:
     return connection
 
 
-def _closed_by_server(connection: socket.socket) -> bool:
-    """Whether the server ended ``connection`` (which never sent a byte): EOF or a reset."""
-    try:
-        return connection.recv(1) == b""
-    except BlockingIOError:
-        return False
-    except ConnectionError:
-        return True
-
-
 def test_idle_connections_are_capped_and_timed_out_and_the_api_server_still_gets_through(
     cluster: Cluster, namespace: str, webhooks: Any
 ) -> None:
@@ -55,7 +46,7 @@ def test_idle_connections_are_capped_and_timed_out_and_the_api_server_still_gets
     try:
         # The listener holds no more than its cap: the oldest idle connections are closed.
         def held_within_the_cap() -> None:
-            closed = sum(_closed_by_server(connection) for connection in idle)
+            closed = sum(closed_by_server(connection) for connection in idle)
             assert closed >= OVER_THE_CAP, f"{len(idle) - closed} of {len(idle)} idle connections held"
 
         eventually(held_within_the_cap, timeout=5)
@@ -70,7 +61,7 @@ def test_idle_connections_are_capped_and_timed_out_and_the_api_server_still_gets
 
         # Within the handshake timeout every idle connection is closed and its thread gone
         # (one more thread at most: the API server's own kept-alive connection).
-        eventually(lambda: all(_closed_by_server(connection) for connection in idle),
+        eventually(lambda: all(closed_by_server(connection) for connection in idle),
                    timeout=HANDSHAKE_TIMEOUT + 10)
         eventually(lambda: threading.active_count() <= baseline + 1, timeout=5)
     finally:

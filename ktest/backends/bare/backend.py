@@ -112,7 +112,7 @@ def share_of(plane: ControlPlane, description: str) -> ClusterShare:
     )
 
 
-def open_bare(settings: Settings, notes: list[str]) -> Backend:
+def _open_bare(settings: Settings, notes: list[str]) -> Backend:
     """The bare backend: a warm ``ktest up`` control plane when reuse is on and one matches,
     else a control plane of the session's own."""
     if settings.reuse:

@@ -12,7 +12,7 @@ SPEC = BackendSpec(
     "bare",
     "an embedded control plane: etcd + kube-apiserver + kube-controller-manager; simulated nodes "
     "with ktest_nodes",
-    open="ktest.backends.bare.backend:open_bare",
+    open="ktest.backends.bare.backend:_open_bare",
     settings="ktest.backends.bare.settings:ROWS",
     describe="ktest.backends.bare.settings:describe",
     cli="ktest.backends.bare.cli:register",

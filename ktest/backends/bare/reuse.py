@@ -29,8 +29,7 @@ from urllib.parse import urlparse
 
 import filelock
 
-from ktest import backends
-from ktest.base.delegation import Delegated
+from ktest.backends.state import state_directory as backend_state_directory
 from ktest.base.process import end_popen
 from ktest.base.procfs import Holder, private_directory, write_private_file
 from ktest.config import Settings
@@ -45,7 +44,7 @@ _READY_ATTEMPTS = 3
 
 def state_directory(env: Mapping[str, str] | None = None) -> Path:
     """``${XDG_STATE_HOME:-~/.local/state}/ktest/up``."""
-    return backends.state_directory("up", env)
+    return backend_state_directory("up", env)
 
 
 def fingerprint(requested_version: str | None, controllers: Sequence[str], nodes: int = 0) -> str:
@@ -75,8 +74,13 @@ class UpRecord:
     def fingerprint(self) -> str:
         return fingerprint(self.requested_version, self.controllers, self.nodes)
 
-    kubeconfig = Delegated[str]("share")
-    version = Delegated[str]("share")
+    @property
+    def kubeconfig(self) -> str:
+        return self.share.kubeconfig
+
+    @property
+    def version(self) -> str:
+        return self.share.version
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktest.assets.store import Locations
-from ktest.base.delegation import PathBelow
 
 
 @dataclass(frozen=True)
@@ -43,5 +42,10 @@ class KindCache:
     def rootfs(self, key: str) -> Path:
         return self.root / "rootfs" / key / "rootfs.tar"
 
-    build_lock = PathBelow("root", "build.lock")
-    scratch = PathBelow("root", "scratch")
+    @property
+    def build_lock(self) -> Path:
+        return self.root / "build.lock"
+
+    @property
+    def scratch(self) -> Path:
+        return self.root / "scratch"

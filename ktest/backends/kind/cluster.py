@@ -28,7 +28,6 @@ import yaml
 from ktest.backends.kind import on_death, records
 from ktest.backends.kind.kubeadm_patches import with_kubeadm_patches, write_patches
 from ktest.backends.kind.records import ClusterRecord
-from ktest.base.delegation import Delegated
 from ktest.base.janitor_client import JanitorHandle
 from ktest.base.procfs import write_private_file
 from ktest.errors import KindError
@@ -90,10 +89,18 @@ class KindCluster:
     records_dir: Path | None = None
     """Where its record is (None: the default records directory)."""
 
-    name = Delegated[str]("record")
-    version = Delegated[str]("record")
-    kubeconfig = Delegated[Path]("record")
-    """Admin kubeconfig with file references into the cluster's private (0700) directory."""
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    @property
+    def version(self) -> str:
+        return self.record.version
+
+    @property
+    def kubeconfig(self) -> Path:
+        """Admin kubeconfig with file references into the cluster's private (0700) directory."""
+        return self.record.kubeconfig
 
     @classmethod
     def held(cls, record: ClusterRecord, kind: Path, record_path: Path) -> KindCluster:

@@ -25,8 +25,8 @@ from ktest.errors import KindError
 if TYPE_CHECKING:
     from ktest.cluster import Cluster
 
-LOG_TAIL_LINES = 200
-DEPLOY_TIMEOUT = 180.0
+_LOG_TAIL_LINES = 200
+_DEPLOY_TIMEOUT = 180.0
 
 
 class KindHandle:
@@ -82,7 +82,7 @@ class KindHandle:
 
         return load_image(self.kind, self.name, self.nodes, image, allow_latest=allow_latest)
 
-    def pod_logs(self, namespace: str, selector: str, *, tail: int = LOG_TAIL_LINES) -> str:
+    def pod_logs(self, namespace: str, selector: str, *, tail: int = _LOG_TAIL_LINES) -> str:
         """Logs and restart counts of the pods matching ``selector`` (current and previous runs)."""
         try:
             pods = self.cluster.list("v1", "Pod", namespace, label_selector=selector)
@@ -127,7 +127,7 @@ class KindHandle:
         *,
         images: Mapping[str, str] | None = None,
         namespace: str | None = None,
-        timeout: float = DEPLOY_TIMEOUT,
+        timeout: float = _DEPLOY_TIMEOUT,
     ) -> DeployedOperator:
         """Run the operator under test in the cluster: load ``image``, apply ``manifests``, wait.
 
@@ -207,7 +207,7 @@ class DeployedOperator:
     deployments: list[tuple[str, str, str]]  # (namespace, name, pod selector)
     _started: float = field(default_factory=time.monotonic)
 
-    def wait_available(self, timeout: float = DEPLOY_TIMEOUT) -> None:
+    def wait_available(self, timeout: float = _DEPLOY_TIMEOUT) -> None:
         """Wait until every Deployment has all replicas available; fail with Pod states and logs."""
         deadline = time.monotonic() + timeout
         while True:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import filelock
 
-from ktest import backends
+from ktest.backends.state import state_directory
 from ktest.base.procfs import Holder, write_private_file
 from ktest.errors import KindError
 
@@ -36,7 +36,7 @@ POOL_LOCK = ".pool.lock"
 
 def records_directory(env: Mapping[str, str] | None = None) -> Path:
     """``${XDG_STATE_HOME:-~/.local/state}/ktest/kind``."""
-    return backends.state_directory("kind", env)
+    return state_directory("kind", env)
 
 
 def new_cluster_name(purpose: str = "run") -> str:

@@ -1,9 +1,9 @@
 """Run a kopf operator in-process: its own thread, event loop, registry and credentials.
 
 Nothing process-wide changes while it runs: handlers load into a fresh ``kopf.OperatorRegistry``
-(``kopf_loading``), credentials come from a login handler ktest adds (the operator's own
+(``loading``), credentials come from a login handler ktest adds (the operator's own
 ``@kopf.on.login`` handlers would read production credentials), and settings are fresh per run,
-the test's ``configure=`` winning over the operator's startup handlers (``kopf_settings``).
+the test's ``configure=`` winning over the operator's startup handlers (``settings``).
 
 Ready means: the startup handlers finished, every resource the handlers name is resolved (a
 missing CRD keeps it not ready, and the wait says so), a watch stream runs for every resource in
@@ -21,13 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ktest.base.delegation import Delegated
 from ktest.errors import OperatorError
 from ktest.operators import client_defaults
 from ktest.operators.denials import find_denials
 from ktest.operators.inprocess import ThreadOperator, ThreadRun
-from ktest.operators.kopf_liveness import answers, read_probe
-from ktest.operators.kopf_loading import (
+from ktest.operators.kopf.liveness import answers, read_probe
+from ktest.operators.kopf.loading import (
     RESOURCE_REGISTRIES,
     SiblingModules,
     Source,
@@ -36,7 +35,7 @@ from ktest.operators.kopf_loading import (
     load_registry,
     registry_handlers,
 )
-from ktest.operators.kopf_retries import (
+from ktest.operators.kopf.retries import (
     DEFAULT_SETTLE_TIMEOUT,
     DEFAULT_TOLERATED_RETRIES,
     REQUEST_HINT,
@@ -48,11 +47,12 @@ from ktest.operators.kopf_retries import (
     retried_object_exists,
     still_failing_failure,
 )
-from ktest.operators.kopf_settings import configure_pinned
+from ktest.operators.kopf.settings import configure_pinned
 from ktest.operators.operator import launch_replicated
 from ktest.operators.threads import RunThreads, close_loop
 
 if TYPE_CHECKING:
+    import kopf
     from typing_extensions import Unpack
 
     from ktest.cluster import Cluster
@@ -162,10 +162,15 @@ class KopfOperator(ThreadOperator):
         """kopf's peering priority: a live peer of higher priority pauses this one."""
         self._run = _KopfRun(RunThreads(self._sink))
 
-    registry = Delegated[Any]("_run")
-    """The ``kopf.OperatorRegistry`` of the current run (fresh for every run)."""
-    settings = Delegated[Any]("_run")
-    """The ``kopf.OperatorSettings`` of the current run."""
+    @property
+    def registry(self) -> kopf.OperatorRegistry:
+        """The ``kopf.OperatorRegistry`` of the current run (fresh for every run)."""
+        return self._run.registry
+
+    @property
+    def settings(self) -> kopf.OperatorSettings:
+        """The ``kopf.OperatorSettings`` of the current run."""
+        return self._run.settings
 
     # ------------------------------------------------------------ hooks
 
