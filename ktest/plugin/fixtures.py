@@ -13,9 +13,9 @@ one's whole docstring):
 - ``ktest_worker`` (session; defined here): this process's pytest-xdist worker id, or ``main``
 - ``worker_namespace_selector`` (session; defined here): the label selector of this worker's namespaces
 - ``namespace`` (function; defined here): a fresh namespace for the test, deleted afterwards
-- ``webhooks`` (function; in ktest.plugin.webhook_fixtures): started webhooks, limited to the test's namespace
-- ``control_plane_upgrade`` (function; in ktest.plugin.upgrade_fixtures): the test's own plane, to upgrade
-- ``kubelet`` (function; in ktest.plugin.node_fixtures): Pod behaviours on simulated nodes
+- ``webhooks`` (function; in ktest.webhooks.fixtures): started webhooks, limited to the test's namespace
+- ``control_plane_upgrade`` (function; in ktest.plane_upgrade.fixtures): the test's own plane, to upgrade
+- ``kubelet`` (function; in ktest.nodes.fixtures): Pod behaviours on simulated nodes
 - ``kind`` (session; in ktest.backends.kind.fixtures): the session's kind cluster (backend kind)
 - ``kind_cluster`` (session; in ktest.backends.kind.pytest_kind_compat): pytest-kind's ``kind_cluster``
 
