@@ -71,13 +71,13 @@ check: venv lint-workflows binaries node-tools go-operators browser
 # the bare suite runs on simulated nodes) and the demo suite on one shared kind
 # cluster (both xdist workers use it), created from the node image for K8S_VERSION.
 test-kind: venv
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --ktest-backend kind tests/kind_backend tests/parity examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --ktest-backend kind tests/on_kind tests/parity examples $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
-# The kind layer's own tests for the older version's node image as well (tests/kind runs its
+# The kind layer's own tests for the older version's node image as well (tests/kind_machinery runs its
 # image tests for both versions; cold, building that image takes several minutes more). make test
 # covers the default version's image; the GitHub Actions matrix runs make test per version.
 test-kind-older: kind-image kind-image-older
-	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest tests/kind $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
+	KTEST_OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) $(BIN)/python -m pytest tests/kind_machinery $(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),) $(PYTEST_ARGS)
 
 # The dependency floors, proven: every dependency at the lowest version pyproject.toml allows
 # (scripts/ci/lowest-constraints pins each `>=X` to `==X`), in its own virtual environment,

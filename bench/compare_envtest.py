@@ -205,7 +205,7 @@ def main() -> int:
     )
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--suite", help="also time pytest -n 0 and -n 2 on these paths and options "
-                        "(shell-split, e.g. 'tests --ignore=tests/kind'; slow)")
+                        "(shell-split, e.g. 'tests --ignore=tests/kind_machinery'; slow)")
     parser.add_argument("--suite-only", action="store_true", help="measure only --suite, not the rounds")
     parser.add_argument("--cold-build", action="store_true", help="also time a cold build (many minutes)")
     parser.add_argument("--k8s-version", help="the version for --cold-build (default: the latest)")

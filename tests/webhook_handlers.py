@@ -1,6 +1,6 @@
 """The Python webhook handler sets that several test folders serve (tests/webhooks,
-tests/kind_backend, tests/hardening), each written once. A module of ``tests`` (always on
-``sys.path``), since tests/kind_backend runs without tests/webhooks on its path."""
+tests/on_kind, tests/hardening), each written once. A module of ``tests`` (always on
+``sys.path``), since tests/on_kind runs without tests/webhooks on its path."""
 
 from __future__ import annotations
 

@@ -100,7 +100,7 @@ def ignoring(tests: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"--deselect={test}" if "::" in test else f"--ignore={test}" for test in tests)
 
 
-BARE_SUITE = ("tests", "examples", "--ignore=tests/kind_backend", "--ignore=tests/kind")
+BARE_SUITE = ("tests", "examples", "--ignore=tests/on_kind", "--ignore=tests/kind_machinery")
 
 
 def check_plan(settings: Settings) -> list[Job]:
@@ -146,7 +146,8 @@ def plan(settings: Settings) -> list[Job]:
             why="the older minor's tests, beside the bare suite once their binaries are there"),
         Job("kind-image", (*make, "kind-image", older), after=("prepare",), niceness=10, io_class=3,
             why="the default version's kind node image (cold: a long build, off the critical path)"),
-        Job("kind-own", (*pytest, "-p", "no:xdist", "tests/kind"), after=("kind-image",), niceness=5,
+        Job("kind-own", (*pytest, "-p", "no:xdist", "tests/kind_machinery"), after=("kind-image",),
+            niceness=5,
             junit=True, pytest_args=extra,
             why="the kind layer's own tests: they create, build and reuse clusters, one at a time"),
         Job("kind", (*make, "test-kind", older), after=("kind-own",), niceness=5, junit=True,

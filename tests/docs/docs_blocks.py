@@ -9,7 +9,7 @@ from the comment right before it (the fence's own info string cannot carry it on
   by the child pytest session; other files are there for the tests to import or read.
 * ``<!-- docs-test: backend=kind -->`` (with ``file=`` or alone): the block needs that backend
   (real nodes, a Docker engine): the bare run leaves it out, counted, and
-  ``tests/kind_backend/test_docs_kind_examples.py`` runs it in the kind layer of ``make test``.
+  ``tests/on_kind/test_docs_kind_examples.py`` runs it in the kind layer of ``make test``.
 * ``<!-- docs-test: link=NAME:PATH -->``: the page's project gets NAME, a link to the repository's
   PATH (a Go manager the page builds, its configurations), as the reader's project has its own.
   Words combine: ``<!-- docs-test: file=test_x.py link=manager:fixtures/go-manager -->``.

@@ -1,7 +1,7 @@
 """A page's code blocks as a project, run by a child pytest session with ktest's plugin.
 
 Shared by the bare run (tests/docs/test_docs_examples.py: every block without a backend)
-and the kind layer (tests/kind_backend/test_docs_kind_examples.py: the blocks marked
+and the kind layer (tests/on_kind/test_docs_kind_examples.py: the blocks marked
 ``backend=kind``, on the kind layer's own cluster).
 """
 

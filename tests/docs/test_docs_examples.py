@@ -207,11 +207,11 @@ def _make_problems(command: list[str]) -> Iterator[str]:
 
 SKIPPED_CAP = 0
 """Blocks that run nowhere (``skip REASON``): none today; a new one must say why and raise this."""
-BACKENDS_RUN_ELSEWHERE = {"kind": ROOT / "tests" / "kind_backend" / "test_docs_kind_examples.py"}
+BACKENDS_RUN_ELSEWHERE = {"kind": ROOT / "tests" / "on_kind" / "test_docs_kind_examples.py"}
 """A block's ``backend=NAME``, and the test module of ``make test``'s layer for NAME that runs it."""
 
 
-FAILURE_EXAMPLES = ROOT / "tests" / "docs" / "test_failure_messages.py"
+FAILURE_EXAMPLES = ROOT / "tests" / "docs" / "test_docs_failure_messages.py"
 """Runs the blocks marked ``skip failure example "NAME": ...`` (tests that fail on purpose, their
 messages shown on the page) and checks the page's messages against theirs."""
 

@@ -1,7 +1,7 @@
 """The janitor's one generic rule: after a holder dies without releasing it, it runs the command
 lines the holder registered (``JanitorHandle.on_death``), then removes the held directory. It knows
 no backend: kind registers ``ktest/backends/kind/on_death.py`` this way (its cluster deleted after
-``kill -9``: tests/kind_backend/test_kind_lifecycle.py)."""
+``kill -9``: tests/on_kind/test_kind_lifecycle.py)."""
 
 from __future__ import annotations
 

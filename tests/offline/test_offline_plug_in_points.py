@@ -129,7 +129,8 @@ def test_binaries_install_with_offline_offers_the_go_build(tmp_path: Path) -> No
 
 def test_build_image_without_offline_names_it(site_without_offline: Path, tmp_path: Path) -> None:
     """A version whose node image the engine does not hold (make test builds 1.37.2's: an image that
-    is there and usable is used without the builders, tests/kind/test_kind_images_without_builders.py)."""
+    is there and usable is used without the builders,
+    tests/kind_machinery/test_kind_images_without_builders.py)."""
     finished = ktest_without_offline(
         site_without_offline, "kind", "build-image", "--k8s-version", "1.36.1", env=offline_machine(tmp_path)
     )

@@ -1,7 +1,7 @@
 """pytest-kind's ``KindCluster`` API (``kind_cluster``), duck-typed: no pytest-kind import in ktest.
 
 The parts that need no nodes (``api``, ``kubectl``) run here against a real API
-server; images and port-forwarding run on kind in tests/kind_backend/test_pytest_kind_examples.py.
+server; images and port-forwarding run on kind in tests/on_kind/test_pytest_kind_examples.py.
 """
 
 from __future__ import annotations

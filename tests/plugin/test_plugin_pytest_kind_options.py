@@ -4,7 +4,7 @@ means or refused naming the ktest option to use, never ignored; off kind they st
 
 No cluster is made here: the settings are resolved as the plugin resolves them, and the inner
 pytest runs (pytest-kind-ng installed by the dev extra) only read them. A cluster made from the
-configured image: tests/kind_backend/test_kind_image.py.
+configured image: tests/on_kind/test_kind_image.py.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from ktest.backends.kind.recipe import IMAGE_REGISTRY, minor_recipe
 from ktest.cluster import Cluster
 from ktest.errors import KindError
 from ktest.wait import eventually
-from tests.kind_backend.conftest import echo_deployment, one_shot_pod, service
+from tests.on_kind.conftest import echo_deployment, one_shot_pod, service
 
 
 def _available(cluster: Cluster, namespace: str, name: str) -> int:
