@@ -23,6 +23,8 @@ that part is needed, so this registry imports nothing and every layer may read i
 * ``up(args, k8s_version) -> int``: ``ktest up --backend NAME`` (keep one warm between runs);
 * ``down(args) -> int``: ``ktest down --backend NAME``;
 * ``status() -> list[str]``: its lines of ``ktest status`` (one saying "none" when it has none);
+* ``versions() -> BackendVersions``: its part of ``ktest versions`` (the tool it makes clusters
+  with, and the node images this machine holds per Kubernetes minor);
 * ``settings``: a tuple of its own setting rows (``ktest.config_values.Spec``), resolved by
   ``ktest.config`` with every other setting and read as ``settings.<name>``;
 * ``describe(settings) -> list[str]``: its words in the session header's settings line;
@@ -46,7 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,33 @@ class CiSteps:
     """Steps after a failed pytest run (uploading its cluster's logs)."""
 
 
+class NodeImages(Protocol):
+    """The node images a machine holds, per Kubernetes minor, or why they could not be looked for."""
+
+    @property
+    def unknown(self) -> str:
+        """Why the images could not be looked for ("unknown (no Docker engine)"); "" when they were."""
+        ...
+
+    def for_minor(self, minor: str) -> list[str]:
+        """The image references of ``minor`` (``"1.37"``), newest first."""
+        ...
+
+
+@dataclass(frozen=True)
+class BackendVersions:
+    """A backend's answer to ``versions``: what ``ktest versions`` says of it (``kind backend uses
+    kind v0.33.0``, JSON ``kind_version``; per minor ``kind node image: ...``, JSON ``node_images``)."""
+
+    tool: str
+    """The tool it makes clusters with ("kind")."""
+    version: str
+    """That tool's version ("v0.33.0")."""
+    node_images: NodeImages
+    build_hint: str
+    """The command that makes a minor's missing node image, ``{minor}`` filled in by ``ktest versions``."""
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """One backend: its name, what it offers, and where its parts live."""
@@ -131,6 +160,7 @@ class BackendSpec:
     up: str | None = None
     down: str | None = None
     status: str | None = None
+    versions: str | None = None
     settings: str | None = None
     describe: str | None = None
     ci_steps: str | None = None

@@ -15,7 +15,7 @@ working. Names are imported on first use, so registering a backend imports nothi
 
 * registering: :class:`BackendSpec` and what its parts return or hold: :class:`LogExport`
   (``diagnostics``), :class:`ForeignOption` (``foreign_options``), :class:`CiContext` and
-  :class:`CiSteps` (``ci_steps``);
+  :class:`CiSteps` (``ci_steps``), :class:`BackendVersions` (``versions``);
 * settings: the row builders :func:`setting` and :func:`flag` (a ``settings`` part is a tuple of
   :class:`Spec`), the value parsers they take, :class:`Settings` (what ``open``, ``check`` and
   ``preflight`` receive), :func:`settings_from_env` and :func:`add_setting_option` (a backend's
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ktest.assets.progress import Progress as Progress
     from ktest.assets.sources import BinarySource as BinarySource
     from ktest.backend_registry import BackendSpec as BackendSpec
+    from ktest.backend_registry import BackendVersions as BackendVersions
     from ktest.backend_registry import CiContext as CiContext
     from ktest.backend_registry import CiSteps as CiSteps
     from ktest.backend_registry import ForeignOption as ForeignOption
@@ -66,7 +67,9 @@ if TYPE_CHECKING:
     from ktest.sessions.backend import ClusterShare as ClusterShare
 
 _NAMES_BY_MODULE = {
-    "ktest.backend_registry": ("BackendSpec", "CiContext", "CiSteps", "ForeignOption", "LogExport"),
+    "ktest.backend_registry": (
+        "BackendSpec", "BackendVersions", "CiContext", "CiSteps", "ForeignOption", "LogExport",
+    ),
     "ktest.config_values": (
         "Source", "Spec", "flag", "parse_bool", "parse_choice", "parse_image_reference", "parse_path",
         "parse_paths", "parse_seconds", "parse_text", "setting",

@@ -168,11 +168,11 @@ PUBLIC: dict[str, tuple[str, ...]] = {
     "ktest.backends": ("open_backend", "open_session"),
     # The door for backend and binary-source authors (docs/architecture.md, "Backends are plug-ins").
     "ktest.extension": (
-        "AttachedBackend", "Backend", "BackendSpec", "BinarySource", "CiContext", "CiSteps", "ClusterShare",
-        "ConfigError", "ForeignOption", "Holder", "JanitorHandle", "LogExport", "Progress", "Settings",
-        "Source", "Spec", "add_setting_option", "flag", "held_directory", "parse_bool", "parse_choice",
-        "parse_image_reference", "parse_path", "parse_paths", "parse_seconds", "parse_text", "setting",
-        "settings_from_env",
+        "AttachedBackend", "Backend", "BackendSpec", "BackendVersions", "BinarySource", "CiContext",
+        "CiSteps", "ClusterShare", "ConfigError", "ForeignOption", "Holder", "JanitorHandle", "LogExport",
+        "Progress", "Settings", "Source", "Spec", "add_setting_option", "flag", "held_directory",
+        "parse_bool", "parse_choice", "parse_image_reference", "parse_path", "parse_paths", "parse_seconds",
+        "parse_text", "setting", "settings_from_env",
     ),
     # ktest's own control plane as a backend, for a backend that runs it under its own name.
     "ktest.backends.bare.backend": ("BareBackend", "share_of"),

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Draw ktest's house: rooms (a package under ktest/ or a top-level module), the import arrows
+"""Draw ktest's house: rooms (a package under ktest/, a top-level module, or a sub-package named in
+SUB_ROOMS), the import arrows
 between them (read from the source, so imports inside functions and under TYPE_CHECKING count),
 import circles, and the arrows that run up from a lower floor to a higher one.
 
@@ -22,7 +23,7 @@ KTEST = Path(__file__).resolve().parents[1] / "ktest"
 
 FLOORS: list[list[str]] = [
     ["public_api", "lazy", "errors", "controller_names", "backend_registry", "addon_registry", "api_error",
-     "context", "kind"],
+     "context"],
     ["base"],
     ["run_context", "assets"],
     ["controlplane", "cluster"],
@@ -35,7 +36,7 @@ FLOORS: list[list[str]] = [
     ["backends"],
     ["plugin", "cli"],
     # The add-on wing: above the whole core, which reaches it by name only (ktest/addon_registry.py).
-    ["webhooks", "nodes", "crd_versions"],
+    ["webhooks", "nodes", "crd_versions", "backends.kind", "kind"],
     ["timeline", "plane_upgrade", "operator_upgrade", "rbac_audit", "replicas"],
     ["__init__", "__main__"],
 ]
@@ -50,6 +51,8 @@ ADD_ON_WING: dict[str, str] = {
     "replicas": "operator replicas and leader election",
     "operator_upgrade": "an operator's own upgrade",
     "rbac_audit": "RBAC derived from the session's requests",
+    "backends.kind": "the kind backend, a plug-in registered through ktest.extension",
+    "kind": "0.1.0's places of the kind backend's public names",
 }
 """The add-on wing: packages of features on top of the core. The core (every other module) never
 imports them; it reaches their parts by name through ``ktest/addon_registry.py``."""
@@ -59,23 +62,25 @@ COUNTED_APART = ("nodes", "replicas", "operator_upgrade", "rbac_audit")
 
 SEAMS: frozenset[str] = frozenset({
     "assertions.changes", "assertions.objects", "assertions.quiescence", "assertions.traffic",
-    "assets.bundle", "assets.minors", "assets.probe", "assets.progress", "assets.selectors",
-    "assets.sources", "assets.store",
-    "backend_registry",
-    "base.bounded", "base.certs", "base.closing", "base.connection_cap", "base.holders",
+    "assets", "assets.bundle", "assets.gotool", "assets.minors", "assets.probe", "assets.progress",
+    "assets.selectors", "assets.sources", "assets.store", "assets.versions",
+    "backend_registry", "backends.state",
+    "base.bounded", "base.certs", "base.closing", "base.connection_cap", "base.holders", "base.janitor",
     "base.janitor_client", "base.ports", "base.process", "base.procfs",
     "cluster", "cluster.client", "cluster.cluster", "cluster.crds", "cluster.manifests", "cluster.refs",
     "cluster.rest",
-    "config",
+    "config", "config_values",
     "controlplane", "controlplane.apiserver", "controlplane.binaries", "controlplane.controller_manager",
     "controlplane.plane", "controlplane.upgrade_report",
     "errors", "errors.api",
+    "extension",
     "lazy",
     "operators", "operators.inprocess", "operators.kopf.runner", "operators.logs", "operators.operator",
     "operators.process_runner", "operators.rbac",
     "plugin.artifacts", "plugin.session",
     "proxy", "proxy.api_request", "proxy.operator_proxy", "proxy.traffic",
     "run_context",
+    "sessions.attached", "sessions.backend", "sessions.users",
     "wait", "wait.match", "wait.report", "wait.run",
 })
 """The core modules (``ktest.`` left off) the add-on wing may import: its declared seams. An add-on
@@ -88,13 +93,23 @@ FRONT = ("ktest", "ktest.assertions", "ktest.assertions.aio", "ktest.cluster")
 imports are the one kind of core -> add-on arrow allowed."""
 
 
+SUB_ROOMS = ("backends.kind",)
+"""Sub-packages that are rooms of their own: the built-in backends are plug-ins in ``backends/``,
+and kind's belongs to the add-on wing while the rest of ``backends`` is core."""
+
+
 def room_of(module: str) -> str | None:
-    """``ktest.cluster.rest`` -> ``cluster``; ``ktest`` -> ``__init__``; outside ktest -> None."""
+    """``ktest.cluster.rest`` -> ``cluster``; ``ktest.backends.kind.recipe`` -> ``backends.kind``
+    (SUB_ROOMS); ``ktest`` -> ``__init__``; outside ktest -> None."""
     if module == "ktest":
         return "__init__"
     if not module.startswith("ktest."):
         return None
-    return module.split(".")[1]
+    inside = module.removeprefix("ktest.")
+    for room in SUB_ROOMS:
+        if inside == room or inside.startswith(f"{room}."):
+            return room
+    return inside.split(".")[0]
 
 
 def module_name(path: Path, root: Path = KTEST) -> str:
@@ -172,12 +187,14 @@ def arrows(root: Path = KTEST) -> dict[tuple[str, str], list[str]]:
 
 
 def _exists(room: str) -> bool:
-    return (KTEST / room).is_dir() or (KTEST / f"{room}.py").exists() or room == "__init__"
+    folder = KTEST.joinpath(*room.split("."))
+    return folder.is_dir() or folder.with_suffix(".py").exists() or room == "__init__"
 
 
 def rooms(root: Path = KTEST) -> list[str]:
     found = [p.name for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
     found += [p.stem for p in root.glob("*.py")]
+    found += [room for room in SUB_ROOMS if (root.joinpath(*room.split(".")) / "__init__.py").exists()]
     return sorted(found)
 
 

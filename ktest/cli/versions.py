@@ -2,7 +2,8 @@
 supports, and for each minor what this machine has and how it would get the rest.
 
 Per supported minor (ktest/assets/minors.py): the etcd its kubeadm runs, the patch it resolves
-to, the binaries installed here, the kind node images the Docker engine holds, and how
+to, the binaries installed here, the node images each backend reports (kind's: those the Docker
+engine holds; a backend's ``versions`` part, ktest/backend_registry.py), and how
 ``ktest binaries install`` would obtain it (reuse, envtest download, Go build from the module
 proxy, or not here and why). The supported minors and the default come from ktest itself (no
 network), so a CI workflow can build its matrix from ``--json`` (``fromJSON``). Patch releases
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from ktest.assets.gotool import GoTool
     from ktest.assets.sources import BinarySource
     from ktest.assets.versions import KnownVersions
-    from ktest.backends.kind.node_images import NodeImageInventory
+    from ktest.backend_registry import BackendVersions
 
 
 def register(subparsers: Any) -> None:
@@ -73,14 +74,7 @@ class MinorStatus:
     node_images_unknown: str  # why node images could not be looked for ("" when they could)
     obtain: str  # "installed", "download", "build" or "none"
     obtain_detail: str
-
-    @property
-    def node_image_text(self) -> str:
-        if self.node_images_unknown:
-            return self.node_images_unknown
-        if self.node_images:
-            return ", ".join(self.node_images)
-        return f"none (`ktest kind build-image --k8s-version {self.minor}`)"
+    node_image_lines: list[str] = field(default_factory=list)  # "kind node image: ..." per backend
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -106,19 +100,30 @@ class VersionReport:
     default: str
     older: str
     supported: list[str]
-    kind_version: str
+    backend_versions: dict[str, BackendVersions] = field(default_factory=dict)
     resolved: dict[str, str | None] = field(default_factory=dict)
     minors: list[MinorStatus] = field(default_factory=list)
     sources: str = ""
 
     def as_json(self) -> dict[str, Any]:
-        """Every field but ``sources``, with each minor's own JSON and the backends a matrix can use."""
-        fields = {name: value for name, value in vars(self).items() if name != "sources"}
+        """The versions, each backend's tool version as ``<backend>_version``, each minor's own
+        JSON and the backends a matrix can use."""
         return {
-            **fields,
+            "ktest_version": self.ktest_version,
+            "default": self.default,
+            "older": self.older,
+            "supported": self.supported,
+            **{f"{name}_version": part.version for name, part in self.backend_versions.items()},
+            "resolved": self.resolved,
             "minors": [status.as_json() for status in self.minors],
             "backends": list(registry.names("creates_cluster")),
         }
+
+    def header(self) -> str:
+        """``ktest 0.2.0; kind backend uses kind v0.33.0``."""
+        tools = [f"; {name} backend uses {part.tool} {part.version}"
+                 for name, part in self.backend_versions.items()]
+        return f"ktest {self.ktest_version}{''.join(tools)}"
 
 
 def check_selector(text: str, supported: list[str]) -> str:
@@ -201,15 +206,29 @@ def _build_plan(minor: str, means: Means) -> tuple[str, str]:
     )
 
 
-def build_report(
-    selectors: list[str] | None, *, remote: bool, node_images: NodeImageInventory | None = None
-) -> VersionReport:
+def node_image_facts(minor: str, parts: dict[str, BackendVersions]) -> tuple[list[str], str, list[str]]:
+    """The node images of ``minor`` every backend reports, why some could not be looked for ("" if
+    all could), and one line per backend (``kind node image: none (`ktest kind build-image ...`)``)."""
+    images: list[str] = []
+    unknown: list[str] = []
+    lines: list[str] = []
+    for name, part in parts.items():
+        found = part.node_images.for_minor(minor)
+        images += found
+        if part.node_images.unknown:
+            unknown.append(part.node_images.unknown)
+        missing = f"none (`{part.build_hint.format(minor=minor)}`)"
+        text = part.node_images.unknown or ", ".join(found) or missing
+        lines.append(f"{name} node image: {text}")
+    return images, "; ".join(unknown), lines
+
+
+def build_report(selectors: list[str] | None, *, remote: bool) -> VersionReport:
     """Supported/default versions, the patch each selector resolves to (None when unknown) and
-    each minor's status here. ``node_images`` None asks the Docker engine."""
+    each minor's status here, with each backend's ``versions`` part (kind's asks the Docker engine)."""
     from ktest.assets import download, sources, store, versions
     from ktest.assets.gotool import find_go
     from ktest.assets.progress import as_progress
-    from ktest.backends.kind import recipe
     from ktest.public_api import VERSION
 
     supported = minors.supported_minors()
@@ -239,10 +258,7 @@ def build_report(
             # "latest" means the newest supported minor, not whatever the proxy lists first.
             newest_supported = parse_selector(check_selector(text, supported))
             resolved[text] = newest_supported.newest_match(candidates)
-    if node_images is None:
-        from ktest.backends.kind.node_images import node_image_inventory
-
-        node_images = node_image_inventory()
+    parts = {spec.name: part() for spec, part in registry.parts("versions")}
     installed_here = known.by_source.get("installed", [])
     means = Means(known, remote, settings.enabled, sources.binary_sources(), go)
     statuses = []
@@ -251,6 +267,7 @@ def build_report(
         installed.sort(key=KubeVersion.parse, reverse=True)
         way, detail = how_obtained(minor, installed, means)
         role = {minors.DEFAULT_MINOR: "default", minors.OLDER_MINOR: "older"}.get(minor, "")
+        images, unknown, lines = node_image_facts(minor, parts)
         statuses.append(
             MinorStatus(
                 minor=minor,
@@ -258,10 +275,11 @@ def build_report(
                 etcd=minors.facts(minor).etcd,
                 patch=parse_selector(minor).newest_match(candidates),
                 installed=installed,
-                node_images=node_images.for_minor(minor),
-                node_images_unknown=node_images.unknown,
+                node_images=images,
+                node_images_unknown=unknown,
                 obtain=way,
                 obtain_detail=detail,
+                node_image_lines=lines,
             )
         )
     return VersionReport(
@@ -269,7 +287,7 @@ def build_report(
         default=minors.DEFAULT_MINOR,
         older=minors.OLDER_MINOR,
         supported=supported,
-        kind_version=recipe.KIND_VERSION,
+        backend_versions=parts,
         resolved=resolved,
         minors=statuses,
         sources=known.describe(),
@@ -282,7 +300,7 @@ def _versions(args: argparse.Namespace) -> int:
         json.dump(report.as_json(), sys.stdout, indent=1)
         print()
         return 0
-    print(f"ktest {report.ktest_version}; kind backend uses kind {report.kind_version}")
+    print(report.header())
     print(
         f"supported Kubernetes minors: {', '.join(report.supported)} "
         f"(default {report.default}; CI also tests {report.older})"
@@ -291,7 +309,8 @@ def _versions(args: argparse.Namespace) -> int:
         role = f" ({status.role})" if status.role else ""
         print(f"{status.minor}{role}: supported; etcd {status.etcd}; patch {status.patch or 'unknown here'}")
         print(f"  installed here: {', '.join(status.installed) or 'no'}")
-        print(f"  kind node image: {status.node_image_text}")
+        for line in status.node_image_lines:
+            print(f"  {line}")
         print(f"  obtained by: {status.obtain_detail}")
     for selector, patch in report.resolved.items():
         if selector in report.supported:

@@ -7,14 +7,17 @@ not, downloads on or off, a Docker engine address that answers or not."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
+from ktest import backend_registry as registry
 from ktest.assets.store import host_arch
 from ktest.backends.kind import recipe
 from ktest.cli.main import main
+from ktest.extension import BackendSpec, BackendVersions
 
 
 def test_json_lists_supported_default_and_backends(capsys: pytest.CaptureFixture[str]) -> None:
@@ -151,3 +154,46 @@ def test_with_resolve_an_unreachable_envtest_index_is_named(
     assert row["obtain"] == "none"
     assert "the envtest index is unreachable (" in row["obtain_detail"]
     assert f"127.0.0.1:{closed_port}" in row["obtain_detail"]
+
+
+@dataclass(frozen=True)
+class HeldImages:
+    """Another backend's node images on this machine: one for 1.36."""
+
+    unknown: str = ""
+
+    def for_minor(self, minor: str) -> list[str]:
+        return [f"example.com/mine-node:v{minor}.1"] if minor == "1.36" else []
+
+
+def mine_versions() -> BackendVersions:
+    return BackendVersions("minectl", "v9.9.9", HeldImages(), "minectl build-image {minor}")
+
+
+def open_mine(settings: Any, notes: list[str]) -> NoReturn:
+    raise AssertionError("ktest versions opens no backend")
+
+
+def test_each_backends_versions_part_is_its_part_of_the_report(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What ``ktest versions`` says of a backend (its tool's version, its node images per minor)
+    comes from the backend's ``versions`` part, kind's and another package's alike."""
+    mine = BackendSpec(
+        "mine", "a test backend", open=f"{__name__}:open_mine", versions=f"{__name__}:mine_versions"
+    )
+    built_in = registry.backends()
+    monkeypatch.setattr(registry, "backends", lambda: {**built_in, "mine": mine})
+    assert main(["versions", "--k8s-version", "1.36", "--k8s-version", "1.35"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("ktest ")
+    assert f"; kind backend uses kind {recipe.KIND_VERSION}; mine backend uses minectl v9.9.9\n" in text
+    assert (
+        "  kind node image: unknown (no Docker engine)\n"
+        "  mine node image: example.com/mine-node:v1.36.1\n"
+    ) in text
+    assert "  mine node image: none (`minectl build-image 1.35`)\n" in text
+    assert main(["versions", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["kind_version"], report["mine_version"]) == (recipe.KIND_VERSION, "v9.9.9")
+    assert report["minors"][1]["node_images_note"] == "unknown (no Docker engine)"

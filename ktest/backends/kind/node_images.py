@@ -1,4 +1,5 @@
-"""Which kind node images the Docker engine holds, per Kubernetes version (for ``ktest versions``).
+"""Which kind node images the Docker engine holds, per Kubernetes version: backend kind's
+``versions`` part (what ``ktest versions`` says of kind).
 
 Both kinds count: ktest's own (``ktest/kind-node:v<version>``, from ``ktest kind build-image``)
 and kind's official ``kindest/node:v<version>``. Without a reachable engine the answer is
@@ -10,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ktest.backends.kind.node_choice import OFFICIAL_REPOSITORY
-from ktest.backends.kind.recipe import NODE_IMAGE_REPOSITORY
+from ktest.backends.kind.recipe import KIND_VERSION, NODE_IMAGE_REPOSITORY
 from ktest.errors import KtestError
+from ktest.extension import BackendVersions
 
 
 @dataclass(frozen=True)
@@ -69,3 +71,13 @@ def node_image_inventory() -> NodeImageInventory:
     finally:
         client.close()
     return NodeImageInventory(by_version=by_version)
+
+
+def versions() -> BackendVersions:
+    """Backend kind's part of ``ktest versions``: kind's version and the node images held here."""
+    return BackendVersions(
+        tool="kind",
+        version=KIND_VERSION,
+        node_images=node_image_inventory(),
+        build_hint="ktest kind build-image --k8s-version {minor}",
+    )

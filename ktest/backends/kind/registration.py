@@ -21,6 +21,7 @@ SPEC = BackendSpec(
     up="ktest.backends.kind.cli:up_from_args",
     down="ktest.backends.kind.cli:down_from_args",
     status="ktest.backends.kind.cli:status_lines",
+    versions="ktest.backends.kind.node_images:versions",
     settings="ktest.backends.kind.settings:ROWS",
     describe="ktest.backends.kind.settings:describe",
     on_death="ktest.backends.kind.on_death:command",
