@@ -23,3 +23,14 @@ def test_each_folder_prefixes_all_its_test_files_or_none() -> None:
         f"folders whose test files are partly prefixed with the folder's name (folder: the unprefixed "
         f"ones): {mixed}; rename so that all carry the prefix or none does (whichever renames fewer)"
     )
+
+
+def test_no_two_test_files_share_a_name() -> None:
+    """Test folders have no ``__init__.py``: pytest imports each test file by its base name, so two
+    files of one name (say tests/proxy/test_faults.py and examples/test_faults.py) stop the whole
+    run at collection with "import file mismatch"."""
+    seen: dict[str, list[str]] = {}
+    for path in [*TESTS.rglob("test_*.py"), *(TESTS.parent / "examples").rglob("test_*.py")]:
+        seen.setdefault(path.name, []).append(str(path.relative_to(TESTS.parent)))
+    shared = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not shared, f"test files sharing a name (rename one): {shared}"

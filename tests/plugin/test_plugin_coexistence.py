@@ -37,7 +37,7 @@ def test_ktest_runs_with_pytest_kubernetes_and_pytest_kind(pytester: pytest.Pyte
     assert listing.ret == pytest.ExitCode.OK
     listing.stdout.re_match_lines([r"^kind_cluster \[session scope\] -- .*pytest_kind/plugin.py"])
     listing.stdout.re_match_lines([r"^k8s -- .*pytest_kubernetes/plugin.py"])
-    listing.stdout.re_match_lines([r"^cluster \[session scope\] -- .*ktest/plugin/plugin.py"])
+    listing.stdout.re_match_lines([r"^cluster \[session scope\] -- .*ktest/plugin/fixtures.py"])
 
 
 def test_the_old_spelling_is_not_ktest_s(pytester: pytest.Pytester, inner_env: dict) -> None:
