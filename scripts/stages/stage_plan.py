@@ -59,7 +59,7 @@ class Job:
 class Settings:
     bin: str
     make: str = "make"
-    workers: str = "2"
+    workers: str = "4"
     older_version: str = "1.36"
     version_args: tuple[str, ...] = ()
     pytest_args: tuple[str, ...] = ()
@@ -70,7 +70,7 @@ class Settings:
         return cls(
             bin=env["BIN"],
             make=env.get("MAKE") or "make",
-            workers=env.get("TEST_WORKERS") or "2",
+            workers=env.get("TEST_WORKERS") or "4",
             older_version=env["OLDER_K8S_VERSION"],
             version_args=tuple(shlex.split(env.get("VERSION_ARGS", ""))),
             pytest_args=tuple(shlex.split(env.get("PYTEST_ARGS", ""))),
@@ -154,9 +154,10 @@ def plan(settings: Settings) -> list[Job]:
             pytest_args=extra, skips_allowed=4,  # the demo suite's tests for the bare backend alone
             why="the kind backend, the parity set and the demo suite on one shared cluster, beside the bare "
                 "suite (its tests mostly wait on the cluster)"),
-        Job("floors", (*make, "test-floors", older), after=("bare",), niceness=5, junit=True,
-            pytest_args=extra, why="the dependency floors on the tests that exercise dependency behaviour"),
+        Job("floors", (*make, "test-floors", older), after=("kind",), niceness=5, junit=True,
+            pytest_args=extra, why="the dependency floors on the tests that exercise dependency behaviour, "
+                                   "beside the bare suite's second half once the kind layer is done"),
         Job("example", (*make, "test-example", older, f"KTEST_DIST_DIR={dist_dir}"),
-            after=("dist", "bare"), niceness=5, junit=True, pytest_args=extra,
-            why="the example project as a user runs it, from the wheel built once"),
+            after=("dist", "kind"), niceness=5, junit=True, pytest_args=extra,
+            why="the example project as a user runs it, from the wheel built once, after the kind layer"),
     ]
