@@ -26,18 +26,9 @@ class WebhookTLS:
         self.serving: KeyPair = self._ca.serving(
             "tls", ["localhost"], self.addresses, common_name="ktest-webhook-server"
         )
-
-    @property
-    def ca_file(self) -> Path:
-        return self._ca.cert_path
-
-    @property
-    def cert_file(self) -> Path:
-        return self.serving.cert_path
-
-    @property
-    def key_file(self) -> Path:
-        return self.serving.key_path
+        self.ca_file: Path = self._ca.cert_path
+        self.cert_file: Path = self.serving.cert_path
+        self.key_file: Path = self.serving.key_path
 
     @property
     def ca_bundle(self) -> str:

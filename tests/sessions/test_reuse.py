@@ -58,7 +58,8 @@ def test_up_attach_twice_then_down(pytester: pytest.Pytester, state: Path) -> No
     assert started.returncode == 0, started.stderr
     record = reuse.read_record(state / "default.json")
     assert record is not None and record.problem() is None
-    assert started.stdout.splitlines() == [record.kubeconfig, f"export KUBECONFIG={record.kubeconfig}"]
+    warm_kubeconfig = record.share.kubeconfig
+    assert started.stdout.splitlines() == [warm_kubeconfig, f"export KUBECONFIG={warm_kubeconfig}"]
     assert "ktest up: started: default: Kubernetes" in started.stderr
 
     again = ktest("up")
@@ -71,12 +72,12 @@ def test_up_attach_twice_then_down(pytester: pytest.Pytester, state: Path) -> No
         result = pytester.runpytest_inprocess("-s", "--ktest-reuse")
         result.assert_outcomes(passed=2)
         (kubeconfig,) = printed(result, "KUBECONFIG ")
-        assert kubeconfig == record.kubeconfig
+        assert kubeconfig == warm_kubeconfig
         result.stdout.fnmatch_lines([f"cluster: warm control plane 'default' (ktest up, pid {record.pid})*"])
         assert record.problem() is None, "the test run must leave the warm control plane running"
 
     status = ktest("status")
-    assert status.stdout.startswith(f"running: default: Kubernetes {record.version}")
+    assert status.stdout.startswith(f"running: default: Kubernetes {record.share.version}")
 
     stopped = ktest("down")
     assert stopped.returncode == 0, stopped.stderr

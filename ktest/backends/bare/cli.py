@@ -63,8 +63,8 @@ def up_bare(args: argparse.Namespace, version: str | None) -> int:
         f"`ktest down{'' if args.name == reuse.DEFAULT_NAME else ' --name ' + args.name}`.",
         file=sys.stderr,
     )
-    print(record.kubeconfig)
-    print(f"export KUBECONFIG={shlex.quote(record.kubeconfig)}")
+    print(record.share.kubeconfig)
+    print(f"export KUBECONFIG={shlex.quote(record.share.kubeconfig)}")
     return 0
 
 

@@ -74,14 +74,6 @@ class UpRecord:
     def fingerprint(self) -> str:
         return fingerprint(self.requested_version, self.controllers, self.nodes)
 
-    @property
-    def kubeconfig(self) -> str:
-        return self.share.kubeconfig
-
-    @property
-    def version(self) -> str:
-        return self.share.version
-
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -142,7 +134,7 @@ class UpRecord:
         from ktest.assets.selectors import parse_selector
 
         return settings.k8s_version == self.requested_version or parse_selector(settings.k8s_version).matches(
-            self.version
+            self.share.version
         )
 
     def summary(self) -> str:
@@ -150,8 +142,9 @@ class UpRecord:
         uptime = _duration(time.time() - self.started_at)
         nodes = f", {self.nodes} simulated nodes" if self.nodes else ""
         return (
-            f"{self.name}: Kubernetes {self.version} at {_server(self.share)}, "
-            f"controllers {controllers}{nodes}, pid {self.pid}, up {uptime}\n  kubeconfig: {self.kubeconfig}"
+            f"{self.name}: Kubernetes {self.share.version} at {_server(self.share)}, "
+            f"controllers {controllers}{nodes}, pid {self.pid}, up {uptime}\n"
+            f"  kubeconfig: {self.share.kubeconfig}"
         )
 
 
