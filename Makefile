@@ -8,9 +8,14 @@ BIN := $(VENV)/bin
 K8S_VERSION ?=
 # The suite also checks that an older minor runs (tests/controlplane/test_versions.py).
 OLDER_K8S_VERSION ?= 1.36
-# ktest's tests and the demo suite on four xdist workers: the tests mostly wait on the control
-# plane (measured on 2 cores: 54% of the CPU busy at -n 2, 85% at -n 4, 0.73x the wall time).
-TEST_WORKERS ?= 4
+# xdist workers. The tests mostly wait on the control plane: on 2 cores a part of the bare suite
+# alone kept the CPU 54% busy at -n 2 and 85% at -n 4 (0.73x the wall time). Beside the other
+# stages of `make test`, -n 4 oversubscribed the machine (each worker holds its own planes), so the
+# bare suite there runs on BARE_WORKERS; `make check` runs alone, on CHECK_WORKERS; the kind layer
+# and the floors on TEST_WORKERS.
+TEST_WORKERS ?= 2
+BARE_WORKERS ?= 3
+CHECK_WORKERS ?= 4
 PYTEST_ARGS ?=
 KTEST := $(BIN)/ktest
 VERSION_FLAG := $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION),)
@@ -54,10 +59,10 @@ binaries-older: venv
 
 # The stages are planned in scripts/stages/stage_plan.py (`scripts/test-stages --plan` prints the plan):
 # the bare suite on the critical path, lint, the sdist and wheel (built once), the older minor's
-# tests and the kind layer's own tests beside it, the kind layer, the floors and the example
-# project after it. It ends with the stage table (wall times, slowest tests, skips against each
+# tests and the kind layer's own tests beside it, then the kind layer, then the floors and the
+# example project, all beside it (nothing waits for the bare suite). It ends with the stage table (wall times, slowest tests, skips against each
 # stage's allowance), kept with each stage's log and JUnit XML in .ktest-stages/.
-STAGES_ENV = BIN=$(BIN) MAKE="$(MAKE)" TEST_WORKERS=$(TEST_WORKERS) OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) \
+STAGES_ENV = BIN=$(BIN) MAKE="$(MAKE)" TEST_WORKERS=$(TEST_WORKERS) BARE_WORKERS=$(BARE_WORKERS) CHECK_WORKERS=$(CHECK_WORKERS) OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) \
 	VERSION_ARGS="$(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),)" PYTEST_ARGS="$(PYTEST_ARGS)"
 test: venv lint-workflows docker-engine browser
 	$(STAGES_ENV) scripts/test-stages

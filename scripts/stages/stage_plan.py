@@ -59,7 +59,8 @@ class Job:
 class Settings:
     bin: str
     make: str = "make"
-    workers: str = "4"
+    bare_workers: str = "3"
+    check_workers: str = "4"
     older_version: str = "1.36"
     version_args: tuple[str, ...] = ()
     pytest_args: tuple[str, ...] = ()
@@ -70,7 +71,8 @@ class Settings:
         return cls(
             bin=env["BIN"],
             make=env.get("MAKE") or "make",
-            workers=env.get("TEST_WORKERS") or "4",
+            bare_workers=env.get("BARE_WORKERS") or "3",
+            check_workers=env.get("CHECK_WORKERS") or "4",
             older_version=env["OLDER_K8S_VERSION"],
             version_args=tuple(shlex.split(env.get("VERSION_ARGS", ""))),
             pytest_args=tuple(shlex.split(env.get("PYTEST_ARGS", ""))),
@@ -108,7 +110,7 @@ def check_plan(settings: Settings) -> list[Job]:
     pytest = (f"{settings.bin}/python", "-m", "pytest", *settings.version_args)
     return [
         Job("lint", (settings.make, "--no-print-directory", "lint"), niceness=5, why="ruff and mypy"),
-        Job("bare-quick", (*pytest, "-n", settings.workers, "--dist", "loadgroup", "-m", "not slow",
+        Job("bare-quick", (*pytest, "-n", settings.check_workers, "--dist", "loadgroup", "-m", "not slow",
                            *BARE_SUITE, *ignoring(OLDER_TESTS + LINT_TESTS)),
             junit=True, pytest_args=settings.pytest_args, stream=True, skips_allowed=2,
             why="the bare suite without the tests marked slow"),
@@ -120,7 +122,7 @@ def plan(settings: Settings) -> list[Job]:
     make = (settings.make, "--no-print-directory")
     older = f"OLDER_K8S_VERSION={settings.older_version}"
     pytest = (python, "-m", "pytest", *settings.version_args)
-    xdist = ("-n", settings.workers, "--dist", "loadgroup")
+    xdist = ("-n", settings.bare_workers, "--dist", "loadgroup")
     dist_dir = f"{settings.out}/dist"
     extra = settings.pytest_args
     return [

@@ -28,8 +28,8 @@ SCRIPT = REPO / "scripts" / "test-stages"
 ENV = {"BIN": ".venv/bin", "MAKE": "make", "OLDER_K8S_VERSION": "1.36", "TEST_WORKERS": "2"}
 
 
-def _plan(*args: str) -> dict[str, dict]:
-    printed = subprocess.run([str(SCRIPT), *args, "--plan"], env={**os.environ, **ENV}, cwd=REPO,
+def _plan(*args: str, **env: str) -> dict[str, dict]:
+    printed = subprocess.run([str(SCRIPT), *args, "--plan"], env={**os.environ, **ENV, **env}, cwd=REPO,
                              capture_output=True, text=True, check=True).stdout
     return {job["name"]: job for job in json.loads(printed)}
 
@@ -114,6 +114,17 @@ def test_make_check_is_lint_and_the_bare_suite_without_slow_tests() -> None:
     assert quick[quick.index("not slow") - 1] == "-m"
     same_files = [arg for arg in full["bare"]["command"] if arg.startswith(("--ignore", "--deselect"))]
     assert [arg for arg in quick if arg.startswith(("--ignore", "--deselect"))] == same_files
+
+
+def test_the_bare_suite_and_make_check_run_on_their_own_worker_counts() -> None:
+    def workers(command: list[str]) -> str:
+        return command[command.index("-n") + 1]
+
+    # Beside the other stages the bare suite takes 3 workers; make check, alone, 4 (the Makefile's).
+    assert workers(_plan()["bare"]["command"]) == "3"
+    assert workers(_plan("--check")["bare-quick"]["command"]) == "4"
+    assert workers(_plan(BARE_WORKERS="5")["bare"]["command"]) == "5"
+    assert workers(_plan("--check", CHECK_WORKERS="6")["bare-quick"]["command"]) == "6"
 
 
 def _job(name: str, code: str, **fields: object) -> Job:
