@@ -165,11 +165,28 @@ SLOW_MODULES = frozenset({
 })
 
 
+# Session planes with a folder's own settings are started by each xdist worker that runs one of
+# their tests, and then idle there until the session ends. Their tests go to one worker instead
+# (--dist loadgroup): one start a run, one idle plane. (path prefix, fixture or None: every
+# test there, group)
+PLANE_GROUPS = (
+    ("tests/hardening/", "plane", "hardening-plane"),
+    ("tests/controlplane/", "shared_plane", "controlplane-audit-plane"),
+    ("tests/nodes/", "nodes_plane", "nodes-plane"),
+    ("tests/docs/test_docs_examples.py", None, "docs-warm-plane"),
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = config.rootpath
     for item in items:
         module = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        fixtures = set(getattr(item, "fixturenames", ()))
         listed = module in SLOW_MODULES or any(module.startswith(folder) for folder in SLOW_MODULES
                                                 if folder.endswith("/"))
-        if listed or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if listed or SLOW_FIXTURES & fixtures:
             item.add_marker(pytest.mark.slow)
+        group = next((name for prefix, fixture, name in PLANE_GROUPS
+                      if module.startswith(prefix) and (fixture is None or fixture in fixtures)), None)
+        if group and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))

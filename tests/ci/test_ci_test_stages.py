@@ -120,8 +120,8 @@ def test_the_bare_suite_and_make_check_run_on_their_own_worker_counts() -> None:
     def workers(command: list[str]) -> str:
         return command[command.index("-n") + 1]
 
-    # Beside the other stages the bare suite takes 3 workers; make check, alone, 4 (the Makefile's).
-    assert workers(_plan()["bare"]["command"]) == "3"
+    # Beside the other stages the bare suite takes 2 workers; make check, alone, 4 (the Makefile's).
+    assert workers(_plan()["bare"]["command"]) == "2"
     assert workers(_plan("--check")["bare-quick"]["command"]) == "4"
     assert workers(_plan(BARE_WORKERS="5")["bare"]["command"]) == "5"
     assert workers(_plan("--check", CHECK_WORKERS="6")["bare-quick"]["command"]) == "6"
