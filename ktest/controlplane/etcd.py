@@ -85,7 +85,7 @@ def etcd_process(
         # A lone member fast-forwards all but one election tick and then waits a random part of
         # the election timeout (default 1 s) before it elects itself: at 500 ms that stays hidden
         # behind the API server's own start. Each heartbeat tick costs CPU even without peers:
-        # at 10 ms an idle etcd used 2.4% of a core, at 100 ms 0.6% (bench/idle_plane.py).
+        # at 10 ms an idle etcd used 2.3% of a core, at 100 ms 0.7% (bench/idle_plane.py).
         command += [f"--heartbeat-interval={HEARTBEAT_MS}", f"--election-timeout={ELECTION_TIMEOUT_MS}"]
     if known.accepts("unsafe-no-fsync"):
         # Test data is disposable: skipping fsync makes every write much cheaper.
