@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Mapping
 from pathlib import Path
 
 from ktest.base.procfs import process_alive
+from ktest.wait import eventually
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -41,6 +43,27 @@ def descendants(root: int) -> dict[int, tuple[str, str]]:
             found[child] = info[child]
             stack.append(child)
     return found
+
+
+def wait_until_all_gone(
+    components: Mapping[int, str | None],
+    directory: Path,
+    owned: Mapping[int, str | None],
+    what: str = "the components",
+) -> None:
+    """After an owner died: its ``components`` (pid -> start time) exit, ``directory`` is removed,
+    and then every process it ``owned`` exits (its janitor too, once that has cleaned up)."""
+    eventually(
+        lambda: not any(process_alive(pid, start) for pid, start in components.items()),
+        timeout=20,
+        description=f"{what} to die with their owner",
+    )
+    eventually(lambda: not directory.exists(), timeout=20, description=f"{directory} to be removed")
+    eventually(
+        lambda: not any(process_alive(pid, start) for pid, start in owned.items()),
+        timeout=20,
+        description="every descendant of the owner (the janitor too) to exit",
+    )
 
 
 def live_processes_using(directory: Path) -> list[tuple[int, str]]:

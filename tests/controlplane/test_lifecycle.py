@@ -16,13 +16,12 @@ from typing import Any
 import kubernetes
 import pytest
 from controlplane_helpers import client_for
-from processes import descendants, live_processes_using
+from processes import descendants, live_processes_using, wait_until_all_gone
 
 from ktest.assets.bundle import Assets
 from ktest.base.procfs import process_alive
 from ktest.controlplane import ControlPlane
 from ktest.errors import ControlPlaneError
-from ktest.wait import eventually
 
 HERE = Path(__file__).parent
 
@@ -98,18 +97,7 @@ def test_owner_death_leaves_nothing(assets: Assets, ending: str) -> None:
             child.stdin.flush()
         child.wait(30)
 
-        eventually(
-            lambda: not any(process_alive(p, s) for p, s in components.items()),
-            timeout=20,
-            description="the components to die with their owner",
-        )
-        eventually(lambda: not directory.exists(), timeout=20, description=f"{directory} to be removed")
-        # The janitor too is gone once it has cleaned up.
-        eventually(
-            lambda: not any(process_alive(p, s) for p, (_, s) in tree.items()),
-            timeout=20,
-            description="every descendant of the owner to exit",
-        )
+        wait_until_all_gone(components, directory, {pid: start for pid, (_, start) in tree.items()})
         assert live_processes_using(directory) == []
         if forked:  # cleanup did not wait for the forked child, which still runs
             assert process_alive(forked)

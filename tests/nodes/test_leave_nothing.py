@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from processes import descendants, live_processes_using
+from processes import descendants, live_processes_using, wait_until_all_gone
 
 from ktest.assets import Assets
 from ktest.base.procfs import process_alive
-from ktest.wait import eventually
 
 HERE = Path(__file__).parent
 
@@ -45,17 +44,7 @@ def test_kill_9_of_a_plane_with_nodes_takes_the_scheduler_and_kwok_with_it(k8s_a
         os.kill(child.pid, signal.SIGKILL)
         child.wait(30)
 
-        eventually(
-            lambda: not any(process_alive(pid, start) for pid, start in simulators.items()),
-            timeout=20,
-            description="kube-scheduler and kwok to die with their owner",
-        )
-        eventually(lambda: not directory.exists(), timeout=20, description=f"{directory} to be removed")
-        eventually(
-            lambda: not any(process_alive(pid, start) for pid, start in started.items()),
-            timeout=20,
-            description="every descendant of the owner (the janitor too) to exit",
-        )
+        wait_until_all_gone(simulators, directory, started, what="kube-scheduler and kwok")
         assert live_processes_using(directory) == []
     finally:
         if child.poll() is None:
