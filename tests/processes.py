@@ -4,10 +4,14 @@ ktest's own answer: :func:`ktest.base.procfs.process_alive`."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
-from collections.abc import Mapping
+import subprocess
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ktest.base.procfs import process_alive
 from ktest.wait import eventually
@@ -43,6 +47,25 @@ def descendants(root: int) -> dict[int, tuple[str, str]]:
             found[child] = info[child]
             stack.append(child)
     return found
+
+
+@contextmanager
+def reporting_child(command: list[str], what: str) -> Iterator[tuple[subprocess.Popen[str], dict[str, Any]]]:
+    """Run a child script that prints one JSON line once it is up: yields the child and that
+    report, and kills the child on the way out if it still runs. A child that ends without
+    reporting fails the test with ``what`` and its stderr."""
+    child = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        line = child.stdout.readline() if child.stdout else ""
+        if not line:
+            raise AssertionError(f"{what}:\n{child.stderr.read() if child.stderr else ''}")
+        yield child, json.loads(line)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
 
 
 def wait_until_all_gone(

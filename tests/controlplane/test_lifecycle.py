@@ -4,10 +4,8 @@ data; several control planes run side by side."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -16,7 +14,7 @@ from typing import Any
 import kubernetes
 import pytest
 from controlplane_helpers import client_for
-from processes import descendants, live_processes_using, wait_until_all_gone
+from processes import descendants, live_processes_using, reporting_child, wait_until_all_gone
 
 from ktest.assets.bundle import Assets
 from ktest.base.procfs import process_alive
@@ -59,54 +57,43 @@ def test_exception_in_with_body_stops_everything(assets: Assets) -> None:
 def test_owner_death_leaves_nothing(assets: Assets, ending: str) -> None:
     """kill -9 of the Python process that started a plane (from a thread that has
     since ended) takes its components and its directory with it."""
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            str(HERE / "child_plane.py"),
-            str(assets.directory),
-            "garbagecollector,namespace",
-            "exit" if ending == "exit without stop" else "wait",
-            "fork" if "forked" in ending else "",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    report: dict[str, Any] = {}
-    try:
-        line = child.stdout.readline() if child.stdout else ""
-        if not line:
-            raise AssertionError(f"child failed to start a control plane:\n{child.stderr.read()}")
-        report = json.loads(line)
-        directory = Path(report["directory"])
-        forked = report.get("forked")
-        tree = {pid: info for pid, info in descendants(child.pid).items() if pid != forked}
-        components = {pid: start for pid, (name, start) in tree.items() if name.startswith(("etcd", "kube-"))}
-        # etcd, kube-apiserver, kube-controller-manager, still up although the
-        # thread that started them has ended.
-        assert set(report["pids"].values()) == set(components), tree
-        assert len(components) == 3
-        assert directory.is_dir()
+    command = [
+        sys.executable,
+        str(HERE / "child_plane.py"),
+        str(assets.directory),
+        "garbagecollector,namespace",
+        "exit" if ending == "exit without stop" else "wait",
+        "fork" if "forked" in ending else "",
+    ]
+    with reporting_child(command, "child failed to start a control plane") as (child, report):
+        try:
+            directory = Path(report["directory"])
+            forked = report.get("forked")
+            tree = {pid: info for pid, info in descendants(child.pid).items() if pid != forked}
+            components = {
+                pid: start for pid, (name, start) in tree.items() if name.startswith(("etcd", "kube-"))
+            }
+            # etcd, kube-apiserver, kube-controller-manager, still up although the
+            # thread that started them has ended.
+            assert set(report["pids"].values()) == set(components), tree
+            assert len(components) == 3
+            assert directory.is_dir()
 
-        if ending.startswith("kill -9"):
-            os.kill(child.pid, signal.SIGKILL)
-        else:
-            assert child.stdin is not None
-            child.stdin.write("exit\n")
-            child.stdin.flush()
-        child.wait(30)
+            if ending.startswith("kill -9"):
+                os.kill(child.pid, signal.SIGKILL)
+            else:
+                assert child.stdin is not None
+                child.stdin.write("exit\n")
+                child.stdin.flush()
+            child.wait(30)
 
-        wait_until_all_gone(components, directory, {pid: start for pid, (_, start) in tree.items()})
-        assert live_processes_using(directory) == []
-        if forked:  # cleanup did not wait for the forked child, which still runs
-            assert process_alive(forked)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        if report.get("forked") and process_alive(report["forked"]):
-            os.kill(report["forked"], signal.SIGKILL)
+            wait_until_all_gone(components, directory, {pid: start for pid, (_, start) in tree.items()})
+            assert live_processes_using(directory) == []
+            if forked:  # cleanup did not wait for the forked child, which still runs
+                assert process_alive(forked)
+        finally:
+            if report.get("forked") and process_alive(report["forked"]):
+                os.kill(report["forked"], signal.SIGKILL)
 
 
 def test_restart_keeps_data_and_kubeconfig(assets: Assets) -> None:

@@ -3,16 +3,13 @@ and no directory behind: they die with their owner like the plane's other compon
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from processes import descendants, live_processes_using, wait_until_all_gone
+from processes import descendants, live_processes_using, reporting_child, wait_until_all_gone
 
 from ktest.assets import Assets
 from ktest.base.procfs import process_alive
@@ -22,16 +19,8 @@ HERE = Path(__file__).parent
 
 @pytest.mark.slow
 def test_kill_9_of_a_plane_with_nodes_takes_the_scheduler_and_kwok_with_it(k8s_assets: Assets) -> None:
-    child = subprocess.Popen(
-        [sys.executable, str(HERE / "child_nodes_plane.py"), k8s_assets.version],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    report: dict[str, Any] = {}
-    try:
-        line = child.stdout.readline() if child.stdout else ""
-        if not line:
-            raise AssertionError(f"the child could not start a plane with nodes:\n{child.stderr.read()}")
-        report = json.loads(line)
+    command = [sys.executable, str(HERE / "child_nodes_plane.py"), k8s_assets.version]
+    with reporting_child(command, "the child could not start a plane with nodes") as (child, report):
         directory = Path(report["directory"])
         pids: dict[str, int] = report["pids"]
         assert {"kube-scheduler", "kwok"} <= set(pids), pids
@@ -46,7 +35,3 @@ def test_kill_9_of_a_plane_with_nodes_takes_the_scheduler_and_kwok_with_it(k8s_a
 
         wait_until_all_gone(simulators, directory, started, what="kube-scheduler and kwok")
         assert live_processes_using(directory) == []
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
