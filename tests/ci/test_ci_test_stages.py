@@ -134,9 +134,16 @@ def _job(name: str, code: str, **fields: object) -> Job:
 def test_jobs_wait_for_what_they_come_after_and_run_at_their_niceness(tmp_path: Path) -> None:
     first = _job("first", f"import pathlib; pathlib.Path({str(tmp_path / 'first')!r}).touch()")
     second = _job("second", f"import os, pathlib; print('second saw first:', pathlib.Path("
-                  f"{str(tmp_path / 'first')!r}).exists(), 'nice', os.nice(0))", after=("first",), niceness=7)
+                  f"{str(tmp_path / 'first')!r}).exists(), 'nice', os.nice(0)); "
+                  "group = pathlib.Path('/proc/self/autogroup'); "
+                  "print('group', group.read_text().split()[-1] if group.exists() else 'none')",
+                  after=("first",), niceness=7)
     assert run([second, first], tmp_path / "out", dict(os.environ)) == 0
-    assert "second saw first: True nice 7" in (tmp_path / "out" / "second.log").read_text()
+    log = (tmp_path / "out" / "second.log").read_text()
+    assert "second saw first: True nice 7" in log
+    # Its session's scheduling group too, where the kernel groups sessions (else nice weighs only
+    # against the job's own processes).
+    assert "group 7" in log or "group none" in log, log
     table = (tmp_path / "out" / "table.md").read_text()
     assert re.search(r"\| second \| \d+:\d\d \| \d+:\d\d \| passed \|", table), table
 
