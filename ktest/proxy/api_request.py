@@ -17,10 +17,10 @@ _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _MALFORMED_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
-@dataclass(frozen=True)
+@dataclass
 class ApiRequest:
     """One request, named like RBAC names it; ``resource`` is empty for non-resource paths
-    (``/version``, discovery, ``/healthz``)."""
+    (``/version``, discovery, ``/healthz``). A :class:`~ktest.proxy.Call` is one, with its answer."""
 
     method: str
     path: str
@@ -41,6 +41,10 @@ class ApiRequest:
     @property
     def is_watch(self) -> bool:
         return self.verb == "watch"
+
+    @property
+    def is_write(self) -> bool:
+        return self.verb in WRITE_VERBS
 
     @property
     def lists(self) -> bool:
@@ -70,7 +74,8 @@ class ApiRequest:
             text += f" ({self.subresource})"
         return text
 
-    def describe(self) -> str:
+    def verb_and_target(self) -> str:
+        """``patch webapps ns/shop (status)``, ``watch (list) pods in ns``."""
         verb = "watch (list)" if self.verb == "watch" and self.send_initial_events else self.verb
         return f"{verb} {self.target()}"
 

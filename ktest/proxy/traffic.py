@@ -19,7 +19,7 @@ import weakref
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ktest.proxy.api_request import WRITE_VERBS, ApiRequest
 
@@ -52,11 +52,11 @@ def observe_requests(observer: RequestObserver) -> Callable[[], None]:
     return lambda: _observers.remove(observer) if observer in _observers else None
 
 
-@dataclass
-class Call:
-    """One request of the operator and its answer (mutable while a watch streams)."""
+@dataclass(kw_only=True)
+class Call(ApiRequest):
+    """One request of the operator (its verb, resource, object... are the call's own) and its
+    answer (mutable while a watch streams)."""
 
-    request: ApiRequest
     at: float
     """Seconds since the record started (monotonic clock)."""
     user_agent: str = ""
@@ -85,48 +85,30 @@ class Call:
     protocol: str = "HTTP/1.1"
     """How the operator sent the request to the proxy: "HTTP/1.1", or "HTTP/2" (one stream)."""
 
-    # a few names tests read most, read from the request
-    @property
-    def verb(self) -> str:
-        return self.request.verb
+    @classmethod
+    def of(cls, request: ApiRequest, at: float, user_agent: str = "", protocol: str = "HTTP/1.1") -> Call:
+        """The call of ``request``, sent ``at`` seconds into the record, not answered yet."""
+        named = {part.name: getattr(request, part.name) for part in fields(ApiRequest)}
+        return cls(**named, at=at, user_agent=user_agent, protocol=protocol)
 
     @property
-    def resource(self) -> str:
-        return self.request.resource
-
-    @property
-    def namespace(self) -> str | None:
-        return self.request.namespace
-
-    @property
-    def name(self) -> str | None:
-        return self.request.name
-
-    @property
-    def subresource(self) -> str | None:
-        return self.request.subresource
-
-    @property
-    def field_manager(self) -> str | None:
-        return self.request.field_manager
-
-    @property
-    def is_write(self) -> bool:
-        return self.request.verb in WRITE_VERBS
+    def request(self) -> ApiRequest:
+        """The request alone, as the proxy named it (the call is that request)."""
+        return self
 
     def object_key(self) -> tuple[str, str | None, str | None]:
         """(resource, namespace, name): the object a request is about."""
-        return (self.request.resource, self.request.namespace, self.request.name)
+        return (self.resource, self.namespace, self.name)
 
     def describe(self, origin: float = 0.0) -> str:
         """``+1.23s patch webapps ns/shop (status) -> 409 [fault: conflict] 2.1ms``."""
         answer = "no answer" if self.status is None else str(self.status)
         if self.error:
             answer += f" ({self.error})"
-        text = f"+{self.at - origin:.2f}s {self.request.describe()} -> {answer}"
+        text = f"+{self.at - origin:.2f}s {self.verb_and_target()} -> {answer}"
         if self.latency is not None:
             text += f" {self.latency * 1000:.1f}ms"
-        if self.request.is_watch:
+        if self.is_watch:
             ended = "open" if self.ended is None else f"ended +{self.ended - origin:.2f}s"
             text += f", {self.events} events, {ended}"
             if self.closed_by:
@@ -137,8 +119,8 @@ class Call:
             text += f" [refused by the proxy: {self.refused}]"
         if self.user_agent:
             text += f" ua={self.user_agent.split(' ')[0]}"
-        if self.request.field_manager:
-            text += f" fm={self.request.field_manager}"
+        if self.field_manager:
+            text += f" fm={self.field_manager}"
         return text
 
 
@@ -225,7 +207,7 @@ class Traffic:
         return time.monotonic() - self.started
 
     def begin(self, request: ApiRequest, user_agent: str, protocol: str = "HTTP/1.1") -> Call:
-        call = Call(request, self.now(), user_agent=user_agent, protocol=protocol)
+        call = Call.of(request, self.now(), user_agent=user_agent, protocol=protocol)
         for observer in tuple(_observers):
             observer(self.name, request)
         with self._lock:

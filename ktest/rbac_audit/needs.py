@@ -103,7 +103,7 @@ class RequestRecord:
         with self._lock:
             evidence = self._needs.get(need)
             if evidence is None:
-                evidence = self._needs[need] = Evidence(0, request.describe(), operator, test)
+                evidence = self._needs[need] = Evidence(0, request.verb_and_target(), operator, test)
             evidence.count += 1
             evidence.add_name(request.name)
 

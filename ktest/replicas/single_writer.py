@@ -108,7 +108,7 @@ def _message(op: OperatorReplicas, clashes: list[Clash], window: float | None) -
         origin = ordered[0].at
         lines += [
             f"    +{write.at - origin:.3f}s {write.replica}: "
-            f"{write.call.request.describe()} -> {write.call.status}"
+            f"{write.call.request.verb_and_target()} -> {write.call.status}"
             for write in ordered[-8:]
         ]
     if len(clashes) > _SHOWN:

@@ -86,7 +86,7 @@ class Assembly:
             note_request(request, touched, namespaces, deleted)
             timeline.events.append(Event(lane, "request", at, _call_label(call), _call_detail(call)))
             if call.fault:
-                what = request.describe()
+                what = request.verb_and_target()
                 detail = {"fault": call.fault, "operator": traffic.name, "request": what, "code": call.status}
                 timeline.events.append(
                     Event("faults", "fault", at, f"{call.fault}: {what} -> {call.status}", detail)
@@ -271,7 +271,7 @@ def note_request(
 
 def _call_label(call: Call) -> str:
     answer = "no answer" if call.status is None else str(call.status)
-    return f"{call.request.describe()} -> {answer}" + (f" [{call.fault}]" if call.fault else "")
+    return f"{call.request.verb_and_target()} -> {answer}" + (f" [{call.fault}]" if call.fault else "")
 
 
 def _call_detail(call: Call) -> dict[str, Any]:

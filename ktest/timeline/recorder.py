@@ -253,7 +253,7 @@ class Recorder:
             return
         request = parse_request(method, path)
         began = time.monotonic() - seconds - self.started
-        label = f"{request.describe()} -> {status}"
+        label = f"{request.verb_and_target()} -> {status}"
         detail = {
             "method": method,
             "path": cut(path, 500),

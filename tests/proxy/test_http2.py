@@ -79,12 +79,12 @@ def test_events_of_a_gzip_compressed_protobuf_watch_are_counted() -> None:
 
     frames = [struct.pack(">I", len(body)) + body for body in (b"k8s\x00one", b"k8s\x00second event")]
     flushes = [gzip.compress(frames[0] + frames[1][:6]), gzip.compress(frames[1][6:])]
-    call = Call(parse_request("GET", "/api/v1/configmaps?watch=true"), 0.0)
+    call = Call.of(parse_request("GET", "/api/v1/configmaps?watch=true"), 0.0)
     counter = EventCounter("application/vnd.kubernetes.protobuf;stream=watch", "gzip")
     counter.feed(flushes[0][:10], call, 0.0)  # a member split across chunks
     counter.feed(flushes[0][10:] + flushes[1], call, 0.0)  # members back to back in one chunk
     assert call.events == 2
-    plain = Call(call.request, 0.0)
+    plain = Call.of(call.request, 0.0)
     EventCounter("application/vnd.kubernetes.protobuf;stream=watch").feed(b"".join(flushes), plain, 0.0)
     assert plain.events != 2  # without the encoding the bytes are not frames: the count is wrong
 

@@ -266,13 +266,15 @@ def test_relists_after_410_says_when_the_operator_had_stopped_watching(
 def test_a_watch_reopened_before_the_cut_one_was_recorded_as_ended_counts() -> None:
     """CI saw this order: the client re-opened its watch a moment before the proxy noted the
     cut stream's end. The re-opened watch still counts; a client that never re-opens does not."""
+    from dataclasses import replace
+
     from ktest.assertions.traffic import _recovery_gaps
     from ktest.proxy.api_request import parse_request
     from ktest.proxy.traffic import Call
 
     watch = parse_request("GET", "/api/v1/namespaces/a/configmaps?watch=true")
-    cut = Call(watch, 0.08, status=200, ended=0.1402, closed_by="close_watches(configmaps)")
-    reopened = Call(watch, 0.1401, status=200)
+    cut = replace(Call.of(watch, 0.08), status=200, ended=0.1402, closed_by="close_watches(configmaps)")
+    reopened = replace(Call.of(watch, 0.1401), status=200)
     assert _recovery_gaps([cut, reopened]) == []
     [problem] = _recovery_gaps([cut])
     assert problem.startswith("it never re-established its watch of configmaps: "

@@ -26,7 +26,7 @@ from ktest.proxy.traffic import Traffic
     ],
 )
 def test_requests_are_named_like_rbac_names_them(method: str, target: str, described: str) -> None:
-    assert parse_request(method, target).describe() == described
+    assert parse_request(method, target).verb_and_target() == described
 
 
 def test_a_request_spells_its_resource_and_subresource_as_rbac_rules_do() -> None:
@@ -44,6 +44,22 @@ def test_field_manager_and_resource_version_come_from_the_query() -> None:
     request = parse_request("PATCH", "/api/v1/namespaces/a/configmaps/c?fieldManager=op&resourceVersion=7")
     assert (request.field_manager, request.resource_version) == ("op", "7")
     assert request.qualified_resource == "configmaps"
+
+
+def test_a_call_is_its_request_with_the_answer() -> None:
+    """A recorded call's verb, resource and object are its own fields, the request's as the proxy
+    named it; ``call.request`` reads as that request, and the call adds what came back."""
+    from ktest.proxy.api_request import ApiRequest
+
+    request = parse_request("PATCH", "/apis/example.com/v1/namespaces/ns/webapps/shop/status?fieldManager=op")
+    call = Traffic("op").begin(request, "op/v1.0 (linux)")
+    assert isinstance(call, ApiRequest) and call.request is call
+    assert (call.verb, call.resource, call.namespace, call.name, call.subresource, call.field_manager) == (
+        "patch", "webapps", "ns", "shop", "status", "op"
+    )
+    assert call.is_write and call.object_key() == ("webapps", "ns", "shop")
+    call.status = 409
+    assert call.describe(origin=call.at) == "+0.00s patch webapps ns/shop (status) -> 409 ua=op/v1.0 fm=op"
 
 
 def record(traffic: Traffic, method: str, target: str, status: int = 200) -> None:
