@@ -222,7 +222,7 @@ cluster = claim(Path({kind!r}), spec)
 if cluster is None:
     print("NONE", flush=True)
     sys.exit(0)
-print("CLAIMED", cluster.name, f"{{time.monotonic() - started:.2f}}", flush=True)
+print("CLAIMED", cluster.record.name, f"{{time.monotonic() - started:.2f}}", flush=True)
 KindBackend(cluster, owned=True).close()
 print("CLOSED", flush=True)
 """

@@ -60,7 +60,7 @@ import time
 from ktest.backends.kind.backend import KindBackend
 from ktest.config import Settings
 backend = KindBackend.start(Settings(backend="kind", k8s_version={version!r}))
-print("CLUSTER", backend.kind_cluster.name, backend.kind_cluster.janitor.pid, flush=True)
+print("CLUSTER", backend.kind_cluster.record.name, backend.kind_cluster.janitor.pid, flush=True)
 time.sleep(3600)
 """
 

@@ -38,17 +38,18 @@ class KindBackend(Backend):
         self.owned = owned
         self.keep_cluster = keep_cluster
         self.notes: list[str] = []
+        record = kind_cluster.record
         super().__init__(
             Cluster(
-                kind_cluster.kubeconfig,
-                name=kind_cluster.name,
+                record.kubeconfig,
+                name=record.name,
                 controllers=None,  # a real kube-controller-manager runs every controller
                 user_issuer=_user_issuer(kind_cluster.directory),
-                webhook_host=partial(host_gateway, kind_cluster.name),
+                webhook_host=partial(host_gateway, record.name),
             )
         )
         self.handle = KindHandle(
-            kind_cluster.name, kind_cluster.kubeconfig, kind_cluster.version, kind_cluster.kind, self.cluster
+            record.name, record.kubeconfig, record.version, kind_cluster.kind, self.cluster
         )
 
     @classmethod
@@ -104,21 +105,21 @@ class KindBackend(Backend):
         return backend
 
     def describe(self) -> str:
-        cluster = self.kind_cluster
+        record = self.kind_cluster.record
         return (
-            f"kind cluster {cluster.name} (Kubernetes {cluster.version}, image {cluster.record.image}) "
+            f"kind cluster {record.name} (Kubernetes {record.version}, image {record.image}) "
             f"at {self.cluster.server}"
         )
 
     def share(self) -> ClusterShare:
-        cluster = self.kind_cluster
+        record = self.kind_cluster.record
         return ClusterShare(
-            kubeconfig=str(cluster.kubeconfig),
-            version=cluster.version,
+            kubeconfig=str(record.kubeconfig),
+            version=record.version,
             description=self.describe(),
             controllers=None,
-            directory=str(cluster.directory),
-            backend_details={CLUSTER_NAME: cluster.name},
+            directory=record.directory,
+            backend_details={CLUSTER_NAME: record.name},
         )
 
     def dead_components(self) -> list[tuple[str, str]]:
@@ -146,7 +147,9 @@ def _claim_spare(kind: Path, spare: SpareSpec, purpose: str, notes: list[str]) -
         notes.append(f"kind pool: no spare claimed ({error}); creating a cluster instead")
         return None
     if claimed is not None:
-        notes.append(f"kind pool: claimed spare cluster {claimed.name} (made by an earlier run's filler)")
+        notes.append(
+            f"kind pool: claimed spare cluster {claimed.record.name} (made by an earlier run's filler)"
+        )
         return claimed
     filler = pool.running_filler()
     if filler is not None:
@@ -174,10 +177,11 @@ def _refill(kind: Path, spare: SpareSpec, notes: list[str]) -> None:
 
 
 def keep_message(cluster: KindCluster) -> str:
+    name = cluster.record.name
     return (
-        f"ktest: kept kind cluster {cluster.name}: export KUBECONFIG={cluster.kubeconfig} "
-        f"(or `kind export kubeconfig --name {cluster.name}`); delete it with "
-        f"`kind delete cluster --name {cluster.name}` or `ktest down --kind`"
+        f"ktest: kept kind cluster {name}: export KUBECONFIG={cluster.record.kubeconfig} "
+        f"(or `kind export kubeconfig --name {name}`); delete it with "
+        f"`kind delete cluster --name {name}` or `ktest down --kind`"
     )
 
 

@@ -62,8 +62,8 @@ def up_from_args(args: Any, k8s_version: str | None) -> int:
             "(or KTEST_BACKEND=kind KTEST_REUSE=1); delete it with `ktest down --kind`.",
             file=sys.stderr,
         )
-        print(cluster.kubeconfig)
-        print(f"export KUBECONFIG={shlex.quote(str(cluster.kubeconfig))}")
+        print(cluster.record.kubeconfig)
+        print(f"export KUBECONFIG={shlex.quote(str(cluster.record.kubeconfig))}")
     finally:
         backend.owned = False  # kept: closing the handle must not delete it
         backend.close()

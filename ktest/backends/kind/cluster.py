@@ -77,7 +77,8 @@ def existing_clusters(kind: Path) -> list[str]:
 
 @dataclass
 class KindCluster:
-    """A kind cluster ktest created (or attached to by its record).
+    """A kind cluster ktest created (or attached to by its record, where its name, version and
+    kubeconfig are read).
 
     ``janitor`` (owned clusters only) deletes the cluster if this process dies
     without doing so (kill -9, a crash): a tiny separate process watching a pipe.
@@ -88,19 +89,6 @@ class KindCluster:
     janitor: JanitorHandle | None = None
     records_dir: Path | None = None
     """Where its record is (None: the default records directory)."""
-
-    @property
-    def name(self) -> str:
-        return self.record.name
-
-    @property
-    def version(self) -> str:
-        return self.record.version
-
-    @property
-    def kubeconfig(self) -> Path:
-        """Admin kubeconfig with file references into the cluster's private (0700) directory."""
-        return self.record.kubeconfig
 
     @classmethod
     def held(cls, record: ClusterRecord, kind: Path, record_path: Path) -> KindCluster:
@@ -115,15 +103,15 @@ class KindCluster:
 
     def stopped(self) -> str | None:
         """Why the cluster cannot serve tests any more (a node container not running), or None."""
-        return cluster_stopped(self.name)
+        return cluster_stopped(self.record.name)
 
     def export_logs(self, destination: Path) -> Path:
         """``kind export logs``: node journal, kubelet, containerd, control-plane pods."""
         destination.mkdir(parents=True, exist_ok=True)
         run_kind(
             self.kind,
-            ["export", "logs", str(destination), "--name", self.name],
-            what=f"exporting the logs of kind cluster {self.name}",
+            ["export", "logs", str(destination), "--name", self.record.name],
+            what=f"exporting the logs of kind cluster {self.record.name}",
             timeout=300.0,
         )
         return destination
@@ -284,7 +272,7 @@ def _private_kubeconfig(cluster: KindCluster) -> None:
     The CA key is copied from the control-plane node so ``cluster.user(...)``
     can issue client certificates as on the embedded control plane.
     """
-    directory, name = cluster.directory, cluster.name
+    directory, name = cluster.directory, cluster.record.name
     raw = yaml.safe_load((directory / "kind.kubeconfig").read_text())
     certs = directory / "certs"
     certs.mkdir(mode=0o700, exist_ok=True)
@@ -308,7 +296,7 @@ def _private_kubeconfig(cluster: KindCluster) -> None:
         "contexts": [{"name": name, "context": {"cluster": name, "user": "kind-admin"}}],
         "current-context": name,
     }
-    write_private_file(cluster.kubeconfig, yaml.safe_dump(config, sort_keys=False))
+    write_private_file(cluster.record.kubeconfig, yaml.safe_dump(config, sort_keys=False))
     (directory / "kind.kubeconfig").unlink()
 
 
@@ -351,7 +339,7 @@ def wait_usable(cluster: KindCluster, *, timeout: float = USABLE_TIMEOUT) -> dic
     deadline = started + timeout
     missing: list[str] = ["the API server to answer"]
     last_missing: dict[str, float] = {}
-    with Cluster(cluster.kubeconfig, name=cluster.name) as client:
+    with Cluster(cluster.record.kubeconfig, name=cluster.record.name) as client:
         while True:
             stopped = cluster.stopped()
             if stopped:
@@ -363,7 +351,7 @@ def wait_usable(cluster: KindCluster, *, timeout: float = USABLE_TIMEOUT) -> dic
                 missing, hopeless = [f"the API server to answer ({type(error).__name__})"], []
             if hopeless:
                 raise KindError(
-                    f"kind cluster {cluster.name} cannot become usable: "
+                    f"kind cluster {cluster.record.name} cannot become usable: "
                     + "; ".join(hopeless)
                     + f". The node image {cluster.record.image} lacks a system image; rebuild it "
                     "(`ktest kind build-image --force`)"
@@ -375,10 +363,11 @@ def wait_usable(cluster: KindCluster, *, timeout: float = USABLE_TIMEOUT) -> dic
             if time.monotonic() > deadline:
                 pods = _system_pod_summary(client)
                 raise KindError(
-                    f"kind cluster {cluster.name} was not usable after {timeout:.0f}s: still waiting for "
+                    f"kind cluster {cluster.record.name} was not usable after {timeout:.0f}s: "
+                    "still waiting for "
                     + "; ".join(missing)
                     + (f".\nkube-system pods: {pods}" if pods else "")
-                    + f"\nNode logs: `kind export logs --name {cluster.name}`"
+                    + f"\nNode logs: `kind export logs --name {cluster.record.name}`"
                 )
             time.sleep(USABLE_POLL_INTERVAL)
 
@@ -399,10 +388,10 @@ def usable_now(cluster: KindCluster) -> str | None:
     stopped = cluster.stopped()
     if stopped:
         return stopped
-    if not cluster.kubeconfig.is_file():
-        return f"its kubeconfig {cluster.kubeconfig} is gone"
+    if not cluster.record.kubeconfig.is_file():
+        return f"its kubeconfig {cluster.record.kubeconfig} is gone"
     try:
-        with Cluster(cluster.kubeconfig, name=cluster.name) as client:
+        with Cluster(cluster.record.kubeconfig, name=cluster.record.name) as client:
             missing = _not_yet_usable(client)
     except Exception as error:  # refused, timed out, TLS: all mean "not usable"
         return f"its API server does not answer ({type(error).__name__}: {error})"

@@ -229,7 +229,7 @@ def fill(kind: Path, spec: SpareSpec, *, records_dir: Path | None = None) -> str
             progress=lambda message: print(message, flush=True),
         )
         keep(cluster, directory)
-        return f"spare {cluster.name} is ready"
+        return f"spare {cluster.record.name} is ready"
     finally:
         state.unlink(missing_ok=True)
         lock.release()

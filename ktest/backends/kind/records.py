@@ -83,6 +83,7 @@ class ClusterRecord:
 
     @property
     def kubeconfig(self) -> Path:
+        """Admin kubeconfig with file references into the cluster's private (0700) directory."""
         return Path(self.directory) / "admin.kubeconfig"
 
     @property
