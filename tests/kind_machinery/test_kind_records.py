@@ -39,3 +39,36 @@ def test_deleting_a_held_cluster_forgets_its_record_where_it_was_written(
     cluster.delete()
     assert not path.exists()
     assert not (tmp_path / "cluster").exists()
+
+
+FAILING_KIND = """#!/bin/sh
+# kind, as far as create_cluster needs it: no clusters yet, `create` fails, `delete` has nothing to do.
+case "$1" in
+  get|delete) exit 0 ;;
+  create) exit 1 ;;
+esac
+"""
+
+
+def test_a_cluster_created_without_a_name_is_named_for_its_purpose(tmp_path: Path) -> None:
+    """The kind backend and the pool's filler leave the name to ``create_cluster``:
+    ``ktest-<purpose>-<6 hex digits>``, the form every sweep and ``ktest down`` recognise."""
+    import re
+
+    import pytest
+
+    from ktest.backends.kind.cluster import create_cluster
+    from ktest.errors import KindError
+
+    kind = tmp_path / "kind"
+    kind.write_text(FAILING_KIND)
+    kind.chmod(0o700)
+    config = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4"}
+    with pytest.raises(KindError) as caught:
+        create_cluster(
+            kind, image="ktest/node:none", version="1.37.2", config=config, purpose="spare",
+            records_dir=tmp_path / "records",
+        )
+    named = r"creating kind cluster ktest-spare-[0-9a-f]{6} \(image ktest/node:none\): "
+    assert re.match(named, str(caught.value)), str(caught.value)
+    assert records.list_records(tmp_path / "records") == []  # the failed cluster's record is gone

@@ -90,7 +90,6 @@ class KindBackend(Backend):
         claimed = _claim_spare(kind, spare, purpose, notes) if spare is not None else None
         cluster = claimed or create_cluster(
             kind,
-            name=records.new_cluster_name(purpose),
             image=image.reference,
             version=image.version,
             config=config,

@@ -178,7 +178,7 @@ def delete_cluster(kind: Path, record: ClusterRecord, directory: Path | None = N
 def create_cluster(
     kind: Path,
     *,
-    name: str,
+    name: str | None = None,
     image: str,
     version: str,
     config: Mapping[str, Any],
@@ -189,7 +189,8 @@ def create_cluster(
     progress: Callable[[str], None] | None = None,
     records_dir: Path | None = None,
 ) -> KindCluster:
-    """Create a kind cluster named ``name`` and wait until tests can use it.
+    """Create a kind cluster named ``name`` (default: a new name for ``purpose``) and wait until
+    tests can use it.
 
     ``spare`` (a pool fingerprint) records the cluster as a spare being made
     (:mod:`ktest.backends.kind.pool`).
@@ -198,6 +199,7 @@ def create_cluster(
     or the cluster does not become usable in ``timeout`` seconds.
     """
     say = progress or (lambda _message: None)
+    name = name or records.new_cluster_name(purpose)
     records.check_cluster_name(name)
     if name in existing_clusters(kind):
         recorded = records.read_record(name, records_dir)

@@ -219,7 +219,6 @@ def fill(kind: Path, spec: SpareSpec, *, records_dir: Path | None = None) -> str
             os.nice(10)
         cluster = create_cluster(
             kind,
-            name=records.new_cluster_name(SPARE_PURPOSE),
             image=spec.image,
             version=spec.version,
             config=spec.config,
