@@ -221,7 +221,8 @@ def node_memory(version: str) -> tuple[float, float]:
     backend = KindBackend.start(Settings(backend="kind", k8s_version=version))
     try:
         time.sleep(20)  # let the node settle after start-up bursts (a measurement, not readiness)
-        container = connect(check_runtime=False).containers.get(f"{backend.kind_cluster.name}-control-plane")
+        control_plane = f"{backend.kind_cluster.record.name}-control-plane"
+        container = connect(check_runtime=False).containers.get(control_plane)
         stats = container.stats(stream=False)
         kind_mib = (
             stats["memory_stats"]["usage"] - stats["memory_stats"].get("stats", {}).get("cache", 0)
