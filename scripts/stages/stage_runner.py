@@ -4,8 +4,11 @@ A job starts once every job it comes after has passed, at its own CPU niceness a
 its own process group, its output in ``<out>/<name>.log`` (the one job marked ``stream`` prints
 live instead). The first failure stops every running job (the whole process group) and fails the
 run with that job's log; so does a pytest stage that skips more tests than its allowance. The run
-ends with the table: each job's wall time, outcome counts and skips against the allowance, and the
-slowest tests of each pytest stage (from the JUnit XML each writes).
+ends with the table: each job's wall time and CPU time (its process and every descendant it waited
+for: control planes, child sessions, builds; not the kind nodes' containers, which the Docker engine
+runs), outcome counts and skips against the allowance, and the slowest tests of each pytest stage
+(from the JUnit XML each writes). The CPU column is what a suite's weight is measured in: on 2 cores
+a run is bound by its total CPU work.
 
 Standard library only: it runs before the virtual environment is checked.
 """
@@ -72,15 +75,17 @@ class Run:
     def reap(self) -> StageResult | None:
         """The result of a job that has ended (None if none has); a failed one is returned too."""
         for name, running in list(self.running.items()):
-            status = running.process.poll()
-            if status is None:
+            ended = reap_with_cpu(running.process)
+            if ended is None:
                 continue
+            status, cpu = ended
             del self.running[name]
             result = StageResult(
                 name=name,
                 status=status,
                 started=running.started - self.origin,
                 wall=time.monotonic() - running.started,
+                cpu=cpu,
                 skips_allowed=running.job.skips_allowed,
                 tests=read_junit(self.out / f"{name}.xml") if running.job.junit else None,
             )
@@ -104,6 +109,16 @@ class Run:
                 os.killpg(running.process.pid, signal.SIGKILL)
                 running.process.wait()
         self.running.clear()
+
+
+def reap_with_cpu(process: subprocess.Popen[bytes]) -> tuple[int, float] | None:
+    """(exit status, CPU seconds of the process and its waited-for descendants) once it ended, else
+    None. Popen cannot tell the CPU, so the runner reaps the job itself (and tells Popen)."""
+    pid, wait_status, usage = os.wait4(process.pid, os.WNOHANG)
+    if pid == 0:
+        return None
+    process.returncode = os.waitstatus_to_exitcode(wait_status)
+    return process.returncode, usage.ru_utime + usage.ru_stime
 
 
 AUTOGROUP = Path("/proc/self/autogroup")

@@ -29,6 +29,8 @@ class StageResult:
     wall: float
     skips_allowed: int = 0
     tests: TestCounts | None = None
+    cpu: float | None = None
+    """CPU seconds of the job's process tree (None: not measured)."""
 
     @property
     def over_allowance(self) -> bool:
@@ -76,12 +78,12 @@ def minutes(seconds: float) -> str:
 
 
 def render_table(results: list[StageResult]) -> str:
-    """Markdown: one row per job, then each pytest stage's slowest tests."""
+    """Markdown: one row per job, the CPU of all of them, then each pytest stage's slowest tests."""
     lines = [
         "## make test: stages",
         "",
-        "| stage | started | wall | result | passed | failed | skipped (allowed) |",
-        "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
+        "| stage | started | wall | CPU | result | passed | failed | skipped (allowed) |",
+        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
     ]
     for result in results:
         tests = result.tests
@@ -90,10 +92,18 @@ def render_table(results: list[StageResult]) -> str:
             if tests is not None
             else " | | "
         )
+        cpu = minutes(result.cpu) if result.cpu is not None else ""
         lines.append(
-            f"| {result.name} | {minutes(result.started)} | {minutes(result.wall)} | "
+            f"| {result.name} | {minutes(result.started)} | {minutes(result.wall)} | {cpu} | "
             f"{'passed' if result.passed else 'FAILED'} | {counts} |"
         )
+    measured = [result for result in results if result.cpu is not None]
+    if measured:
+        cpu = sum(result.cpu or 0.0 for result in measured)
+        span = max(result.started + result.wall for result in results) - min(r.started for r in results)
+        cores = cpu / span if span > 0 else 0.0
+        lines += ["", f"CPU of all stages: {minutes(cpu)} in {minutes(span)}, {cores:.2f} cores on "
+                      "average (kind's containers not counted)."]
     for result in results:
         if result.tests is None or not result.tests.slowest:
             continue

@@ -145,7 +145,25 @@ def test_jobs_wait_for_what_they_come_after_and_run_at_their_niceness(tmp_path: 
     # against the job's own processes).
     assert "group 7" in log or "group none" in log, log
     table = (tmp_path / "out" / "table.md").read_text()
-    assert re.search(r"\| second \| \d+:\d\d \| \d+:\d\d \| passed \|", table), table
+    assert re.search(r"\| second \| \d+:\d\d \| \d+:\d\d \| \d+:\d\d \| passed \|", table), table
+
+
+BURN = ("import time\nend = time.process_time() + 2.5\nwhile time.process_time() < end: pass\n"
+        "print(time.process_time())")
+
+
+def test_the_table_counts_the_cpu_of_a_jobs_descendants(tmp_path: Path) -> None:
+    """A stage's weight is its CPU work: a grandchild's (a control plane, a child session) counts."""
+    burner = _job("burner", "import subprocess, sys; "
+                  f"subprocess.run([sys.executable, '-c', {BURN!r}], check=True)")
+    assert run([burner], tmp_path / "out", dict(os.environ)) == 0
+    burnt = float((tmp_path / "out" / "burner.log").read_text().split()[-1])
+    table = (tmp_path / "out" / "table.md").read_text()
+    found = re.search(r"\| burner \| \d+:\d\d \| \d+:\d\d \| (\d+):(\d\d) \| passed \|", table)
+    assert found, table
+    assert int(found[1]) * 60 + int(found[2]) >= int(burnt), (burnt, table)
+    total = r"^CPU of all stages: \d+:\d\d in \d+:\d\d, \d+\.\d\d cores on average"
+    assert re.search(total, table, re.MULTILINE), table
 
 
 def test_a_failed_job_stops_the_running_ones_and_fails_with_its_status_and_log(
