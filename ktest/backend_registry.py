@@ -5,37 +5,8 @@ A backend is one package plus one registration: a :class:`BackendSpec` (from
 ktest's own backends register the same way, from their packages
 (``ktest/backends/<name>/registration.py``, listed in :data:`BUILT_IN`); this registry only
 collects them. The spec names its parts as ``"module:attribute"`` strings, imported only when
-that part is needed, so this registry imports nothing and every layer may read it:
-
-* ``open(settings, notes) -> Backend`` starts or attaches to the cluster;
-* ``check(settings, env) -> Settings``: the backend's own settings rules (run when
-  settings are resolved, so a bad one is an error before any test starts);
-* ``preflight(settings)``: checks that read files, once, before the cluster starts;
-* ``fixtures(config, selected)``: pytest fixtures of this backend, called for every registered
-  backend (``selected``: it is the session's), so a fixture such as ``kind`` exists (and skips)
-  on the others;
-* ``attach(share, name) -> Backend``: the cluster as a pytest-xdist worker sees it (default:
-  :class:`ktest.sessions.attached.AttachedBackend`);
-* ``health(backend)``: health checks registered once the session's cluster is open;
-* ``diagnostics(backend, artifacts) -> LogExport | None``: where a failed run's cluster logs go;
-* ``cli(subparsers, parsers)``: the backend's own ``ktest`` subcommands and its options of
-  ``ktest up``/``ktest down`` (``parsers`` by command name);
-* ``up(args, k8s_version) -> int``: ``ktest up --backend NAME`` (keep one warm between runs);
-* ``down(args) -> int``: ``ktest down --backend NAME``;
-* ``status() -> list[str]``: its lines of ``ktest status`` (one saying "none" when it has none);
-* ``versions() -> BackendVersions``: its part of ``ktest versions`` (the tool it makes clusters
-  with, and the node images this machine holds per Kubernetes minor);
-* ``settings``: a tuple of its own setting rows (``ktest.config_values.Spec``), resolved by
-  ``ktest.config`` with every other setting and read as ``settings.<name>``;
-* ``describe(settings) -> list[str]``: its words in the session header's settings line;
-* ``ci_steps(context) -> list[str]``: the GitHub Actions steps ``ktest init github-actions`` adds
-  to a matrix cell of this backend before the test step (YAML lines, indented as steps);
-* ``on_death``: how the janitor cleans up after a holder killed before its own clean-up ran:
-  ktest's janitor runs the command line a holder registers with it (see
-  ``ktest.base.janitor_client.JanitorHandle.on_death``); this part names the function that
-  builds that command line, so a reader finds each backend's rule beside its other parts;
-* ``foreign_options``: a tuple of :class:`ForeignOption`, another plugin's options this backend
-  takes the place of (kind: pytest-kind's ``--keep-cluster``, ``--kind-image``...).
+that part is needed, so this registry imports nothing and every layer may read it; each field of
+:class:`BackendSpec` says what its part is called with and what it returns.
 
 Nothing outside this module compares a backend's name: code asks the spec
 (``starts_control_plane``, ``nodes``) or calls its parts.
@@ -148,24 +119,54 @@ class BackendSpec:
     """One backend: its name, what it offers, and where its parts live."""
 
     name: str
+    """What users select it by: ``--ktest-backend NAME``, ``KTEST_BACKEND``, ``ktest up --backend``."""
     summary: str
+    """One line for help texts and ``ktest versions``."""
     open: str
+    """``open(settings, notes) -> Backend``: starts or attaches to the session's cluster."""
     check: str | None = None
+    """``check(settings, env) -> Settings``: the backend's own settings rules, run when settings are
+    resolved, so a bad one is an error before any test starts."""
     preflight: str | None = None
+    """``preflight(settings)``: checks that read files, once, before the cluster starts."""
     fixtures: str | None = None
+    """``fixtures(config, selected)``: its pytest fixtures, called for every registered backend
+    (``selected``: it is the session's), so a fixture such as ``kind`` exists (and skips) on the
+    others."""
     attach: str | None = None
+    """``attach(share, name) -> Backend``: the cluster as a pytest-xdist worker sees it (default:
+    :class:`ktest.sessions.attached.AttachedBackend`)."""
     health: str | None = None
+    """``health(backend)``: health checks registered once the session's cluster is open."""
     diagnostics: str | None = None
+    """``diagnostics(backend, artifacts) -> LogExport | None``: where a failed run's cluster logs go."""
     cli: str | None = None
+    """``cli(subparsers, parsers)``: its own ``ktest`` subcommands and its options of ``ktest up`` and
+    ``ktest down`` (``parsers`` by command name)."""
     up: str | None = None
+    """``up(args, k8s_version) -> int``: ``ktest up --backend NAME`` (keep one warm between runs)."""
     down: str | None = None
+    """``down(args) -> int``: ``ktest down --backend NAME``."""
     status: str | None = None
+    """``status() -> list[str]``: its lines of ``ktest status`` (one saying "none" when it has none)."""
     versions: str | None = None
+    """``versions() -> BackendVersions``: its part of ``ktest versions`` (the tool it makes clusters
+    with, and the node images this machine holds per Kubernetes minor)."""
     settings: str | None = None
+    """A tuple of its own setting rows (``ktest.config_values.Spec``), resolved by ``ktest.config``
+    with every other setting and read as ``settings.<name>``."""
     describe: str | None = None
+    """``describe(settings) -> list[str]``: its words in the session header's settings line."""
     ci_steps: str | None = None
+    """``ci_steps(context) -> list[str]``: the GitHub Actions steps ``ktest init github-actions`` adds to
+    a matrix cell of this backend before the test step (YAML lines, indented as steps)."""
     on_death: str | None = None
+    """The function that builds the command line ktest's janitor runs when a holder is killed before
+    its own clean-up ran (see ``ktest.base.janitor_client.JanitorHandle.on_death``), named here so a
+    reader finds each backend's rule beside its other parts."""
     foreign_options: str | None = None
+    """A tuple of :class:`ForeignOption`: another plugin's options this backend takes the place of
+    (kind: pytest-kind's ``--keep-cluster``, ``--kind-image``...)."""
     starts_control_plane: bool = False
     """ktest starts the API server itself, so extra API server flags and feature gates apply."""
     nodes: Literal["always", "never", "ask"] = "ask"
