@@ -166,10 +166,16 @@ def test_a_failure_report_lists_the_pods_with_phase_reason_and_restarts(sim, sim
     kubelet.crash_loop("app=crashy")
     sim.create(deployment("crashy", sim_ns, replicas=1))
     eventually(lambda: first_container(sim, sim_ns, "app=crashy").get("restartCount", 0) >= 1, timeout=30)
-    eventually(lambda: first_container(sim, sim_ns, "app=crashy").get("state", {}).get("waiting"), timeout=30)
-    report = describe_namespace(sim, sim_ns)
     (pod,) = pods(sim, sim_ns, "app=crashy")
+
+    def report_of_a_waiting_pod() -> str:
+        # The crash loop cycles the container through running, terminated and waiting: the report
+        # is checked as it was taken while the container waited, not against an earlier read.
+        report = describe_namespace(sim, sim_ns)
+        assert "container main: waiting CrashLoopBackOff, restarts " in report, report
+        return report
+
+    report = eventually(report_of_a_waiting_pod, timeout=30)
     assert f"Pod/{pod['metadata']['name']} (v1)" in report
     assert f"phase Running, node {pod['spec']['nodeName']}, Ready=False" in report
-    assert "container main: waiting CrashLoopBackOff, restarts " in report
     assert "last terminated Error (exit 1)" in report
