@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Where a run's CPU goes: by component, and by the test file that started it.
+
+    python scripts/cpu_profile.py [--interval 1] [--top 25] [--json FILE] -- make test
+
+Runs the command and, every ``--interval`` seconds until it ends, reads each process's own CPU time
+(``/proc/<pid>/stat``: user + system) on the whole machine, keeping the last value per process; a
+process is counted from its start (or, if it was there before the command, from the first read).
+Each is put under a component (its executable: kube-apiserver, etcd, containerd...; Python by
+role: pytest sessions, ktest's CLI, mypy, other) and, when it started inside a test, under that
+test's file (``PYTEST_CURRENT_TEST`` in its environment at start: a session fixture's plane counts
+for the test that first asked for it). A process that lives less than one interval may be missed,
+and the last interval of one that ends is lost: the figures are a floor. On 2 cores a run is bound
+by its CPU work, so this says what to make lighter; ``make test``'s stage table gives each stage's
+total. Linux only; standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+PYTHON_ROLES = (("pytest", "pytest"), ("ktest CLI", "ktest"), ("mypy", "mypy"), ("mkdocs", "mkdocs"))
+TRACED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "chromium")
+
+
+@dataclass
+class Seen:
+    component: str
+    test_file: str
+    first: int
+    last: int
+
+    def seconds(self, hertz: int) -> float:
+        return (self.last - self.first) / hertz
+
+
+def _stat(pid: str) -> tuple[str, int, str]:
+    """(name, user + system clock ticks, start time) of a process."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    fields = text[text.rindex(")") + 2:].split()
+    return text[text.index("(") + 1:text.rindex(")")], int(fields[11]) + int(fields[12]), fields[19]
+
+
+def _component(pid: str, name: str) -> str:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+    except OSError:
+        return name
+    executable = os.path.basename(argv[0]) or name
+    if "python" not in executable:
+        return executable[:24]
+    words = " ".join(argv[1:4])
+    for role, marker in PYTHON_ROLES:
+        if marker in words:
+            return f"python: {role}"
+    return "python: other (xdist workers, operators, scripts)"
+
+
+def _test_file(pid: str) -> str:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    for item in environ:
+        if item.startswith(b"PYTEST_CURRENT_TEST="):
+            return item.decode(errors="replace").split("=", 1)[1].split("::")[0]
+    return ""
+
+
+def sample(seen: dict[str, Seen], started: bool) -> None:
+    """One read of every process; ``started``: processes new since the command began count whole."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            name, ticks, start = _stat(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+        key = f"{pid}@{start}"
+        if key not in seen:
+            component = _component(pid, name)
+            wanted = component.startswith("python") or component.startswith(TRACED)
+            seen[key] = Seen(component, _test_file(pid) if wanted else "", 0 if started else ticks, ticks)
+        seen[key].last = ticks
+
+
+def report(seen: dict[str, Seen], hertz: int, wall: float, top: int) -> str:
+    by_component: collections.Counter[str] = collections.Counter()
+    by_file: collections.Counter[str] = collections.Counter()
+    for process in seen.values():
+        by_component[process.component] += process.seconds(hertz)
+        if process.test_file:
+            by_file[process.test_file] += process.seconds(hertz)
+    total = sum(by_component.values())
+    lines = [f"CPU {total / 60:.1f} min in {wall / 60:.1f} min of wall time ({total / wall:.2f} cores)", "",
+             "| component | CPU min | share |", "| --- | ---: | ---: |"]
+    lines += [f"| {name} | {seconds / 60:.2f} | {seconds / total:.1%} |"
+              for name, seconds in by_component.most_common(top)]
+    lines += ["", "| test file (processes it started) | CPU s |", "| --- | ---: |"]
+    lines += [f"| {name} | {seconds:.1f} |" for name, seconds in by_file.most_common(top)]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--json", type=Path, help="also write every process seen here")
+    parser.add_argument("command", nargs="+")
+    args = parser.parse_args(argv)
+    seen: dict[str, Seen] = {}
+    sample(seen, started=False)
+    began = time.monotonic()
+    command = subprocess.Popen(args.command)
+    while command.poll() is None:
+        sample(seen, started=True)
+        time.sleep(args.interval)
+    sample(seen, started=True)
+    hertz = os.sysconf("SC_CLK_TCK")
+    print(report(seen, hertz, time.monotonic() - began, args.top))
+    if args.json:
+        args.json.write_text(json.dumps({key: asdict(value) for key, value in seen.items()}))
+    return command.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
