@@ -164,23 +164,14 @@ esac
 def test_a_kind_clusters_config_and_patches_are_private(tmp_path: Path, loose_umask: None) -> None:
     """Was: ``kind-config.yaml`` 0644, ``kubeadm-patches/`` 0755 and its patch 0644 in the cluster's
     0700 directory. The stand-in for the kind binary reports what it was given to read."""
-    from ktest.backends.kind.cluster import create_cluster
-    from ktest.errors import KindError
+    from kind_stand_in import failed_create
 
-    kind = tmp_path / "kind"
-    kind.write_text(STAND_IN_KIND)
-    kind.chmod(0o700)
-    config = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4"}
-    with pytest.raises(KindError) as caught:
-        create_cluster(
-            kind, name="ktest-modes", image="ktest/node:none", version="1.37.2", config=config,
-            records_dir=tmp_path / "records",
-        )
-    modes = {line.split()[1].rsplit("/", 1)[-1]: line.split()[0] for line in str(caught.value).splitlines()
+    error = failed_create(tmp_path, STAND_IN_KIND, name="ktest-modes")
+    modes = {line.split()[1].rsplit("/", 1)[-1]: line.split()[0] for line in str(error).splitlines()
              if line[:3].isdigit()}
     assert modes == {
         "kind-config.yaml": "600", "kubeadm-patches": "700", "corednsdeployment+strategic.yaml": "600"
-    }, str(caught.value)
+    }, str(error)
 
 
 def test_kinds_output_log_is_private(tmp_path: Path, loose_umask: None) -> None:

@@ -55,20 +55,9 @@ def test_a_cluster_created_without_a_name_is_named_for_its_purpose(tmp_path: Pat
     ``ktest-<purpose>-<6 hex digits>``, the form every sweep and ``ktest down`` recognise."""
     import re
 
-    import pytest
+    from kind_stand_in import failed_create
 
-    from ktest.backends.kind.cluster import create_cluster
-    from ktest.errors import KindError
-
-    kind = tmp_path / "kind"
-    kind.write_text(FAILING_KIND)
-    kind.chmod(0o700)
-    config = {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4"}
-    with pytest.raises(KindError) as caught:
-        create_cluster(
-            kind, image="ktest/node:none", version="1.37.2", config=config, purpose="spare",
-            records_dir=tmp_path / "records",
-        )
+    error = failed_create(tmp_path, FAILING_KIND, purpose="spare")
     named = r"creating kind cluster ktest-spare-[0-9a-f]{6} \(image ktest/node:none\): "
-    assert re.match(named, str(caught.value)), str(caught.value)
+    assert re.match(named, str(error)), str(error)
     assert records.list_records(tmp_path / "records") == []  # the failed cluster's record is gone
