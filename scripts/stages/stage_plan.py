@@ -81,12 +81,14 @@ class Settings:
 
 
 # What needs the older minor's binaries: the older-version test, the in-place upgrades from the older
-# minor to the default, their docs page, the simulated nodes on the older minor. It runs beside the
-# bare suite as soon as those binaries are there (warm: at once; cold: they build at nice 19).
+# minor to the default (and the timeline of one), their docs page, the simulated nodes on the older
+# minor. It runs beside the bare suite as soon as those binaries are there (warm: at once; cold: they
+# build at nice 19, and a bare test needing them held a worker 459 s waiting for that build).
 OLDER_TESTS = (
     "tests/controlplane/test_versions.py",
     "tests/controlplane/test_plane_upgrade.py",
     "tests/controlplane/test_upgrade_fixtures.py",
+    "tests/timeline/test_timeline_own_plane.py",
     "examples/test_upgrade.py",
     "tests/nodes/test_older_minor.py",
     "tests/docs/test_docs_examples.py::test_page_examples_run[docs/guides/upgrades.md]",
