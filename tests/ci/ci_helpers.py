@@ -15,6 +15,11 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts" / "ci"
 VENV_BIN = Path(sys.executable).parent
 
+BURN_CPU = ("import time\nend = time.process_time() + 2.5\nwhile time.process_time() < end: pass\n"
+            "print(time.process_time())")
+"""Python code that spends 2.5 s of CPU and prints how much it spent: a child whose CPU a measurement
+must count."""
+
 
 def read_outputs(path: Path) -> dict[str, str]:
     """Parse a ``$GITHUB_OUTPUT`` file (``name=value`` and ``name<<DELIM`` heredocs)."""

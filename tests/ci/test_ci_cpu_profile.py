@@ -8,13 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ci_helpers import BURN_CPU
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "cpu_profile.py"
 
-BURN = "import time\nend = time.process_time() + 2.5\nwhile time.process_time() < end: pass\n"
 PARENT = f"""
 import os, subprocess, sys
 env = dict(os.environ, PYTEST_CURRENT_TEST="tests/test_burner.py::test_burns (call)")
-subprocess.run([sys.executable, "-c", {BURN!r}], env=env, check=True)
+subprocess.run([sys.executable, "-c", {BURN_CPU!r}], env=env, check=True)
 sys.exit(3)
 """
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ci_helpers import REPO
+from ci_helpers import BURN_CPU, REPO
 from processes import live_processes_using
 
 STAGES = REPO / "scripts" / "stages"
@@ -85,8 +85,9 @@ def test_what_upgrades_from_the_older_minor_runs_in_the_older_stage_not_the_bare
         and "memcached-kopf" not in path.parts
     )
     assert len(upgrading) >= 3, upgrading
-    misplaced = [name for name in upgrading
-                 if _selects(commands["bare"] or [], name) or not _selects(commands["older"] or [], name)]
+    bare, older = commands["bare"], commands["older"]
+    assert bare is not None and older is not None
+    misplaced = [name for name in upgrading if _selects(bare, name) or not _selects(older, name)]
     assert misplaced == []
 
 
@@ -164,14 +165,10 @@ def test_jobs_wait_for_what_they_come_after_and_run_at_their_niceness(tmp_path: 
     assert re.search(r"\| second \| \d+:\d\d \| \d+:\d\d \| \d+:\d\d \| passed \|", table), table
 
 
-BURN = ("import time\nend = time.process_time() + 2.5\nwhile time.process_time() < end: pass\n"
-        "print(time.process_time())")
-
-
 def test_the_table_counts_the_cpu_of_a_jobs_descendants(tmp_path: Path) -> None:
     """A stage's weight is its CPU work: a grandchild's (a control plane, a child session) counts."""
     burner = _job("burner", "import subprocess, sys; "
-                  f"subprocess.run([sys.executable, '-c', {BURN!r}], check=True)")
+                  f"subprocess.run([sys.executable, '-c', {BURN_CPU!r}], check=True)")
     assert run([burner], tmp_path / "out", dict(os.environ)) == 0
     burnt = float((tmp_path / "out" / "burner.log").read_text().split()[-1])
     table = (tmp_path / "out" / "table.md").read_text()
