@@ -71,6 +71,7 @@ class OperatorReplicas(StartedIfNew, Generic[H]):
         self.failovers: list[Failover] = []
         """What each ``assert_failover`` measured, in order."""
         self._partitioned: set[int] = set()
+        self._led_when_cut: set[int] = set()
         self._killed: set[int] = set()  # their proxies stay cut until restart()
 
     # ------------------------------------------------------------ lifecycle
@@ -122,15 +123,22 @@ class OperatorReplicas(StartedIfNew, Generic[H]):
         replica = self._replica(index, "partition")
         if replica.proxy is None:
             raise OperatorError(f"op.partition({index}): replica {replica.name!r} has not been started.")
+        if self.leader() == index:
+            self._led_when_cut.add(index)
         replica.excused = CUT_OFF.format(index=index)
         self._partitioned.add(index)
         replica.proxy.partition()
         self._note(f"partitioned {replica.name}")
 
-    def heal(self, index: int) -> None:
+    def heal(self, index: int, *, timeout: float | None = None) -> None:
         """Reconnect replica ``index`` after :meth:`partition`. Errors it had while cut off are
         forgotten; one that exited meanwhile is started again, as the kubelet restarts a pod whose
-        container exited."""
+        container exited.
+
+        A replica cut off while it held the election's Lease, which another replica holds now, has
+        given up leading (client-go stops at its renew deadline, before the term ends) and may
+        still be on its way out, as controller-runtime exits then: its exit is awaited, for up to
+        ``timeout`` s (default: the ``eventually`` timeout), still as the cut's consequence."""
         replica = self._replica(index, "heal")
         if index not in self._partitioned:
             raise OperatorError(
@@ -140,6 +148,9 @@ class OperatorReplicas(StartedIfNew, Generic[H]):
         assert replica.proxy is not None
         replica.proxy.heal()
         self._partitioned.discard(index)
+        if index in self._led_when_cut:
+            self._led_when_cut.discard(index)
+            self._await_deposed_exit(index, timeout)
         replica.acknowledge_error()
         replica.excused = None
         self._note(f"healed {replica.name}")
@@ -166,6 +177,18 @@ class OperatorReplicas(StartedIfNew, Generic[H]):
             self._end_cut_off(index)
         self._each(lambda replica: replica.close())
 
+    def _await_deposed_exit(self, index: int, timeout: float | None) -> None:
+        """Wait while replica ``index``, deposed from the Lease it held when cut off, still runs."""
+        from ktest.wait import current_defaults
+
+        state = self.leadership()
+        if state.lock is None or state.lock.resource != "leases" or state.leader in (None, index):
+            return
+        deadline = time.monotonic() + (current_defaults().timeout if timeout is None else timeout)
+        replica = self.replicas[index]
+        while replica.alive and time.monotonic() < deadline:
+            time.sleep(_POLL)
+
     def _end_cut_off(self, index: int) -> None:
         replica = self.replicas[index]
         replica.crash()  # nothing to judge in a run that was cut off: its errors are the cut's
@@ -174,6 +197,7 @@ class OperatorReplicas(StartedIfNew, Generic[H]):
         if replica.proxy is not None:
             replica.proxy.heal()
         self._partitioned.discard(index)
+        self._led_when_cut.discard(index)
 
     def _each(self, action: Callable[[H], object]) -> None:
         errors = []

@@ -99,6 +99,16 @@ def start_page(
     return PageRun(where, files, process, output, progress)
 
 
+def excerpt(stdout: str, part: int = 4000) -> str:
+    """What a failure shows of a child's output: the start of its FAILURES section (where the
+    assertion's message is; the report sections after it are long) and the end (the summary)."""
+    failures = stdout.find("= FAILURES =")
+    if failures < 0 or len(stdout) - failures <= 2 * part:
+        return stdout[-2 * part:]
+    head = stdout[stdout.rfind("\n", 0, failures) + 1:][:part]
+    return f"{head}\n[...]\n{stdout[-part:]}"
+
+
 @dataclasses.dataclass
 class PageRun:
     """A page's child session, started; :meth:`finish` waits for it and checks its outcome.
@@ -135,7 +145,7 @@ class PageRun:
             self.process.wait()
         stdout = (self.output / "stdout").read_text()
         stderr = (self.output / "stderr").read_text()
-        shown = f"{self.files}\n{stdout[-6000:]}"
+        shown = f"{self.files}\n{excerpt(stdout)}"
         failed = f"the examples of {self.where} failed:\n{shown}\n{stderr[-2000:]}"
         assert self.process.returncode == 0, failed
         assert not re.search(r"\d+ skipped", stdout), f"an example was skipped, not run:\n{shown}"
@@ -187,7 +197,7 @@ def start_child_pytest(
         # A page's go.mod comes without go.sum: -mod=mod fills it in, as the page's `go mod tidy` does
         # (a linked module of the repository has its go.sum, and is never rewritten).
         env["GOFLAGS"] = f"{env.get('GOFLAGS', '')} -mod=mod".strip()
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", *args]
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", *args]
     version = pytestconfig.getoption("--ktest-k8s-version", default=None)
     if version:
         command += ["--ktest-k8s-version", str(version)]

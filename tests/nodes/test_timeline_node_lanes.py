@@ -30,6 +30,15 @@ def lane(data: dict[str, Any], lane_id: str, pod_name: str) -> list[dict[str, An
     return [e for e in found if e["detail"].get("pod", "").endswith(f"/{pod_name}")]
 
 
+def pod_view(data: dict[str, Any]) -> str:
+    """What a failure shows of a recording: the Pods' watch events, the scheduler's and kubelet's
+    lanes and what could not be recorded."""
+    shown = [f"{e['t']:.2f} {e['lane']} {e['label']}" for e in data["events"]
+             if (e["kind"] == "watch-event" and e["detail"]["object"].startswith("pods "))
+             or e["lane"] in ("kube-scheduler", "simulated-kubelet")]
+    return "\n".join(["events:", *shown, f"problems: {data.get('problems')}"])
+
+
 def reported(cluster: Cluster, namespace: str) -> set[tuple[str, str]]:
     """(reason, object name) of the Events in ``namespace``."""
     events = cluster.list(("v1", "Event"), namespace)
@@ -116,6 +125,6 @@ def test_a_deployments_pods_are_watched_without_the_test_touching_a_pod(sim: Clu
     data = rec.data().as_json()
     assert f"pods in {sim_ns}" in rec.watched, rec.watched
     bindings = [e for e in data["events"] if e["lane"] == "kube-scheduler" and e["kind"] == "scheduling"]
-    assert [e["detail"]["pod"].startswith(f"{sim_ns}/only-") for e in bindings] == [True], bindings
+    assert [e["detail"]["pod"].startswith(f"{sim_ns}/only-") for e in bindings] == [True], pod_view(data)
     writes = lane(data, "simulated-kubelet", bindings[0]["detail"]["pod"].split("/")[1])
     assert "phase Pending -> Running" in [change for e in writes for change in e["detail"]["changes"]]
