@@ -229,11 +229,6 @@ def test_a_failed_build_leaves_no_template(tmp_path: Path, monkeypatch: pytest.M
     assert sorted(p.name for p in etcd_template.templates_directory().iterdir()) == [".k.lock"]
 
 
-def test_flags_the_user_adds_bypass_the_template(assets: Assets) -> None:
-    with ControlPlane(assets=assets, controllers="none", apiserver_flags=["--v=1"]) as plane:
-        assert plane._template is None
-
-
 def test_an_unwritable_cache_only_costs_the_template(
     assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -244,8 +239,12 @@ def test_an_unwritable_cache_only_costs_the_template(
         assert _client(plane).get("/api/v1/namespaces/default")[0] == 200
 
 
-def test_a_plane_from_the_template_is_ready_only_with_every_bootstrap_object(assets: Assets) -> None:
-    """Readiness from the template skips the bootstrap hooks' timer, never their objects."""
+def test_a_plane_from_the_template_is_ready_only_with_every_bootstrap_object(
+    assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Readiness from the template skips the bootstrap hooks' timer, never their objects: one
+    deleted makes the plane unready, and a template naming one that is never created never
+    starts."""
     with ControlPlane(assets=assets, controllers="none") as plane:
         template, objects = plane._template, plane._bootstrap
         assert template is not None and objects is not None
@@ -266,14 +265,6 @@ def test_a_plane_from_the_template_is_ready_only_with_every_bootstrap_object(ass
         plane.restart()  # on data that is not a fresh copy the hooks decide again (and put view back)
         assert plane._bootstrap is None
         assert _client(plane).get("/apis/rbac.authorization.k8s.io/v1/clusterroles/view")[0] == 200
-
-
-def test_start_from_a_template_lacking_a_bootstrap_object_is_never_ready(
-    assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with ControlPlane(assets=assets, controllers="none") as plane:
-        template = plane._template
-    assert template is not None
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     copy = etcd_template.templates_directory() / template.name
     shutil.copytree(template, copy)
@@ -288,11 +279,15 @@ def test_start_from_a_template_lacking_a_bootstrap_object_is_never_ready(
 
 def test_ready_only_when_a_service_gets_a_cluster_ip(assets: Assets) -> None:
     """The cluster IP allocator learns its ranges from an informer, which no /readyz check
-    covers: readiness (from the template or not) proves a Service gets an IP."""
+    covers: readiness (from the template or not) proves a Service gets an IP. A flag the user
+    adds bypasses the template: the readiness of a plane bootstrapped by its hooks also waits for
+    the ``kubernetes`` Service (see the next test)."""
     small_range = "10.0.0.0/28"  # the `kubernetes` Service and 13 more
     with ControlPlane(
         assets=assets, controllers="none", apiserver_flags={"service-cluster-ip-range": small_range}
     ) as plane:
+        assert plane._template is None
+        _check_ready_only_with_the_kubernetes_service(plane, None)
         client = _client(plane)
         objects = client.bootstrap_objects()
         assert objects is not None
@@ -321,23 +316,27 @@ def test_ready_only_when_a_service_gets_a_cluster_ip(assets: Assets) -> None:
         assert "ktest-readiness-probe" not in names
 
 
-@pytest.mark.parametrize("template", [True, False], ids=["template", "no-template"])
-def test_not_ready_while_the_kubernetes_service_is_missing(assets: Assets, template: bool) -> None:
+def test_not_ready_while_the_kubernetes_service_is_missing(assets: Assets) -> None:
     """A controller of the API server creates the ``kubernetes`` Service after ``/readyz``
     passes, so readiness checks for it: a plane called ready before it existed let a test's
-    Service take its address (a full /28 held 14 test Services, not 13)."""
-    flags = {} if template else {"service-cluster-ip-range": "10.0.0.0/28"}  # any flag: no template
-    with ControlPlane(assets=assets, controllers="none", apiserver_flags=flags) as plane:
-        assert (plane._template is not None) == template
-        client = _client(plane)
-        objects = client.bootstrap_objects() if template else None
-        core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
-        service = core.read_namespaced_service("kubernetes", "default")
-        assert service.spec.cluster_ip == "10.0.0.1"
-        # the template's copy names the port of the plane that bootstrapped it; this plane's is here
-        assert [port.target_port for port in service.spec.ports] == [client.port]
-        assert client.ready(objects)
-        core.delete_namespaced_service("kubernetes", "default")
-        assert not client.ready(objects), "ready without the kubernetes Service"
-        # the API server puts it back (it reconciles it every 10 s), and the plane is ready again
-        eventually(lambda: client.ready(objects), timeout=60, description="ready again")
+    Service take its address (a full /28 held 14 test Services, not 13). From the template here;
+    without it in the previous test."""
+    with ControlPlane(assets=assets, controllers="none") as plane:
+        assert plane._template is not None
+        _check_ready_only_with_the_kubernetes_service(plane, _client(plane).bootstrap_objects())
+
+
+def _check_ready_only_with_the_kubernetes_service(
+    plane: ControlPlane, objects: dict[str, list[str]] | None
+) -> None:
+    client = _client(plane)
+    core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
+    service = core.read_namespaced_service("kubernetes", "default")
+    assert service.spec.cluster_ip == "10.0.0.1"
+    # the template's copy names the port of the plane that bootstrapped it; this plane's is here
+    assert [port.target_port for port in service.spec.ports] == [client.port]
+    assert client.ready(objects)
+    core.delete_namespaced_service("kubernetes", "default")
+    assert not client.ready(objects), "ready without the kubernetes Service"
+    # the API server puts it back (it reconciles it every 10 s), and the plane is ready again
+    eventually(lambda: client.ready(objects), timeout=60, description="ready again")

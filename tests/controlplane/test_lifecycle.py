@@ -30,16 +30,21 @@ def _assert_nothing_left(directory: Path, pids: list[int]) -> None:
     assert live_processes_using(directory) == []
 
 
-def test_stop_leaves_no_process_and_no_directory(assets: Assets) -> None:
-    plane = ControlPlane(assets=assets, controllers="none").start()
+def test_stop_leaves_no_process_and_no_directory_and_needs_no_sigkill(assets: Assets) -> None:
+    """Components exit on SIGTERM: stop() does not fall back to SIGKILL."""
+    plane = ControlPlane(assets=assets).start()
     directory = plane.directory
-    pids = [p.pid for p in plane.processes().values() if p.pid]
-    assert len(pids) == 2 and all(process_alive(pid) for pid in pids)
+    processes = list(plane.processes().values())
+    pids = [p.pid for p in processes if p.pid]
+    assert len(pids) == 3 and all(process_alive(pid) for pid in pids)
     janitor_pid = plane._janitor.pid if plane._janitor else None
     assert janitor_pid is not None and process_alive(janitor_pid)
     plane.stop()
     _assert_nothing_left(directory, pids)
     assert not process_alive(janitor_pid)
+    for process in processes:
+        assert process.returncode is not None
+        assert process.returncode != -signal.SIGKILL, f"{process.name} needed SIGKILL"
     plane.stop()  # idempotent
 
 
@@ -182,17 +187,6 @@ def test_taken_port_is_retried_with_new_ports(assets: Assets, monkeypatch: pytes
             assert core.read_namespace("default").metadata.name == "default"
     finally:
         squatter.close()
-
-
-def test_stop_is_quick_enough_to_not_need_sigkill(assets: Assets) -> None:
-    """Components exit on SIGTERM: stop() does not fall back to SIGKILL."""
-    plane = ControlPlane(assets=assets).start()
-    processes = list(plane.processes().values())
-    assert len(processes) == 3
-    plane.stop()
-    for process in processes:
-        assert process.returncode is not None
-        assert process.returncode != -signal.SIGKILL, f"{process.name} needed SIGKILL"
 
 
 def test_an_attached_session_sees_the_owners_restarted_controller_manager(assets: Assets) -> None:
