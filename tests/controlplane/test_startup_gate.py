@@ -163,22 +163,21 @@ def _peer_ports(pid: int) -> set[int]:
 
 
 @pytest.mark.parametrize("template", [True, False], ids=["template", "no-template"])
-def test_the_controllers_start_behind_the_gate(k8s_assets: Assets, template: bool) -> None:
+def test_the_controllers_start_behind_the_gate_a_restart_uses_a_new_one_and_a_stop_closes_it(
+    k8s_assets: Assets, template: bool
+) -> None:
     with ControlPlane(assets=k8s_assets, etcd_template=template) as plane:
         assert_collects_garbage(plane.kubeconfig, "gated")
         pid = plane.processes()["kube-controller-manager"].pid
         assert pid is not None
         peers = _peer_ports(pid)
-        assert _gate_port(plane) in peers
+        first = _gate_port(plane)
+        assert first in peers
         assert int(plane.server.rsplit(":", 1)[1]) not in peers  # all its traffic is relayed
         # It never saw the API server unhealthy: the gate held its first /healthz until the
         # plane was ready (without the template, bootstrap hooks included).
         assert "isn't healthy yet" not in plane.log_path("kube-controller-manager").read_text()
 
-
-def test_a_restart_of_the_controllers_uses_a_new_gate_and_a_stop_closes_it(k8s_assets: Assets) -> None:
-    with ControlPlane(assets=k8s_assets) as plane:
-        first = _gate_port(plane)
         plane.restart_controllers()
         second = _gate_port(plane)
         assert second != first
