@@ -27,6 +27,15 @@ def cluster(plane: ControlPlane) -> Iterator[Cluster]:
         yield admin
 
 
+@pytest.fixture
+def ns(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """Overrides tests/conftest.py's ``ns``: a namespace of the test's own on a plane with the
+    test CRDs installed, whichever test of the worker comes first (a test asking for ``plane``
+    and ``ns`` alone once met no Widget kind)."""
+    with cluster.namespace(prefix=request.node.name[:30], background=True) as name:
+        yield name
+
+
 @pytest.fixture(autouse=True)
 def test_context(request: pytest.FixtureRequest) -> Iterator[None]:
     """A run context per test (health checks of in-test controllers), with timeouts
