@@ -28,12 +28,10 @@ def cluster(plane: ControlPlane) -> Iterator[Cluster]:
 
 
 @pytest.fixture
-def ns(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
-    """Overrides tests/conftest.py's ``ns``: a namespace of the test's own on a plane with the
-    test CRDs installed, whichever test of the worker comes first (a test asking for ``plane``
-    and ``ns`` alone once met no Widget kind)."""
-    with cluster.namespace(prefix=request.node.name[:30], background=True) as name:
-        yield name
+def ns(cluster: Cluster, ns: str) -> str:
+    """tests/conftest.py's ``ns``, once ``cluster`` has installed the test CRDs, whichever test of
+    the worker comes first (a test asking for ``plane`` and ``ns`` alone once met no Widget kind)."""
+    return ns
 
 
 @pytest.fixture(autouse=True)
