@@ -214,7 +214,9 @@ class Rest:
             )
             try:
                 status = response.status
-                changed = status == 200 and bool(response.readline())
+                # One byte says an event came; readline() would read the event byte by byte
+                # (urllib3's response has no buffered readline): 2-3 ms of CPU per change.
+                changed = status == 200 and bool(response.read(1))
             finally:
                 response.close()  # a watch still streaming: its connection is not reused
                 response.release_conn()

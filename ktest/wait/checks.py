@@ -76,7 +76,21 @@ def lambda_source(fn: Callable[..., Any]) -> str | None:
     node = lambda_node(code) if code is not None else None
     if code is None or node is None:
         return None
-    return ast.get_source_segment("".join(linecache.getlines(code.co_filename)), node)
+    return source_segment(linecache.getlines(code.co_filename), node)
+
+
+def source_segment(lines: list[str], node: ast.expr) -> str | None:
+    """What ``ast.get_source_segment`` gives, from the file's lines as ``linecache`` holds them:
+    that function splits the whole source into lines on each call (milliseconds in a test
+    module), and ``eventually`` asks for its check's text on every call."""
+    end_line, end_col = node.end_lineno, node.end_col_offset
+    if end_line is None or end_col is None or end_line > len(lines):
+        return None
+    picked = [line.encode() for line in lines[node.lineno - 1:end_line]]  # offsets count UTF-8 bytes
+    if len(picked) == 1:
+        return picked[0][node.col_offset:end_col].decode()
+    picked[0], picked[-1] = picked[0][node.col_offset:], picked[-1][:end_col]
+    return b"".join(picked).decode()
 
 
 def source_unknown(fn: Callable[..., Any]) -> bool:
@@ -126,25 +140,44 @@ def _parse(source: str) -> ast.Module | None:
     return None
 
 
+_Def = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@functools.lru_cache(maxsize=64)
+def _by_line(tree: ast.Module) -> dict[int, list[ast.Lambda | _Def]]:
+    """A file's lambdas and defs by the lines their code starts on (a def: its own line and its
+    first decorator's), in walk order: one walk of the tree, not one per ``eventually`` call."""
+    index: dict[int, list[ast.Lambda | _Def]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda):
+            index.setdefault(node.lineno, []).append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = {node.lineno, node.decorator_list[0].lineno if node.decorator_list else node.lineno}
+            for line in sorted(lines):
+                index.setdefault(line, []).append(node)
+    return index
+
+
+def lambdas_on_line(code: types.CodeType) -> list[ast.Lambda]:
+    """The lambdas that start on ``code``'s first line of its file."""
+    tree = parsed(code.co_filename)
+    nodes = _by_line(tree).get(code.co_firstlineno, []) if tree is not None else []
+    return [node for node in nodes if isinstance(node, ast.Lambda)]
+
+
 def function_node(code: types.CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The ``def`` of ``code`` in its file, or None."""
     tree = parsed(code.co_filename)
-    for node in ast.walk(tree) if tree is not None else ():
+    for node in _by_line(tree).get(code.co_firstlineno, []) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
-            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-            if code.co_firstlineno in (first, node.lineno):
-                return node
+            return node
     return None
 
 
 def lambda_node(code: types.CodeType) -> ast.Lambda | None:
     """The lambda of ``code`` in its file; when a line holds several, the innermost one
     whose body spans every instruction of ``code`` (Python 3.11+ positions)."""
-    tree = parsed(code.co_filename)
-    if tree is None:
-        return None
-    candidates = [node for node in ast.walk(tree)
-                  if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno]
+    candidates = lambdas_on_line(code)
     if len(candidates) <= 1:
         return candidates[0] if candidates else None
     positions = getattr(code, "co_positions", None)

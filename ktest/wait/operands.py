@@ -112,7 +112,7 @@ def _instrument(fn: Callable[..., Any]) -> Instrumented:
         return Instrumented(fn, why_not=f"its source is not available (defined in {code.co_filename})")
     node = checks.lambda_node(code) if code.co_name == "<lambda>" else checks.function_node(code)
     if node is None:
-        if code.co_name == "<lambda>" and _lambdas_on_line(code) > 1:
+        if code.co_name == "<lambda>" and len(checks.lambdas_on_line(code)) > 1:
             return Instrumented(fn, why_not=(
                 f"line {code.co_firstlineno} of {code.co_filename} holds several lambdas and ktest "
                 "cannot tell which one is the check (write it on a line of its own, or as a def)"
@@ -135,13 +135,6 @@ def _instrument(fn: Callable[..., Any]) -> Instrumented:
     return Instrumented(call, rewrite.expression, capture)
 
 
-def _lambdas_on_line(code: types.CodeType) -> int:
-    tree = checks.parsed(code.co_filename)
-    if tree is None:
-        return 0
-    return sum(isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno for node in ast.walk(tree))
-
-
 @functools.lru_cache(maxsize=256)
 def _rewritten(code: types.CodeType) -> _Rewrite | None:
     """``code`` compiled again with its last expression's operands recorded, if it has one
@@ -150,11 +143,11 @@ def _rewritten(code: types.CodeType) -> _Rewrite | None:
     if found is None:
         return None
     node = copy.deepcopy(found)  # the parsed file is shared: change a copy
-    source = "".join(linecache.getlines(code.co_filename))
+    lines = linecache.getlines(code.co_filename)
     last = _last_expression(node)
     if last is None or not _worth_showing(last) or not _safe_to_recompile(node):
         return None
-    root, expression = _Rewriter(source).part(last)
+    root, expression = _Rewriter(lines).part(last)
     if isinstance(node, ast.Lambda):
         node.body = root
         inner: ast.stmt = ast.Return(value=node)
@@ -231,12 +224,12 @@ def _literal(node: ast.expr) -> bool:
 class _Rewriter:
     """Wraps sub-expressions in ``__ktest_capture__(index, expression)``."""
 
-    def __init__(self, source: str) -> None:
-        self.source = source
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
         self.count = 0
 
     def text(self, node: ast.expr) -> str:
-        segment = ast.get_source_segment(self.source, node) or ast.unparse(node)
+        segment = checks.source_segment(self.lines, node) or ast.unparse(node)
         return " ".join(segment.split()) if "\n" in segment else segment
 
     def record(self, node: ast.expr) -> ast.expr:

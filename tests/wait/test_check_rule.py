@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import linecache
 import threading
 import time
 from collections.abc import Callable
@@ -335,3 +336,22 @@ def test_a_parser_that_keeps_failing_is_reported_not_misjudged(monkeypatch: pyte
     with pytest.raises(SystemError, match="recursion depth mismatch"), monkeypatch.context() as patch:
         patch.setattr(ast, "parse", broken)
         is_assertion_style(lambda: _lookup_assertion(obj))
+
+
+def test_the_check_text_is_the_lambdas_own_as_python_reads_it() -> None:
+    """``eventually`` names its check by the lambda's own text, cut from the file's cached lines
+    (not the whole source split again on every call): the same text ``ast.get_source_segment``
+    gives, for every expression of this file, for a check after non-ASCII text on its line
+    (offsets count UTF-8 bytes), and for a check over several lines."""
+    lines = linecache.getlines(__file__)
+    source = "".join(lines)
+    expressions = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.expr)]
+    assert len(expressions) > 500
+    for node in expressions:
+        assert check_rule.source_segment(lines, node) == ast.get_source_segment(source, node)
+    label = "état"; accented = (label, lambda: label == "état")[1]  # noqa: E702
+    several = [lambda: sorted(
+        [label],
+    )][0]
+    assert check_rule.lambda_source(accented) == 'lambda: label == "état"'
+    assert check_rule.lambda_source(several) == "lambda: sorted(\n        [label],\n    )"
