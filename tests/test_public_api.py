@@ -158,6 +158,16 @@ def test_importing_the_public_packages_stays_cheap() -> None:
     assert not loaded, f"importing the packages loaded {loaded}"
 
 
+def test_the_command_line_loads_what_a_command_needs_only_when_it_runs() -> None:
+    """Every ``ktest`` command builds the whole parser (each backend's subcommands and options):
+    that alone must not load the cluster client or the binaries' resolution (download, Go builds,
+    the cache), which made ``ktest --version`` cost 0.4 s of CPU and ``ktest status`` 0.5 s."""
+    heavy = ("kubernetes", "urllib3", "ktest.assets.resolve", "ktest.assets.download",
+             "ktest.assets.store", "ktest.sessions.attached")
+    loaded = _heavy_modules_loaded_by("from ktest.cli.main import build_parser\nbuild_parser()", heavy)
+    assert not loaded, f"building the ktest parser loaded {loaded}"
+
+
 def _heavy_modules_loaded_by(code: str, heavy: tuple[str, ...]) -> list[str]:
     """Which of ``heavy`` a fresh interpreter has imported after running ``code``."""
     check = f"{code}\nimport sys\nprint(sorted(m for m in {heavy!r} if m in sys.modules))\n"

@@ -20,11 +20,11 @@ if TYPE_CHECKING:
     from ktest.assets.bundle import REQUIRED_BINARIES as REQUIRED_BINARIES
     from ktest.assets.bundle import Assets as Assets
     from ktest.assets.progress import Progress as Progress
-    from ktest.assets.resolve import SOURCES as SOURCES
     from ktest.assets.resolve import resolve_assets as resolve_assets
     from ktest.assets.selectors import KubeVersion as KubeVersion
     from ktest.assets.selectors import Selector as Selector
     from ktest.assets.selectors import parse_selector as parse_selector
+    from ktest.assets.sources import SOURCES as SOURCES
 
 _EXPORTS = {
     "ALL_BINARIES": "ktest.assets.bundle",
@@ -32,7 +32,7 @@ _EXPORTS = {
     "REQUIRED_BINARIES": "ktest.assets.bundle",
     "Assets": "ktest.assets.bundle",
     "Progress": "ktest.assets.progress",
-    "SOURCES": "ktest.assets.resolve",
+    "SOURCES": "ktest.assets.sources",
     "resolve_assets": "ktest.assets.resolve",
     "Selector": "ktest.assets.selectors",
     "parse_selector": "ktest.assets.selectors",

@@ -24,9 +24,9 @@ from ktest.assets import download, gotool, probe, sources, store, versions
 from ktest.assets.bundle import OPTIONAL_BINARIES, REQUIRED_BINARIES, Assets
 from ktest.assets.progress import Progress, as_progress
 from ktest.assets.selectors import Selector, parse_selector
+from ktest.assets.sources import SOURCES
 from ktest.errors import AssetsError
 
-SOURCES = ("auto", "download", "build")
 USER_DIRECTORY_VARIABLES = ("KTEST_ASSETS", "KUBEBUILDER_ASSETS")
 
 

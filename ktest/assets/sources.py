@@ -19,6 +19,9 @@ from typing import Any, Protocol, runtime_checkable
 from ktest.assets.progress import Progress
 from ktest.errors import KtestError
 
+SOURCES = ("auto", "download", "build")
+"""How a resolution may obtain binaries (``ktest binaries install --source``): ``auto`` reuses, then
+downloads, then builds; ``download`` and ``build`` only that way."""
 BINARY_SOURCES_GROUP = "ktest.binary_sources"
 OFFLINE_DISTRIBUTION = "ktest-offline"
 INSTALL_OFFLINE = (

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ktest.assets import ALL_BINARIES, SOURCES, Assets, resolve_assets
-from ktest.assets import store as asset_store
+from ktest.assets.bundle import ALL_BINARIES
 from ktest.assets.progress import format_bytes
 from ktest.assets.selectors import KubeVersion
+from ktest.assets.sources import SOURCES
 from ktest.config import add_setting_option
+
+if TYPE_CHECKING:
+    from ktest.assets.bundle import Assets
+
+# The resolution and the cache (download, Go builds, file locks) are imported by the handlers that
+# use them: every `ktest` command builds this parser, and `ktest --version` should not load them.
 
 
 def register(subparsers: Any) -> None:
@@ -67,6 +73,8 @@ def _resolving_command(
 
 
 def _resolve(args: argparse.Namespace, *, repair: bool = False) -> Assets:
+    from ktest.assets.resolve import resolve_assets
+
     return resolve_assets(
         args.k8s_version, source=args.source, progress=not args.quiet, repair=repair
     )
@@ -96,6 +104,8 @@ def _path(args: argparse.Namespace) -> int:
 
 
 def _list(_args: argparse.Namespace) -> int:
+    from ktest.assets import store as asset_store
+
     locations = asset_store.Locations.from_env()
     entries = asset_store.list_cache_entries(locations) + asset_store.list_envtest_entries(
         locations
@@ -125,6 +135,8 @@ def _list(_args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from ktest.assets import store as asset_store
+
     locations = asset_store.Locations.from_env()
     entries = asset_store.list_cache_entries(locations)
     if args.k8s_version:

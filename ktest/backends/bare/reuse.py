@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import filelock
@@ -34,8 +34,10 @@ from ktest.base.process import end_popen
 from ktest.base.procfs import Holder, private_directory, write_private_file
 from ktest.config import Settings
 from ktest.errors import ConfigError, ControlPlaneError
-from ktest.sessions.attached import AttachedBackend
 from ktest.sessions.backend import ClusterShare
+
+if TYPE_CHECKING:
+    from ktest.sessions.attached import AttachedBackend
 
 DEFAULT_NAME = "default"
 DAEMON_MODULE = "ktest.backends.bare.daemon"
@@ -216,6 +218,8 @@ def remove_stale(record: UpRecord, notes: list[str]) -> None:
 
 def attach(record: UpRecord) -> AttachedBackend:
     """A backend on a warm control plane; closing it leaves the control plane running."""
+    from ktest.sessions.attached import AttachedBackend  # the cluster client: not for `ktest status`
+
     share = record.share
     description = f"warm control plane {record.name!r} (ktest up, pid {record.pid}): {share.description}"
     return AttachedBackend(dataclasses.replace(share, description=description), name="reuse")
