@@ -27,6 +27,8 @@ session's ``plane``, recorded for reuse (``inner_warm_plane``).
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,6 +41,26 @@ from ktest.assets.store import Locations
 from ktest.base.ports import free_ports
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
+
+GO_CACHE_VARIABLES = ("GOCACHE", "GOMODCACHE")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def real_go_caches() -> Iterator[None]:
+    """Go's build and module caches stay the user's when ``pytester`` points HOME elsewhere: Go
+    derives them from HOME, so every Go build in an inner session (ktest building kind, a Go
+    operator) compiled the standard library and its modules again, 1.2 CPU-minutes a run. What a
+    test isolates is ktest's own cache and state, never Go's."""
+    go = shutil.which("go")
+    if go is None:
+        yield
+        return
+    found = subprocess.run([go, "env", *GO_CACHE_VARIABLES], capture_output=True, text=True, check=True)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in zip(GO_CACHE_VARIABLES, found.stdout.splitlines(), strict=True):
+            if value and not os.environ.get(name):
+                patch.setenv(name, value)
+        yield
 
 
 @pytest.fixture(scope="session")

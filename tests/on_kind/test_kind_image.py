@@ -15,6 +15,7 @@ import secrets
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -63,11 +64,13 @@ def _ktest(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_cluster_is_made_from_the_configured_image_and_kept(
     pytester: pytest.Pytester, kind: KindHandle, configured_image: str, docker_client: Any,
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, binary_cache: Path,
 ) -> None:
-    for variable in ("HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):  # the same records and caches as ours
+    for variable in ("HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):  # the same records as ours
         if os.environ.get(variable):
             monkeypatch.setenv(variable, os.environ[variable])
+    # ktest's real cache (pytester's HOME has an empty one): its kind binary, not a build of kind
+    monkeypatch.setenv("KTEST_CACHE_DIR", os.environ.get("KTEST_CACHE_DIR") or str(binary_cache))
     before = {record.name for record in records.list_records()}
     pytester.makepyfile(INNER)
     try:

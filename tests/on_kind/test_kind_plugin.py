@@ -69,9 +69,12 @@ def _ktest(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.timeout(1800)  # two cluster starts on a loaded 2-core machine
 def test_up_attach_report_status_down(
-    pytester: pytest.Pytester, kind: KindHandle, echo_image: str, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, kind: KindHandle, echo_image: str, monkeypatch: pytest.MonkeyPatch,
+    binary_cache: Path,
 ) -> None:
     pytest.importorskip("pytest_kind", reason="pytest-kind-ng is in the dev extra; `make test` installs it")
+    # ktest's real cache (pytester's HOME has an empty one): its kind binary, not a build of kind
+    monkeypatch.setenv("KTEST_CACHE_DIR", os.environ.get("KTEST_CACHE_DIR") or str(binary_cache))
     env = {k: v for k, v in os.environ.items() if not k.startswith("KTEST_") or k == "KTEST_CACHE_DIR"}
     up = _ktest("up", "--backend", "kind", "--k8s-version", kind.version, env=env)
     assert up.returncode == 0, up.stderr
