@@ -10,7 +10,6 @@ container shows which reference it was made from.
 
 from __future__ import annotations
 
-import os
 import secrets
 import subprocess
 import sys
@@ -66,11 +65,9 @@ def test_a_cluster_is_made_from_the_configured_image_and_kept(
     pytester: pytest.Pytester, kind: KindHandle, configured_image: str, docker_client: Any,
     monkeypatch: pytest.MonkeyPatch, binary_cache: Path,
 ) -> None:
-    for variable in ("HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):  # the same records as ours
-        if os.environ.get(variable):
-            monkeypatch.setenv(variable, os.environ[variable])
-    # ktest's real cache (pytester's HOME has an empty one): its kind binary, not a build of kind
-    monkeypatch.setenv("KTEST_CACHE_DIR", os.environ.get("KTEST_CACHE_DIR") or str(binary_cache))
+    # The inner run inherits our (pytester's) HOME, so it keeps the records we read; ktest's cache is
+    # the real one (pytester's HOME has an empty one): its kind binary, not a build of kind.
+    monkeypatch.setenv("KTEST_CACHE_DIR", str(binary_cache))
     before = {record.name for record in records.list_records()}
     pytester.makepyfile(INNER)
     try:

@@ -73,8 +73,9 @@ def test_up_attach_report_status_down(
     binary_cache: Path,
 ) -> None:
     pytest.importorskip("pytest_kind", reason="pytest-kind-ng is in the dev extra; `make test` installs it")
-    # ktest's real cache (pytester's HOME has an empty one): its kind binary, not a build of kind
-    monkeypatch.setenv("KTEST_CACHE_DIR", os.environ.get("KTEST_CACHE_DIR") or str(binary_cache))
+    # The inner runs inherit our (pytester's) HOME, so they keep the records we read; ktest's cache is
+    # the real one (pytester's HOME has an empty one): its kind binary, not a build of kind.
+    monkeypatch.setenv("KTEST_CACHE_DIR", str(binary_cache))
     env = {k: v for k, v in os.environ.items() if not k.startswith("KTEST_") or k == "KTEST_CACHE_DIR"}
     up = _ktest("up", "--backend", "kind", "--k8s-version", kind.version, env=env)
     assert up.returncode == 0, up.stderr
@@ -82,10 +83,6 @@ def test_up_attach_report_status_down(
     assert len(kept) == 1, (up.stdout, records.list_records())
     name = kept[0].name
     try:
-        # The inner run sees the same HOME-derived state and caches as the outer one.
-        for variable in ("HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-            if os.environ.get(variable):
-                monkeypatch.setenv(variable, os.environ[variable])
         pytester.makepyfile(test_inner=f"ECHO = {echo_image!r}\n" + INNER_TESTS)
         result = pytester.runpytest_subprocess(
             "-s",
