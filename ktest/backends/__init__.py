@@ -8,6 +8,10 @@ Python can call too::
 
     with open_session(settings_from_env()) as backend:
         backend.cluster.apply(...)
+
+Each backend's package registers it in its ``registration`` module, made with ``ktest.extension``
+as another package's backend is: ``ktest.backend_registry`` reads its ``SPEC`` as it reads an
+entry point (its parts are imported only when needed).
 """
 
 from __future__ import annotations

@@ -30,6 +30,10 @@ __all__ = [
 
 _VALIDITY = datetime.timedelta(days=365)
 _CLOCK_SKEW = datetime.timedelta(hours=1)
+_KEY_USAGE_FLAGS = (
+    "digital_signature", "content_commitment", "key_encipherment", "data_encipherment",
+    "key_agreement", "key_cert_sign", "crl_sign", "encipher_only", "decipher_only",
+)
 
 
 @dataclass(frozen=True)
@@ -81,21 +85,15 @@ def _builder(
         .not_valid_before(now - _CLOCK_SKEW)
         .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=ca,
-                crl_sign=ca,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(digital_signature=True, key_cert_sign=ca, crl_sign=ca), critical=True)
     )
+
+
+def _key_usage(**allowed: bool) -> x509.KeyUsage:
+    """A key usage extension that allows ``allowed`` and nothing else (every flag is required)."""
+    flags = dict.fromkeys(_KEY_USAGE_FLAGS, False)
+    flags.update(allowed)
+    return x509.KeyUsage(**flags)
 
 
 class CertificateAuthority:

@@ -301,10 +301,7 @@ def _call_detail(call: Call) -> dict[str, Any]:
 def _k8s_event(obj: dict[str, Any], at: float, operators: list[str]) -> Event:
     involved = obj.get("involvedObject") or obj.get("regarding") or {}
     source = (obj.get("source") or {}).get("component") or obj.get("reportingComponent") or ""
-    lane = node_event_lane(source) or "controllers"
-    for name in operators:
-        if source and (source == name or name in source or source in ("kopf", name)):
-            lane = f"operator:{name}"
+    lane = node_event_lane(source) or _operator_event_lane(source, operators) or "controllers"
     message = obj.get("message") or obj.get("note") or ""
     what = f"{involved.get('kind')}/{involved.get('name')}"
     label = f"{obj.get('type', '')} {obj.get('reason', '')} {what}: {message}"
@@ -313,6 +310,19 @@ def _k8s_event(obj: dict[str, Any], at: float, operators: list[str]) -> Event:
         "count": obj.get("count"), "source": source,
     }
     return Event(lane, "k8s-event", at, label, detail)
+
+
+def _operator_event_lane(source: str, operators: list[str]) -> str | None:
+    """The lane of the operator that reported an Event: the one its component names (exactly, or
+    as a part of it, as ``memcached-controller`` names ``memcached``); kopf reports as ``kopf``."""
+    if not source:
+        return None
+    named = [name for name in operators if name and (name == source or name in source)]
+    if named:
+        return f"operator:{max(named, key=len)}"
+    if source == "kopf" and operators:
+        return f"operator:{operators[-1]}"
+    return None
 
 
 def _deleted_by(

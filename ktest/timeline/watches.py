@@ -163,6 +163,8 @@ class ResourceWatch:
             delivered = self.delivered
             try:
                 status, body = self._stream(broken_at)
+                if status == 410 and not self._stopping.is_set():
+                    self._relist()  # a list that fails is a broken stream: tried again, then reported
             except Exception as error:
                 if self._stopping.is_set():
                     break
@@ -186,8 +188,8 @@ class ResourceWatch:
                 continue
             broken_at = None
             if status == 410:
-                self._relist()
-            elif status in (404, 405):  # not watchable (a review, a virtual resource)
+                continue  # relisted: watch from the list's version
+            if status in (404, 405):  # not watchable (a review, a virtual resource)
                 break
             elif status is not None and status != 200:
                 self.problem = f"the watch of {self.key} was refused: {status} {body[:200]!r}"

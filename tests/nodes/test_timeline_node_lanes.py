@@ -39,6 +39,14 @@ def pod_view(data: dict[str, Any]) -> str:
     return "\n".join(["events:", *shown, f"problems: {data.get('problems')}"])
 
 
+def event_view(data: dict[str, Any]) -> str:
+    """What a failure shows of a recording's Events: each one's lane and source, and what could
+    not be recorded."""
+    shown = [f"{e['t']:.2f} {e['lane']} [{e['detail']['source']}] {e['label']}" for e in data["events"]
+             if e["kind"] == "k8s-event"]
+    return "\n".join(["Events:", *shown, f"problems: {data.get('problems')}"])
+
+
 def reported(cluster: Cluster, namespace: str) -> set[tuple[str, str]]:
     """(reason, object name) of the Events in ``namespace``."""
     events = cluster.list(("v1", "Event"), namespace)
@@ -98,8 +106,9 @@ def test_the_schedulers_and_kwoks_events_join_their_lanes(recorded: dict[str, An
         found = [e for e in recorded["events"] if e["lane"] == lane_id and e["kind"] == "k8s-event"]
         return {(e["detail"]["reason"], e["detail"]["object"]) for e in found}
 
-    assert {("Scheduled", "Pod/web"), ("Scheduled", "Pod/crashy")} <= reasons("kube-scheduler")
-    assert ("BackOff", "Pod/crashy") in reasons("simulated-kubelet")
+    shown = event_view(recorded)
+    assert {("Scheduled", "Pod/web"), ("Scheduled", "Pod/crashy")} <= reasons("kube-scheduler"), shown
+    assert ("BackOff", "Pod/crashy") in reasons("simulated-kubelet"), shown
     assert not {what for _, what in reasons("controllers")} & {"Pod/web", "Pod/crashy"}
 
 

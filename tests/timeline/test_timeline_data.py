@@ -367,6 +367,38 @@ def test_a_watchs_events_keep_their_order_when_one_is_placed_by_its_stamp() -> N
     ]
 
 
+def test_an_event_goes_to_the_lane_of_the_component_that_reported_it() -> None:
+    """The scheduler's and KWOK's Events keep their lanes whatever the operators are called (CI once
+    found the scheduler's lane empty); an operator's go to the operator its component names."""
+    from ktest.timeline.assemble import Assembly, Marks
+    from ktest.timeline.watches import ResourceKey, Seen
+
+    started, wall = time.monotonic(), time.time()
+
+    def event(name: str, component: str, reason: str) -> Seen:
+        meta = {"name": name, "namespace": "ns", "resourceVersion": str(len(name))}
+        obj = {"metadata": meta, "reason": reason, "source": {"component": component},
+               "involvedObject": {"kind": "Pod", "name": "web"}}
+        return Seen(started + 0.1, "ADDED", obj, replayed=False)
+
+    seen = [event("a", "default-scheduler", "Scheduled"), event("bb", "kwok_controller", "BackOff"),
+            event("ccc", "memcached-controller", "Sized"), event("dddd", "kopf", "Logging"),
+            event("eeeee", "deployment-controller", "ScalingReplicaSet")]
+    timeline = TimelineData("t", wall)
+    operators = ["scheduler", "kwok", "mem", "memcached"]
+    key = ResourceKey("", "v1", "events", "ns")
+    assembly = Assembly(started, wall, Marks())
+    assembly.add_api_view(timeline, [(key, one) for one in seen], operators, set(), {"ns"}, set())
+    lanes = {e.detail["reason"]: e.lane for e in timeline.events if e.kind == "k8s-event"}
+    assert lanes == {
+        "Scheduled": "kube-scheduler",
+        "BackOff": "simulated-kubelet",
+        "Sized": "operator:memcached",
+        "Logging": "operator:memcached",
+        "ScalingReplicaSet": "controllers",
+    }
+
+
 def test_an_operators_reads_in_a_namespace_the_test_leaves_alone_open_no_watch_until_it_writes_there(
     admin: Cluster, ns: str
 ) -> None:

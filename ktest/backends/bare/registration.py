@@ -1,8 +1,4 @@
-"""Backend ``bare``'s registration: ktest's embedded control plane, its ``ktest up`` warm ones.
-
-Made with ``ktest.extension``, as another package's backend is; ``ktest.backend_registry`` reads
-``SPEC`` as it reads an entry point (its parts are imported only when needed).
-"""
+"""Backend ``bare``'s registration: ktest's embedded control plane, its ``ktest up`` warm ones."""
 
 from __future__ import annotations
 

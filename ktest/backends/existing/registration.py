@@ -1,8 +1,4 @@
-"""Backend ``existing``'s registration: a cluster the user runs, by kubeconfig and context.
-
-Made with ``ktest.extension``, as another package's backend is; ``ktest.backend_registry`` reads
-``SPEC`` as it reads an entry point (its parts are imported only when needed).
-"""
+"""Backend ``existing``'s registration: a cluster the user runs, by kubeconfig and context."""
 
 from __future__ import annotations
 

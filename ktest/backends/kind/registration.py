@@ -1,8 +1,4 @@
-"""Backend ``kind``'s registration: a kind cluster, real nodes in Docker.
-
-Made with ``ktest.extension``, as another package's backend is; ``ktest.backend_registry`` reads
-``SPEC`` as it reads an entry point (its parts are imported only when needed).
-"""
+"""Backend ``kind``'s registration: a kind cluster, real nodes in Docker."""
 
 from __future__ import annotations
 
