@@ -302,7 +302,8 @@ def _wait_served(cluster: ClusterClient, crd: _Pending, deadline: float, timeout
 def _wait_storage_ready(cluster: ClusterClient, crd: _Pending, deadline: float, timeout: float) -> None:
     """Wait until a LIST of each version answers: a resource that is served can still answer
     429 "storage is (re)initializing" while its watch cache fills, and operators started
-    right after the installation would log that as an error."""
+    right after the installation would log that as an error. A version a CRD's update adds can
+    be in discovery a moment before the API server's handler serves it (404 until then)."""
     for group_version in crd.group_versions:
         path = cluster.info(group_version, crd.kind).path()
         while True:
@@ -310,7 +311,7 @@ def _wait_storage_ready(cluster: ClusterClient, crd: _Pending, deadline: float, 
                 cluster.rest.request("GET", path)
                 break
             except ApiError as error:
-                if error.status != 429:
+                if error.status not in (404, 429):
                     raise
                 if time.monotonic() >= deadline:
                     raise CRDError(

@@ -59,7 +59,7 @@ class Job:
 class Settings:
     bin: str
     make: str = "make"
-    bare_workers: str = "2"
+    bare_workers: str = "3"
     check_workers: str = "4"
     older_version: str = "1.36"
     version_args: tuple[str, ...] = ()
@@ -71,7 +71,7 @@ class Settings:
         return cls(
             bin=env["BIN"],
             make=env.get("MAKE") or "make",
-            bare_workers=env.get("BARE_WORKERS") or "2",
+            bare_workers=env.get("BARE_WORKERS") or "3",
             check_workers=env.get("CHECK_WORKERS") or "4",
             older_version=env["OLDER_K8S_VERSION"],
             version_args=tuple(shlex.split(env.get("VERSION_ARGS", ""))),
