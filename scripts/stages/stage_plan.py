@@ -3,18 +3,19 @@
 On 2 cores a run is bound by its total CPU work, so jobs overlap wherever they can and their
 niceness says which is wanted first:
 
-- ``bare``, the bare suite, is the critical path (nice 0, its output live); it includes the
-  older minor's tests (binaries built first, in ``prepare``: warm, a few seconds of checks);
-- ``lint`` (ruff, mypy, the typing checks on user-style files, the strict docs build) and ``dist``
-  (the sdist and wheel, built once: the packaging tests and the example project use them) run
-  beside it at nice 5;
-- ``kind-image`` (the default version's kind node image, nice 10: cold, a long build) starts once
-  the binaries are there; ``kind-own`` (the kind layer's own tests, which create, build and reuse
-  clusters) after it, then ``kind`` (the kind backend, the parity set and the demo suite on one
-  shared cluster), both beside the bare suite at nice 5: their tests mostly wait on kind, and one
-  set of kind clusters at a time leaves the bare suite most of the CPU;
+- ``bare``, the bare suite, is the critical path of a warm run (nice 0, its output live), once
+  ``prepare`` has the default version's binaries (warm: a few seconds of checks);
+- ``lint`` (ruff, mypy), ``lint-tests`` (the typing checks on user-style files, the strict docs
+  build) and ``dist`` (the sdist and wheel, built once: the packaging tests and the example project
+  use them) run beside it at nice 5; ``older`` (the older minor's tests) too, once
+  ``older-binaries`` (nice 19) has built them;
+- ``kind-image`` (the default version's kind node image, nice 5: cold, a long build that the kind
+  chain waits for) starts once the binaries are there; ``kind-own`` (the kind layer's own tests,
+  which create, build and reuse clusters) after it, then ``kind`` (the kind backend, the parity
+  set and the demo suite on one shared cluster), both at nice 5: their tests mostly wait on kind,
+  and one set of kind clusters at a time leaves the bare suite most of the CPU;
 - ``floors`` (the dependency floors' subset) and ``example`` (the example project from the wheel)
-  after the bare suite.
+  after the kind layer, beside the bare suite's last part.
 
 Every pytest job writes JUnit XML and declares how many skips it allows: more fails the run.
 """
@@ -148,8 +149,9 @@ def plan(settings: Settings) -> list[Job]:
             after=("prepare", "older-binaries"), niceness=5, junit=True, pytest_args=extra,
             env={"KTEST_OLDER_K8S_VERSION": settings.older_version},
             why="the older minor's tests, beside the bare suite once their binaries are there"),
-        Job("kind-image", (*make, "kind-image", older), after=("prepare",), niceness=10, io_class=3,
-            why="the default version's kind node image (cold: a long build, off the critical path)"),
+        Job("kind-image", (*make, "kind-image", older), after=("prepare",), niceness=5,
+            why="the default version's kind node image (cold: a long build that starts the kind chain; "
+                "at nice 10 and idle I/O it took 15:43 for 6:15 of CPU)"),
         Job("kind-own", (*pytest, "-p", "no:xdist", "tests/kind_machinery"), after=("kind-image",),
             niceness=5,
             junit=True, pytest_args=extra,

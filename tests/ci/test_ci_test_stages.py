@@ -105,7 +105,7 @@ def test_the_bare_suite_is_the_critical_path_and_the_rest_waits_or_yields() -> N
     # place beside it once that is done, so no stage runs after the critical path.
     assert not [name for name, job in jobs.items() if "bare" in job["after"]]
     assert jobs["floors"]["after"] == ["kind"] and set(jobs["example"]["after"]) == {"dist", "kind"}
-    assert jobs["older-binaries"]["niceness"] == 19 and jobs["kind-image"]["niceness"] == 10
+    assert jobs["older-binaries"]["niceness"] == 19 and jobs["kind-image"]["niceness"] == 5
     assert jobs["kind"]["after"] == ["kind-own"]  # one set of kind clusters at a time
     assert jobs["kind-own"]["after"] == ["kind-image"]
     assert jobs["kind-image"]["after"] == ["prepare"]
