@@ -62,8 +62,12 @@ def test_kopf_replicas_with_peering_one_writer_and_failover(admin: Cluster, ns: 
         op.heal(1)  # its errors while cut off are forgotten; it keeps alive again and, higher, leads
         eventually(lambda: op.leader() == 1)  # eventually runs every replica's health check too
         assert op.replicas[1].error is None
-        peering = admin.get(("kopf.dev/v1", "KopfPeering", "stamp", ns))
-        assert {"kopf_stamp-1", "kopf_stamp-2"} <= set(peering["status"])
+        # both live replicas keep their records alive; with a 2 s lifetime a record a loaded machine
+        # renewed late is dropped by a peer and written again on the next renewal
+        def peers() -> set[str]:
+            return set(admin.get(("kopf.dev/v1", "KopfPeering", "stamp", ns))["status"])
+
+        eventually(lambda: {"kopf_stamp-1", "kopf_stamp-2"} <= peers())
 
 
 def test_kopf_replicas_without_peering_are_two_writers(admin: Cluster, ns: str) -> None:
