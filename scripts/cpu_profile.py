@@ -106,6 +106,19 @@ def report(seen: dict[str, Seen], hertz: int, wall: float, top: int) -> str:
               for name, seconds in by_component.most_common(top)]
     lines += ["", "| test file (processes it started) | CPU s |", "| --- | ---: |"]
     lines += [f"| {name} | {seconds:.1f} |" for name, seconds in by_file.most_common(top)]
+    return "\n".join(lines + ["", census(seen, top)])
+
+
+def census(seen: dict[str, Seen], top: int) -> str:
+    """How many control planes (etcd processes) and child pytest sessions were started, by test file
+    (the kind nodes' etcd, started by no test, count apart)."""
+    planes = collections.Counter(p.test_file or "(no test)" for p in seen.values() if p.component == "etcd")
+    sessions = collections.Counter(p.test_file or "(no test)" for p in seen.values()
+                                   if p.component == "python: pytest")
+    lines = [f"Census: {sum(planes.values())} etcd processes, {sum(sessions.values())} pytest processes", "",
+             "| test file | etcd | pytest |", "| --- | ---: | ---: |"]
+    for name, _ in (planes + sessions).most_common(top):
+        lines.append(f"| {name} | {planes[name]} | {sessions[name]} |")
     return "\n".join(lines)
 
 

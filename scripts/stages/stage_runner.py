@@ -1,6 +1,7 @@
 """Runs a plan of jobs (scripts/stages/stage_plan.py) as `make test` does, then prints the stage table.
 
-A job starts once every job it comes after has passed, at its own CPU niceness and I/O class, in
+A job starts once every job it comes after has passed (and, if it names some ``after_any``, the
+first of those), at its own CPU niceness and I/O class, in
 its own process group, its output in ``<out>/<name>.log`` (the one job marked ``stream`` prints
 live instead). The first failure stops every running job (the whole process group) and fails the
 run with that job's log; so does a pytest stage that skips more tests than its allowance. The run
@@ -51,8 +52,13 @@ class Run:
             for job in self.jobs
             if job.name not in self.results
             and job.name not in self.running
-            and all(self.results.get(name) is not None and self.results[name].passed for name in job.after)
+            and all(self.passed(name) for name in job.after)
+            and (not job.after_any or any(self.passed(name) for name in job.after_any))
         ]
+
+    def passed(self, name: str) -> bool:
+        result = self.results.get(name)
+        return result is not None and result.passed
 
     def start(self, job: Job) -> None:
         log = self.out / f"{job.name}.log"

@@ -101,10 +101,13 @@ def test_the_bare_suite_is_the_critical_path_and_the_rest_waits_or_yields() -> N
         if name not in ("bare", "prepare"):
             # Anything beside the bare suite yields the CPU to it.
             assert job["niceness"] > 0, name
-    # Nothing waits for the bare suite: the floors and the example project take the kind layer's
-    # place beside it once that is done, so no stage runs after the critical path.
+    # Nothing waits for the bare suite alone: the floors and the example project start once the kind
+    # layer or the bare suite has passed, whichever ends first (warm: the kind layer, so they run
+    # beside the bare suite's last part; cold: the bare suite, so they run beside the kind layer).
     assert not [name for name, job in jobs.items() if "bare" in job["after"]]
-    assert jobs["floors"]["after"] == ["kind"] and set(jobs["example"]["after"]) == {"dist", "kind"}
+    for name in ("floors", "example"):
+        assert set(jobs[name]["after_any"]) == {"kind", "bare"}, name
+    assert jobs["floors"]["after"] == [] and jobs["example"]["after"] == ["dist"]
     assert jobs["older-binaries"]["niceness"] == 19 and jobs["kind-image"]["niceness"] == 5
     assert jobs["kind"]["after"] == ["kind-own"]  # one set of kind clusters at a time
     assert jobs["kind-own"]["after"] == ["kind-image"]
@@ -165,6 +168,19 @@ def test_jobs_wait_for_what_they_come_after_and_run_at_their_niceness(tmp_path: 
     assert "group 7" in log or "group none" in log, log
     table = (tmp_path / "out" / "table.md").read_text()
     assert re.search(r"\| second \| \d+:\d\d \| \d+:\d\d \| \d+:\d\d \| passed \|", table), table
+
+
+def test_a_job_after_any_starts_once_the_first_of_them_passed(tmp_path: Path) -> None:
+    """``after_any``: the job starts when one of its jobs has passed, without waiting for the other."""
+    mark = tmp_path / "quick-done"
+    # "quick" takes a moment, so a job that did not wait for it would find no mark
+    quick = _job("quick", f"import pathlib, time; time.sleep(0.5); pathlib.Path({str(mark)!r}).touch()")
+    slow = _job("slow", f"import pathlib, time\nwhile not pathlib.Path({str(tmp_path / 'either')!r}).exists(): "
+                "time.sleep(0.05)")
+    either = _job("either", f"import pathlib; print('quick done:', pathlib.Path({str(mark)!r}).exists()); "
+                  f"pathlib.Path({str(tmp_path / 'either')!r}).touch()", after_any=("slow", "quick"))
+    assert run([slow, quick, either], tmp_path / "out", dict(os.environ)) == 0  # "slow" waits for "either"
+    assert "quick done: True" in (tmp_path / "out" / "either.log").read_text()
 
 
 def test_the_table_counts_the_cpu_of_a_jobs_descendants(tmp_path: Path) -> None:
