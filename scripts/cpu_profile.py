@@ -106,7 +106,7 @@ def report(seen: dict[str, Seen], hertz: int, wall: float, top: int) -> str:
               for name, seconds in by_component.most_common(top)]
     lines += ["", "| test file (processes it started) | CPU s |", "| --- | ---: |"]
     lines += [f"| {name} | {seconds:.1f} |" for name, seconds in by_file.most_common(top)]
-    return "\n".join(lines + ["", census(seen, top)])
+    return "\n".join([*lines, "", census(seen, top)])
 
 
 def census(seen: dict[str, Seen], top: int) -> str:

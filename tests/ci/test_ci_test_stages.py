@@ -175,10 +175,11 @@ def test_a_job_after_any_starts_once_the_first_of_them_passed(tmp_path: Path) ->
     mark = tmp_path / "quick-done"
     # "quick" takes a moment, so a job that did not wait for it would find no mark
     quick = _job("quick", f"import pathlib, time; time.sleep(0.5); pathlib.Path({str(mark)!r}).touch()")
-    slow = _job("slow", f"import pathlib, time\nwhile not pathlib.Path({str(tmp_path / 'either')!r}).exists(): "
+    either_mark = tmp_path / "either"
+    slow = _job("slow", f"import pathlib, time\nwhile not pathlib.Path({str(either_mark)!r}).exists(): "
                 "time.sleep(0.05)")
     either = _job("either", f"import pathlib; print('quick done:', pathlib.Path({str(mark)!r}).exists()); "
-                  f"pathlib.Path({str(tmp_path / 'either')!r}).touch()", after_any=("slow", "quick"))
+                  f"pathlib.Path({str(either_mark)!r}).touch()", after_any=("slow", "quick"))
     assert run([slow, quick, either], tmp_path / "out", dict(os.environ)) == 0  # "slow" waits for "either"
     assert "quick done: True" in (tmp_path / "out" / "either.log").read_text()
 
