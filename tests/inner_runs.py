@@ -12,11 +12,17 @@ NON_STRUCTURAL_CRD = crd_yaml(
 )
 
 
-def run_inner(pytester: pytest.Pytester, source: str, *args: str, timeout: float = 120) -> pytest.RunResult:
-    """``source`` as the inner session's test module, run through the plugin in a child process,
-    its tests in the order written (``-p no:randomly``)."""
+def run_inner(
+    pytester: pytest.Pytester, source: str, *args: str, timeout: float = 120, child: bool = False
+) -> pytest.RunResult:
+    """``source`` as the inner session's test module, run through the plugin, its tests in the
+    order written (``-p no:randomly``): in this process (pytester restores its modules and path
+    afterwards), or with ``child`` in a child process bounded by ``timeout`` (for what only a fresh
+    interpreter shows: imports, entry points, signals)."""
     pytester.makepyfile(source)
-    return pytester.runpytest_subprocess("-p", "no:randomly", *args, timeout=timeout)
+    if child:
+        return pytester.runpytest_subprocess("-p", "no:randomly", *args, timeout=timeout)
+    return pytester.runpytest_inprocess("-p", "no:randomly", *args)
 
 
 def printed(result: pytest.RunResult, tag: str) -> list[str]:

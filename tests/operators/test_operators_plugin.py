@@ -114,6 +114,8 @@ def test_failures_and_logs_through_the_plugin(
     pytester.makeconftest(CONFTEST.format(tests=str(HERE), samples=str(SAMPLES), record=str(record)))
     pytester.makepyfile(test_inner=TESTS)
     context = yaml.safe_load(Path(plane.kubeconfig).read_text())["current-context"]
+    # a child process: kopf's logging is configured there as in a user's run (in this process the
+    # outer session's log handlers change what the report's operator-log section gets)
     result = pytester.runpytest_subprocess(
         "-p",
         "no:cacheprovider",
@@ -191,11 +193,10 @@ def test_session_operator_waits_for_background_namespace_deletions(
     pytester.makeconftest(BACKGROUND_CONFTEST.format(tests=str(HERE), samples=str(SAMPLES)))
     pytester.makepyfile(test_inner=BACKGROUND_TESTS)
     context = yaml.safe_load(Path(plane.kubeconfig).read_text())["current-context"]
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "-p", "no:cacheprovider", "-s",
         "--ktest-backend=existing", f"--ktest-kubeconfig={plane.kubeconfig}", f"--ktest-context={context}",
         "--ktest-finalizer-grace=1",
-        timeout=300,
     )
     result.assert_outcomes(passed=1)
     output = result.stdout.str()

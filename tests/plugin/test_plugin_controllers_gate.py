@@ -24,7 +24,7 @@ def test_the_plugin_runs_each_test_body_with_the_controllers_running(
             assert not missing, f"the test body ran before the controllers: {missing}"
         """
     )
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "--ktest-backend=bare", f"--ktest-k8s-version={k8s_assets.version}"
     )
     result.assert_outcomes(passed=1)

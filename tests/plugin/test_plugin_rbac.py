@@ -56,7 +56,7 @@ def _derived(pytester: pytest.Pytester) -> str:
 def test_rules_derived_by_two_workers_equal_a_serial_run_and_the_minimal_role(
     project: pytest.Pytester, existing_args: list[str]
 ) -> None:
-    serial = project.runpytest_subprocess("-p", "no:randomly", "-p", "no:xdist", *existing_args, timeout=300)
+    serial = project.runpytest_inprocess("-p", "no:randomly", "-p", "no:xdist", *existing_args)
     serial.assert_outcomes(passed=4)
     assert serial.ret == 0
     serial.stdout.fnmatch_lines(["*ktest rbac*", "*the shipped roles grant exactly what the operator's*"])
@@ -77,8 +77,8 @@ def test_rules_derived_by_two_workers_equal_a_serial_run_and_the_minimal_role(
 def test_a_missing_rule_fails_the_session_naming_the_request(
     project: pytest.Pytester, existing_args: list[str]
 ) -> None:
-    result = project.runpytest_subprocess(
-        "-p", "no:randomly", "-p", "no:xdist", "--ktest-rbac=seeded.yaml", *existing_args, timeout=300
+    result = project.runpytest_inprocess(
+        "-p", "no:randomly", "-p", "no:xdist", "--ktest-rbac=seeded.yaml", *existing_args
     )
     result.assert_outcomes(passed=4)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -103,7 +103,7 @@ def test_a_roles_file_that_does_not_parse_stops_the_run_naming_file_and_line(
     project: pytest.Pytester, existing_args: list[str]
 ) -> None:
     (project.path / "broken.yaml").write_text("kind: Role\nrules: [\n  - {verbs: get\n")
-    result = project.runpytest_subprocess("--ktest-rbac=broken.yaml", *existing_args, timeout=120)
+    result = project.runpytest_inprocess("--ktest-rbac=broken.yaml", *existing_args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ktest: option --ktest-rbac: *broken.yaml*line *not valid YAML*"])
     assert "passed" not in result.stdout.str()

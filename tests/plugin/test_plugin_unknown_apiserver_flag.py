@@ -59,7 +59,7 @@ def test_unknown_flag_stops_the_session_with_one_short_error(
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     pytester.makepyfile(SESSION)
-    result = pytester.runpytest_subprocess(option, f"--ktest-run-dir={run_dir}", timeout=300)
+    result = pytester.runpytest_inprocess(option, f"--ktest-run-dir={run_dir}")
     output = result.stdout.str() + result.stderr.str()
     assert result.ret != 0, output
     result.assert_outcomes(passed=1, errors=1)  # test_plain ran; test_first said why; the rest did not run

@@ -32,9 +32,9 @@ def test_a_failing_tests_report_has_every_replica_and_the_failover(
 ) -> None:
     pytester.makepyfile(test_inner=TEST)
     context = yaml.safe_load(Path(plane.kubeconfig).read_text())["current-context"]
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "-p", "no:cacheprovider", "-p", "no:randomly", "--ktest-backend=existing",
-        f"--ktest-kubeconfig={plane.kubeconfig}", f"--ktest-context={context}", timeout=120,
+        f"--ktest-kubeconfig={plane.kubeconfig}", f"--ktest-context={context}",
     )
     result.assert_outcomes(failed=1)
     output = result.stdout.str()

@@ -303,12 +303,13 @@ def test_a_page_built_after_the_end_keeps_only_what_came_before_it(admin: Cluste
     """The plugin ends a recording in the test's teardown and builds its page on another thread
     while the next test runs: an operator that outlives the test (session-scoped) goes on writing,
     or stops and drops its log, and neither may change the page."""
-    step = threading.Event()
+    begin, step = threading.Event(), threading.Event()
 
     def writer(ctx: Any) -> None:
         import logging
 
         ctx.ready()
+        begin.wait(timeout=30)  # the recording has started: its "before" is part of the test
         ctx.cluster.create(configmap("before", ctx.namespaces[0], {}))
         logging.getLogger("writer").info("wrote before")
         step.wait()
@@ -318,6 +319,7 @@ def test_a_page_built_after_the_end_keeps_only_what_came_before_it(admin: Cluste
 
     with run_callable(writer, admin, name="writer", namespaces=[ns]) as op:
         rec = recording(admin, test="ended").start()
+        begin.set()
         eventually(lambda: admin.exists(configmap_ref("before", ns)), timeout=10)
         eventually(lambda: "wrote before" in op.logs, timeout=10)
         rec.end("passed")

@@ -1,6 +1,10 @@
 """The pytest side of timelines, in inner sessions on the real control plane: a page for each
 failing test by default (none for a passing one), always/off, the JUnit property, the terminal
-summary, the failing test's report; an unwritable directory and an interrupted test."""
+summary, the failing test's report; an unwritable directory and an interrupted test.
+
+The inner sessions run in this process (``runpytest_inprocess``): a child process each would only
+add an interpreter's start; the interrupted one and the one with xdist workers run in a child, as a
+user's would (a KeyboardInterrupt would end this worker too)."""
 
 from __future__ import annotations
 
@@ -51,7 +55,7 @@ def test_by_default_only_the_failing_test_gets_a_page_named_everywhere(
 ) -> None:
     pytester.makepyfile(test_inner=TESTS)
     artifacts = pytester.path / "artifacts"
-    result = pytester.runpytest_subprocess(f"--ktest-artifacts={artifacts}", "--junitxml=junit.xml")
+    result = pytester.runpytest_inprocess(f"--ktest-artifacts={artifacts}", "--junitxml=junit.xml")
     result.assert_outcomes(passed=1, failed=1)
     assert timelines(artifacts) == ["test_inner.py_test_fails.html"]
     page = artifacts / "timelines" / "test_inner.py_test_fails.html"
@@ -84,11 +88,11 @@ def test_always_writes_every_test_and_off_none(pytester: pytest.Pytester, inner_
     pytester.makepyfile(test_inner=TESTS)
     pytester.makeini("[pytest]\nktest_timeline = always\n")
     always = pytester.path / "always"
-    pytester.runpytest_subprocess(f"--ktest-artifacts={always}").assert_outcomes(passed=1, failed=1)
+    pytester.runpytest_inprocess(f"--ktest-artifacts={always}").assert_outcomes(passed=1, failed=1)
     assert timelines(always) == ["test_inner.py_test_fails.html", "test_inner.py_test_passes.html"]
     assert page_data(always / "timelines" / "test_inner.py_test_passes.html")["outcome"] == "passed"
     off = pytester.path / "off"
-    result = pytester.runpytest_subprocess(f"--ktest-artifacts={off}", "--ktest-timeline=off")
+    result = pytester.runpytest_inprocess(f"--ktest-artifacts={off}", "--ktest-timeline=off")
     result.assert_outcomes(passed=1, failed=1)
     assert timelines(off) == []
     assert "ktest timelines" not in result.stdout.str()
@@ -100,7 +104,7 @@ def test_an_unwritable_directory_is_reported_and_changes_no_result(
     pytester.makepyfile(test_inner=TESTS)
     blocker = pytester.path / "artifacts"
     blocker.write_text("a file where the directory should be")
-    result = pytester.runpytest_subprocess(f"--ktest-artifacts={blocker}", "--junitxml=junit.xml")
+    result = pytester.runpytest_inprocess(f"--ktest-artifacts={blocker}", "--junitxml=junit.xml")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -122,7 +126,7 @@ def test_an_interrupted_test_leaves_a_partial_page_that_says_where_it_stops(
 ) -> None:
     pytester.makepyfile(test_inner=INTERRUPTED)
     artifacts = pytester.path / "artifacts"
-    result = pytester.runpytest_subprocess(f"--ktest-artifacts={artifacts}")
+    result = pytester.runpytest_subprocess(f"--ktest-artifacts={artifacts}")  # the interrupt ends the process
     assert result.ret == pytest.ExitCode.INTERRUPTED
     data = page_data(artifacts / "timelines" / "test_inner.py_test_interrupted.html")
     assert data["outcome"] == "interrupted"
@@ -155,7 +159,7 @@ def test_the_artifacts_directory_ignores_itself_in_git(
 ) -> None:
     pytester.makepyfile(test_inner=TESTS)
     subprocess.run(["git", "init", "-q", str(pytester.path)], check=True)
-    result = pytester.runpytest_subprocess("-k", "test_fails")
+    result = pytester.runpytest_inprocess("-k", "test_fails")
     result.assert_outcomes(failed=1)
     artifacts = pytester.path / ".ktest-artifacts"
     assert timelines(artifacts) == ["test_inner.py_test_fails.html"]
@@ -168,8 +172,8 @@ def test_the_artifacts_directory_ignores_itself_in_git(
 
     # A directory the user named: one ktest makes ignores itself, one that was there is left alone.
     made = pytester.path / "made-by-ktest"
-    pytester.runpytest_subprocess("-k", "test_fails", f"--ktest-artifacts={made}").assert_outcomes(failed=1)
+    pytester.runpytest_inprocess("-k", "test_fails", f"--ktest-artifacts={made}").assert_outcomes(failed=1)
     assert (made / ".gitignore").is_file()
     theirs = pytester.mkdir("theirs")
-    pytester.runpytest_subprocess("-k", "test_fails", f"--ktest-artifacts={theirs}").assert_outcomes(failed=1)
+    pytester.runpytest_inprocess("-k", "test_fails", f"--ktest-artifacts={theirs}").assert_outcomes(failed=1)
     assert timelines(theirs) == ["test_inner.py_test_fails.html"] and not (theirs / ".gitignore").exists()

@@ -136,7 +136,7 @@ def test_parameters_a_file_name_cannot_hold_get_a_page_each(
     ``test_inner.py_test_case_a_b.html``."""
     pytester.makepyfile(test_inner=PARAMETERS)
     artifacts = pytester.path / "artifacts"
-    result = pytester.runpytest_subprocess(f"--ktest-artifacts={artifacts}")
+    result = pytester.runpytest_inprocess(f"--ktest-artifacts={artifacts}")
     result.assert_outcomes(failed=3)
     pages = timelines(artifacts)
     assert len(pages) == 3 and all(name.startswith("test_inner.py_test_case_a_b-") for name in pages), pages
