@@ -12,16 +12,12 @@ NON_STRUCTURAL_CRD = crd_yaml(
 )
 
 
-def run_inner(
-    pytester: pytest.Pytester, source: str, *args: str, timeout: float = 120, child: bool = False
-) -> pytest.RunResult:
-    """``source`` as the inner session's test module, run through the plugin, its tests in the
-    order written (``-p no:randomly``): in this process (pytester restores its modules and path
-    afterwards), or with ``child`` in a child process bounded by ``timeout`` (for what only a fresh
-    interpreter shows: imports, entry points, signals)."""
+def run_inner(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
+    """``source`` as the inner session's test module, run through the plugin in this process
+    (pytester restores its modules and path afterwards), its tests in the order written
+    (``-p no:randomly``). A test whose inner session needs a fresh interpreter (imports, entry
+    points, signals, xdist workers) calls ``runpytest_subprocess`` itself."""
     pytester.makepyfile(source)
-    if child:
-        return pytester.runpytest_subprocess("-p", "no:randomly", *args, timeout=timeout)
     return pytester.runpytest_inprocess("-p", "no:randomly", *args)
 
 

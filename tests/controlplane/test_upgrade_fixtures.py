@@ -62,7 +62,7 @@ def test_the_session_plane_is_refused_naming_who_shares_it(
 def test_control_plane_upgrade_is_a_plane_of_the_tests_own_at_the_previous_minor(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    result = run_inner(pytester, OWN_PLANE, "-s", timeout=180)
+    result = run_inner(pytester, OWN_PLANE, "-s")
     result.assert_outcomes(passed=1)
     [versions] = [line.partition("VERSIONS:")[2] for line in result.outlines if "VERSIONS:" in line]
     own, to, session = versions.split()

@@ -85,7 +85,7 @@ def test_the_failure_messages_of_the_getting_started_page_are_real(
     pytester.makepyfile(**{f"test_{name}": source for name, source in examples.items()})
     existing = ["--ktest-backend=existing", f"--ktest-kubeconfig={plane.kubeconfig}",
                 f"--ktest-context={ADMIN_CONTEXT}"]
-    result = run_inner(pytester, "", *existing, timeout=300)
+    result = run_inner(pytester, "", *existing)
     result.assert_outcomes(failed=3)
     by_function = messages(result.outlines)
     printed = {name: by_function.get(re.findall(r"^def (test_\w+)", source, re.M)[0], "")

@@ -64,7 +64,7 @@ _REPORT: list[str] = []  # the child session runs once for all the tests of this
 def report(pytester: pytest.Pytester, existing_args: list[str]) -> str:
     if not _REPORT:
         pytester.makepyfile(greeter=GREETER)
-        result = run_inner(pytester, FAILING, *existing_args, timeout=300)
+        result = run_inner(pytester, FAILING, *existing_args)
         result.assert_outcomes(failed=4)
         _REPORT.append("\n".join(result.outlines))
     return _REPORT[0]
