@@ -59,8 +59,8 @@ binaries-older: venv
 
 # The stages are planned in scripts/stages/stage_plan.py (`scripts/test-stages --plan` prints the plan):
 # the bare suite on the critical path, lint, the sdist and wheel (built once), the older minor's
-# tests and the kind layer's own tests beside it, then the kind layer, then the floors and the
-# example project, all beside it (nothing waits for the bare suite). It ends with the stage table (wall times, slowest tests, skips against each
+# tests and the kind layer's own tests beside it, then the kind layer; the floors and the example
+# project once the kind layer or the bare suite has passed, whichever ends first. It ends with the stage table (wall times, slowest tests, skips against each
 # stage's allowance), kept with each stage's log and JUnit XML in .ktest-stages/.
 STAGES_ENV = BIN=$(BIN) MAKE="$(MAKE)" TEST_WORKERS=$(TEST_WORKERS) BARE_WORKERS=$(BARE_WORKERS) CHECK_WORKERS=$(CHECK_WORKERS) OLDER_K8S_VERSION=$(OLDER_K8S_VERSION) \
 	VERSION_ARGS="$(if $(K8S_VERSION),--ktest-k8s-version $(K8S_VERSION),)" PYTEST_ARGS="$(PYTEST_ARGS)"
