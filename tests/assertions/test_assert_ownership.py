@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -235,8 +236,22 @@ def test_gc_assertions_say_plainly_when_no_garbage_collector_runs(plane: Control
         assert without_gc.exists(owner)  # nothing was deleted: it said so before acting
 
 
+def gc_saw_configmaps_up_to_now(cluster: Cluster, ns: str) -> None:
+    """Returns once the garbage collector has seen every ConfigMap created so far: it deletes a new
+    one whose only owner does not exist, and one watch feeds it ConfigMaps in order. Deleting an
+    owner with Orphan right after its child's creation otherwise races the collector's view of the
+    child: it orphans the dependents it knows (none yet), then deletes the child as dangling."""
+    from ktest.wait import eventually
+
+    absent = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "absent", "uid": str(uuid.uuid4())}}
+    barrier = cluster.create(configmap("gc-barrier", ns, owner=absent))
+    eventually(lambda: not cluster.exists(barrier), timeout=30)
+
+
 def test_orphaned_passes_when_the_child_survives(cluster: Cluster, ns: str) -> None:
     with widget_with_child(cluster, ns) as (owner, child):
+        gc_saw_configmaps_up_to_now(cluster, ns)  # a CI run met the race (the collector deleted the child)
         survivor = assert_orphaned(cluster, child, owner, for_seconds=1)
     assert survivor["metadata"]["uid"] == child["metadata"]["uid"]
     assert not survivor["metadata"].get("ownerReferences")
