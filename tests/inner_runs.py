@@ -15,10 +15,18 @@ NON_STRUCTURAL_CRD = crd_yaml(
 def run_inner(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
     """``source`` as the inner session's test module, run through the plugin in this process
     (pytester restores its modules and path afterwards), its tests in the order written
-    (``-p no:randomly``). A test whose inner session needs a fresh interpreter (imports, entry
-    points, signals, xdist workers) calls ``runpytest_subprocess`` itself."""
+    (``-p no:randomly``). An inner session that needs a fresh interpreter (imports, entry points,
+    signals, xdist workers) runs with :func:`run_inner_in_child`."""
     pytester.makepyfile(source)
     return pytester.runpytest_inprocess("-p", "no:randomly", *args)
+
+
+def run_inner_in_child(
+    pytester: pytest.Pytester, source: str, *args: str, timeout: float = 300
+) -> pytest.RunResult:
+    """As :func:`run_inner`, in a child process bounded by ``timeout``: a user's session as it runs."""
+    pytester.makepyfile(source)
+    return pytester.runpytest_subprocess("-p", "no:randomly", *args, timeout=timeout)
 
 
 def printed(result: pytest.RunResult, tag: str) -> list[str]:

@@ -5,14 +5,9 @@ write it, and control_plane_upgrade gives the test its own plane at the previous
 from __future__ import annotations
 
 import pytest
+from inner_runs import run_inner_in_child
 
-
-def _run_in_child(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
-    """The inner session in a child process, as a user's session runs an upgrade (these tests run in
-    the older minor's stage)."""
-    pytester.makepyfile(source)
-    return pytester.runpytest_subprocess("-p", "no:randomly", *args, timeout=300)
-
+# The inner sessions run in a child process, as a user's session runs an upgrade.
 
 SESSION_PLANE = '''
 import pytest
@@ -57,7 +52,7 @@ def test_upgrade_on_kind(control_plane_upgrade):
 def test_the_session_plane_is_refused_naming_who_shares_it(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    result = _run_in_child(pytester, SESSION_PLANE, "-s")
+    result = run_inner_in_child(pytester, SESSION_PLANE, "-s")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
         "*REFUSED: cannot upgrade this control plane: the test session's cluster (every test and xdist "
@@ -69,7 +64,7 @@ def test_the_session_plane_is_refused_naming_who_shares_it(
 def test_control_plane_upgrade_is_a_plane_of_the_tests_own_at_the_previous_minor(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    result = _run_in_child(pytester, OWN_PLANE, "-s")
+    result = run_inner_in_child(pytester, OWN_PLANE, "-s")
     result.assert_outcomes(passed=1)
     [versions] = [line.partition("VERSIONS:")[2] for line in result.outlines if "VERSIONS:" in line]
     own, to, session = versions.split()
@@ -82,7 +77,7 @@ def test_control_plane_upgrade_is_a_plane_of_the_tests_own_at_the_previous_minor
 def test_a_wrong_ktest_upgrade_marker_fails_saying_how_to_write_it(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    result = _run_in_child(pytester, WRONG_MARKERS)
+    result = run_inner_in_child(pytester, WRONG_MARKERS)
     result.assert_outcomes(errors=3)
     assert "During handling of the above exception" not in result.stdout.str()  # said once
     result.stdout.fnmatch_lines_random([
@@ -95,7 +90,7 @@ def test_a_wrong_ktest_upgrade_marker_fails_saying_how_to_write_it(
 def test_on_kind_the_fixture_says_kind_cannot_upgrade_in_place(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    result = _run_in_child(pytester, ON_KIND, "-rs", "--ktest-backend", "kind")
+    result = run_inner_in_child(pytester, ON_KIND, "-rs", "--ktest-backend", "kind")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines([
         "*control_plane_upgrade needs backend bare: kind cannot upgrade a cluster in place*",
