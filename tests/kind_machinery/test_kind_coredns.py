@@ -8,6 +8,7 @@ it against a real control plane.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import random
@@ -239,10 +240,16 @@ def a_records(response: bytes, query_id: int) -> tuple[int, list[str]]:
     return flags & 0x000F, found
 
 
-def resolve(port: int, name: str) -> tuple[int, list[str]]:
+def resolve(port: int, name: str, attempts: int = 3) -> tuple[int, list[str]]:
+    """One DNS query over UDP, sent again after 2 s without an answer, as a stub resolver does (a
+    loaded machine's first answer after start can take longer; a datagram can be lost)."""
     query_id = random.randrange(1 << 16)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
         udp.settimeout(2)
+        for _ in range(attempts - 1):
+            udp.sendto(dns_query(name, query_id), ("127.0.0.1", port))
+            with contextlib.suppress(TimeoutError):
+                return a_records(udp.recv(4096), query_id)
         udp.sendto(dns_query(name, query_id), ("127.0.0.1", port))
         return a_records(udp.recv(4096), query_id)
 
