@@ -53,6 +53,9 @@ GC_DISCOVERY_PERIOD = 30.0
 """kube-controller-manager refreshes its discovery cache, and its garbage collector compares
 the resource kinds it watches with discovery, each this often: a new kind can take two
 periods to be watched."""
+YOUNG_CHILD_SECONDS = 5.0
+"""A child created this shortly before its owner's deletion may not be in the garbage collector's
+view yet (its watch of the child's kind lags behind the API, more so on a loaded machine)."""
 GC_DISCOVERY_ALLOWANCE = 2 * GC_DISCOVERY_PERIOD + 5.0
 """Seconds after a CRD's creation during which a slow collection may be the garbage
 collector not watching that kind yet (it rediscovers kinds every 30 s)."""
@@ -273,6 +276,7 @@ def assert_orphaned(
     extra, why_extra = _gc_discovery_allowance(cluster, owner_ref)
     wait += extra
     owner_uid = _delete_owner(cluster, owner_ref, "Orphan", delete_owner)
+    young = _young_child_note(before, datetime.now(timezone.utc))
     clock = Clock()
     broke: list[str] = []
 
@@ -299,7 +303,7 @@ def assert_orphaned(
             "propagationPolicy=Orphan",
             RULE_ORPHANED,
             [*broke, "something else deleted it: typically an operator that deletes children "
-             "explicitly instead of relying on ownerReferences", *([report] if report else [])],
+             "explicitly instead of relying on ownerReferences", *young, *([report] if report else [])],
         )
 
     try:
@@ -311,6 +315,27 @@ def assert_orphaned(
     except Vanished:
         raise AssertionError(deleted_message()) from None
     return result
+
+
+def _young_child_note(child: dict[str, Any], owner_deleted: datetime) -> list[str]:
+    """A hint when ``child`` was created moments before its owner's deletion: the garbage collector
+    orphans only the dependents it has seen, and deletes one it saw later as dangling."""
+    created = field(child, "metadata.creationTimestamp")
+    try:
+        born = datetime.fromisoformat(str(created).replace("Z", "+00:00"))
+    except ValueError:
+        return []
+    age = (owner_deleted - born).total_seconds()
+    if age > YOUNG_CHILD_SECONDS:
+        return []
+    return [
+        f"the child was created {max(age, 0.0):.0f}s before its owner's deletion (creationTimestamp "
+        f"{created}): kube-controller-manager's garbage collector may not have seen it yet. It orphans "
+        "only the dependents it knows, and when its watch then delivers this child, whose owner is gone, "
+        "it deletes the child as dangling. If no operator deletes children here, let the collector see "
+        "the child first: delete the owner once a later object of the child's kind whose owner does not "
+        "exist has been collected (one watch delivers a kind's objects in order)"
+    ]
 
 
 def _several(child: RefLike | Sequence[RefLike]) -> list[RefLike]:

@@ -6,7 +6,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import Any
 
@@ -270,8 +270,31 @@ def test_orphaned_fails_when_the_operator_deletes_children_itself(cluster: Clust
         "was deleted with propagationPolicy=Orphan",
         "Rule: deleting an owner with propagationPolicy=Orphan leaves its dependents in place",
         "the child was gone (404)",
+        # created a moment before: the collector's lag is named as the other suspect
+        f"(creationTimestamp {child['metadata']['creationTimestamp']}): kube-controller-manager's garbage "
+        "collector may not have seen it yet",
         starts_with="ConfigMap w1-config was deleted although its owner Widget w1",
     )
+
+
+@pytest.mark.parametrize(("age", "hinted"), [(0, True), (4, True), (6, False), (3600, False)])
+def test_orphaned_names_the_collectors_lag_only_for_a_child_created_moments_before(
+    age: int, hinted: bool
+) -> None:
+    """An Orphan deletion right after the child's creation races the collector's watch of the child
+    (tests/assertions met it): the failure says so then, and only then."""
+    from ktest.assertions.ownership import YOUNG_CHILD_SECONDS, _young_child_note
+
+    assert (age <= YOUNG_CHILD_SECONDS) is hinted
+    deleted = datetime(2026, 12, 7, 10, 0, 0, tzinfo=timezone.utc)
+    child = configmap("c", "ns")
+    child["metadata"]["creationTimestamp"] = (deleted - timedelta(seconds=age)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    note = _young_child_note(child, deleted)
+    assert bool(note) is hinted, note
+    if hinted:
+        assert note[0].startswith(f"the child was created {age}s before its owner's deletion"), note
+    del child["metadata"]["creationTimestamp"]
+    assert _young_child_note(child, deleted) == []  # no timestamp (a stand-in object): no guess
 
 
 def test_garbage_collection_of_a_new_kind_waits_for_discovery_then_explains_a_blocked_child(
