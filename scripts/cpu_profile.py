@@ -35,6 +35,7 @@ TRACED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
 class Seen:
     component: str
     test_file: str
+    test: str  # the test's node id (the census by test)
     first: int
     last: int
 
@@ -64,14 +65,15 @@ def _component(pid: str, name: str) -> str:
     return "python: other (xdist workers, operators, scripts)"
 
 
-def _test_file(pid: str) -> str:
+def _current_test(pid: str) -> str:
+    """The node id of the test the process started in ("" outside tests)."""
     try:
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
         return ""
     for item in environ:
         if item.startswith(b"PYTEST_CURRENT_TEST="):
-            return item.decode(errors="replace").split("=", 1)[1].split("::")[0]
+            return item.decode(errors="replace").split("=", 1)[1].rsplit(" (", 1)[0]
     return ""
 
 
@@ -88,7 +90,8 @@ def sample(seen: dict[str, Seen], started: bool) -> None:
         if key not in seen:
             component = _component(pid, name)
             wanted = component.startswith("python") or component.startswith(TRACED)
-            seen[key] = Seen(component, _test_file(pid) if wanted else "", 0 if started else ticks, ticks)
+            test = _current_test(pid) if wanted else ""
+            seen[key] = Seen(component, test.split("::")[0], test, 0 if started else ticks, ticks)
         seen[key].last = ticks
 
 
@@ -110,15 +113,18 @@ def report(seen: dict[str, Seen], hertz: int, wall: float, top: int) -> str:
 
 
 def census(seen: dict[str, Seen], top: int) -> str:
-    """How many control planes (etcd processes) and child pytest sessions were started, by test file
-    (the kind nodes' etcd, started by no test, count apart)."""
-    planes = collections.Counter(p.test_file or "(no test)" for p in seen.values() if p.component == "etcd")
-    sessions = collections.Counter(p.test_file or "(no test)" for p in seen.values()
-                                   if p.component == "python: pytest")
-    lines = [f"Census: {sum(planes.values())} etcd processes, {sum(sessions.values())} pytest processes", "",
-             "| test file | etcd | pytest |", "| --- | ---: | ---: |"]
+    """How many control planes (etcd processes; API servers, which restarts add) and child pytest
+    sessions were started, by test file (the kind nodes' etcd, started by no test, count apart)."""
+    def count(component: str) -> collections.Counter[str]:
+        return collections.Counter(p.test_file or "(no test)" for p in seen.values()
+                                   if p.component == component)
+
+    planes, servers, sessions = count("etcd"), count("kube-apiserver"), count("python: pytest")
+    lines = [f"Census: {sum(planes.values())} etcd processes, {sum(servers.values())} kube-apiserver "
+             f"processes, {sum(sessions.values())} pytest processes", "",
+             "| test file | etcd | kube-apiserver | pytest |", "| --- | ---: | ---: | ---: |"]
     for name, _ in (planes + sessions).most_common(top):
-        lines.append(f"| {name} | {planes[name]} | {sessions[name]} |")
+        lines.append(f"| {name} | {planes[name]} | {servers[name]} | {sessions[name]} |")
     return "\n".join(lines)
 
 
