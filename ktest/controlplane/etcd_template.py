@@ -4,11 +4,12 @@ A fresh kube-apiserver spends ~0.3-0.5 s creating what every cluster holds (syst
 bootstrap RBAC, flow schemas, priority classes, the ``kubernetes`` Service), the same for every
 plane of one version. So a throwaway plane bootstraps an etcd once, and its data directory is kept
 as a template each later plane starts on a copy of (``tests/controlplane/test_etcd_template.py``
-checks that the result is the same cluster). Templates live in
-``${XDG_CACHE_HOME:-~/.cache}/ktest/etcd-templates/<key>/``, keyed by the binaries and the flags
-that shape stored data; built under a file lock and renamed into place, so pytest-xdist workers
-build one once and never see half of one. The manifest names the bootstrap objects the template
-holds, which lets readiness skip the bootstrap hooks' fixed second (``ApiServerClient.ready``).
+checks that the result is the same cluster). Templates live beside the binaries, in
+``${KTEST_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/ktest}/etcd-templates/<key>/``, keyed by the
+binaries and the flags that shape stored data; built under a file lock and renamed into place, so
+pytest-xdist workers build one once and never see half of one. The manifest names the bootstrap
+objects the template holds, which lets readiness skip the bootstrap hooks' fixed second
+(``ApiServerClient.ready``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 import subprocess
 import threading
@@ -15,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktest.assets.store import Locations
 from ktest.base.process import component_environment
 from ktest.base.procfs import private_cache_directory, write_private_file
 from ktest.errors import ControlPlaneError
@@ -39,8 +39,8 @@ class BinaryFlags:
 
 
 def cache_directory() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ktest" / "flags"
+    """Beside the binaries it describes: ``${KTEST_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/ktest}/flags``."""
+    return Locations.from_env().cache_root / "flags"
 
 
 def _cache_key(binary: Path) -> str:

@@ -41,6 +41,23 @@ def test_ktest_cache_dir_overrides_xdg(tmp_path: Path) -> None:
     assert locations.k8s_dir == tmp_path / "mine" / "k8s"
 
 
+def test_what_is_derived_from_the_binaries_is_kept_beside_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flag probes and etcd templates follow KTEST_CACHE_DIR with the binaries: a session whose
+    HOME is elsewhere (a test's inner session, a CI job) reuses them instead of bootstrapping a
+    throwaway control plane for a template again."""
+    from ktest.controlplane import etcd_template, flags
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("KTEST_CACHE_DIR", str(tmp_path / "mine"))
+    assert flags.cache_directory() == tmp_path / "mine" / "flags"
+    assert etcd_template.templates_directory() == tmp_path / "mine" / "etcd-templates"
+    monkeypatch.delenv("KTEST_CACHE_DIR")
+    assert etcd_template.templates_directory() == tmp_path / "xdg" / "ktest" / "etcd-templates"
+
+
 def _install(locations: store.Locations, producer: Callable[[Path], dict]) -> store.Entry:
     with store.install_lock(locations, K8S_VERSION, QUIET) as installer:
         return installer.install("test", producer)
