@@ -29,11 +29,11 @@ def test_ktest_runs_with_pytest_kubernetes_and_pytest_kind(pytester: pytest.Pyte
                                                            ) -> None:
     """Both plugins are in the dev extra (not skipped when missing: the inner run fails)."""
     pytester.makepyfile(BOTH)
-    # a subprocess: plugins load from their entry points, exactly as in a user's run
-    result = pytester.runpytest_subprocess("-s", "--ktest-k8s-version=1.37", "--k8s-version=1.30")
+    # in this process too, a new pytest config loads the plugins from their entry points, as in a user's run
+    result = pytester.runpytest_inprocess("-s", "--ktest-k8s-version=1.37", "--k8s-version=1.30")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*K8S_VERSION 1.30 1.37"])
-    listing = pytester.runpytest_subprocess("--fixtures")
+    listing = pytester.runpytest_inprocess("--fixtures")
     assert listing.ret == pytest.ExitCode.OK
     listing.stdout.re_match_lines([r"^kind_cluster \[session scope\] -- .*pytest_kind/plugin.py"])
     listing.stdout.re_match_lines([r"^k8s -- .*pytest_kubernetes/plugin.py"])
@@ -43,6 +43,6 @@ def test_ktest_runs_with_pytest_kubernetes_and_pytest_kind(pytester: pytest.Pyte
 def test_the_old_spelling_is_not_ktest_s(pytester: pytest.Pytester, inner_env: dict) -> None:
     """Without pytest-kubernetes, ``--k8s-version`` is unknown (ktest no longer registers it)."""
     pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest_subprocess("-p", "no:pytest-kubernetes", "--k8s-version=1.37")
+    result = pytester.runpytest_inprocess("-p", "no:pytest-kubernetes", "--k8s-version=1.37")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unrecognized arguments: --k8s-version*"])

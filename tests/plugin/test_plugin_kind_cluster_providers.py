@@ -2,10 +2,11 @@
 provides it (pytest-kind's fork pytest-kind-ng, installed by the dev extra, or any plugin, whatever
 its name), else ktest's (which skips there, saying how to run it).
 
-The inner runs are subprocesses, so plugins load from their entry points as in a user's run. The
-fork's fixture is run for real: a stand-in ``kind`` (``--kind-bin``, the one thing outside
-Kubernetes) reports the cluster as existing, and its kubeconfig (``--kubeconfig``) is the
-session's real control plane's, which the fork's ``api`` (pykube) then lists namespaces from.
+The inner runs are in this process: a new pytest config loads every plugin from its entry point
+there, as in a user's run (``-p no:NAME`` leaves one out). The fork's fixture is run for real: a
+stand-in ``kind`` (``--kind-bin``, the one thing outside Kubernetes) reports the cluster as
+existing, and its kubeconfig (``--kubeconfig``) is the session's real control plane's, which the
+fork's ``api`` (pykube) then lists namespaces from.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from inner_runs import run_inner
 
 from ktest.controlplane import ControlPlane
 
@@ -57,9 +59,9 @@ def test_on_bare_a_kind_cluster_test_runs_on_pytest_kind_ng_and_ktest_starts_not
     pytester: pytest.Pytester, inner_env: dict[str, str], plane: ControlPlane, tmp_path: Path
 ) -> None:
     kind, calls = _stand_in_kind(tmp_path, "fork-cluster")
-    pytester.makepyfile(FORK_TEST)
-    result = pytester.runpytest_subprocess(
-        "-s", "--cluster-name", "fork-cluster", f"--kind-bin={kind}", f"--kubeconfig={plane.kubeconfig}"
+    result = run_inner(
+        pytester, FORK_TEST,
+        "-s", "--cluster-name", "fork-cluster", f"--kind-bin={kind}", f"--kubeconfig={plane.kubeconfig}",
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*FORK fork-cluster True*"])
@@ -74,7 +76,7 @@ def test_any_plugin_that_provides_kind_cluster_keeps_it_whatever_its_name(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
     pytester.makepyfile(my_kind_plugin=ANY_PLUGIN, test_whose=WHOSE)
-    result = pytester.runpytest_subprocess("-s", "-p", "no:pytest-kind-ng", "-p", "my_kind_plugin")
+    result = pytester.runpytest_inprocess("-s", "-p", "no:pytest-kind-ng", "-p", "my_kind_plugin")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*KIND_CLUSTER builtins the cluster of my own kind plugin*"])
 
@@ -83,7 +85,7 @@ def test_with_no_other_provider_ktests_kind_cluster_skips_off_kind(
     pytester: pytest.Pytester, inner_env: dict[str, str], plane: ControlPlane
 ) -> None:
     pytester.makepyfile(test_whose=WHOSE)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "-rs", "-p", "no:pytest-kind-ng", "--ktest-backend=existing",
         f"--ktest-kubeconfig={plane.kubeconfig}", "--ktest-context=ktest-admin@ktest",
     )
@@ -101,6 +103,6 @@ def test_whose_kind_cluster_a_test_gets_with_pytest_kind_ng_installed(
     """Asked of pytest without running the test (no cluster is made): the fork's fixture off kind,
     ktest's on kind (where it overrides the fork's)."""
     pytester.makepyfile(test_whose=WHOSE)
-    result = pytester.runpytest_subprocess("--fixtures-per-test", f"--ktest-backend={backend}")
+    result = pytester.runpytest_inprocess("--fixtures-per-test", f"--ktest-backend={backend}")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.re_match_lines([rf"^kind_cluster -- .*{provider}:\d+$"])

@@ -9,7 +9,10 @@ setting and CRD file is checked before anything starts.
   naming the source (option, ini key, variable) or the file and line, stop the
   session, and start no control plane.
 
-Inner runs are subprocesses (plugins load from entry points, like a user's run).
+Which modules a run imports can only be seen in a fresh interpreter: those inner runs are child
+processes (:func:`run_inner_in_child`). The others run in this process (:func:`run_inner`): a new
+pytest config loads the plugins from their entry points there too, and the settings are resolved
+from that run's options, ini file and environment.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from inner_runs import run_inner, run_inner_in_child
 
 pytestmark = pytest.mark.own_plane("whether and when the session starts its plane")
 
@@ -52,8 +56,7 @@ def test_a_run_without_ktest_fixtures_imports_nothing_heavy(
 ) -> None:
     if version:  # the version selector is parsed without the download and build machinery
         monkeypatch.setenv("KTEST_K8S_VERSION", version)
-    pytester.makepyfile(NO_KTEST)
-    result = pytester.runpytest_subprocess("-s", *OTHERS_OFF)
+    result = run_inner_in_child(pytester, NO_KTEST, "-s", *OTHERS_OFF)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*HEAVY []"])
 
@@ -61,11 +64,10 @@ def test_a_run_without_ktest_fixtures_imports_nothing_heavy(
 def test_a_bad_variable_is_only_reported_without_ktest_fixtures(
     pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytester.makepyfile(NO_KTEST)
     pytester.makeini("[pytest]\nfilterwarnings = error\n")
     monkeypatch.setenv("KTEST_KEEP_NAMESPACES", "sometimes")
     monkeypatch.setenv("KTEST_TIMEOUT", "ten")
-    result = pytester.runpytest_subprocess("-s", *OTHERS_OFF)
+    result = run_inner_in_child(pytester, NO_KTEST, "-s", *OTHERS_OFF)  # a child: HEAVY
     result.assert_outcomes(passed=1)
     bad = "environment variable KTEST_TIMEOUT: 'ten' is not a valid timeout"
     result.stdout.fnmatch_lines(
@@ -75,7 +77,7 @@ def test_a_bad_variable_is_only_reported_without_ktest_fixtures(
             f"bad settings (ignored unless a test uses a ktest fixture): {bad}*",
         ]
     )
-    quiet = pytester.runpytest_subprocess("-q", *OTHERS_OFF)  # no header with -q: the summary says it
+    quiet = run_inner(pytester, NO_KTEST, "-q", *OTHERS_OFF)  # no header with -q: the summary says it
     quiet.assert_outcomes(passed=1)
     quiet.stdout.fnmatch_lines([f"bad settings (ignored unless a test uses a ktest fixture): {bad}*"])
 
@@ -83,9 +85,8 @@ def test_a_bad_variable_is_only_reported_without_ktest_fixtures(
 def _bad_run(pytester: pytest.Pytester, *args: str, says: str) -> pytest.RunResult:
     """Run USES_KTEST with ``args``: the first ktest test must error with the line ``says``
     (an fnmatch pattern) and stop the session before any control plane starts."""
-    pytester.makepyfile(USES_KTEST)
     started = time.monotonic()
-    result = pytester.runpytest_subprocess(*OTHERS_OFF, *args)
+    result = run_inner(pytester, USES_KTEST, *OTHERS_OFF, *args)
     assert time.monotonic() - started < 60, "a control plane was started"
     # the first ktest test errors, the session stops there: nothing else runs
     result.assert_outcomes(errors=1)

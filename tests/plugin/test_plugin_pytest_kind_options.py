@@ -3,8 +3,9 @@ and pytest-kind's options on ``--ktest-backend kind``: each honoured as the ktes
 means or refused naming the ktest option to use, never ignored; off kind they stay the fork's.
 
 No cluster is made here: the settings are resolved as the plugin resolves them, and the inner
-pytest runs (pytest-kind-ng installed by the dev extra) only read them. A cluster made from the
-configured image: tests/on_kind/test_kind_image.py.
+pytest runs (in this process, where a new pytest config loads pytest-kind-ng, installed by the dev
+extra, from its entry point as in a user's run) only read them. A cluster made from the configured
+image: tests/on_kind/test_kind_image.py.
 """
 
 from __future__ import annotations
@@ -154,8 +155,8 @@ def test_pytest_kind_flags_reach_ktests_settings_on_kind(pytester: pytest.Pytest
                                                          ) -> None:
     pytester.makepyfile(SHOW_SETTINGS)
     image = f"kindest/node:v1.35.4@{DIGEST}"
-    result = pytester.runpytest_subprocess("-s", "--ktest-backend=kind", "--keep-cluster",
-                                           f"--kind-image={image}")
+    result = pytester.runpytest_inprocess("-s", "--ktest-backend=kind", "--keep-cluster",
+                                          f"--kind-image={image}")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
         f"*kind_image={image} (option --kind-image (pytest-kind's)), "
@@ -170,7 +171,7 @@ def test_cluster_name_stops_a_kind_session_with_one_error(
     pytester: pytest.Pytester, inner_env: dict[str, str], name: str
 ) -> None:
     pytester.makepyfile(SHOW_SETTINGS + "\ndef test_later(ktest_settings):\n    pass\n")
-    result = pytester.runpytest_subprocess("--ktest-backend=kind", "--cluster-name", name)
+    result = pytester.runpytest_inprocess("--ktest-backend=kind", "--cluster-name", name)
     result.assert_outcomes(errors=1)  # the first ktest test; the session stops there
     result.stdout.fnmatch_lines([
         "*ktest: option --cluster-name (pytest-kind's): ktest's kind_cluster takes the place of "
@@ -183,7 +184,7 @@ def test_cluster_name_stops_a_kind_session_with_one_error(
 def test_pytest_kind_flags_leave_ktest_alone_off_kind(pytester: pytest.Pytester, inner_env: dict[str, str]
                                                       ) -> None:
     pytester.makepyfile(SHOW_SETTINGS)
-    result = pytester.runpytest_subprocess("-s", "--cluster-name=mine", "--keep-cluster", "--kind-image=x:y")
+    result = pytester.runpytest_inprocess("-s", "--cluster-name=mine", "--keep-cluster", "--kind-image=x:y")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["ktest settings from: all defaults", "*KIND_IMAGE None | default",
                                  "*KEEP False | default"])
@@ -194,7 +195,7 @@ def test_the_kind_image_setting_is_read_from_the_ini_file(
 ) -> None:
     pytester.makeini(f"[pytest]\nktest_kind_image = kindest/node:v1.35.4@{DIGEST}\n")
     pytester.makepyfile(SHOW_SETTINGS)
-    result = pytester.runpytest_subprocess("-s")
+    result = pytester.runpytest_inprocess("-s")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"*KIND_IMAGE kindest/node:v1.35.4@{DIGEST} | ini key ktest_kind_image"])
 
