@@ -168,26 +168,31 @@ class Collect:
                     found[name] = {"scope": scope, "module": module, "doc": function.__doc__ or ""}
         print("KTEST-FIXTURES " + json.dumps(found))
 
-pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[1:]], plugins=[Collect()])
+# One session per backend, in this one interpreter: each pytest.main builds a config of its own.
+scratch, *backends = sys.argv[1:]
+for backend in backends:
+    pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", scratch, "--ktest-backend", backend],
+                plugins=[Collect()])
 """
 
 
 @cache
 def fixtures() -> dict[str, dict[str, str]]:
     """Every fixture ktest's plugin defines: name -> scope, module, docstring (from a real
-    pytest session per backend: some backends add fixtures only when chosen)."""
+    pytest session per backend, in one child process: some backends add fixtures only when chosen)."""
     found: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="ktest-docs-") as scratch:
         Path(scratch, "pytest.ini").write_text("[pytest]\n")
-        for backend in ("bare", "kind"):
-            result = subprocess.run(
-                [sys.executable, "-c", _COLLECT, scratch, "--ktest-backend", backend],
-                capture_output=True, text=True, cwd=scratch, timeout=120, check=False,
-            )
-            lines = [line for line in result.stdout.splitlines() if line.startswith("KTEST-FIXTURES ")]
-            if not lines:
-                raise RuntimeError(f"could not list ktest's fixtures:\n{result.stdout}\n{result.stderr}")
-            found.update(json.loads(lines[-1].split(" ", 1)[1]))
+        backends = ("bare", "kind")
+        result = subprocess.run(
+            [sys.executable, "-c", _COLLECT, scratch, *backends],
+            capture_output=True, text=True, cwd=scratch, timeout=120, check=False,
+        )
+        lines = [line for line in result.stdout.splitlines() if line.startswith("KTEST-FIXTURES ")]
+        if len(lines) != len(backends):
+            raise RuntimeError(f"could not list ktest's fixtures:\n{result.stdout}\n{result.stderr}")
+        for line in lines:
+            found.update(json.loads(line.split(" ", 1)[1]))
     return dict(sorted(found.items()))
 
 
