@@ -23,6 +23,7 @@ from messages import assert_says
 from processes import descendants
 
 from ktest.assets.bundle import Assets
+from ktest.controlplane import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,6 +37,7 @@ class Sandbox:
     assets: Assets
     monkeypatch: pytest.MonkeyPatch
     cleanups: list[Callable[[], object]] = field(default_factory=list)
+    plane: ControlPlane | None = None  # for the cases in NEEDS_PLANE
 
     def file(self, name: str, text: str) -> Path:
         path = self.root / "files" / name
@@ -62,8 +64,17 @@ def _children() -> set[int]:
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, assets: Assets) -> Iterator[Sandbox]:
+def sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, assets: Assets, request: pytest.FixtureRequest
+) -> Iterator[Sandbox]:
+    plane = None
+    if getattr(request.node, "callspec", None) and request.node.callspec.params.get("trigger") in NEEDS_PLANE:
+        # The hardening tests' shared plane (conftest.py): each case only fails to authenticate to
+        # it. Asked for before the sandbox: if it starts now, its processes and files are not the case's.
+        plane = request.getfixturevalue("plane")
+        plane.check()  # healthy, as the one before left it
     box = Sandbox(tmp_path, tmp_path / "tmp", tmp_path / "run", tmp_path / "cache", assets, monkeypatch)
+    box.plane = plane
     for directory in (box.tmp, box.run):
         directory.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(box.tmp))
@@ -319,6 +330,10 @@ def cli_os_error(*args: str, **env: str) -> Callable[[Sandbox], Any]:
     return trigger
 
 
+# The triggers that need a real control plane (the shared ``plane``, in ``box.plane``).
+NEEDS_PLANE: set[Callable[[Sandbox], Any]] = set()
+
+
 def existing_as(user: dict[str, Any], plugin: str = "", **options: float) -> Callable[[Sandbox], Any]:
     """Backend existing on a real control plane, as a kubeconfig user whose credentials never
     reach it; ``plugin``: the body of an exec plugin script ``plugin`` runs; ``options``: of
@@ -328,25 +343,25 @@ def existing_as(user: dict[str, Any], plugin: str = "", **options: float) -> Cal
         import yaml
 
         from ktest.backends.existing.backend import ExistingBackend
-        from ktest.controlplane import ControlPlane
 
+        plane = box.plane
+        assert plane is not None, "a case of NEEDS_PLANE"
         credentials = user
         if plugin:
             script = box.file("plugin", f"#!/bin/sh\n{plugin}\n")
             script.chmod(0o700)
             credentials = {"exec": {**user["exec"], "command": str(script)}}
-        with ControlPlane(assets=box.assets, controllers="none", root_directory=box.root / "plane") as plane:
-            cluster = {"server": plane.server, "certificate-authority": str(plane.directory / "certs/ca.crt")}
-            config = {
-                "clusters": [{"name": "plane", "cluster": cluster}],
-                "users": [{"name": "dev", "user": credentials}],
-                "contexts": [{"name": "dev@plane", "context": {"cluster": "plane", "user": "dev"}}],
-                "current-context": "dev@plane",
-            }
-            return ExistingBackend(
-                box.file("kubeconfig", yaml.safe_dump(config)), "dev@plane", timeout=10, **options
-            )
+        cluster = {"server": plane.server, "certificate-authority": str(plane.directory / "certs/ca.crt")}
+        config = {
+            "clusters": [{"name": "plane", "cluster": cluster}],
+            "users": [{"name": "dev", "user": credentials}],
+            "contexts": [{"name": "dev@plane", "context": {"cluster": "plane", "user": "dev"}}],
+            "current-context": "dev@plane",
+        }
+        kubeconfig = box.file("kubeconfig", yaml.safe_dump(config))
+        return ExistingBackend(kubeconfig, "dev@plane", timeout=10, **options)
 
+    NEEDS_PLANE.add(trigger)
     return trigger
 
 
@@ -683,8 +698,16 @@ CASES = [
 ]
 
 
+# The cases on the shared plane run on the worker holding it (tests/conftest.py's PLANE_GROUPS).
+ON_THE_SHARED_PLANE = pytest.mark.xdist_group("hardening-plane")
+
+
 @pytest.mark.parametrize(
-    ("trigger", "error_type", "fragments"), [case[1:] for case in CASES], ids=[case[0] for case in CASES]
+    ("trigger", "error_type", "fragments"),
+    [
+        pytest.param(*case[1:], id=case[0], marks=[ON_THE_SHARED_PLANE] if case[1] in NEEDS_PLANE else [])
+        for case in CASES
+    ],
 )
 def test_bad_input_is_named_with_the_fix(
     sandbox: Sandbox,

@@ -34,17 +34,23 @@ def _environ(pid: int) -> dict[str, str]:
     return {name: value for name, _, value in pairs}
 
 
-@pytest.fixture
-def polluted(
-    assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[tuple[ControlPlane, int]]:
-    """A control plane (with a controller) started while the environment holds etcd and kube settings."""
+@pytest.fixture(scope="module")
+def polluted(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPlane, int]]:
+    """A control plane (with a controller) started while the environment holds etcd and kube settings.
+
+    One for the module: its tests only read what its processes inherited at start and listen on."""
     (metrics_port,) = free_ports(1)
-    monkeypatch.setenv("ETCD_LISTEN_METRICS_URLS", f"http://127.0.0.1:{metrics_port}")
-    for name, value in {**SCRUBBED, **KEPT}.items():
-        monkeypatch.setenv(name, value)
-    with ControlPlane(assets=assets, controllers="garbagecollector", root_directory=tmp_path) as plane:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("ETCD_LISTEN_METRICS_URLS", f"http://127.0.0.1:{metrics_port}")
+        for name, value in {**SCRUBBED, **KEPT}.items():
+            monkeypatch.setenv(name, value)
+        plane = ControlPlane(  # every component starts here, with this environment
+            assets=assets, controllers="garbagecollector", root_directory=tmp_path_factory.mktemp("polluted")
+        ).start()
+    try:
         yield plane, metrics_port
+    finally:
+        plane.stop()
 
 
 def test_etcd_opens_no_listener_from_the_environment(polluted: tuple[ControlPlane, int]) -> None:

@@ -8,7 +8,9 @@ umask's mode), certificates, logs, owner files 0644, the `ktest up` state 0755/0
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 from hardening_helpers import run_ktest, sandbox_env
 
 from ktest.assets.bundle import Assets
+from ktest.base.procfs import process_alive
 from ktest.controlplane import ControlPlane
 
 
@@ -48,16 +51,44 @@ def loose_umask() -> Iterator[None]:
         os.umask(previous)
 
 
+@pytest.fixture(scope="module")
+def started(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPlane, Path]]:
+    """A control plane (a controller, audit on) started under the usual umask with a cache of its own
+    (empty but for a ``flags/`` an older ktest made 0755); the plane and that cache's ``ktest`` folder.
+
+    One start for the module: it writes both the plane's directory and the cache's files (the etcd
+    template, the probed flags), which the tests below read; they add files, change no mode."""
+    from ktest.controlplane import flags
+
+    root = tmp_path_factory.mktemp("modes")
+    cache = root / "cache"
+    older = cache / "ktest" / "flags"
+    older.mkdir(parents=True)
+    older.chmod(0o755)
+    previous_umask = os.umask(0o022)
+    try:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+            monkeypatch.setattr(flags, "_memo", {})  # probed again, so written to this cache
+            plane = ControlPlane(
+                assets=assets, controllers="garbagecollector", root_directory=root / "run", audit=True
+            ).start()
+    finally:
+        os.umask(previous_umask)
+    try:
+        yield plane, cache / "ktest"
+    finally:
+        plane.stop()
+
+
 def test_a_started_control_plane_writes_nothing_readable_by_others(
-    assets: Assets, tmp_path: Path, loose_umask: None
+    started: tuple[ControlPlane, Path], loose_umask: None
 ) -> None:
-    with ControlPlane(
-        assets=assets, controllers="garbagecollector", root_directory=tmp_path, audit=True
-    ) as plane:
-        plane.add_user("someone", groups=["team"])
-        names = {path.name for path in plane.directory.rglob("*")}
-        assert {"certs", "logs", "etcd", "ca.key", "admin.key", "kube-apiserver.log"} <= names, names
-        assert loose_modes(plane.directory) == []
+    plane, _ = started
+    plane.add_user("someone", groups=["team"])
+    names = {path.name for path in plane.directory.rglob("*")}
+    assert {"certs", "logs", "etcd", "ca.key", "admin.key", "kube-apiserver.log"} <= names, names
+    assert loose_modes(plane.directory) == []
 
 
 def test_a_webhook_sets_directory_is_private(assets: Assets, plane: ControlPlane, loose_umask: None) -> None:
@@ -76,19 +107,28 @@ def test_a_webhook_sets_directory_is_private(assets: Assets, plane: ControlPlane
 
 @pytest.mark.slow
 def test_ktest_up_state_and_daemon_files_are_private(assets: Assets, tmp_path: Path) -> None:
+    """Then ``ktest down`` stops the live daemon and says so: the positive control of
+    test_leftovers.py's ``ktest down`` after a killed daemon (one `ktest up` for both)."""
     env = sandbox_env(tmp_path, assets.directory)
     up = run_ktest(env, "up", "--controllers", "none")
+    pid = None
     try:
         assert up.returncode == 0, up.stderr
         state = tmp_path / "state" / "ktest"
         assert (state / "up" / "default.json").is_file() and (state / "up" / "default.log").is_file()
+        pid = int(json.loads((state / "up" / "default.json").read_text())["pid"])
         problems = loose_modes(state)
         for made_by_the_test in (tmp_path / "run", tmp_path / "tmp"):  # the daemon's run and share dirs
             problems += loose_modes(made_by_the_test, include_root=False)
         assert problems == []
     finally:
         down = run_ktest(env, "down")
-        assert down.returncode == 0, down.stderr
+        left_running = pid is not None and process_alive(pid)
+        if pid is not None and left_running:
+            os.kill(pid, signal.SIGKILL)  # what ktest down should have stopped: the test fails below
+    assert down.returncode == 0, down.stderr
+    assert f"stopped 'default' (pid {pid})" in down.stderr, down.stderr
+    assert not left_running, "ktest down left the daemon running"
 
 
 def test_an_older_state_directory_is_made_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,23 +145,11 @@ def test_an_older_state_directory_is_made_private(tmp_path: Path, monkeypatch: p
 
 
 @pytest.mark.slow
-def test_what_a_start_writes_in_the_cache_is_private(
-    assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loose_umask: None
-) -> None:
+def test_what_a_start_writes_in_the_cache_is_private(started: tuple[ControlPlane, Path]) -> None:
     """Issue 50.9. Was: ``etcd-templates/`` (etcd's data: every object, secrets too) and
     ``flags/`` 0755 with 0644 files, beside a cache otherwise 0700/0600. A ``flags/`` an older
-    ktest made 0755 is made 0700 too."""
-    from ktest.controlplane import flags
-
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-    monkeypatch.setattr(flags, "_memo", {})  # probed again, so written to this cache
-    older = cache / "ktest" / "flags"
-    older.mkdir(parents=True)
-    older.chmod(0o755)
-    with ControlPlane(assets=assets, controllers="none", root_directory=tmp_path / "run"):
-        pass
-    written = cache / "ktest"
+    ktest made 0755 is made 0700 too. (The module's plane was the first start with this cache.)"""
+    _, written = started
     assert {"etcd-templates", "flags"} <= {path.name for path in written.iterdir()}
     assert any(path.suffix == ".json" for path in (written / "flags").iterdir())
     assert any((written / "etcd-templates").rglob("*.wal")), "no template was stored"

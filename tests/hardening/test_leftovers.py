@@ -190,17 +190,11 @@ def daemon_record(sandbox: dict[str, str]) -> Iterator[dict[str, object]]:
             os.kill(int(record["pid"]), signal.SIGKILL)
 
 
-def test_ktest_down_stops_a_running_daemon(sandbox: dict[str, str], daemon_record: dict[str, object]) -> None:
-    """Positive control for the next test: a live daemon is reported as stopped."""
-    down = run_ktest(sandbox, "down")
-    assert down.returncode == 0, down.stderr
-    assert f"stopped 'default' (pid {daemon_record['pid']})" in down.stderr
-    assert not process_alive(int(str(daemon_record["pid"])))
-
-
 def test_ktest_down_after_the_daemon_was_killed(
     sandbox: dict[str, str], daemon_record: dict[str, object]
 ) -> None:
+    """Its positive control (``ktest down`` stops a live daemon and says "stopped 'default' (pid N)")
+    ends test_file_modes.py's `ktest up` test, on the daemon that test started: one plane fewer."""
     pid = int(str(daemon_record["pid"]))
     share_dir = Path(str(daemon_record["share"]["control_address"])).parent  # type: ignore[index]
     run_dir = Path(sandbox["KTEST_RUN_DIR"])

@@ -5,7 +5,9 @@ is still failing when the test ends."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -17,17 +19,34 @@ from ktest.assets import Assets
 from ktest.controlplane import ControlPlane
 from ktest.errors import OperatorError
 from ktest.operators import run_kopf
-from ktest.run_context import check_health, run_context
+from ktest.run_context import check_health, run_context, use_context
 from ktest.wait import eventually
 
 MIRROR = {"ktest.dev/kopf-copy": "true"}
 
+# One worker for the module: its tests share one control plane (module-scoped fixtures are per worker).
+pytestmark = pytest.mark.xdist_group("kopf-request-retries-plane")
 
-@pytest.fixture
+
+@pytest.fixture(scope="module")
 def own_plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
-    """A control plane of this test's own: these tests stop its API server."""
+    """A control plane of this module's own: its tests restart, then stop its API server."""
     with ControlPlane(assets=k8s_assets, controllers=None) as cp:
         yield cp
+
+
+def running(plane: ControlPlane) -> ControlPlane:
+    """``plane``, running and healthy (started afresh only if a test stopped it before)."""
+    if not plane.running:
+        plane.start()
+    plane.check()
+    return plane
+
+
+@pytest.fixture
+def plane_up(own_plane: ControlPlane) -> ControlPlane:
+    """The module's plane, as a test that restarts it needs it: up and healthy."""
+    return running(own_plane)
 
 
 def quick_retries(settings: Any) -> None:
@@ -38,19 +57,19 @@ def quick_retries(settings: Any) -> None:
 
 
 def test_a_kopf_operator_passes_through_a_restart_of_the_api_server_with_fail_on_errors_on(
-    own_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
+    plane_up: ControlPlane, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.syspath_prepend(str(SAMPLES.parent))
     with (
         run_context("test-scope"),
-        plane_cluster(own_plane, "restarted") as cluster,
+        plane_cluster(plane_up, "restarted") as cluster,
         cluster.namespace(prefix="retries") as ns,
         run_kopf(SAMPLES / "kopf_mirror.py", cluster, namespaces=[ns], configure=quick_retries) as op,
     ):
         cluster.create(configmap("before", ns, {"k": "v"}, labels=MIRROR))
         eventually(lambda: cluster.get(configmap_ref("before-kopf", ns))["data"] == {"k": "v"}, timeout=60)
 
-        own_plane.restart()  # etcd, kube-apiserver: stopped, then started on the same ports
+        plane_up.restart()  # etcd, kube-apiserver: stopped, then started on the same ports
 
         cluster.create(configmap("after", ns, {"k": "new"}, labels=MIRROR))
         eventually(lambda: cluster.get(configmap_ref("after-kopf", ns))["data"] == {"k": "new"}, timeout=60)
@@ -61,53 +80,76 @@ def test_a_kopf_operator_passes_through_a_restart_of_the_api_server_with_fail_on
     assert "Request attempt #1/9 failed; will retry" in op.logs
 
 
-def test_a_request_kopf_gives_up_on_fails_the_test_naming_it_and_its_last_error(
-    own_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.syspath_prepend(str(SAMPLES.parent))
-    cluster = plane_cluster(own_plane, "stopped")
-    with run_context("test-scope"), cluster:
-        op = run_kopf(  # a namespace the plane need not have: nothing is left to clean up there
-            SAMPLES / "kopf_mirror.py",
-            cluster,
-            namespaces=["unreachable"],
-            configure=quick_retries,
-            name="gives-up",
-        )
-        try:
-            own_plane.stop()  # the API server away for longer than kopf retries
-            with pytest.raises(OperatorError) as raised:
+@dataclass
+class AwayForGood:
+    """What two operators did when the API server went away for good, as a test ending then sees."""
+
+    health_while_retrying: BaseException | None  # check_health() while 'pending' was retrying
+    pending_close: BaseException | None  # closing 'pending' (the end of its test) while it retried
+    gives_up_health: BaseException | None  # check_health() once 'gives-up' had run out of attempts
+
+
+def slow_retries(settings: Any) -> None:
+    settings.networking.error_backoffs = [2] * 10  # kopf gives up after 20 s, later than the test ends
+
+
+@pytest.fixture(scope="module")
+def away_for_good(own_plane: ControlPlane) -> AwayForGood:
+    """Two kopf operators, each in a run context of its own (its own health checks), on the
+    module's plane; then the plane stopped for good (once for both: it is not started again).
+
+    'pending' (slow retries) is checked and closed first, well within its 20 s of attempts;
+    'gives-up' (quick retries: 22.5 s) is then waited for until it gives up."""
+    plane = running(own_plane)
+    seen: dict[str, BaseException | None] = dict.fromkeys(("health", "pending", "gives-up"))
+    with pytest.MonkeyPatch.context() as monkeypatch, contextlib.ExitStack() as operators:
+        monkeypatch.syspath_prepend(str(SAMPLES.parent))
+        cluster = operators.enter_context(plane_cluster(plane, "stopped"))
+        operators.enter_context(run_context("test-scope"))
+        # Namespaces the plane need not have: nothing is left to clean up there.
+        with run_context("gives-up-scope") as giving_up:
+            gives_up = run_kopf(SAMPLES / "kopf_mirror.py", cluster, namespaces=["unreachable"],
+                                configure=quick_retries, name="gives-up")
+            operators.callback(gives_up.close)
+        with run_context("pending-scope"), contextlib.ExitStack() as unless_closed_below:
+            pending = run_kopf(SAMPLES / "kopf_mirror.py", cluster, namespaces=["unreachable"],
+                               configure=slow_retries, name="pending")
+            unless_closed_below.callback(pending.close)
+            plane.stop()  # the API server away for longer than kopf retries
+            wait_for(lambda: len(pending.pending_request_retries) > 0)
+            try:
+                check_health()  # kopf is retrying, within its attempts: no failure yet
+            except Exception as error:
+                seen["health"] = error
+            unless_closed_below.pop_all()
+            try:
+                pending.close()  # the end of the test
+            except OperatorError as error:
+                seen["pending"] = error
+        with use_context(giving_up):
+            try:
                 eventually(lambda: check_health() or False, timeout=60)
-        finally:
-            op.close()
-    message = str(raised.value)
+            except OperatorError as error:
+                seen["gives-up"] = error
+    return AwayForGood(seen["health"], seen["pending"], seen["gives-up"])
+
+
+def test_a_request_kopf_gives_up_on_fails_the_test_naming_it_and_its_last_error(
+    away_for_good: AwayForGood,
+) -> None:
+    assert away_for_good.gives_up_health is not None, "kopf gave up, and no health check failed"
+    message = str(away_for_good.gives_up_health)
     assert "operator 'gives-up' (kopf) gave up on its API request GET https://127.0.0.1:" in message
     assert "after 9 attempts" in message
     assert "Its last error: " in message
 
 
 def test_a_request_still_failing_when_the_test_ends_fails_it_naming_the_request(
-    own_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
+    away_for_good: AwayForGood,
 ) -> None:
-    def slow_retries(settings: Any) -> None:
-        settings.networking.error_backoffs = [2] * 10  # kopf gives up after 20 s, later than the test ends
-
-    monkeypatch.syspath_prepend(str(SAMPLES.parent))
-    cluster = plane_cluster(own_plane, "stopped")
-    with run_context("test-scope"), cluster:
-        op = run_kopf(
-            SAMPLES / "kopf_mirror.py",
-            cluster,
-            namespaces=["unreachable"],
-            configure=slow_retries,
-            name="pending",
-        )
-        own_plane.stop()
-        wait_for(lambda: len(op.pending_request_retries) > 0)
-        check_health()  # kopf is retrying, within its attempts: no failure yet
-        with pytest.raises(OperatorError) as raised:
-            op.close()  # the end of the test
-    message = str(raised.value)
+    assert away_for_good.health_while_retrying is None, "a failure while kopf was still within its attempts"
+    assert away_for_good.pending_close is not None, "the test ended with kopf retrying, and passed"
+    message = str(away_for_good.pending_close)
     assert "operator 'pending' (kopf) was still retrying its API request GET https://127.0.0.1:" in message
     assert "when the test ended: attempt #" in message
     assert "failed and no attempt has succeeded since" in message
