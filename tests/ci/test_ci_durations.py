@@ -7,8 +7,7 @@ from pathlib import Path
 
 import durations
 import pytest
-from ci_helpers import read_outputs, run_ci_script, run_script
-from cli_runs import pytest_command
+from ci_helpers import read_outputs, run_ci_script
 from gha import CIError
 
 
@@ -81,51 +80,57 @@ def test_number(n):
 """
 
 
-def test_pytest_split_shards_then_merge_then_balanced_next_run(tmp_path: Path) -> None:
+def _inner_pytest(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A real pytest session with pytest-split, in this process (no fresh interpreter needed)."""
+    return pytester.runpytest_inprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function",
+        *args,
+    )
+
+
+def test_pytest_split_shards_then_merge_then_balanced_next_run(pytester: pytest.Pytester) -> None:
     """The real cycle: two shards with pytest-split write their durations; the merge covers every
     test; the next run reads the merged file (no 'No test durations found' fallback)."""
-    (tmp_path / "test_suite.py").write_text(SUITE)
-    pytest_cmd = pytest_command("-p", "no:randomly")
+    pytester.makepyfile(test_suite=SUITE)
+    tmp_path = pytester.path
     shard_files = []
     for group in (1, 2):
         shard = tmp_path / f"durations-{group}.json"
-        done = run_script(
-            [
-                *pytest_cmd,
-                "--splits",
-                "2",
-                "--group",
-                str(group),
-                "--durations-path",
-                str(shard),
-                "--store-durations",
-                "--clean-durations",
-                "test_suite.py",
-            ],
-            cwd=tmp_path,
+        done = _inner_pytest(
+            pytester,
+            "--splits",
+            "2",
+            "--group",
+            str(group),
+            "--durations-path",
+            str(shard),
+            "--store-durations",
+            "--clean-durations",
+            "test_suite.py",
         )
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert "No test durations found" in done.stdout + done.stderr  # first run: even split
+        output = done.stdout.str() + done.stderr.str()
+        assert done.ret == 0, output
+        assert "No test durations found" in output  # first run: even split
         shard_files.append(shard)
     first, second = (set(json.loads(path.read_text())) for path in shard_files)
     assert first and second and not first & second  # each shard recorded only its own tests
-    output = tmp_path / "out"
+    output_file = tmp_path / "out"
     merged_path = tmp_path / "merged.json"
-    done = run_ci_script(
+    merge = run_ci_script(
         "durations.py", "merge", "--output", str(merged_path), "--expected", "2", *map(str, shard_files),
         cwd=tmp_path,
-        env={"GITHUB_OUTPUT": str(output)},
+        env={"GITHUB_OUTPUT": str(output_file)},
     )
-    assert done.returncode == 0, done.stderr
+    assert merge.returncode == 0, merge.stderr
     merged = json.loads(merged_path.read_text())
     assert set(merged) == {f"test_suite.py::test_number[{n}]" for n in range(6)}
-    assert read_outputs(output) == {"tests": "6", "complete": "true"}
-    again = run_script(
-        [*pytest_cmd, "--splits", "2", "--group", "1", "--durations-path", str(merged_path), "test_suite.py"],
-        cwd=tmp_path,
+    assert read_outputs(output_file) == {"tests": "6", "complete": "true"}
+    again = _inner_pytest(
+        pytester, "--splits", "2", "--group", "1", "--durations-path", str(merged_path), "test_suite.py"
     )
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "No test durations found" not in again.stdout + again.stderr
+    output = again.stdout.str() + again.stderr.str()
+    assert again.ret == 0, output
+    assert "No test durations found" not in output
 
 
 def test_merge_notes_missing_shards(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import summary
 from ci_helpers import SCRIPTS, run_script
-from cli_runs import pytest_command
 from gha import CIError
 
 SUITE = """
@@ -45,22 +44,29 @@ def test_skipped():
 """
 
 
-def run_suite(directory: Path, junit: Path, *, with_plugin: bool = True) -> None:
-    """Run SUITE in ``directory``, writing ``junit``; with the ktest_junit plugin (JUnit family
-    xunit1, whose <property> elements carry the sections) unless ``with_plugin`` is False."""
-    (directory / "test_suite.py").write_text(SUITE)
-    plugin = ["-p", "ktest_junit", "-o", "junit_family=xunit1"] if with_plugin else []
-    done = run_script(
-        pytest_command(*plugin, "--junitxml", str(junit), "test_suite.py"),
-        cwd=directory,
-        env={"PYTHONPATH": str(SCRIPTS / "pytest_plugin")},
+def inner_pytest(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A real pytest session in this process: a child's cost without a fresh interpreter, which
+    these suites do not need (the plugin is found on ``sys.path`` as on ``PYTHONPATH``)."""
+    return pytester.runpytest_inprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function",
+        *args,
     )
-    assert done.returncode == 1, done.stdout + done.stderr  # the suite fails on purpose
 
 
-def test_ktest_sections_reach_the_junit_xml(tmp_path: Path) -> None:
-    junit = tmp_path / "junit-1.37-bare.xml"
-    run_suite(tmp_path, junit)
+def run_suite(pytester: pytest.Pytester, junit: Path, *, with_plugin: bool = True) -> None:
+    """Run SUITE (:func:`inner_pytest`), writing ``junit``; with the ktest_junit plugin (JUnit
+    family xunit1, whose <property> elements carry the sections) unless ``with_plugin`` is False."""
+    pytester.makepyfile(test_suite=SUITE)
+    plugin = ["-p", "ktest_junit", "-o", "junit_family=xunit1"] if with_plugin else []
+    if with_plugin:
+        pytester.syspathinsert(SCRIPTS / "pytest_plugin")
+    done = inner_pytest(pytester, *plugin, "--junitxml", str(junit), "test_suite.py")
+    assert done.ret == 1, done.stdout.str() + done.stderr.str()  # the suite fails on purpose
+
+
+def test_ktest_sections_reach_the_junit_xml(pytester: pytest.Pytester) -> None:
+    junit = pytester.path / "junit-1.37-bare.xml"
+    run_suite(pytester, junit)
     cases = {case.get("name"): case for case in ET.parse(junit).getroot().iter("testcase")}
     properties = {p.get("name"): p.get("value") for p in cases["test_widget_gets_ready"].iter("property")}
     log = properties["ktest: operator widget-operator log"]
@@ -68,16 +74,16 @@ def test_ktest_sections_reach_the_junit_xml(tmp_path: Path) -> None:
     assert not list(cases["test_passes"].iter("property"))
 
 
-def test_without_the_plugin_the_sections_are_lost(tmp_path: Path) -> None:
+def test_without_the_plugin_the_sections_are_lost(pytester: pytest.Pytester) -> None:
     """Why the plugin exists: pytest's JUnit writer drops ktest's sections."""
-    junit = tmp_path / "junit.xml"
-    run_suite(tmp_path, junit, with_plugin=False)
+    junit = pytester.path / "junit.xml"
+    run_suite(pytester, junit, with_plugin=False)
     assert "log line 99" not in junit.read_text()
 
 
-def test_the_summary_lists_failures_with_the_report_excerpt(tmp_path: Path) -> None:
-    junit = tmp_path / "junit-1.37-bare-1of2.xml"
-    run_suite(tmp_path, junit)
+def test_the_summary_lists_failures_with_the_report_excerpt(pytester: pytest.Pytester) -> None:
+    junit = pytester.path / "junit-1.37-bare-1of2.xml"
+    run_suite(pytester, junit)
     totals, failures = summary.read_junit(junit)
     assert (totals.cell, totals.tests, totals.failed, totals.errors, totals.skipped) == (
         "1.37-bare-1of2",
@@ -99,13 +105,10 @@ def test_the_summary_lists_failures_with_the_report_excerpt(tmp_path: Path) -> N
     assert "test_passes" not in text
 
 
-def test_all_passing_gives_a_one_line_verdict(tmp_path: Path) -> None:
-    (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
-    junit = tmp_path / "junit-1.36-kind.xml"
-    run_script(
-        pytest_command("--junitxml", str(junit)),
-        cwd=tmp_path,
-    )
+def test_all_passing_gives_a_one_line_verdict(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_ok="def test_ok():\n    pass\n")
+    junit = pytester.path / "junit-1.36-kind.xml"
+    inner_pytest(pytester, "--junitxml", str(junit)).assert_outcomes(passed=1)
     totals, failures = summary.read_junit(junit)
     assert summary.render([totals], failures, "ktest").startswith("## ktest: all 1 tests passed")
 

@@ -1,6 +1,7 @@
 """``scripts/test-stages`` (what ``make test`` and ``make check`` run): properties of the plan it
 prints (every test file runs in some stage, the critical path, what waits for what, priorities),
-and the runner's own logic on small plans of real commands (order, failures, skips, the table).
+and the runner's own logic on small plans of real commands (order, failures, skips, the table);
+a pytest stage there hands the runner what a real pytest session, run in this process, wrote.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 import shlex
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -150,19 +152,24 @@ def test_the_bare_suite_and_make_check_run_on_their_own_worker_counts() -> None:
 
 
 def _job(name: str, code: str, **fields: object) -> Job:
+    """A job running ``code`` in a fresh interpreter. Paths go in through ``env`` (not the code):
+    a command line holding a pytest tmp_path reads as a child pytest session to the process census."""
     return Job(name, (sys.executable, "-c", code), **fields)  # type: ignore[arg-type]
 
 
 def test_jobs_wait_for_what_they_come_after_and_run_at_their_niceness(tmp_path: Path) -> None:
-    first = _job("first", f"import pathlib; pathlib.Path({str(tmp_path / 'first')!r}).touch()")
-    second = _job("second", f"import os, pathlib; print('second saw first:', pathlib.Path("
-                  f"{str(tmp_path / 'first')!r}).exists(), 'nice', os.nice(0)); "
+    env = {"FIRST": str(tmp_path / "first")}
+    # "first" takes a moment, so a "second" that did not wait for it would not find its file
+    first = _job("first", "import os, pathlib, time; time.sleep(0.5); "
+                 "pathlib.Path(os.environ['FIRST']).touch()", env=env)
+    second = _job("second", "import os, pathlib; print('second saw first:', "
+                  "pathlib.Path(os.environ['FIRST']).exists(), 'nice', os.nice(0)); "
                   "group = pathlib.Path('/proc/self/autogroup'); "
                   "print('group', group.read_text().split()[-1] if group.exists() else 'none')",
-                  after=("first",), niceness=7)
+                  after=("first",), niceness=7, env=env)
     assert run([second, first], tmp_path / "out", dict(os.environ)) == 0
     log = (tmp_path / "out" / "second.log").read_text()
-    assert "second saw first: True nice 7" in log
+    assert f"second saw first: True nice {min(os.nice(0) + 7, 19)}" in log  # 7 above the runner's
     # Its session's scheduling group too, where the kernel groups sessions (else nice weighs only
     # against the job's own processes).
     assert "group 7" in log or "group none" in log, log
@@ -172,14 +179,15 @@ def test_jobs_wait_for_what_they_come_after_and_run_at_their_niceness(tmp_path: 
 
 def test_a_job_after_any_starts_once_the_first_of_them_passed(tmp_path: Path) -> None:
     """``after_any``: the job starts when one of its jobs has passed, without waiting for the other."""
-    mark = tmp_path / "quick-done"
+    env = {"QUICK_MARK": str(tmp_path / "quick-done"), "EITHER_MARK": str(tmp_path / "either")}
     # "quick" takes a moment, so a job that did not wait for it would find no mark
-    quick = _job("quick", f"import pathlib, time; time.sleep(0.5); pathlib.Path({str(mark)!r}).touch()")
-    either_mark = tmp_path / "either"
-    slow = _job("slow", f"import pathlib, time\nwhile not pathlib.Path({str(either_mark)!r}).exists(): "
-                "time.sleep(0.05)")
-    either = _job("either", f"import pathlib; print('quick done:', pathlib.Path({str(mark)!r}).exists()); "
-                  f"pathlib.Path({str(either_mark)!r}).touch()", after_any=("slow", "quick"))
+    quick = _job("quick", "import os, pathlib, time; time.sleep(0.5); "
+                 "pathlib.Path(os.environ['QUICK_MARK']).touch()", env=env)
+    slow = _job("slow", "import os, pathlib, time\n"
+                "while not pathlib.Path(os.environ['EITHER_MARK']).exists(): time.sleep(0.05)", env=env)
+    either = _job("either", "import os, pathlib; "
+                  "print('quick done:', pathlib.Path(os.environ['QUICK_MARK']).exists()); "
+                  "pathlib.Path(os.environ['EITHER_MARK']).touch()", after_any=("slow", "quick"), env=env)
     assert run([slow, quick, either], tmp_path / "out", dict(os.environ)) == 0  # "slow" waits for "either"
     assert "quick done: True" in (tmp_path / "out" / "either.log").read_text()
 
@@ -201,7 +209,8 @@ def test_the_table_counts_the_cpu_of_a_jobs_descendants(tmp_path: Path) -> None:
 def test_a_failed_job_stops_the_running_ones_and_fails_with_its_status_and_log(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    marker = tmp_path / "sleeper-marker"
+    # Only named on the sleeper's command line, to find it there: a token unique to this test.
+    marker = Path(f"sleeper-marker-{uuid.uuid4().hex}")
     sleeper = _job("sleeper", f"import time; time.sleep(120); {str(marker)!r}")
     failing = _job("failing", "import sys; print('the floors broke'); sys.exit(3)", after=())
     never = _job("never", "print('ran after a failure')", after=("failing",))
@@ -211,13 +220,6 @@ def test_a_failed_job_stops_the_running_ones_and_fails_with_its_status_and_log(
     assert "failing failed with status 3" in err
     assert not (tmp_path / "out" / "never.log").exists()
     assert live_processes_using(marker) == []
-
-
-def _pytest_job(name: str, folder: Path, tests: str, **fields: object) -> Job:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "test_sample.py").write_text(tests)
-    return Job(name, (sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:ktest",
-                      str(folder / "test_sample.py")), junit=True, **fields)  # type: ignore[arg-type]
 
 
 SAMPLE = """
@@ -230,18 +232,42 @@ def test_skipped_two(): pass
 """
 
 
+def _real_junit(pytester: pytest.Pytester, tests: str) -> tuple[int, Path]:
+    """Real pytest on ``tests`` as a stage runs it (no ktest), in this process: its exit status
+    and JUnit XML, for a stage's stand-in to hand the runner (:func:`_replay`)."""
+    pytester.makepyfile(test_sample=tests)
+    junit = pytester.path / "real.xml"
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:ktest", "-p", "no:randomly",
+                                          "-o", "asyncio_default_fixture_loop_scope=function",
+                                          f"--junitxml={junit}", "--durations=10", "test_sample.py")
+    return int(result.ret), junit
+
+
+def _replay(name: str, status: int, junit: Path, **fields: object) -> Job:
+    """A pytest stage's stand-in (the runner reads nothing else of a stage than its exit status and
+    JUnit XML): it copies a real session's ``junit`` to where the runner's ``--junitxml=`` says, and
+    exits with that session's ``status``."""
+    code = ("import os, shutil, sys\n"
+            "target = next(a.split('=', 1)[1] for a in sys.argv[1:] if a.startswith('--junitxml='))\n"
+            "shutil.copyfile(os.environ['REAL_JUNIT'], target)\n"
+            f"sys.exit({status})")
+    return _job(name, code, junit=True, env={"REAL_JUNIT": str(junit)}, **fields)
+
+
 def test_more_skips_than_the_stage_allows_fail_the_run(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    pytester: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    strict = _pytest_job("strict", tmp_path / "strict", SAMPLE, skips_allowed=1)
+    status, junit = _real_junit(pytester, SAMPLE)
+    strict = _replay("strict", status, junit, skips_allowed=1)
     assert run([strict], tmp_path / "out", dict(os.environ)) == 1
     out, err = capsys.readouterr()
     assert "strict failed: 2 tests skipped, 1 allowed" in err
     assert "| strict |" in out and "| FAILED | 1 | 0 | 2 (1) |" in out
 
 
-def test_the_table_lists_each_stage_and_its_slowest_tests(tmp_path: Path) -> None:
-    allowed = _pytest_job("allowed", tmp_path / "allowed", SAMPLE, skips_allowed=2)
+def test_the_table_lists_each_stage_and_its_slowest_tests(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    status, junit = _real_junit(pytester, SAMPLE)
+    allowed = _replay("allowed", status, junit, skips_allowed=2)
     assert run([allowed], tmp_path / "out", dict(os.environ)) == 0
     table = (tmp_path / "out" / "table.md").read_text()
     assert "| passed | 1 | 0 | 2 (2) |" in table
@@ -249,7 +275,10 @@ def test_the_table_lists_each_stage_and_its_slowest_tests(tmp_path: Path) -> Non
     assert re.search(r"- +\d+\.\d s test_sample::test_passes", table), table
 
 
-def test_no_tests_collected_is_a_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    empty = _pytest_job("empty", tmp_path / "empty", "# no tests here\n")
+def test_no_tests_collected_is_a_failure(
+    pytester: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, junit = _real_junit(pytester, "# no tests here\n")
+    empty = _replay("empty", status, junit)
     assert run([empty], tmp_path / "out", dict(os.environ)) == 5
     assert "empty failed: no tests collected (pytest's exit status 5)" in capsys.readouterr().err

@@ -8,10 +8,12 @@ checks read the built HTML, so an entry counts only if it reached the page.
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,38 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+# In an interpreter of its own: what earlier tests of this process imported (lazy public packages,
+# add-ons) must not change the pages written from the code. (Nor may the site build's: after it,
+# ``ktest.timeline.render`` is the submodule, no longer the function.) The fixtures its hooks read
+# from real pytest sessions (bare, kind) for the fixtures page serve the fixture test too.
+REFERENCE_CHECK = """
+import json, sys
+sys.path.insert(0, "scripts")
+import reference_pages
+stale = [str(path) for path in reference_pages.stale_pages(other_python=False)]
+print("KTEST-REFERENCE " + json.dumps({"stale": stale, "fixtures": reference_pages.hooks.fixtures()}))
+"""
+
+
+@dataclass(frozen=True)
+class ReferenceCheck:
+    stale: list[Path]
+    """The reference pages whose committed Markdown is out of date with the code."""
+    fixtures: dict[str, dict[str, str]]
+    """``hooks.fixtures()``: every fixture ktest's plugin defines, as the fixtures page lists them."""
+
+
+@pytest.fixture(scope="module")
+def reference_check() -> ReferenceCheck:
+    result = subprocess.run(
+        [sys.executable, "-c", REFERENCE_CHECK], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("KTEST-REFERENCE ")]
+    assert lines, f"the check printed no result:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    found = json.loads(lines[-1].split(" ", 1)[1])
+    return ReferenceCheck([Path(path) for path in found["stale"]], found["fixtures"])
+
+
 def _ids(page: Path) -> set[str]:
     return {html.unescape(found) for found in re.findall(r'id="([^"]+)"', page.read_text())}
 
@@ -58,21 +92,24 @@ def test_every_public_name_has_an_api_entry(site: Path) -> None:
     assert text.count('class="doc-signature') > 100
 
 
-def _fixtures_pytest_lists(tmp_path: Path) -> set[str]:
-    """ktest's public fixtures as ``pytest --fixtures -v`` lists them (a second source, by location)."""
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--fixtures", "-v", "-p", "no:cacheprovider"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+def _fixtures_pytest_lists(pytester: pytest.Pytester) -> set[str]:
+    """ktest's public fixtures as ``pytest --fixtures -v`` lists them (a second source, by location),
+    from a session in this process: its plugins load from their entry points as in a fresh one."""
+    pytester.makeini("[pytest]\n")
+    result = pytester.runpytest_inprocess(
+        "--fixtures", "-v", "-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function"
     )
-    found = re.findall(r"^([a-z]\w*)(?: \[\w+ scope\])? -- \S*ktest/\S+$", result.stdout, re.MULTILINE)
+    stdout = result.stdout.str()
+    found = re.findall(r"^([a-z]\w*)(?: \[\w+ scope\])? -- \S*ktest/\S+$", stdout, re.MULTILINE)
     return set(found)
 
 
-def test_every_fixture_has_an_entry(site: Path, tmp_path: Path) -> None:
-    fixtures = hooks.fixtures()
+def test_every_fixture_has_an_entry(
+    site: Path, reference_check: ReferenceCheck, pytester: pytest.Pytester
+) -> None:
+    fixtures = reference_check.fixtures
     assert {"cluster", "namespace", "control_plane", "webhooks", "kind", "ktest_settings"} <= set(fixtures)
-    listed = _fixtures_pytest_lists(tmp_path)
+    listed = _fixtures_pytest_lists(pytester)
     assert len(listed) >= 9 and listed <= set(fixtures), listed - set(fixtures)
     assert not _missing(site, "reference/fixtures", [hooks.anchor("fixture-" + name) for name in fixtures])
 
@@ -124,19 +161,12 @@ def test_every_supported_minor_is_in_the_versions_table(site: Path) -> None:
         assert f"<td>{facts.etcd}</td>" in cells and f"<td>{facts.checked_patch}</td>" in cells, minor
 
 
-def test_the_reference_pages_read_on_github_as_the_code_says(site: Path) -> None:
+def test_the_reference_pages_read_on_github_as_the_code_says(
+    site: Path, reference_check: ReferenceCheck
+) -> None:
     """Each page carries its reference as plain Markdown (for GitHub, where nothing is built),
     as ``make reference`` writes it from the code now; the site shows it once, written anew."""
-    # In an interpreter of its own: what earlier tests of this process imported (lazy public
-    # packages, add-ons) must not change the pages written from the code.
-    check = (
-        "import sys; sys.path.insert(0, 'scripts'); import reference_pages; "
-        "print('\\n'.join(str(p) for p in reference_pages.stale_pages(other_python=False)))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    stale = [Path(line) for line in result.stdout.splitlines() if line]
+    stale = reference_check.stale  # checked in an interpreter of its own (REFERENCE_CHECK)
     assert not stale, (
         f"{', '.join(str(path.relative_to(ROOT)) for path in stale)} out of date with the code: "
         "run `make reference` (python scripts/reference_pages.py) and commit the pages"

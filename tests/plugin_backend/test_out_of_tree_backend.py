@@ -25,6 +25,13 @@ def test_on_the_toy_backend(cluster, namespace, ktest_settings):
     made = cluster.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}},
                           namespace=namespace)
     assert made["metadata"]["namespace"] == namespace
+
+
+def test_pytest_help_offers_its_option():
+    # `pytest --help`, run by pytest.main in this interpreter: the toy is installed here as for the
+    # session (no fresh one needed), and its options come from the same hooks as in a fresh one.
+    import pytest
+    assert pytest.main(["--help", "-p", "no:cacheprovider"]) == 0
 """
 
 
@@ -63,13 +70,15 @@ def test_a_pytest_session_runs_on_a_backend_installed_from_another_package(
     monkeypatch.setenv("KTEST_TOY_BANNER", "hello from the toy")
     pytester.makepyfile(TOY_TEST)
     result = pytester.runpytest_subprocess("-s", "--ktest-backend", "toy")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)  # the session on the toy, and `pytest --help` beside it
     result.stdout.fnmatch_lines([
         "ktest: backend=toy *",
         "*toy_banner=hello from the toy (environment variable KTEST_TOY_BANNER)*",
         "*BACKEND toy BANNER hello from the toy",
         "*toy backend says: hello from the toy*",
     ])
+    # pytest's own --help offers the backend's option (printed by the second inner test, with -s)
+    assert "--ktest-toy-banner=TEXT" in result.stdout.str()
 
 
 def test_its_own_setting_is_checked_like_any_other(
@@ -97,11 +106,7 @@ def test_the_ktest_command_offers_its_verb_and_backend(toy_site: Path) -> None:
     assert (said.returncode, said.stdout) == (0, "toy banner: hi\n"), said.stderr
     up = ktest("up", "--help")
     assert "registered by the ktest-toy package" not in up.stdout  # it has no ``up`` part
-    pytest_help = subprocess.run(
-        [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
-        env=_with_toy(toy_site), capture_output=True, text=True, timeout=120, check=False,
-    )
-    assert "--ktest-toy-banner=TEXT" in pytest_help.stdout
+    # (pytest's --help offering --ktest-toy-banner: in the session of the first test, beside it)
 
 
 def non_public_imports(package: Path) -> list[str]:
