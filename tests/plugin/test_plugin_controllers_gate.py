@@ -22,6 +22,8 @@ def test_the_plugin_runs_each_test_body_with_the_controllers_running(
             log = plane.log_path("kube-controller-manager").read_bytes()
             missing = [m for m in ready_markers(plane.controllers) if m not in log]
             assert not missing, f"the test body ran before the controllers: {missing}"
+            # no --ktest-controllers: the default ones, by their short names
+            assert plane.controllers == {"garbagecollector", "namespace"}
         """
     )
     result = pytester.runpytest_inprocess(

@@ -3,6 +3,7 @@ leave it; ``ktest down`` stops it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from builders import crd_yaml
 from inner_runs import GC_OF_NEW_KIND_TEST, printed
+from warm_planes import WarmPlane
 
 from ktest.backends.bare import reuse
 
@@ -90,8 +92,26 @@ def test_up_attach_twice_then_down(pytester: pytest.Pytester, state: Path) -> No
     assert missing.returncode == 2 and "no warm control plane named 'default'" in missing.stderr
 
 
-def test_stale_record_is_cleaned_and_a_fresh_plane_started(pytester: pytest.Pytester, state: Path) -> None:
-    state.mkdir(parents=True)
+@pytest.fixture
+def warm_elsewhere(state: Path, inner_warm_plane: WarmPlane) -> Iterator[reuse.UpRecord]:
+    """The worker's warm control plane (default controllers, held by this process as a ``ktest up``
+    daemon holds its own) recorded as ``warm`` in the private state directory: a live plane that a
+    session wanting other settings must pass over. Its record goes before ``state`` downs what is left."""
+    shared = reuse.state_directory(inner_warm_plane.env)
+    found = reuse.read_record(reuse.record_path(reuse.DEFAULT_NAME, shared))
+    assert found is not None
+    path = reuse.record_path("warm", state)
+    record = dataclasses.replace(found, name="warm", path=path)
+    reuse.write_record(record)
+    yield record
+    path.unlink(missing_ok=True)
+
+
+def test_stale_and_incompatible_records_are_passed_over_and_a_fresh_plane_started(
+    pytester: pytest.Pytester, state: Path, warm_elsewhere: reuse.UpRecord
+) -> None:
+    """One session meets both: a stale record (removed) and a live plane of other settings (left
+    alone); it starts a plane of its own. ``ktest up`` of those settings under that name is refused."""
     stale = {
         # No such process: the pid's start time does not match.
         "name": "default", "pid": 999_999, "pid_start": "1", "requested_version": None,
@@ -101,7 +121,7 @@ def test_stale_record_is_cleaned_and_a_fresh_plane_started(pytester: pytest.Pyte
     }
     (state / "default.json").write_text(json.dumps(stale))
     pytester.makepyfile("def test_x(cluster, control_plane):\n    assert control_plane.running\n")
-    result = pytester.runpytest_inprocess("--ktest-reuse")
+    result = pytester.runpytest_inprocess("--ktest-reuse", "--ktest-controllers=none")  # warm runs two
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
@@ -110,18 +130,9 @@ def test_stale_record_is_cleaned_and_a_fresh_plane_started(pytester: pytest.Pyte
             "note: reuse: no running control plane matches*`ktest up` keeps one warm between runs",
         ]
     )
-    assert not (state / "default.json").exists()
-
-
-def test_incompatible_warm_plane_is_not_used(pytester: pytest.Pytester, state: Path) -> None:
-    started = ktest("up", "--controllers=none", "--name=bare-api")
-    assert started.returncode == 0, started.stderr
-    pytester.makepyfile("def test_x(cluster, control_plane):\n    assert control_plane.running\n")
-    result = pytester.runpytest_inprocess("--ktest-reuse")  # wants the default controllers
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["note: reuse: no running control plane matches*"])
-    record = reuse.read_record(state / "bare-api.json")
-    assert record is not None and record.problem() is None
-    conflict = ktest("up", "--name=bare-api")
-    assert conflict.returncode == 2
+    assert not (state / "default.json").exists(), "the stale record must be removed"
+    assert reuse.read_record(warm_elsewhere.path) is not None, "the incompatible record must be left"
+    assert warm_elsewhere.problem() is None, "the incompatible plane must be left running"
+    conflict = ktest("up", "--controllers=none", "--name=warm")
+    assert conflict.returncode == 2, conflict.stderr
     assert "already runs with other settings" in conflict.stderr

@@ -10,7 +10,7 @@ import pytest
 from builders import crd_yaml
 from inner_runs import GC_OF_NEW_KIND_TEST, NON_STRUCTURAL_CRD
 
-pytestmark = pytest.mark.own_plane("the controller's own plane, shared with its workers")
+OWN_PLANE = pytest.mark.own_plane("the controller's own plane, shared with its workers")
 
 WORKER_TESTS = """
 import json, os, pytest
@@ -35,6 +35,7 @@ def test_worker(cluster, namespace, worker_namespace_selector, n):
 """
 
 
+@OWN_PLANE
 def test_two_workers_share_one_control_plane(
     pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -71,7 +72,8 @@ def _two_workers_with_crds(pytester: pytest.Pytester, crd_file: str) -> pytest.R
 
 def test_worker_reports_the_controllers_start_error(pytester: pytest.Pytester, inner_env: dict) -> None:
     # a CRD file that is well formed (checked before anything starts) but that the API server
-    # rejects: the error happens in the controller, which started the control plane
+    # rejects: the error happens in the controller, which opened the session's cluster (here it
+    # attaches to the warm plane: the rejection needs an API server, not one of its own)
     result = _two_workers_with_crds(pytester, NON_STRUCTURAL_CRD)
     result.stdout.fnmatch_lines(
         [
@@ -82,6 +84,7 @@ def test_worker_reports_the_controllers_start_error(pytester: pytest.Pytester, i
     result.stdout.fnmatch_lines(["*raised in the process that holds the cluster*"])
 
 
+@OWN_PLANE
 def test_bad_crd_files_fail_in_the_workers_before_anything_starts(
     pytester: pytest.Pytester, inner_env: dict
 ) -> None:
