@@ -148,17 +148,34 @@ def _flag_names(extra_flags: Sequence[str] | Mapping[str, str | None]) -> list[s
     return [flag_name(flag) for flag in flags]
 
 
+def _unknown_flags_problem(extra_flags: Sequence[str] | Mapping[str, str | None], binary: Path) -> str:
+    """What is wrong when ``binary`` (kube-apiserver) does not know some of the user's flags, or ""."""
+    known = probe(binary)
+    unknown = [name for name in _flag_names(extra_flags) if not known.accepts(name)]
+    if not unknown:
+        return ""
+    return (
+        f"kube-apiserver does not know the flag(s) {', '.join('--' + n for n in unknown)} "
+        f"passed in apiserver_flags=. Remove or fix them (`{binary} --help` lists "
+        "the flags this version accepts)."
+    )
+
+
+def check_extra_flags(extra_flags: Sequence[str] | Mapping[str, str | None], binary: Path) -> None:
+    """ControlPlaneError unless every extra flag is well formed and known to ``binary``: checked
+    before any process starts, so a typo costs no etcd start and leaves nothing behind."""
+    merge_flags({}, extra_flags)  # '--name=value' in a list, or a mapping
+    problem = _unknown_flags_problem(extra_flags, binary) if extra_flags else ""
+    if problem:
+        raise ControlPlaneError(problem)
+
+
 def rejected_flags_hint(extra_flags: Sequence[str] | Mapping[str, str | None], binary: Path, log: str) -> str:
     """Point at the user's extra flag when the API server (``binary``) exited with ``log``."""
     given = _flag_names(extra_flags)
-    known = probe(binary)
-    unknown = [name for name in given if not known.accepts(name)]
+    unknown = _unknown_flags_problem(extra_flags, binary)  # an upgrade's binary may know fewer
     if unknown:
-        return (
-            f"kube-apiserver does not know the flag(s) {', '.join('--' + n for n in unknown)} "
-            f"passed in apiserver_flags=. Remove or fix them (`kube-apiserver --help` lists "
-            "the flags this version accepts)."
-        )
+        return unknown
     if given and ("unknown flag" in log or "invalid argument" in log or "Error:" in log):
         return (
             "Check the extra flags passed in apiserver_flags= "

@@ -23,6 +23,7 @@ from ktest.controlplane.apiserver import (
     STATIC_FLAGS,
     ApiServerClient,
     apiserver_process,
+    check_extra_flags,
     extra_flag_names,
     rejected_flags_hint,
     served_version,
@@ -68,7 +69,8 @@ class ControlPlane(StartedOnEnter):
 
     ``controllers`` selects kube-controller-manager's controllers (default: garbage collector and
     namespace; ``"none"`` or ``()``: no controller-manager). ``apiserver_flags`` (``["--name=value"]``
-    or a mapping) replace ktest's value of a flag or are added. ``audit=True`` writes a Metadata-level
+    or a mapping) replace ktest's value of a flag or are added; one the binary does not know is refused
+    before anything starts. ``audit=True`` writes a Metadata-level
     audit log to :attr:`audit_log`. ``etcd_template=True`` starts etcd on a copy of data bootstrapped
     once per version (:mod:`ktest.controlplane.etcd_template`; not with ``apiserver_flags``).
     ``wait_for_controllers=False``: :meth:`start` returns once the API server is ready and
@@ -323,7 +325,7 @@ class ControlPlane(StartedOnEnter):
         """Everything that can fail on bad input, before any process starts."""
         assets = self._assets = plane_assets(self._assets_argument, self.k8s_version)
         etcd_binary = assets.binary("etcd")
-        assets.binary("kube-apiserver")
+        check_extra_flags(self._apiserver_flags, assets.binary("kube-apiserver"))
         self._controller_manager = None
         controller_names = controllers_to_run(self._requested_controllers, assets)
         for addon in self._addons:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import kubernetes
@@ -22,7 +24,8 @@ def _own_directories(root: Path) -> set[Path]:
     return {p for p in root.glob(f"ktest-cp-{os.getpid()}-*")}
 
 
-def test_unknown_apiserver_flag_shows_the_log_tail(assets: Assets, tmp_path: Path) -> None:
+def test_an_unknown_apiserver_flag_is_refused_before_anything_starts(assets: Assets, tmp_path: Path) -> None:
+    """Checked against the binary's own --help: a typo costs no etcd start and leaves nothing."""
     plane = ControlPlane(
         assets=assets,
         controllers="none",
@@ -32,37 +35,92 @@ def test_unknown_apiserver_flag_shows_the_log_tail(assets: Assets, tmp_path: Pat
     with pytest.raises(ControlPlaneError) as failure:
         plane.start()
     message = str(failure.value)
+    assert "kube-apiserver does not know the flag(s) --no-such-flag passed in apiserver_flags=" in message
+    assert "kube-apiserver --help` lists the flags this version accepts" in message
+    assert "exited during start" not in message and "Command:" not in message, message  # no process ran
+    assert list(tmp_path.iterdir()) == []  # no run directory: nothing was started
+    assert not plane.running
+
+
+def test_a_flag_value_the_api_server_rejects_shows_the_log_tail(assets: Assets, tmp_path: Path) -> None:
+    plane = ControlPlane(
+        assets=assets,
+        controllers="none",
+        apiserver_flags=["--min-request-timeout=soon"],
+        root_directory=tmp_path,
+    )
+    with pytest.raises(ControlPlaneError) as failure:
+        plane.start()
+    message = str(failure.value)
     assert "kube-apiserver exited during start" in message
-    assert "Command: " in message and "--no-such-flag=1" in message
+    assert "Command: " in message and "--min-request-timeout=soon" in message
     assert "exit status" in message
     assert "last lines of the log" in message
-    assert "unknown flag: --no-such-flag" in message  # the binary's own words, from its log
-    assert "does not know the flag(s) --no-such-flag" in message
+    assert 'invalid argument "soon"' in message  # the binary's own words, from its log
+    assert "Check the extra flags passed in apiserver_flags= (--min-request-timeout)" in message
     assert not plane.directory.exists()
     assert live_processes_using(plane.directory) == []
     assert not plane.running
 
 
+@dataclasses.dataclass
+class Kept:
+    """A plane with ``controllers="none"``, ``keep_directory=True`` and flags of the user's, as
+    seen while it ran (started and stopped with warnings as errors)."""
+
+    plane: ControlPlane
+    controllers: frozenset[str]
+    components: set[str]
+    pids: list[int | None]
+    apiserver_command: list[str]
+    pod_rejection: kubernetes.client.ApiException | None
+
+
+KEPT = pytest.mark.xdist_group("bad-input-kept-plane")  # one worker starts it
+
+
+@pytest.fixture(scope="module")
+def kept(assets: Assets) -> Iterator[Kept]:
+    """One plane for two unrelated settings: the user's API server flags (enabling the
+    ServiceAccount admission plugin) and a directory kept after stop."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with ControlPlane(
+            assets=assets,
+            controllers="none",
+            keep_directory=True,
+            apiserver_flags={"disable-admission-plugins": "", "feature-gates": "AllAlpha=false"},
+        ) as plane:
+            core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
+            core.create_namespace({"metadata": {"name": "fresh"}})
+            pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+            rejection = None
+            try:
+                core.create_namespaced_pod("fresh", pod)
+            except kubernetes.client.ApiException as error:
+                rejection = error
+            seen = Kept(
+                plane, plane.controllers, set(plane.processes()), [p.pid for p in plane.processes().values()],
+                list(plane.processes()["kube-apiserver"].command), rejection,
+            )
+    try:
+        yield seen
+    finally:
+        shutil.rmtree(plane.directory)
+
+
+@KEPT
 @pytest.mark.slow
-def test_user_flags_replace_defaults(assets: Assets) -> None:
+def test_user_flags_replace_defaults(kept: Kept) -> None:
     """A flag the user gives replaces ktest's value: here, enabling the ServiceAccount plugin."""
-    with ControlPlane(
-        assets=assets,
-        controllers="none",
-        apiserver_flags={"disable-admission-plugins": "", "feature-gates": "AllAlpha=false"},
-    ) as plane:
-        command = plane.processes()["kube-apiserver"].command
-        assert "--disable-admission-plugins=" in command
-        assert "--disable-admission-plugins=ServiceAccount" not in command
-        assert "--feature-gates=AllAlpha=false" in command
-        core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
-        core.create_namespace({"metadata": {"name": "fresh"}})
-        pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
-        # With the ServiceAccount plugin on and no serviceaccount controller, the
-        # missing default ServiceAccount is rejected: ktest's default avoids this.
-        with pytest.raises(kubernetes.client.ApiException) as rejected:
-            core.create_namespaced_pod("fresh", pod)
-        assert "serviceaccount" in rejected.value.body.lower()
+    command = kept.apiserver_command
+    assert "--disable-admission-plugins=" in command
+    assert "--disable-admission-plugins=ServiceAccount" not in command
+    assert "--feature-gates=AllAlpha=false" in command
+    # With the ServiceAccount plugin on and no serviceaccount controller, the
+    # missing default ServiceAccount is rejected: ktest's default avoids this.
+    assert kept.pod_rejection is not None, "a Pod without its namespace's default ServiceAccount was admitted"
+    assert "serviceaccount" in kept.pod_rejection.body.lower()
 
 
 def test_reserved_flags_are_refused_up_front() -> None:
@@ -108,20 +166,16 @@ def test_without_controller_manager_binary_warns_and_runs(assets: Assets, tmp_pa
         plane.stop()
 
 
-def test_controllers_none_and_keep_directory(assets: Assets) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with ControlPlane(assets=assets, controllers="none", keep_directory=True) as plane:
-            assert plane.controllers == frozenset()
-            assert "kube-controller-manager" not in plane.processes()
-            pids = [p.pid for p in plane.processes().values()]
-    try:
-        # Stopped, but the logs are kept for debugging.
-        assert plane.log_path("kube-apiserver").stat().st_size > 0
-        assert not [pid for pid in pids if pid and process_alive(pid)]
-        assert live_processes_using(plane.directory) == []
-    finally:
-        shutil.rmtree(plane.directory)
+@KEPT
+def test_controllers_none_and_keep_directory(kept: Kept) -> None:
+    """No warning (the fixture turns them into errors), no kube-controller-manager."""
+    assert kept.controllers == frozenset()
+    assert "kube-controller-manager" not in kept.components
+    # Stopped, but the logs are kept for debugging.
+    plane = kept.plane
+    assert plane.log_path("kube-apiserver").stat().st_size > 0
+    assert not [pid for pid in kept.pids if pid and process_alive(pid)]
+    assert live_processes_using(plane.directory) == []
 
 
 def test_properties_before_start_explain_themselves() -> None:

@@ -1,12 +1,18 @@
 """The etcd template (ktest.controlplane.etcd_template): a control plane started on a copy
 of bootstrapped etcd data is the same cluster as one that bootstrapped itself, and the
-template is built once, atomically, and rebuilt when damaged."""
+template is built once, atomically, and rebuilt when damaged.
+
+Two module-scoped planes serve several tests each: ``bootstrapped`` (its cache unwritable, so it
+has no template and bootstraps itself) and ``from_template``; each one's cluster is snapshotted
+as it starts, before a test changes it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlparse
@@ -114,24 +120,58 @@ def _wait_for_what_each_api_server_creates(plane: ControlPlane, which: str) -> N
                description=f"the API server's identity lease in {which}")
 
 
-def test_a_plane_started_from_the_template_is_the_same_cluster(assets: Assets) -> None:
-    with ControlPlane(assets=assets, controllers="none", etcd_template=False) as slow:
-        assert slow._template is None
-        _wait_for_what_each_api_server_creates(slow, "the bootstrapped cluster")
-        bootstrapped = cluster_snapshot(slow)
-    with ControlPlane(assets=assets, controllers="none") as fast:
-        assert fast._template is not None and etcd_template.is_complete(fast._template)
-        _wait_for_what_each_api_server_creates(fast, "the cluster started from the template")
-        from_template = cluster_snapshot(fast)
-        # and it is a working cluster of its own: a write lands and reads back
-        api = client_for(fast.kubeconfig)
-        core = kubernetes.client.CoreV1Api(api)
-        core.create_namespaced_config_map("default", {"metadata": {"name": "written"}, "data": {"k": "v"}})
-        assert core.read_namespaced_config_map("written", "default").data == {"k": "v"}
-        api.close()
-    assert len(bootstrapped["clusterroles"]) > 50 and len(bootstrapped["flowschemas"]) > 5
-    assert {"/default", "/kube-system", "/kube-public", "/kube-node-lease"} <= set(bootstrapped["namespaces"])
-    assert _differences(bootstrapped, from_template) == []
+@dataclasses.dataclass
+class Started:
+    plane: ControlPlane
+    snapshot: dict[str, Any]  # cluster_snapshot() once it had created its own objects
+
+
+TEMPLATE_PLANES = pytest.mark.xdist_group("etcd-template-planes")  # one worker starts them
+
+
+def _started(plane: ControlPlane, which: str) -> Started:
+    _wait_for_what_each_api_server_creates(plane, which)
+    return Started(plane, cluster_snapshot(plane))
+
+
+@pytest.fixture(scope="module")
+def bootstrapped(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Started]:
+    """A plane whose cache is unwritable: it has no template, so it bootstraps itself."""
+    cache = tmp_path_factory.mktemp("unwritable-cache")
+    (cache / "file").write_text("not a directory")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(cache / "file" / "cache"))
+        plane = ControlPlane(assets=assets, controllers="none").start()
+    try:
+        yield _started(plane, "the bootstrapped cluster")
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="module")
+def from_template(assets: Assets) -> Iterator[Started]:
+    """A plane started on a copy of the template."""
+    with ControlPlane(assets=assets, controllers="none") as plane:
+        yield _started(plane, "the cluster started from the template")
+
+
+@TEMPLATE_PLANES
+def test_a_plane_started_from_the_template_is_the_same_cluster(
+    bootstrapped: Started, from_template: Started
+) -> None:
+    assert bootstrapped.plane._template is None
+    fast = from_template.plane
+    assert fast._template is not None and etcd_template.is_complete(fast._template)
+    # and it is a working cluster of its own: a write lands and reads back
+    api = client_for(fast.kubeconfig)
+    core = kubernetes.client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", {"metadata": {"name": "written"}, "data": {"k": "v"}})
+    assert core.read_namespaced_config_map("written", "default").data == {"k": "v"}
+    api.close()
+    slow = bootstrapped.snapshot
+    assert len(slow["clusterroles"]) > 50 and len(slow["flowschemas"]) > 5
+    assert {"/default", "/kube-system", "/kube-public", "/kube-node-lease"} <= set(slow["namespaces"])
+    assert _differences(slow, from_template.snapshot) == []
 
 
 def test_the_comparison_sees_a_missing_bootstrap_object() -> None:
@@ -229,52 +269,11 @@ def test_a_failed_build_leaves_no_template(tmp_path: Path, monkeypatch: pytest.M
     assert sorted(p.name for p in etcd_template.templates_directory().iterdir()) == [".k.lock"]
 
 
-def test_an_unwritable_cache_only_costs_the_template(
-    assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "file").write_text("not a directory")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file" / "cache"))
-    with ControlPlane(assets=assets, controllers="none") as plane:
-        assert plane._template is None
-        assert _client(plane).get("/api/v1/namespaces/default")[0] == 200
-
-
-def test_a_plane_from_the_template_is_ready_only_with_every_bootstrap_object(
-    assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Readiness from the template skips the bootstrap hooks' timer, never their objects: one
-    deleted makes the plane unready, and a template naming one that is never created never
-    starts."""
-    with ControlPlane(assets=assets, controllers="none") as plane:
-        template, objects = plane._template, plane._bootstrap
-        assert template is not None and objects is not None
-        assert objects == etcd_template.bootstrap_objects(template)
-        assert {"/default", "/kube-system", "/kube-public", "/kube-node-lease"} <= set(objects["namespaces"])
-        assert "/cluster-admin" in objects["clusterroles"]
-        assert "/system-node-critical" in objects["priorityclasses"]
-        client = _client(plane)
-        assert client.ready(objects) and client.missing_bootstrap_objects(objects) == []
-        # what every test may rely on from the first moment: the admin and RBAC for other users
-        # (deleted once the hooks are done: still in their second, they would put it back)
-        eventually(lambda: client.get("/readyz")[0] == 200, timeout=30, description="the hooks done")
-        api = client_for(plane.kubeconfig)
-        kubernetes.client.RbacAuthorizationV1Api(api).delete_cluster_role("view")
-        api.close()
-        assert client.missing_bootstrap_objects(objects) == ["clusterroles /view"]
-        assert not client.ready(objects)
-        plane.restart()  # on data that is not a fresh copy the hooks decide again (and put view back)
-        assert plane._bootstrap is None
-        assert _client(plane).get("/apis/rbac.authorization.k8s.io/v1/clusterroles/view")[0] == 200
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    copy = etcd_template.templates_directory() / template.name
-    shutil.copytree(template, copy)
-    manifest = json.loads((copy / etcd_template.MANIFEST).read_text())
-    manifest["bootstrap"]["clusterroles"].append("/ktest-never-created")
-    (copy / etcd_template.MANIFEST).write_text(json.dumps(manifest))
-    plane = ControlPlane(assets=assets, controllers="none", start_timeout=4)
-    with pytest.raises(ControlPlaneError, match="not served: clusterroles /ktest-never-created"):
-        plane.start()
-    assert plane._template == copy
+@TEMPLATE_PLANES
+def test_an_unwritable_cache_only_costs_the_template(bootstrapped: Started) -> None:
+    plane = bootstrapped.plane  # started with XDG_CACHE_HOME under a file
+    assert plane._template is None
+    assert _client(plane).get("/api/v1/namespaces/default")[0] == 200
 
 
 def test_ready_only_when_a_service_gets_a_cluster_ip(assets: Assets) -> None:
@@ -316,14 +315,59 @@ def test_ready_only_when_a_service_gets_a_cluster_ip(assets: Assets) -> None:
         assert "ktest-readiness-probe" not in names
 
 
-def test_not_ready_while_the_kubernetes_service_is_missing(assets: Assets) -> None:
+@TEMPLATE_PLANES
+def test_not_ready_while_the_kubernetes_service_is_missing(from_template: Started) -> None:
     """A controller of the API server creates the ``kubernetes`` Service after ``/readyz``
     passes, so readiness checks for it: a plane called ready before it existed let a test's
     Service take its address (a full /28 held 14 test Services, not 13). From the template here;
     without it in the previous test."""
-    with ControlPlane(assets=assets, controllers="none") as plane:
-        assert plane._template is not None
-        _check_ready_only_with_the_kubernetes_service(plane, _client(plane).bootstrap_objects())
+    plane = from_template.plane
+    assert plane._template is not None
+    objects = _client(plane).bootstrap_objects()
+    try:
+        _check_ready_only_with_the_kubernetes_service(plane, objects)
+    finally:  # the API server puts the Service back: the next test needs the plane ready
+        eventually(lambda: _client(plane).ready(objects), timeout=60, description="the plane ready again")
+
+
+@TEMPLATE_PLANES
+def test_a_plane_from_the_template_is_ready_only_with_every_bootstrap_object(
+    from_template: Started, assets: Assets, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Readiness from the template skips the bootstrap hooks' timer, never their objects: one
+    deleted makes the plane unready, and a template naming one that is never created never
+    starts. (The last test here on ``from_template``: it leaves it restarted.)"""
+    plane = from_template.plane
+    template, objects = plane._template, plane._bootstrap
+    assert template is not None and objects is not None
+    assert objects == etcd_template.bootstrap_objects(template)
+    assert {"/default", "/kube-system", "/kube-public", "/kube-node-lease"} <= set(objects["namespaces"])
+    assert "/cluster-admin" in objects["clusterroles"]
+    assert "/system-node-critical" in objects["priorityclasses"]
+    client = _client(plane)
+    assert client.ready(objects), "not ready (as start() left it, and every test here leaves it)"
+    assert client.missing_bootstrap_objects(objects) == []
+    # what every test may rely on from the first moment: the admin and RBAC for other users
+    # (deleted once the hooks are done: still in their second, they would put it back)
+    eventually(lambda: client.get("/readyz")[0] == 200, timeout=30, description="the hooks done")
+    api = client_for(plane.kubeconfig)
+    kubernetes.client.RbacAuthorizationV1Api(api).delete_cluster_role("view")
+    api.close()
+    assert client.missing_bootstrap_objects(objects) == ["clusterroles /view"]
+    assert not client.ready(objects)
+    plane.restart()  # on data that is not a fresh copy the hooks decide again (and put view back)
+    assert plane._bootstrap is None
+    assert _client(plane).get("/apis/rbac.authorization.k8s.io/v1/clusterroles/view")[0] == 200
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    copy = etcd_template.templates_directory() / template.name
+    shutil.copytree(template, copy)
+    manifest = json.loads((copy / etcd_template.MANIFEST).read_text())
+    manifest["bootstrap"]["clusterroles"].append("/ktest-never-created")
+    (copy / etcd_template.MANIFEST).write_text(json.dumps(manifest))
+    plane = ControlPlane(assets=assets, controllers="none", start_timeout=4)
+    with pytest.raises(ControlPlaneError, match="not served: clusterroles /ktest-never-created"):
+        plane.start()
+    assert plane._template == copy
 
 
 def _check_ready_only_with_the_kubernetes_service(

@@ -1,15 +1,21 @@
 """Lifecycle: nothing leaks after stop, an exception, or kill -9; restart keeps
-data; several control planes run side by side."""
+data; several control planes run side by side.
+
+Besides the owners' deaths (each a child process with a plane of its own), one module-scoped pair
+of private planes carries the tests (see ``pair``): started at once, the first on a taken port;
+the second, once compared with the first, ended by an exception in its ``with`` body. The tests
+that restart or break a part of the first check it is healthy and leave it healthy again."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import signal
+import socket
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import kubernetes
 import pytest
@@ -17,45 +23,22 @@ from controlplane_helpers import client_for
 from processes import descendants, live_processes_using, reporting_child, wait_until_all_gone
 
 from ktest.assets.bundle import Assets
+from ktest.backends.bare.backend import BareBackend
+from ktest.base.process import ManagedProcess
 from ktest.base.procfs import process_alive
 from ktest.controlplane import ControlPlane
+from ktest.controlplane import plane as plane_module
 from ktest.errors import ControlPlaneError
 
 HERE = Path(__file__).parent
+OWN_THREAD = "lifecycle-own-plane"
+PAIR = pytest.mark.xdist_group("lifecycle-plane-pair")  # one worker starts it
 
 
 def _assert_nothing_left(directory: Path, pids: list[int]) -> None:
     assert not directory.exists(), f"{directory} was not removed"
     assert not [pid for pid in pids if process_alive(pid)], "a component process is still running"
     assert live_processes_using(directory) == []
-
-
-def test_stop_leaves_no_process_and_no_directory_and_needs_no_sigkill(assets: Assets) -> None:
-    """Components exit on SIGTERM: stop() does not fall back to SIGKILL."""
-    plane = ControlPlane(assets=assets).start()
-    directory = plane.directory
-    processes = list(plane.processes().values())
-    pids = [p.pid for p in processes if p.pid]
-    assert len(pids) == 3 and all(process_alive(pid) for pid in pids)
-    janitor_pid = plane._janitor.pid if plane._janitor else None
-    assert janitor_pid is not None and process_alive(janitor_pid)
-    plane.stop()
-    _assert_nothing_left(directory, pids)
-    assert not process_alive(janitor_pid)
-    for process in processes:
-        assert process.returncode is not None
-        assert process.returncode != -signal.SIGKILL, f"{process.name} needed SIGKILL"
-    plane.stop()  # idempotent
-
-
-def test_exception_in_with_body_stops_everything(assets: Assets) -> None:
-    seen: dict[str, Any] = {}
-    with pytest.raises(RuntimeError, match="boom"), ControlPlane(assets=assets) as plane:
-        seen["directory"] = plane.directory
-        seen["pids"] = [p.pid for p in plane.processes().values()]
-        assert len(seen["pids"]) == 3  # etcd, kube-apiserver, kube-controller-manager
-        raise RuntimeError("boom")
-    _assert_nothing_left(seen["directory"], seen["pids"])
 
 
 @pytest.mark.parametrize("ending", ["kill -9", "exit without stop", "kill -9 with a forked child"])
@@ -101,135 +84,255 @@ def test_owner_death_leaves_nothing(assets: Assets, ending: str) -> None:
                 os.kill(report["forked"], signal.SIGKILL)
 
 
-def test_restart_keeps_data_and_kubeconfig(assets: Assets) -> None:
-    with ControlPlane(assets=assets, controllers="none") as plane:
-        client = client_for(plane.kubeconfig)
-        core = kubernetes.client.CoreV1Api(client)
-        core.create_namespaced_config_map("default", {"metadata": {"name": "survivor"}})
-        old_pids = [p.pid for p in plane.processes().values()]
-        old_server = plane.server
+@dataclasses.dataclass
+class Ended:
+    """A plane whose ``with`` body raised, as seen while it ran and after."""
 
-        plane.check()
-        plane.processes()["kube-apiserver"].kill()  # a crash, as far as the plane knows
-        with pytest.raises(ControlPlaneError, match=r"kube-apiserver died .*SIGKILL"):
-            plane.check()
-
-        plane.restart()
-
-        plane.check()
-        assert not [pid for pid in old_pids if process_alive(pid)]
-        assert plane.server == old_server  # ports reused while free
-        # The kubeconfig written before the restart still works.
-        assert core.read_namespaced_config_map("survivor", "default").metadata.name == "survivor"
-        client.close()
+    plane: ControlPlane
+    directory: Path
+    processes: list[ManagedProcess]
+    pids: list[int]
+    all_alive: bool
+    janitor_pid: int | None
+    janitor_alive: bool
+    escaped: BaseException | None  # what left the with block
 
 
-def test_several_planes_run_side_by_side(assets: Assets) -> None:
-    planes: list[ControlPlane] = []
-    errors: list[BaseException] = []
+class Boom(RuntimeError):
+    """The exception the ``with`` body raises."""
 
-    def start() -> None:
-        try:
-            planes.append(ControlPlane(assets=assets, controllers="none").start())
-        except BaseException as error:  # reported below
-            errors.append(error)
 
-    threads = [threading.Thread(target=start) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+def _seen_running(plane: ControlPlane) -> Ended:
+    processes = list(plane.processes().values())
+    pids = [p.pid for p in processes if p.pid]
+    janitor_pid = plane._janitor.pid if plane._janitor else None
+    return Ended(
+        plane, plane.directory, processes, pids, all(process_alive(pid) for pid in pids),
+        janitor_pid, janitor_pid is not None and process_alive(janitor_pid), None,
+    )
+
+
+@dataclasses.dataclass
+class Apart:
+    """Two planes compared while both ran."""
+
+    servers: tuple[str, str]
+    directories: tuple[Path, Path]
+    read_in_second: int  # HTTP status of reading, from the second, a ConfigMap created in the first
+
+
+def _compare(first: ControlPlane, second: ControlPlane) -> Apart:
+    one = kubernetes.client.CoreV1Api(client_for(first.kubeconfig))
+    two = kubernetes.client.CoreV1Api(client_for(second.kubeconfig))
+    one.create_namespaced_config_map("default", {"metadata": {"name": "only-in-first"}})
     try:
-        assert not errors, errors
-        first, second = planes
-        assert first.server != second.server
-        assert first.directory != second.directory
-        # Each has its own data: an object created in one is absent in the other.
-        one = kubernetes.client.CoreV1Api(client_for(first.kubeconfig))
-        two = kubernetes.client.CoreV1Api(client_for(second.kubeconfig))
-        one.create_namespaced_config_map("default", {"metadata": {"name": "only-in-first"}})
-        with pytest.raises(kubernetes.client.ApiException) as missing:
-            two.read_namespaced_config_map("only-in-first", "default")
-        assert missing.value.status == 404
-    finally:
-        for plane in planes:
-            plane.stop()
+        two.read_namespaced_config_map("only-in-first", "default")
+        status = 200
+    except kubernetes.client.ApiException as missing:
+        status = missing.status
+    return Apart((first.server, second.server), (first.directory, second.directory), status)
 
 
-def test_taken_port_is_retried_with_new_ports(assets: Assets, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A port grabbed between choosing and binding: the plane starts on other ports."""
-    import socket
+@dataclasses.dataclass
+class Pair:
+    """Two planes started at the same time from two threads of this process."""
 
-    from ktest.controlplane import plane as plane_module
+    own: ControlPlane  # garbage collector; its binaries are symlinks in ``binaries``; kept running
+    binaries: Path
+    own_port_choices: list[list[int]]  # what free_ports gave ``own``'s start, first one taken
+    own_server_at_start: str
+    own_apiserver_log_at_start: str
+    apart: Apart
+    second: Ended  # default controllers; ended by an exception in its with body after ``apart``
 
+
+@pytest.fixture(scope="module")
+def pair(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    """``own`` and a second plane, started at once: the API server port first chosen for ``own`` is
+    taken between choosing and binding (as if someone bound it meanwhile); the second runs in a
+    ``with`` block of its thread, whose body raises once the two are compared."""
+    binaries = tmp_path_factory.mktemp("bin")
+    for binary in assets.directory.iterdir():
+        (binaries / binary.name).symlink_to(binary)
+    own = ControlPlane(assets=dataclasses.replace(assets, directory=binaries), controllers="garbagecollector")
     squatter = socket.socket()
     squatter.bind(("127.0.0.1", 0))
     squatter.listen()
-    taken = squatter.getsockname()[1]
     real_free_ports = plane_module.free_ports
-    calls: list[list[int]] = []
+    choices: list[list[int]] = []
 
     def first_choice_taken(count: int, *, prefer: tuple[int, ...] = ()) -> list[int]:
         ports = real_free_ports(count, prefer=prefer)
-        if not calls:
-            ports[2] = taken  # the API server's port, as if someone bound it meanwhile
-        calls.append(ports)
+        if threading.current_thread().name == OWN_THREAD:
+            if not choices:
+                ports[2] = squatter.getsockname()[1]  # the API server's port
+            choices.append(list(ports))
         return ports
 
-    monkeypatch.setattr(plane_module, "free_ports", first_choice_taken)
+    errors: list[BaseException] = []
+    second: list[ControlPlane] = []
+    ended: list[Ended] = []
+    second_up, compared = threading.Event(), threading.Event()
+
+    def start_own() -> None:
+        try:
+            own.start()
+        except BaseException as error:  # raised below
+            errors.append(error)
+
+    def run_second() -> None:
+        try:
+            with ControlPlane(assets=assets) as plane:
+                second.append(plane)
+                second_up.set()
+                compared.wait()
+                ended.append(_seen_running(plane))
+                raise Boom("boom")
+        except Boom as error:
+            ended[0].escaped = error
+        except BaseException as error:  # raised below
+            errors.append(error)
+        finally:
+            second_up.set()
+
+    own_thread = threading.Thread(target=start_own, name=OWN_THREAD)
+    second_thread = threading.Thread(target=run_second)
     try:
-        with ControlPlane(assets=assets, controllers="none") as plane:
-            assert len(calls) == 2
-            assert plane.server == f"https://127.0.0.1:{calls[1][2]}"
-            log = plane.log_path("kube-apiserver").read_text()
-            assert "address already in use" in log
-            core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
-            assert core.read_namespace("default").metadata.name == "default"
+        try:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(plane_module, "free_ports", first_choice_taken)
+                own_thread.start()
+                second_thread.start()
+                own_thread.join()
+                second_up.wait()
+            squatter.close()
+            assert not errors, errors
+            apart = _compare(own, second[0])
+        finally:
+            squatter.close()
+            compared.set()
+            second_thread.join()
+        assert not errors, errors
+        assert ended, "the with block ended without the exception"
+        log = own.log_path("kube-apiserver").read_text()
+        yield Pair(own, binaries, choices, own.server, log, apart, ended[0])
     finally:
-        squatter.close()
+        own.stop()
 
 
-def test_an_attached_session_sees_the_owners_restarted_controller_manager(assets: Assets) -> None:
+@PAIR
+def test_several_planes_run_side_by_side(pair: Pair) -> None:
+    """Compared by the fixture while both ran."""
+    first, second = pair.apart.servers
+    assert first != second
+    assert pair.apart.directories[0] != pair.apart.directories[1]
+    # Each has its own data: an object created in one is absent in the other.
+    assert pair.apart.read_in_second == 404
+
+
+@PAIR
+def test_stop_leaves_no_process_and_no_directory_and_needs_no_sigkill(pair: Pair) -> None:
+    """Components exit on SIGTERM: stop() (here by leaving the with block) does not fall back to SIGKILL."""
+    ended = pair.second
+    assert len(ended.pids) == 3 and ended.all_alive
+    assert ended.janitor_pid is not None and ended.janitor_alive
+    _assert_nothing_left(ended.directory, ended.pids)
+    assert not process_alive(ended.janitor_pid)
+    for process in ended.processes:
+        assert process.returncode is not None
+        assert process.returncode != -signal.SIGKILL, f"{process.name} needed SIGKILL"
+    ended.plane.stop()  # idempotent
+
+
+@PAIR
+def test_exception_in_with_body_stops_everything(pair: Pair) -> None:
+    ended = pair.second
+    assert isinstance(ended.escaped, RuntimeError) and str(ended.escaped) == "boom"
+    assert len(ended.pids) == 3  # etcd, kube-apiserver, kube-controller-manager
+    _assert_nothing_left(ended.directory, ended.pids)
+
+
+@PAIR
+def test_taken_port_is_retried_with_new_ports(pair: Pair) -> None:
+    """A port grabbed between choosing and binding: the plane starts on other ports."""
+    calls = pair.own_port_choices
+    assert len(calls) == 2
+    assert pair.own_server_at_start == f"https://127.0.0.1:{calls[1][2]}"
+    assert "address already in use" in pair.own_apiserver_log_at_start
+    core = kubernetes.client.CoreV1Api(client_for(pair.own.kubeconfig))
+    assert core.read_namespace("default").metadata.name == "default"
+
+
+@PAIR
+def test_restart_keeps_data_and_kubeconfig(pair: Pair) -> None:
+    plane = pair.own
+    plane.check()  # as the previous test left it
+    client = client_for(plane.kubeconfig)
+    core = kubernetes.client.CoreV1Api(client)
+    core.create_namespaced_config_map("default", {"metadata": {"name": "survivor"}})
+    old_pids = [p.pid for p in plane.processes().values()]
+    old_server = plane.server
+
+    plane.processes()["kube-apiserver"].kill()  # a crash, as far as the plane knows
+    with pytest.raises(ControlPlaneError, match=r"kube-apiserver died .*SIGKILL"):
+        plane.check()
+
+    plane.restart()
+
+    plane.check()
+    assert not [pid for pid in old_pids if process_alive(pid)]
+    assert plane.server == old_server  # ports reused while free
+    # The kubeconfig written before the restart still works.
+    assert core.read_namespaced_config_map("survivor", "default").metadata.name == "survivor"
+    client.close()
+
+
+class _LentBackend(BareBackend):
+    """The bare backend on a plane this module lends it: closing it leaves the plane to the next test."""
+
+    def close(self) -> None:
+        super(BareBackend, self).close()
+
+
+@PAIR
+def test_an_attached_session_sees_the_owners_restarted_controller_manager(pair: Pair) -> None:
     """pytest-xdist workers ask the process that holds the plane which components died: the pid
     in their share goes stale when kube-controller-manager restarts (after new CRDs), and a
     failing test's report must not say it died when it runs."""
-    from ktest.backends.bare.backend import BareBackend
     from ktest.sessions.attached import AttachedBackend
     from ktest.sessions.shared import ClusterServer, request_restart_controllers
 
-    with ControlPlane(assets=assets, controllers="garbagecollector") as plane:
-        server = ClusterServer(lambda: BareBackend(plane))
-        try:
-            share = server.open()
-            assert share.control_address is not None
-            attached = AttachedBackend(share)
-            assert attached.dead_components() == []
-            request_restart_controllers(share.control_address)
-            assert attached.dead_components() == [], "a restarted kube-controller-manager is no death"
-            plane.processes()["kube-controller-manager"].kill()
-            assert [name for name, _ in attached.dead_components()] == ["kube-controller-manager"]
-        finally:
-            server.close()
+    plane = pair.own
+    plane.check()  # as the previous test left it
+    server = ClusterServer(lambda: _LentBackend(plane))
+    try:
+        share = server.open()
+        assert share.control_address is not None
+        attached = AttachedBackend(share)
+        assert attached.dead_components() == []
+        request_restart_controllers(share.control_address)
+        assert attached.dead_components() == [], "a restarted kube-controller-manager is no death"
+        plane.processes()["kube-controller-manager"].kill()
+        assert [name for name, _ in attached.dead_components()] == ["kube-controller-manager"]
+    finally:
+        server.close()
+        plane.restart_controllers()  # healthy again for the next test
+    plane.check()
 
 
-def test_a_controller_manager_that_does_not_come_back_leaves_the_api_server_serving(
-    assets: Assets, tmp_path: Path
-) -> None:
+@PAIR
+def test_a_controller_manager_that_does_not_come_back_leaves_the_api_server_serving(pair: Pair) -> None:
     """restart_controllers() on a plane other tests share: when kube-controller-manager fails to
     start again, the error says why, etcd and the API server keep serving, the dead process is
     reported, and a later restart brings the controllers back."""
-    binaries = tmp_path / "bin"
-    binaries.mkdir()
-    for binary in assets.directory.iterdir():
-        (binaries / binary.name).symlink_to(binary)
-    controller_manager = binaries / "kube-controller-manager"
-    with ControlPlane(
-        assets=dataclasses.replace(assets, directory=binaries), controllers="garbagecollector"
-    ) as plane:
-        controller_manager.unlink()
-        real = assets.binary("kube-controller-manager")
+    plane = pair.own
+    plane.check()  # as the previous test left it
+    controller_manager = pair.binaries / "kube-controller-manager"
+    target = controller_manager.resolve()
+    controller_manager.unlink()
+    try:
         controller_manager.write_text(  # answers ktest's flag probe, then fails as it starts
-            f'#!/bin/sh\n[ "$1" = --help ] && exec {real} --help\n'
+            f'#!/bin/sh\n[ "$1" = --help ] && exec {target} --help\n'
             'echo "cannot start: broken on purpose"\nexit 3\n'
         )
         controller_manager.chmod(0o755)
@@ -241,9 +344,10 @@ def test_a_controller_manager_that_does_not_come_back_leaves_the_api_server_serv
         assert plane.controllers == frozenset()
         with pytest.raises(ControlPlaneError, match="broken on purpose"):
             plane.check()
+    finally:
         controller_manager.unlink()
-        controller_manager.symlink_to(assets.binary("kube-controller-manager"))
-        plane.restart_controllers()
-        plane.wait_until_controllers_ready()
-        assert plane.controllers == frozenset({"garbagecollector"})
-        plane.check()
+        controller_manager.symlink_to(target)
+    plane.restart_controllers()
+    plane.wait_until_controllers_ready()
+    assert plane.controllers == frozenset({"garbagecollector"})
+    plane.check()

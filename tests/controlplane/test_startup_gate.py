@@ -4,7 +4,8 @@ Against a real API server: the gate holds the start-up ``/healthz`` until it is 
 anything else while it holds, then relays every connection to the API server byte for byte
 (TLS end to end, the API server authenticating the client). In a control plane, on template
 data or not, kube-controller-manager is behind it from its launch, never sees the API server
-unhealthy, and the gate is gone once kube-controller-manager restarts or the plane stops.
+unhealthy, and the gate is gone once kube-controller-manager restarts or the plane stops: that is
+checked on the planes of test_deferred_controllers.py, which start and restart them anyway.
 """
 
 from __future__ import annotations
@@ -17,23 +18,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
-from controlplane_helpers import assert_collects_garbage
-from processes import tcp_sockets
 
-from ktest.assets import Assets
 from ktest.controlplane import ControlPlane
 from ktest.controlplane.startup_gate import StartupGate
 from ktest.wait import consistently
 
-GATE_KUBECONFIG = "kube-controller-manager.kubeconfig"
 
-
-@pytest.fixture(scope="module")
-def upstream(k8s_assets: Assets) -> Iterator[ControlPlane]:
-    """A real API server for the gate to stand in front of."""
-    with ControlPlane(assets=k8s_assets, controllers="none") as plane:
-        yield plane
+@pytest.fixture
+def upstream(shared_plane: ControlPlane) -> ControlPlane:
+    """A real API server for the gate to stand in front of: the folder's shared plane (a gate
+    of the test's own only reads its certificates and relays to it)."""
+    return shared_plane
 
 
 def _gate_in_front_of(plane: ControlPlane) -> StartupGate:
@@ -150,39 +145,3 @@ def test_close_ends_the_held_request_and_the_listener(upstream: ControlPlane) ->
     assert _read_all(held) == b""  # no answer, the connection ended
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
-
-
-def _gate_port(plane: ControlPlane) -> int:
-    config = yaml.safe_load((plane.directory / GATE_KUBECONFIG).read_text())
-    return int(config["clusters"][0]["cluster"]["server"].rsplit(":", 1)[1])
-
-
-def _peer_ports(pid: int) -> set[int]:
-    """The remote ports of the TCP connections process ``pid`` holds."""
-    return {int(remote.rsplit(":", 1)[1], 16) for _table, _local, remote, _state in tcp_sockets(pid)}
-
-
-@pytest.mark.parametrize("template", [True, False], ids=["template", "no-template"])
-def test_the_controllers_start_behind_the_gate_a_restart_uses_a_new_one_and_a_stop_closes_it(
-    k8s_assets: Assets, template: bool
-) -> None:
-    with ControlPlane(assets=k8s_assets, etcd_template=template) as plane:
-        assert_collects_garbage(plane.kubeconfig, "gated")
-        pid = plane.processes()["kube-controller-manager"].pid
-        assert pid is not None
-        peers = _peer_ports(pid)
-        first = _gate_port(plane)
-        assert first in peers
-        assert int(plane.server.rsplit(":", 1)[1]) not in peers  # all its traffic is relayed
-        # It never saw the API server unhealthy: the gate held its first /healthz until the
-        # plane was ready (without the template, bootstrap hooks included).
-        assert "isn't healthy yet" not in plane.log_path("kube-controller-manager").read_text()
-
-        plane.restart_controllers()
-        second = _gate_port(plane)
-        assert second != first
-        with pytest.raises(ConnectionRefusedError):
-            socket.create_connection(("127.0.0.1", first), timeout=5).close()
-        assert_collects_garbage(plane.kubeconfig, "restarted")
-    with pytest.raises(ConnectionRefusedError):
-        socket.create_connection(("127.0.0.1", second), timeout=5).close()
