@@ -5,9 +5,10 @@ write it, and control_plane_upgrade gives the test its own plane at the previous
 from __future__ import annotations
 
 import pytest
-from inner_runs import run_inner_in_child
+from inner_runs import run_inner, run_inner_in_child
 
-# The inner sessions run in a child process, as a user's session runs an upgrade.
+# The inner sessions that start or upgrade a plane run in a child process, as a user's session runs an
+# upgrade; those refused before any plane starts (a wrong marker, kind) run in this process.
 
 SESSION_PLANE = '''
 import pytest
@@ -77,7 +78,7 @@ def test_control_plane_upgrade_is_a_plane_of_the_tests_own_at_the_previous_minor
 def test_a_wrong_ktest_upgrade_marker_fails_saying_how_to_write_it(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    result = run_inner_in_child(pytester, WRONG_MARKERS)
+    result = run_inner(pytester, WRONG_MARKERS)
     result.assert_outcomes(errors=3)
     assert "During handling of the above exception" not in result.stdout.str()  # said once
     result.stdout.fnmatch_lines_random([
@@ -90,7 +91,7 @@ def test_a_wrong_ktest_upgrade_marker_fails_saying_how_to_write_it(
 def test_on_kind_the_fixture_says_kind_cannot_upgrade_in_place(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    result = run_inner_in_child(pytester, ON_KIND, "-rs", "--ktest-backend", "kind")
+    result = run_inner(pytester, ON_KIND, "-rs", "--ktest-backend", "kind")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines([
         "*control_plane_upgrade needs backend bare: kind cannot upgrade a cluster in place*",
