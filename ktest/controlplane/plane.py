@@ -69,10 +69,10 @@ class ControlPlane(StartedOnEnter):
 
     ``controllers`` selects kube-controller-manager's controllers (default: garbage collector and
     namespace; ``"none"`` or ``()``: no controller-manager). ``apiserver_flags`` (``["--name=value"]``
-    or a mapping) replace ktest's value of a flag or are added; one the binary does not know is refused
-    before anything starts. ``audit=True`` writes a Metadata-level
-    audit log to :attr:`audit_log`. ``etcd_template=True`` starts etcd on a copy of data bootstrapped
-    once per version (:mod:`ktest.controlplane.etcd_template`; not with ``apiserver_flags``).
+    or a mapping) replace ktest's value of a flag or are added (one the binary does not know: refused
+    before anything starts). ``audit=True`` writes a Metadata-level audit log to :attr:`audit_log`.
+    ``etcd_template=True`` starts etcd on a copy of data bootstrapped once per version
+    (:mod:`ktest.controlplane.etcd_template`; not with ``apiserver_flags``).
     ``wait_for_controllers=False``: :meth:`start` returns once the API server is ready and
     kube-controller-manager is launched; :meth:`wait_until_controllers_ready` waits for it (the
     pytest plugin does before the first test body), and restarts wait for it only after that.
@@ -324,16 +324,14 @@ class ControlPlane(StartedOnEnter):
     def _prepare(self) -> None:
         """Everything that can fail on bad input, before any process starts."""
         assets = self._assets = plane_assets(self._assets_argument, self.k8s_version)
-        etcd_binary = assets.binary("etcd")
         check_extra_flags(self._apiserver_flags, assets.binary("kube-apiserver"))
         self._controller_manager = None
         controller_names = controllers_to_run(self._requested_controllers, assets)
         for addon in self._addons:
             addon.prepare(assets)
-        probe(etcd_binary)  # cached: decides --unsafe-no-fsync
+        probe(assets.binary("etcd"))  # cached: decides --unsafe-no-fsync
         self._certificates = None
         self._ports = (0, 0, 0)
-
         base = self._root_directory or default_base_directory()
         directory, self._janitor = create_run_directory(base, keep_directory=self.keep_directory)
         self._directory = directory
