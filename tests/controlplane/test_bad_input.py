@@ -24,17 +24,17 @@ def _own_directories(root: Path) -> set[Path]:
     return {p for p in root.glob(f"ktest-cp-{os.getpid()}-*")}
 
 
-def test_an_unknown_apiserver_flag_is_refused_before_anything_starts(assets: Assets, tmp_path: Path) -> None:
-    """Checked against the binary's own --help: a typo costs no etcd start and leaves nothing."""
-    plane = ControlPlane(
-        assets=assets,
-        controllers="none",
-        apiserver_flags=["--no-such-flag=1"],
-        root_directory=tmp_path,
-    )
+def _failed_start(assets: Assets, root: Path, flag: str) -> tuple[ControlPlane, str]:
+    """A plane without controllers started with the API server flag ``flag``, and why it failed."""
+    plane = ControlPlane(assets=assets, controllers="none", apiserver_flags=[flag], root_directory=root)
     with pytest.raises(ControlPlaneError) as failure:
         plane.start()
-    message = str(failure.value)
+    return plane, str(failure.value)
+
+
+def test_an_unknown_apiserver_flag_is_refused_before_anything_starts(assets: Assets, tmp_path: Path) -> None:
+    """Checked against the binary's own --help: a typo costs no etcd start and leaves nothing."""
+    plane, message = _failed_start(assets, tmp_path, "--no-such-flag=1")
     assert "kube-apiserver does not know the flag(s) --no-such-flag passed in apiserver_flags=" in message
     assert "kube-apiserver --help` lists the flags this version accepts" in message
     assert "exited during start" not in message and "Command:" not in message, message  # no process ran
@@ -43,15 +43,7 @@ def test_an_unknown_apiserver_flag_is_refused_before_anything_starts(assets: Ass
 
 
 def test_a_flag_value_the_api_server_rejects_shows_the_log_tail(assets: Assets, tmp_path: Path) -> None:
-    plane = ControlPlane(
-        assets=assets,
-        controllers="none",
-        apiserver_flags=["--min-request-timeout=soon"],
-        root_directory=tmp_path,
-    )
-    with pytest.raises(ControlPlaneError) as failure:
-        plane.start()
-    message = str(failure.value)
+    plane, message = _failed_start(assets, tmp_path, "--min-request-timeout=soon")
     assert "kube-apiserver exited during start" in message
     assert "Command: " in message and "--min-request-timeout=soon" in message
     assert "exit status" in message
