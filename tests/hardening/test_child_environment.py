@@ -34,6 +34,9 @@ def _environ(pid: int) -> dict[str, str]:
     return {name: value for name, _, value in pairs}
 
 
+POLLUTED = pytest.mark.xdist_group("child-environment-plane")  # one worker starts the module's plane
+
+
 @pytest.fixture(scope="module")
 def polluted(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPlane, int]]:
     """A control plane (with a controller) started while the environment holds etcd and kube settings.
@@ -53,6 +56,7 @@ def polluted(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         plane.stop()
 
 
+@POLLUTED
 def test_etcd_opens_no_listener_from_the_environment(polluted: tuple[ControlPlane, int]) -> None:
     plane, metrics_port = polluted
     etcd = plane.processes()["etcd"]
@@ -64,6 +68,7 @@ def test_etcd_opens_no_listener_from_the_environment(polluted: tuple[ControlPlan
         pass
 
 
+@POLLUTED
 def test_no_component_sees_etcd_or_kube_variables(polluted: tuple[ControlPlane, int]) -> None:
     plane, _ = polluted
     processes = plane.processes()

@@ -30,6 +30,9 @@ from ktest.wait import eventually
 CHILD = Path(__file__).parent / "child_session.py"
 
 
+pytestmark = pytest.mark.xdist_group("existing-namespaces-plane")  # one worker starts cluster_plane
+
+
 @pytest.fixture(scope="module")
 def cluster_plane(assets: Assets) -> Iterator[ControlPlane]:
     """The user's "existing cluster": a control plane whose namespace controller empties and

@@ -51,6 +51,9 @@ def loose_umask() -> Iterator[None]:
         os.umask(previous)
 
 
+STARTED = pytest.mark.xdist_group("file-modes-started")  # one worker starts the module's plane
+
+
 @pytest.fixture(scope="module")
 def started(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPlane, Path]]:
     """A control plane (a controller, audit on) started under the usual umask with a cache of its own
@@ -81,6 +84,7 @@ def started(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         plane.stop()
 
 
+@STARTED
 def test_a_started_control_plane_writes_nothing_readable_by_others(
     started: tuple[ControlPlane, Path], loose_umask: None
 ) -> None:
@@ -144,6 +148,7 @@ def test_an_older_state_directory_is_made_private(tmp_path: Path, monkeypatch: p
     assert loose_modes(tmp_path / "ktest") == []
 
 
+@STARTED
 @pytest.mark.slow
 def test_what_a_start_writes_in_the_cache_is_private(started: tuple[ControlPlane, Path]) -> None:
     """Issue 50.9. Was: ``etcd-templates/`` (etcd's data: every object, secrets too) and
