@@ -27,7 +27,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-PYTHON_ROLES = (("pytest", "pytest"), ("ktest CLI", "ktest"), ("mypy", "mypy"), ("mkdocs", "mkdocs"))
+PYTHON_ROLES = (("ktest CLI", "ktest"), ("mypy", "mypy"), ("mkdocs", "mkdocs"))  # pytest: _runs_pytest
 TRACED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "chromium")
 
 
@@ -56,13 +56,28 @@ def _component(pid: str, name: str) -> str:
     except OSError:
         return name
     executable = os.path.basename(argv[0]) or name
+    if executable in ("pytest", "py.test"):
+        return "python: pytest"
     if "python" not in executable:
         return executable[:24]
+    if _runs_pytest(argv[1:]):
+        return "python: pytest"
     words = " ".join(argv[1:4])
     for role, marker in PYTHON_ROLES:
         if marker in words:
             return f"python: {role}"
     return "python: other (xdist workers, operators, scripts)"
+
+
+def _runs_pytest(arguments: list[str]) -> bool:
+    """A pytest session: ``-m pytest``, a pytest script, or ``-c`` code calling ``pytest.main`` (not
+    any command line that merely holds a path under ``/tmp/pytest-of-…``)."""
+    first, second = [*arguments, "", ""][:2]
+    if first == "-mpytest" or [first, second] == ["-m", "pytest"]:
+        return True
+    if os.path.basename(first) in ("pytest", "py.test"):
+        return True
+    return first == "-c" and "pytest.main(" in second
 
 
 def _current_test(pid: str) -> str:

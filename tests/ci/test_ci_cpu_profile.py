@@ -32,3 +32,20 @@ def test_a_grandchild_started_inside_a_test_is_counted_for_its_file_and_the_exit
     row = r"^\| python: other \(xdist workers, operators, scripts\) \| (\d+\.\d\d) \|"
     python = re.search(row, done.stdout, re.MULTILINE)
     assert python and float(python[1]) * 60 >= 2.0, done.stdout
+
+
+def test_the_census_counts_pytest_sessions_not_command_lines_that_hold_a_pytest_path() -> None:
+    """A pytest session is ``-m pytest``, a pytest script, or ``-c`` code calling pytest.main: a
+    command line that merely names a path under /tmp/pytest-of-… (an operator a test started) is none."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cpu_profile", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    profile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(profile)
+    sessions = [["-m", "pytest", "-q"], ["-mpytest"], ["/x/.venv/bin/pytest"],
+                ["-c", "import pytest; pytest.main([])"]]
+    others = [["-c", "print(1)", "/tmp/pytest-of-root/pytest-1/op"], ["/tmp/pytest-of-root/pytest-1/op.py"],
+              []]
+    assert [profile._runs_pytest(argv) for argv in sessions] == [True] * 4
+    assert [profile._runs_pytest(argv) for argv in others] == [False] * 3
