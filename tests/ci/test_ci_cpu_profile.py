@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from ci_helpers import BURN_CPU
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "cpu_profile.py"
@@ -34,7 +35,9 @@ def test_a_grandchild_started_inside_a_test_is_counted_for_its_file_and_the_exit
     assert python and float(python[1]) * 60 >= 2.0, done.stdout
 
 
-def test_the_census_counts_pytest_sessions_not_command_lines_that_hold_a_pytest_path() -> None:
+def test_the_census_counts_pytest_sessions_not_command_lines_that_hold_a_pytest_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A pytest session is ``-m pytest``, a pytest script, or ``-c`` code calling pytest.main: a
     command line that merely names a path under /tmp/pytest-of-… (an operator a test started) is none."""
     import importlib.util
@@ -42,6 +45,7 @@ def test_the_census_counts_pytest_sessions_not_command_lines_that_hold_a_pytest_
     spec = importlib.util.spec_from_file_location("cpu_profile", SCRIPT)
     assert spec is not None and spec.loader is not None
     profile = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "cpu_profile", profile)  # its dataclasses look their module up there
     spec.loader.exec_module(profile)
     sessions = [["-m", "pytest", "-q"], ["-mpytest"], ["/x/.venv/bin/pytest"],
                 ["-c", "import pytest; pytest.main([])"]]
