@@ -33,6 +33,10 @@ def recorded(cluster: Cluster) -> Iterator[tuple[RequestRecord, str]]:
         deployment = ("apps/v1", "Deployment", "shop", namespace)
         with run_kopf(OPERATOR, cluster, namespaces=[namespace], memo={"report_status": True}):
             eventually(lambda: cluster.get(deployment)["status"]["conditions"])
+            # kopf starts watching namespaces after listing them, and under load its handlers can be
+            # done before that watch is sent (a CI run stopped the recording in between)
+            eventually(lambda: any(need.resource == "namespaces" and need.verb == "watch"
+                                   for need in recorder.record.needs()))
         recorder.stop()
         yield recorder.record, namespace
 
