@@ -5,10 +5,9 @@ write it, and control_plane_upgrade gives the test its own plane at the previous
 from __future__ import annotations
 
 import pytest
-from inner_runs import run_inner, run_inner_in_child
+from inner_runs import run_inner
 
-# The inner sessions that start or upgrade a plane run in a child process, as a user's session runs an
-# upgrade; those refused before any plane starts (a wrong marker, kind) run in this process.
+# The inner sessions run in this process (pytester restores its modules); their planes are children of it.
 
 SESSION_PLANE = '''
 import pytest
@@ -53,7 +52,7 @@ def test_upgrade_on_kind(control_plane_upgrade):
 def test_the_session_plane_is_refused_naming_who_shares_it(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    result = run_inner_in_child(pytester, SESSION_PLANE, "-s")
+    result = run_inner(pytester, SESSION_PLANE, "-s")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([
         "*REFUSED: cannot upgrade this control plane: the test session's cluster (every test and xdist "
@@ -65,7 +64,7 @@ def test_the_session_plane_is_refused_naming_who_shares_it(
 def test_control_plane_upgrade_is_a_plane_of_the_tests_own_at_the_previous_minor(
     pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
-    result = run_inner_in_child(pytester, OWN_PLANE, "-s")
+    result = run_inner(pytester, OWN_PLANE, "-s")
     result.assert_outcomes(passed=1)
     [versions] = [line.partition("VERSIONS:")[2] for line in result.outlines if "VERSIONS:" in line]
     own, to, session = versions.split()

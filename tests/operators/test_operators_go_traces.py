@@ -68,7 +68,7 @@ def test_a_go_panic_is_folded_to_its_first_goroutine_and_kept_whole_in_the_artif
 ) -> None:
     pytester.makepyfile(test_inner=INNER.format(binary=str(crasher)))
 
-    result = pytester.runpytest_subprocess("-p", "no:randomly", timeout=300)
+    result = pytester.runpytest_inprocess("-p", "no:randomly")  # the operator is the subprocess
 
     result.assert_outcomes(failed=1)
     output = result.stdout.str()
