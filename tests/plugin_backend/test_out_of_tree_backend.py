@@ -10,11 +10,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import tomllib
 
+from ktest import backend_registry
 from ktest.public_api import PUBLIC
 
 TOY = Path(__file__).resolve().parent / "ktest_toy"
@@ -63,13 +65,23 @@ def _with_toy(toy_site: Path, **extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+@pytest.fixture
+def toy_installed(toy_site: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """ktest-toy importable and its entry points found in this process, as in a user's run where it
+    is installed: a new pytest config loads every plugin from its entry point, as a child would. The
+    backends found are cached (``backend_registry.backends``): forgotten before and after."""
+    monkeypatch.syspath_prepend(str(toy_site))
+    backend_registry.backends.cache_clear()
+    yield
+    backend_registry.backends.cache_clear()
+
+
 def test_a_pytest_session_runs_on_a_backend_installed_from_another_package(
-    toy_site: Path, pytester: pytest.Pytester, inner_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    toy_installed: None, pytester: pytest.Pytester, inner_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PYTHONPATH", _with_toy(toy_site)["PYTHONPATH"])
     monkeypatch.setenv("KTEST_TOY_BANNER", "hello from the toy")
     pytester.makepyfile(TOY_TEST)
-    result = pytester.runpytest_subprocess("-s", "--ktest-backend", "toy")
+    result = pytester.runpytest_inprocess("-s", "--ktest-backend", "toy")
     result.assert_outcomes(passed=2)  # the session on the toy, and `pytest --help` beside it
     result.stdout.fnmatch_lines([
         "ktest: backend=toy *",
@@ -82,13 +94,12 @@ def test_a_pytest_session_runs_on_a_backend_installed_from_another_package(
 
 
 def test_its_own_setting_is_checked_like_any_other(
-    toy_site: Path, pytester: pytest.Pytester, inner_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    toy_installed: None, pytester: pytest.Pytester, inner_env: dict[str, str]
 ) -> None:
     """The backend's ``check`` part runs with the settings: its error names the setting's source."""
-    monkeypatch.setenv("PYTHONPATH", _with_toy(toy_site)["PYTHONPATH"])
     pytester.makepyfile(TOY_TEST)
     pytester.makeini("[pytest]\nktest_toy_banner =\n    two\n    lines\n")
-    result = pytester.runpytest_subprocess("--ktest-backend", "toy")
+    result = pytester.runpytest_inprocess("--ktest-backend", "toy")
     result.stdout.fnmatch_lines(["*ini key ktest_toy_banner: the toy banner must be one line*"])
     assert result.ret != 0
 
