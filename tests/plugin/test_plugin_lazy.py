@@ -9,18 +9,21 @@ setting and CRD file is checked before anything starts.
   naming the source (option, ini key, variable) or the file and line, stop the
   session, and start no control plane.
 
-Which modules a run imports can only be seen in a fresh interpreter: those inner runs are child
-processes (:func:`run_inner_in_child`). The others run in this process (:func:`run_inner`): a new
+Which modules a run imports can only be seen in a fresh interpreter: those inner runs share one
+child process (``FRESH_RUNS``). The others run in this process (:func:`run_inner`): a new
 pytest config loads the plugins from their entry points there too, and the settings are resolved
 from that run's options, ini file and environment.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import sys
 import time
 
 import pytest
-from inner_runs import run_inner, run_inner_in_child
+from inner_runs import run_inner
 
 pytestmark = pytest.mark.own_plane("whether and when the session starts its plane")
 
@@ -50,36 +53,73 @@ def test_plain():
 """
 
 
-@pytest.mark.parametrize("version", [None, "1.37"])
-def test_a_run_without_ktest_fixtures_imports_nothing_heavy(
-    pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch, version: str | None
+# One fresh interpreter serves the three runs below, one after the other (``pytest.main`` in a child):
+# what a run imports is what sys.modules holds after it minus what the runs before it left, and
+# these runs must leave nothing heavy, so each checks the whole of sys.modules.
+FRESH_RUNS = """
+import json, os, sys
+import pytest
+
+runs, outputs = json.loads(sys.argv[1]), []
+for env, args, output in runs:
+    saved = dict(os.environ)
+    os.environ.update(env)
+    sys.stdout.flush()
+    kept = os.dup(1)
+    with open(output, "w") as file:
+        os.dup2(file.fileno(), 1)
+        try:
+            code = pytest.main(args)
+        finally:
+            sys.stdout.flush()
+            os.dup2(kept, 1)
+    os.environ.clear()
+    os.environ.update(saved)
+    print("RUN", output, int(code))
+"""
+
+BAD_TIMEOUT = "environment variable KTEST_TIMEOUT: 'ten' is not a valid timeout"
+
+
+def test_runs_without_ktest_fixtures_import_nothing_heavy_and_only_report_bad_variables(
+    pytester: pytest.Pytester, inner_env: dict
 ) -> None:
-    if version:  # the version selector is parsed without the download and build machinery
-        monkeypatch.setenv("KTEST_K8S_VERSION", version)
-    result = run_inner_in_child(pytester, NO_KTEST, "-s", *OTHERS_OFF)
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*HEAVY []"])
+    """Without the version setting, with it (the selector is parsed without the download and build
+    machinery), and with bad variables under ``filterwarnings = error``: a run that uses no ktest
+    fixture imports nothing heavy, and reports a bad variable (header and summary) without failing."""
+    pytester.makepyfile(NO_KTEST)
+    outputs = {name: pytester.path / f"{name}.out" for name in ("default", "version", "bad")}
+    bad = {"KTEST_KEEP_NAMESPACES": "sometimes", "KTEST_TIMEOUT": "ten"}
+    runs = [
+        ({}, ["-s", *OTHERS_OFF], str(outputs["default"])),
+        ({"KTEST_K8S_VERSION": "1.37"}, ["-s", *OTHERS_OFF], str(outputs["version"])),
+        (bad, ["-s", "-o", "filterwarnings=error", *OTHERS_OFF], str(outputs["bad"])),
+    ]
+    child = pytester.run(sys.executable, "-c", FRESH_RUNS, json.dumps(runs), timeout=300)
+    assert child.ret == 0, child.stdout.str() + child.stderr.str()
+    said = {name: path.read_text() for name, path in outputs.items()}
+    for name, text in said.items():
+        heavy = f"the {name} run imported heavy modules:\n{text}"
+        assert re.search(r"\bHEAVY \[\]$", text, re.MULTILINE), heavy
+        assert re.search(r"\b1 passed\b", text), f"the {name} run did not pass its test:\n{text}"
+    assert [line.split()[2] for line in child.outlines if line.startswith("RUN ")] == ["0", "0", "0"]
+    header = f"ktest: bad settings (ignored unless a test uses a ktest fixture): {BAD_TIMEOUT}"
+    summary = f"bad settings (ignored unless a test uses a ktest fixture): {BAD_TIMEOUT}"
+    lines = said["bad"].splitlines()
+    first = next((i for i, line in enumerate(lines) if line.startswith(header)), None)
+    assert first is not None, f"no header line about the bad variable:\n{said['bad']}"
+    assert any(line.startswith(summary) for line in lines[first + 1:]), f"no summary line:\n{said['bad']}"
+    assert BAD_TIMEOUT not in said["default"] + said["version"]
 
 
-def test_a_bad_variable_is_only_reported_without_ktest_fixtures(
+def test_a_bad_variable_is_reported_in_the_summary_under_q(
     pytester: pytest.Pytester, inner_env: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytester.makeini("[pytest]\nfilterwarnings = error\n")
     monkeypatch.setenv("KTEST_KEEP_NAMESPACES", "sometimes")
     monkeypatch.setenv("KTEST_TIMEOUT", "ten")
-    result = run_inner_in_child(pytester, NO_KTEST, "-s", *OTHERS_OFF)  # a child: HEAVY
-    result.assert_outcomes(passed=1)
-    bad = "environment variable KTEST_TIMEOUT: 'ten' is not a valid timeout"
-    result.stdout.fnmatch_lines(
-        [
-            f"ktest: bad settings (ignored unless a test uses a ktest fixture): {bad}*",
-            "*HEAVY []",
-            f"bad settings (ignored unless a test uses a ktest fixture): {bad}*",
-        ]
-    )
     quiet = run_inner(pytester, NO_KTEST, "-q", *OTHERS_OFF)  # no header with -q: the summary says it
     quiet.assert_outcomes(passed=1)
-    quiet.stdout.fnmatch_lines([f"bad settings (ignored unless a test uses a ktest fixture): {bad}*"])
+    quiet.stdout.fnmatch_lines([f"bad settings (ignored unless a test uses a ktest fixture): {BAD_TIMEOUT}*"])
 
 
 def _bad_run(pytester: pytest.Pytester, *args: str, says: str) -> pytest.RunResult:
