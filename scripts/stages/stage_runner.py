@@ -3,8 +3,8 @@
 A job starts once every job it comes after has passed (and, if it names some ``after_any``, the
 first of those), at its own CPU niceness and I/O class, in
 its own process group, its output in ``<out>/<name>.log`` (the one job marked ``stream`` prints
-live instead). The first failure stops every running job (the whole process group) and fails the
-run with that job's log; so does a pytest stage that skips more tests than its allowance. The run
+live instead). The first failure stops every running job (the whole process group, Ctrl-C first) and fails
+the run with that job's log; so does a pytest stage that skips more tests than its allowance. The run
 ends with the table: each job's wall time and CPU time (its process and every descendant it waited
 for: control planes, child sessions, builds; not the kind nodes' containers, which the Docker engine
 runs), outcome counts and skips against the allowance, and the slowest tests of each pytest stage
@@ -27,6 +27,9 @@ from pathlib import Path
 
 from stage_plan import Job
 from stage_table import StageResult, read_junit, render_table
+
+INTERRUPT_GRACE = 60.0  # a pytest session's teardowns after Ctrl-C: stopping its planes and daemons
+TERMINATE_GRACE = 15.0
 
 
 @dataclass
@@ -103,17 +106,22 @@ class Run:
         return None
 
     def stop_all(self) -> None:
+        """Stop the running jobs as Ctrl-C would: SIGINT to each job's process group, so that pytest
+        runs its teardowns (control planes, ``ktest up`` daemons a test started); SIGTERM to what is
+        still there after ``INTERRUPT_GRACE`` seconds, SIGKILL after ``TERMINATE_GRACE`` more."""
         for name, running in self.running.items():
             if running.process.poll() is None:
                 announce(f"stopping {name} (pid {running.process.pid}; log: {running.log})")
+        for sent, grace in ((signal.SIGINT, INTERRUPT_GRACE), (signal.SIGTERM, TERMINATE_GRACE),
+                            (signal.SIGKILL, None)):
+            alive = [running for running in self.running.values() if running.process.poll() is None]
+            for running in alive:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(running.process.pid, signal.SIGTERM)
-        for running in self.running.values():
-            try:
-                running.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(running.process.pid, signal.SIGKILL)
-                running.process.wait()
+                    os.killpg(running.process.pid, sent)
+            deadline = time.monotonic() + (grace or 30)
+            for running in alive:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    running.process.wait(timeout=max(0.1, deadline - time.monotonic()))
         self.running.clear()
 
 

@@ -211,7 +211,11 @@ def test_a_failed_job_stops_the_running_ones_and_fails_with_its_status_and_log(
 ) -> None:
     # Only named on the sleeper's command line, to find it there: a token unique to this test.
     marker = Path(f"sleeper-marker-{uuid.uuid4().hex}")
-    sleeper = _job("sleeper", f"import time; time.sleep(120); {str(marker)!r}")
+    cleaned = tmp_path / "sleeper-cleaned-up"
+    # A stage stopped as by Ctrl-C runs its teardowns (pytest's finalizers run on KeyboardInterrupt)
+    sleeper = _job("sleeper", f"import os, pathlib, time\ntry:\n    time.sleep(120); {str(marker)!r}\n"
+                              "except KeyboardInterrupt:\n    pathlib.Path(os.environ['CLEANED']).touch()",
+                   env={"CLEANED": str(cleaned)})
     failing = _job("failing", "import sys; print('the floors broke'); sys.exit(3)", after=())
     never = _job("never", "print('ran after a failure')", after=("failing",))
     assert run([sleeper, failing, never], tmp_path / "out", dict(os.environ)) == 3
@@ -220,6 +224,7 @@ def test_a_failed_job_stops_the_running_ones_and_fails_with_its_status_and_log(
     assert "failing failed with status 3" in err
     assert not (tmp_path / "out" / "never.log").exists()
     assert live_processes_using(marker) == []
+    assert cleaned.exists(), "the running stage was not interrupted first (its teardown did not run)"
 
 
 SAMPLE = """
