@@ -38,6 +38,7 @@ class Seen:
     test: str  # the test's node id (the census by test)
     first: int
     last: int
+    plane: str = ""  # etcd: its data directory and mount namespace (a restart or upgrade keeps both)
 
     def seconds(self, hertz: int) -> float:
         return (self.last - self.first) / hertz
@@ -80,6 +81,20 @@ def _runs_pytest(arguments: list[str]) -> bool:
     return first == "-c" and "pytest.main(" in second
 
 
+def _etcd_plane(pid: str) -> str:
+    """Which control plane an etcd process serves: its ``--data-dir`` (a restart or an upgrade of
+    the plane starts a new etcd on the same one) in its mount namespace (every kind node's etcd
+    keeps its data in /var/lib/etcd of its own container)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+        namespace = os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return f"pid {pid}"
+    values = [arg.split("=", 1)[1] for arg in argv if arg.startswith("--data-dir=")]
+    values += [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "--data-dir"]
+    return f"{values[0] if values else 'pid ' + pid} in {namespace}"
+
+
 def _current_test(pid: str) -> str:
     """The node id of the test the process started in ("" outside tests)."""
     try:
@@ -106,7 +121,8 @@ def sample(seen: dict[str, Seen], started: bool) -> None:
             component = _component(pid, name)
             wanted = component.startswith("python") or component.startswith(TRACED)
             test = _current_test(pid) if wanted else ""
-            seen[key] = Seen(component, test.split("::")[0], test, 0 if started else ticks, ticks)
+            plane = _etcd_plane(pid) if component == "etcd" else ""
+            seen[key] = Seen(component, test.split("::")[0], test, 0 if started else ticks, ticks, plane)
         seen[key].last = ticks
 
 
@@ -128,18 +144,25 @@ def report(seen: dict[str, Seen], hertz: int, wall: float, top: int) -> str:
 
 
 def census(seen: dict[str, Seen], top: int) -> str:
-    """How many control planes (etcd processes; API servers, which restarts add) and child pytest
-    sessions were started, by test file (the kind nodes' etcd, started by no test, count apart)."""
+    """How many control planes (etcd data directories: a plane restarted or upgraded is one; and etcd
+    processes), API servers (restarts add) and child pytest sessions were started, by test file (the
+    kind nodes' etcd, started by no test, count apart)."""
     def count(component: str) -> collections.Counter[str]:
         return collections.Counter(p.test_file or "(no test)" for p in seen.values()
                                    if p.component == component)
 
-    planes, servers, sessions = count("etcd"), count("kube-apiserver"), count("python: pytest")
-    lines = [f"Census: {sum(planes.values())} etcd processes, {sum(servers.values())} kube-apiserver "
-             f"processes, {sum(sessions.values())} pytest processes", "",
-             "| test file | etcd | kube-apiserver | pytest |", "| --- | ---: | ---: | ---: |"]
-    for name, _ in (planes + sessions).most_common(top):
-        lines.append(f"| {name} | {planes[name]} | {servers[name]} | {sessions[name]} |")
+    first_seen: dict[str, str] = {}
+    for process in seen.values():
+        if process.component == "etcd":
+            first_seen.setdefault(process.plane or str(id(process)), process.test_file or "(no test)")
+    planes = collections.Counter(first_seen.values())
+    etcd, servers, sessions = count("etcd"), count("kube-apiserver"), count("python: pytest")
+    lines = [f"Census: {sum(planes.values())} control planes ({sum(etcd.values())} etcd processes), "
+             f"{sum(servers.values())} kube-apiserver processes, {sum(sessions.values())} pytest processes",
+             "",
+             "| test file | planes | etcd | kube-apiserver | pytest |", "| --- | ---: | ---: | ---: | ---: |"]
+    for name, _ in (etcd + sessions).most_common(top):
+        lines.append(f"| {name} | {planes[name]} | {etcd[name]} | {servers[name]} | {sessions[name]} |")
     return "\n".join(lines)
 
 
