@@ -1,25 +1,28 @@
 """In-place control-plane upgrades (ControlPlane.upgrade): the previous minor to the session's,
 on the same etcd, port and certificates, with operators running through it; the refusals that
-leave the plane as it was; the assertions of ktest.plane_upgrade.assertions, passing and failing."""
+leave the plane as it was; the assertions of ktest.plane_upgrade.assertions, passing and failing.
+
+Three operators (kopf, a subprocess, one that never reconnects) run through one upgrade of the
+module's plane, each in its own namespace and behind its own proxy (the assertions read each one's
+traffic alone); the rolled-back upgrade runs on the session's never-upgraded older plane
+(upgrade_planes.py), which test_versions.py uses too."""
 
 from __future__ import annotations
 
-import json
-import logging
 import sys
-import threading
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Generic, TypeVar
 
-import kubernetes
 import pytest
 from bare_wiring import plane_cluster
 from builders import configmap, configmap_ref
-from kubernetes.watch.watch import iter_resp_lines
+from upgrade_planes import REFUSED_BY, REMOVED_IN, Removed, never_upgraded_plane, no_reconnect_operator
 
 from ktest.assertions import (
+    ObjectSnapshot,
     assert_no_removed_api_calls,
     assert_objects_intact,
     assert_recovered_after_upgrade,
@@ -30,79 +33,28 @@ from ktest.assets.minors import MINORS
 from ktest.assets.selectors import KubeVersion
 from ktest.cluster import Cluster
 from ktest.controlplane import ControlPlane
-from ktest.controlplane.upgrade_report import ServedApi
+from ktest.controlplane.upgrade_report import UpgradeReport
 from ktest.errors import ControlPlaneError
-from ktest.operators import OperatorContext, run_callable, run_kopf, run_subprocess
+from ktest.operators import OperatorHandle, ProcessOperator, run_callable, run_kopf, run_subprocess
 from ktest.plane_upgrade.upgrade import plan_upgrade
 from ktest.wait import eventually
 
 SAMPLES = Path(__file__).resolve().parent.parent / "operators" / "sample_operators"
 MIRROR = {"ktest.dev/kopf-copy": "true"}
+COPY = {"ktest.dev/copy": "true"}
 CONFIG_MAPS = ("v1", "ConfigMap")
+Handle = TypeVar("Handle", bound=OperatorHandle)
 HANDLED = "kopf.zalando.org/last-handled-configuration"  # kopf's last write of an object it handled
-
-
-@dataclass(frozen=True)
-class Removed:
-    """An API the target minor no longer serves: the flags that make the minor before serve it,
-    the version the target serves the resource as instead, and a body to create one where the
-    resource cannot be listed (a review)."""
-
-    api: ServedApi
-    flags: tuple[str, ...]
-    successor: str
-    create: dict[str, str] | None = None
-
-
-# Per target minor, an API its minor before serves (off unless enabled) and it does not. From the
-# OpenAPI documents (api/openapi-spec/v3) and registries of k8s.io/kubernetes v1.32.13 to v1.37.2,
-# and the API types' prerelease-lifecycle "removed" releases (k8s.io/api).
-REMOVED_IN = {
-    "1.33": Removed(
-        ServedApi("authentication.k8s.io", "v1beta1", "selfsubjectreviews"),
-        ("--runtime-config=authentication.k8s.io/v1beta1=true",),
-        "authentication.k8s.io/v1",
-        create={"apiVersion": "authentication.k8s.io/v1beta1", "kind": "SelfSubjectReview"},
-    ),
-    "1.34": Removed(
-        ServedApi("admissionregistration.k8s.io", "v1beta1", "validatingadmissionpolicies"),
-        ("--runtime-config=admissionregistration.k8s.io/v1beta1=true",),
-        "admissionregistration.k8s.io/v1",
-    ),
-    "1.35": Removed(
-        ServedApi("storage.k8s.io", "v1alpha1", "volumeattributesclasses"),
-        ("--runtime-config=storage.k8s.io/v1alpha1=true",),
-        "storage.k8s.io/v1",
-    ),
-    # 1.36 no longer knows scheduling.k8s.io/v1alpha1 at all, and refuses to start when asked to
-    # serve it by name: every alpha version is asked for instead, which both minors accept.
-    "1.36": Removed(
-        ServedApi("scheduling.k8s.io", "v1alpha1", "workloads"),
-        ("--runtime-config=api/alpha=true", "--feature-gates=GenericWorkload=true"),
-        "scheduling.k8s.io/v1alpha2",
-    ),
-    "1.37": Removed(
-        ServedApi("networking.k8s.io", "v1beta1", "servicecidrs"),
-        ("--runtime-config=networking.k8s.io/v1beta1=true",),
-        "networking.k8s.io/v1",
-    ),
-}
-# Per target minor, a flag its minor before accepts and it refuses: a feature gate on by default
-# (beta, or GA not yet locked) before, locked to on (GA) in the target, so turning it off is refused
-# ("cannot set feature gate ... locked to true"). 1.37's ClusterTrustBundleProjection (on by
-# default) depends on ClusterTrustBundle, which 1.36 lets a cluster switch off.
-REFUSED_BY = {
-    "1.33": "--feature-gates=ServiceAccountTokenNodeBinding=false",
-    "1.34": "--feature-gates=StreamingCollectionEncodingToJSON=false",
-    "1.35": "--feature-gates=JobManagedBy=false",
-    "1.36": "--feature-gates=VolumeAttributesClass=false",
-    "1.37": "--feature-gates=ClusterTrustBundle=false",
-}
 
 
 def previous_minor(version: str) -> str:
     parsed = KubeVersion.parse(version)
     return f"{parsed.major}.{parsed.minor - 1}"
+
+
+def removed_by(k8s_assets: Assets) -> Removed:
+    """The API the session's minor removed (every minor ktest can upgrade to has one: checked below)."""
+    return REMOVED_IN[KubeVersion.parse(k8s_assets.version).minor_text]
 
 
 @pytest.fixture(scope="module")
@@ -114,11 +66,89 @@ def older_assets(k8s_assets: Assets) -> Assets:
     return resolve_assets(older)
 
 
-@pytest.fixture
-def older_plane(older_assets: Assets) -> Iterator[ControlPlane]:
-    """A control plane of this test's own, one minor before the session's."""
-    with ControlPlane(assets=older_assets) as cp:
+@pytest.fixture(scope="module")
+def older_plane(older_assets: Assets, k8s_assets: Assets) -> Iterator[ControlPlane]:
+    """The module's plane, one minor before the session's, serving the API the session's minor
+    removed; ``upgrade`` upgrades it once, under every operator of the module."""
+    with ControlPlane(assets=older_assets, apiserver_flags=list(removed_by(k8s_assets).flags)) as cp:
         yield cp
+
+
+@dataclass(frozen=True)
+class Running(Generic[Handle]):
+    """An operator started on ``older_plane`` before the upgrade: its Cluster, namespace, handle,
+    its pid then, and the ConfigMaps of its namespace once it had reconciled them."""
+
+    cluster: Cluster
+    namespace: str
+    op: Handle
+    pid: int | None = None
+    before: ObjectSnapshot | None = None
+
+
+@pytest.fixture(scope="module")
+def kopf_mirror(older_plane: ControlPlane) -> Iterator[Running[OperatorHandle]]:
+    """kopf_mirror.py, having mirrored ConfigMap "before" (kopf's retries of the requests the upgrade
+    cuts pass once they succeed: fail_on_errors on)."""
+    with ExitStack() as stack:
+        patch = stack.enter_context(pytest.MonkeyPatch.context())
+        patch.syspath_prepend(str(SAMPLES.parent))
+        cluster = stack.enter_context(plane_cluster(older_plane, "upgraded"))
+        ns = stack.enter_context(cluster.namespace(prefix="upgrade"))
+        op = stack.enter_context(run_kopf(SAMPLES / "kopf_mirror.py", cluster, namespaces=[ns]))
+        cluster.create(configmap("before", ns, {"k": "v"}, labels=MIRROR))
+        eventually(lambda: cluster.get(configmap_ref("before-kopf", ns))["data"] == {"k": "v"})
+        eventually(lambda: HANDLED in cluster.get(configmap_ref("before", ns))["metadata"]["annotations"])
+        yield Running(cluster, ns, op, before=snapshot_objects(cluster, CONFIG_MAPS, namespace=ns))
+
+
+@pytest.fixture(scope="module")
+def subprocess_copier(older_plane: ControlPlane) -> Iterator[Running[ProcessOperator]]:
+    """upgrade_subprocess_operator.py, a process of its own, having copied ConfigMap "before"."""
+    program = [sys.executable, str(Path(__file__).with_name("upgrade_subprocess_operator.py"))]
+    with (
+        plane_cluster(older_plane, "subprocess") as cluster,
+        cluster.namespace(prefix="upgrade") as ns,
+        run_subprocess(program, cluster, args=[ns], ready_log="watching configmaps") as op,
+    ):
+        cluster.create(configmap("before", ns, {"k": "v"}, labels=COPY))
+        eventually(lambda: cluster.get(configmap_ref("before-copy", ns))["data"] == {"k": "v"})
+        before = snapshot_objects(cluster, CONFIG_MAPS, namespace=ns)
+        yield Running(cluster, ns, op, pid=op.pid, before=before)
+
+
+@pytest.fixture(scope="module")
+def no_reconnect(older_plane: ControlPlane, k8s_assets: Assets) -> Iterator[Running[OperatorHandle]]:
+    """The operator that calls the removed API and gives up on its watch of ConfigMaps in default."""
+    with (
+        plane_cluster(older_plane, "removed-api") as cluster,
+        run_callable(no_reconnect_operator(removed_by(k8s_assets)), cluster, name="no-reconnect") as op,
+    ):
+        yield Running(cluster, "default", op)
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """The module's one upgrade: its report, and the plane's version, etcd pid and address before."""
+
+    report: UpgradeReport
+    old_version: str
+    etcd_pid: int | None
+    server: str
+
+
+@pytest.fixture(scope="module")
+def upgrade(
+    older_plane: ControlPlane,
+    k8s_assets: Assets,
+    kopf_mirror: Running[OperatorHandle],
+    subprocess_copier: Running[ProcessOperator],
+    no_reconnect: Running[OperatorHandle],
+) -> Upgrade:
+    """``older_plane`` upgraded to the session's minor with the three operators running."""
+    old_version, etcd_pid = older_plane.version, older_plane.processes()["etcd"].pid
+    server = older_plane.server
+    return Upgrade(older_plane.upgrade(k8s_assets.version), old_version, etcd_pid, server)
 
 
 def served_version(cluster: Cluster) -> str:
@@ -131,109 +161,45 @@ def pids(cp: ControlPlane) -> dict[str, int | None]:
 
 
 def test_a_kopf_operator_runs_through_an_upgrade_to_the_next_minor_with_its_objects_intact(
-    older_plane: ControlPlane, k8s_assets: Assets, monkeypatch: pytest.MonkeyPatch
+    older_plane: ControlPlane, k8s_assets: Assets, kopf_mirror: Running[OperatorHandle], upgrade: Upgrade
 ) -> None:
-    monkeypatch.syspath_prepend(str(SAMPLES.parent))
-    etcd_pid, port = older_plane.processes()["etcd"].pid, older_plane.server
-    old_version = older_plane.version
-    with (
-        plane_cluster(older_plane, "upgraded") as cluster,
-        cluster.namespace(prefix="upgrade") as ns,
-        # kopf's retries of the requests the upgrade cuts pass once they succeed (fail_on_errors on)
-        run_kopf(SAMPLES / "kopf_mirror.py", cluster, namespaces=[ns]) as op,
-    ):
-        cluster.create(configmap("before", ns, {"k": "v"}, labels=MIRROR))
-        eventually(lambda: cluster.get(configmap_ref("before-kopf", ns))["data"] == {"k": "v"})
-        eventually(lambda: HANDLED in cluster.get(configmap_ref("before", ns))["metadata"]["annotations"])
-        before = snapshot_objects(cluster, CONFIG_MAPS, namespace=ns)
-
-        report = older_plane.upgrade(k8s_assets.version)
-
-        assert (report.from_version, report.to_version) == (old_version, k8s_assets.version)
-        assert older_plane.version == k8s_assets.version
-        assert served_version(cluster) == k8s_assets.version
-        # the same etcd process, port and certificates: only the API server and controllers changed
-        assert older_plane.processes()["etcd"].pid == etcd_pid and older_plane.server == port
-        assert_objects_intact(cluster, before)
-        assert_recovered_after_upgrade(op, report, window=1.0)
-        assert_no_removed_api_calls(op, report)
-        # the operator reconciles what changes after the upgrade
-        cluster.create(configmap("after", ns, {"k": "new"}, labels=MIRROR))
-        eventually(lambda: cluster.get(configmap_ref("after-kopf", ns))["data"] == {"k": "new"})
+    cluster, ns, op, report = kopf_mirror.cluster, kopf_mirror.namespace, kopf_mirror.op, upgrade.report
+    assert kopf_mirror.before is not None
+    assert (report.from_version, report.to_version) == (upgrade.old_version, k8s_assets.version)
+    assert older_plane.version == k8s_assets.version
+    assert served_version(cluster) == k8s_assets.version
+    # the same etcd process, port and certificates: only the API server and controllers changed
+    assert older_plane.processes()["etcd"].pid == upgrade.etcd_pid and older_plane.server == upgrade.server
+    assert_objects_intact(cluster, kopf_mirror.before)
+    assert_recovered_after_upgrade(op, report, window=1.0)
+    assert_no_removed_api_calls(op, report)
+    # the operator reconciles what changes after the upgrade
+    cluster.create(configmap("after", ns, {"k": "new"}, labels=MIRROR))
+    eventually(lambda: cluster.get(configmap_ref("after-kopf", ns))["data"] == {"k": "new"})
 
 
 def test_a_subprocess_operator_reconnects_to_the_same_address_after_the_upgrade(
-    older_plane: ControlPlane, k8s_assets: Assets
+    subprocess_copier: Running[ProcessOperator], upgrade: Upgrade
 ) -> None:
-    program = [sys.executable, str(Path(__file__).with_name("upgrade_subprocess_operator.py"))]
-    with (
-        plane_cluster(older_plane, "subprocess") as cluster,
-        cluster.namespace(prefix="upgrade") as ns,
-        run_subprocess(program, cluster, args=[ns], ready_log="watching configmaps") as op,
-    ):
-        cluster.create(configmap("before", ns, {"k": "v"}, labels={"ktest.dev/copy": "true"}))
-        eventually(lambda: cluster.get(configmap_ref("before-copy", ns))["data"] == {"k": "v"})
-        before = snapshot_objects(cluster, CONFIG_MAPS, namespace=ns)
-        pid = op.pid
-
-        report = older_plane.upgrade(k8s_assets.version)
-
-        assert op.alive and op.pid == pid  # the same process, never restarted
-        assert_objects_intact(cluster, before)
-        assert_recovered_after_upgrade(op, report, window=1.0)
-        cluster.create(configmap("after", ns, {"k": "new"}, labels={"ktest.dev/copy": "true"}))
-        eventually(lambda: cluster.get(configmap_ref("after-copy", ns))["data"] == {"k": "new"})
-
-
-def no_reconnect_operator(removed: Removed) -> Any:
-    """An operator with two bugs: it calls ``removed`` (an API the next minor drops) and gives up
-    on its ConfigMap watch at the first connection error instead of reconnecting."""
-
-    def operator(ctx: OperatorContext) -> None:
-        assert isinstance(ctx.stop, threading.Event)
-        api = kubernetes.config.new_client_from_config(config_file=str(ctx.kubeconfig), persist_config=False)
-        custom, core = kubernetes.client.CustomObjectsApi(api), kubernetes.client.CoreV1Api(api)
-        group, version, resource = removed.api.group, removed.api.version, removed.api.resource
-        if removed.create is None:
-            custom.list_cluster_custom_object(group, version, resource)
-        else:
-            custom.create_cluster_custom_object(group, version, resource, removed.create)
-        ready = False
-        try:
-            while not ctx.stop.is_set():
-                response = core.list_namespaced_config_map(
-                    "default", watch=True, timeout_seconds=300, _preload_content=False
-                )
-                if not ready:
-                    ctx.ready()
-                    ready = True
-                for line in iter_resp_lines(response):
-                    json.loads(line)
-        except Exception as error:  # the bug: one connection error and it is done
-            logging.getLogger("no-reconnect").info("giving up: %s", error)
-        ctx.stop.wait()
-        api.close()
-
-    return operator
+    cluster, ns, op = subprocess_copier.cluster, subprocess_copier.namespace, subprocess_copier.op
+    assert subprocess_copier.before is not None
+    assert op.alive and op.pid == subprocess_copier.pid  # the same process, never restarted
+    assert_objects_intact(cluster, subprocess_copier.before)
+    assert_recovered_after_upgrade(op, upgrade.report, window=1.0)
+    cluster.create(configmap("after", ns, {"k": "new"}, labels=COPY))
+    eventually(lambda: cluster.get(configmap_ref("after-copy", ns))["data"] == {"k": "new"})
 
 
 def test_the_upgrade_assertions_name_an_operator_that_did_not_reconnect_and_the_removed_api_it_calls(
-    older_assets: Assets, k8s_assets: Assets
+    k8s_assets: Assets, no_reconnect: Running[OperatorHandle], upgrade: Upgrade
 ) -> None:
-    target = KubeVersion.parse(k8s_assets.version).minor_text
-    removed = REMOVED_IN[target]  # every minor ktest can upgrade to has one (checked below)
+    removed, report, op = removed_by(k8s_assets), upgrade.report, no_reconnect.op
     api, group_version = removed.api, removed.api.group_version
-    with (
-        ControlPlane(assets=older_assets, controllers="none", apiserver_flags=list(removed.flags)) as cp,
-        plane_cluster(cp, "removed-api") as cluster,
-        run_callable(no_reconnect_operator(removed), cluster, name="no-reconnect") as op,
-    ):
-        report = cp.upgrade(k8s_assets.version)
-        assert api in report.removed_apis, report.describe()
-        with pytest.raises(AssertionError) as not_reconnected:
-            assert_recovered_after_upgrade(op, report, timeout=3.0)
-        with pytest.raises(AssertionError) as calls_removed:
-            assert_no_removed_api_calls(op, report)
+    assert api in report.removed_apis, report.describe()
+    with pytest.raises(AssertionError) as not_reconnected:
+        assert_recovered_after_upgrade(op, report, timeout=3.0)
+    with pytest.raises(AssertionError) as calls_removed:
+        assert_no_removed_api_calls(op, report)
     message = str(not_reconnected.value)
     assert "operator 'no-reconnect' did not reconnect after the control-plane upgrade" in message
     assert "never re-opened its watch of configmaps in default" in message
@@ -252,18 +218,30 @@ def test_every_minor_ktest_can_upgrade_to_has_a_removed_api_and_a_refused_flag()
     assert not targets - set(REFUSED_BY), f"add a flag refused by {sorted(targets - set(REFUSED_BY))}"
 
 
+@pytest.fixture(scope="session")
+def rollback_plane(request: pytest.FixtureRequest, k8s_assets: Assets) -> ControlPlane:
+    """The session's never-upgraded plane one minor before the session's (upgrade_planes.py): it runs
+    with the flag the session's minor refuses, so an upgrade of it fails and rolls back."""
+    older = previous_minor(k8s_assets.version)
+    if older not in MINORS:
+        pytest.skip(f"{k8s_assets.version} is the oldest supported minor: none to upgrade from")
+    return never_upgraded_plane(request, resolve_assets(older))
+
+
 def test_a_target_that_does_not_start_brings_the_old_minor_back_on_the_same_data(
-    older_assets: Assets, k8s_assets: Assets
+    rollback_plane: ControlPlane, older_assets: Assets, k8s_assets: Assets
 ) -> None:
+    cp = rollback_plane
     target = KubeVersion.parse(k8s_assets.version).minor_text
     flag = REFUSED_BY[target]  # every minor ktest can upgrade to has one (checked above)
     gate = flag.removeprefix("--feature-gates=").split("=")[0]
+    assert cp.version == older_assets.version
     with (
-        ControlPlane(assets=older_assets, apiserver_flags=[flag]) as cp,
         plane_cluster(cp, "rollback") as cluster,
+        cluster.namespace(prefix="rollback") as ns,  # the plane is shared: only this test's objects judged
     ):
-        cluster.create(configmap("kept", "default", {"k": "v"}))
-        before = snapshot_objects(cluster, CONFIG_MAPS, namespace="default")
+        cluster.create(configmap("kept", ns, {"k": "v"}))
+        before = snapshot_objects(cluster, CONFIG_MAPS, namespace=ns)
         etcd = cp.processes()["etcd"].pid
         with pytest.raises(ControlPlaneError) as failed:
             cp.upgrade(k8s_assets.version)
