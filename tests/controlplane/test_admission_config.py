@@ -4,16 +4,17 @@ configuration replaces it."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from ktest.assets.bundle import Assets
 from ktest.controlplane import ControlPlane
 from ktest.controlplane.admission import (
     ADMISSION_CONFIG_FLAG,
@@ -22,6 +23,12 @@ from ktest.controlplane.admission import (
     webhook_client_ca,
     write_webhook_client,
 )
+
+if TYPE_CHECKING:
+    from startup_planes import Seen
+
+pytest_plugins = ("startup_planes",)  # its planes, one for every module using them
+USER_FLAGS_PLANE = pytest.mark.xdist_group("startup-user-flags-plane")  # one worker starts it
 
 
 def command_line(pid: int) -> list[str]:
@@ -68,18 +75,33 @@ def test_the_api_server_is_given_it(plane: ControlPlane) -> None:
     assert Path(given.removeprefix(flag)).is_relative_to(plane.directory)
 
 
+@dataclasses.dataclass
+class Replaced:
+    """How the shared ``user_flags_plane`` (startup_planes.py) ran with the user's admission configuration."""
+
+    command: list[str]
+    webhook_client_ca: Path | None
+    webhook_client_written: bool
+
+
+def _replaced(plane: ControlPlane) -> Replaced:
+    pid = plane.processes()["kube-apiserver"].pid
+    assert pid is not None
+    written = (plane.directory / "certs" / "webhook-client").exists()
+    return Replaced(command_line(pid), plane.webhook_client_ca, written)
+
+
+SEEN_ON_USER_FLAGS_PLANE = (_replaced,)
+
+
+@USER_FLAGS_PLANE
 @pytest.mark.slow
-def test_the_users_admission_configuration_replaces_it(k8s_assets: Assets, tmp_path: Path) -> None:
-    own = tmp_path / "admission.yaml"
-    own.write_text("apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins: []\n")
-    with ControlPlane(
-        assets=k8s_assets, controllers="none", apiserver_flags=[f"--{ADMISSION_CONFIG_FLAG}={own}"]
-    ) as plane:
-        pid = plane.processes()["kube-apiserver"].pid
-        assert pid is not None
-        assert f"--{ADMISSION_CONFIG_FLAG}={own}" in command_line(pid)
-        assert plane.webhook_client_ca is None
-        assert not (plane.directory / "certs" / "webhook-client").exists()
+def test_the_users_admission_configuration_replaces_it(user_flags_plane: Seen) -> None:
+    own = user_flags_plane.flags[ADMISSION_CONFIG_FLAG]  # an AdmissionConfiguration without plugins
+    replaced: Replaced = user_flags_plane.result(_replaced)
+    assert f"--{ADMISSION_CONFIG_FLAG}={own}" in replaced.command
+    assert replaced.webhook_client_ca is None
+    assert not replaced.webhook_client_written
 
 
 def test_a_process_attached_to_the_plane_knows_the_ca_too(plane: ControlPlane) -> None:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import kubernetes
 import pytest
@@ -18,6 +16,13 @@ from ktest.assets.bundle import Assets
 from ktest.base.procfs import process_alive
 from ktest.controlplane import ControlPlane
 from ktest.errors import AssetsError, ControlPlaneError
+
+if TYPE_CHECKING:
+    from startup_planes import Seen
+
+pytest_plugins = ("startup_planes",)  # its planes, one for every module using them
+USER_FLAGS_PLANE = pytest.mark.xdist_group("startup-user-flags-plane")  # one worker starts it
+SELF_BOOTSTRAPPED_PLANE = pytest.mark.xdist_group("etcd-template-planes")  # with test_etcd_template's
 
 
 def _own_directories(root: Path) -> set[Path]:
@@ -57,10 +62,9 @@ def test_a_flag_value_the_api_server_rejects_shows_the_log_tail(assets: Assets, 
 
 @dataclasses.dataclass
 class Kept:
-    """A plane with ``controllers="none"``, ``keep_directory=True`` and flags of the user's, as
-    seen while it ran (started and stopped with warnings as errors)."""
+    """What the shared ``user_flags_plane`` (startup_planes.py; ``controllers="none"``,
+    ``keep_directory=True``, flags of the user's) showed while it ran."""
 
-    plane: ControlPlane
     controllers: frozenset[str]
     components: set[str]
     pids: list[int | None]
@@ -68,43 +72,35 @@ class Kept:
     pod_rejection: kubernetes.client.ApiException | None
 
 
-KEPT = pytest.mark.xdist_group("bad-input-kept-plane")  # one worker starts it
-
-
-@pytest.fixture(scope="module")
-def kept(assets: Assets) -> Iterator[Kept]:
-    """One plane for two unrelated settings: the user's API server flags (enabling the
-    ServiceAccount admission plugin) and a directory kept after stop."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with ControlPlane(
-            assets=assets,
-            controllers="none",
-            keep_directory=True,
-            apiserver_flags={"disable-admission-plugins": "", "feature-gates": "AllAlpha=false"},
-        ) as plane:
-            core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
-            core.create_namespace({"metadata": {"name": "fresh"}})
-            pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
-            rejection = None
-            try:
-                core.create_namespaced_pod("fresh", pod)
-            except kubernetes.client.ApiException as error:
-                rejection = error
-            seen = Kept(
-                plane, plane.controllers, set(plane.processes()), [p.pid for p in plane.processes().values()],
-                list(plane.processes()["kube-apiserver"].command), rejection,
-            )
+def _kept(plane: ControlPlane) -> Kept:
+    """Its components, and whether a Pod is admitted in a fresh namespace."""
+    core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
+    core.create_namespace({"metadata": {"name": "fresh"}})
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    rejection = None
     try:
-        yield seen
-    finally:
-        shutil.rmtree(plane.directory)
+        core.create_namespaced_pod("fresh", pod)
+    except kubernetes.client.ApiException as error:
+        rejection = error
+    return Kept(
+        plane.controllers, set(plane.processes()), [p.pid for p in plane.processes().values()],
+        list(plane.processes()["kube-apiserver"].command), rejection,
+    )
 
 
-@KEPT
+def _components(plane: ControlPlane) -> tuple[frozenset[str], set[str]]:
+    return plane.controllers, set(plane.processes())
+
+
+SEEN_ON_USER_FLAGS_PLANE = (_kept,)
+SEEN_ON_SELF_BOOTSTRAPPED_PLANE = (_components,)
+
+
+@USER_FLAGS_PLANE
 @pytest.mark.slow
-def test_user_flags_replace_defaults(kept: Kept) -> None:
+def test_user_flags_replace_defaults(user_flags_plane: Seen) -> None:
     """A flag the user gives replaces ktest's value: here, enabling the ServiceAccount plugin."""
+    kept: Kept = user_flags_plane.result(_kept)
     command = kept.apiserver_command
     assert "--disable-admission-plugins=" in command
     assert "--disable-admission-plugins=ServiceAccount" not in command
@@ -146,25 +142,25 @@ def test_unknown_controller_name(assets: Assets, tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # refused before anything started
 
 
-def test_without_controller_manager_binary_warns_and_runs(assets: Assets, tmp_path: Path) -> None:
-    for name in ("etcd", "kube-apiserver"):
-        (tmp_path / name).symlink_to(assets.binary(name))
-    with pytest.warns(UserWarning, match="kube-controller-manager is not in"):
-        plane = ControlPlane(assets=tmp_path).start()
-    try:
-        assert plane.controllers == frozenset()
-        assert set(plane.processes()) == {"etcd", "kube-apiserver"}
-    finally:
-        plane.stop()
+@SELF_BOOTSTRAPPED_PLANE
+def test_without_controller_manager_binary_warns_and_runs(self_bootstrapped_plane: Seen) -> None:
+    """On the shared ``self_bootstrapped_plane`` (startup_planes.py): binaries without
+    kube-controller-manager, the default controllers asked for."""
+    warned = [str(w.message) for w in self_bootstrapped_plane.warned if issubclass(w.category, UserWarning)]
+    assert [message for message in warned if "kube-controller-manager is not in" in message], warned
+    controllers, components = self_bootstrapped_plane.result(_components)
+    assert controllers == frozenset()
+    assert components == {"etcd", "kube-apiserver"}
 
 
-@KEPT
-def test_controllers_none_and_keep_directory(kept: Kept) -> None:
+@USER_FLAGS_PLANE
+def test_controllers_none_and_keep_directory(user_flags_plane: Seen) -> None:
     """No warning (the fixture turns them into errors), no kube-controller-manager."""
+    kept: Kept = user_flags_plane.result(_kept)
     assert kept.controllers == frozenset()
     assert "kube-controller-manager" not in kept.components
     # Stopped, but the logs are kept for debugging.
-    plane = kept.plane
+    plane = user_flags_plane.plane
     assert plane.log_path("kube-apiserver").stat().st_size > 0
     assert not [pid for pid in kept.pids if pid and process_alive(pid)]
     assert live_processes_using(plane.directory) == []

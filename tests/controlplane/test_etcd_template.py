@@ -2,9 +2,11 @@
 of bootstrapped etcd data is the same cluster as one that bootstrapped itself, and the
 template is built once, atomically, and rebuilt when damaged.
 
-Two module-scoped planes serve several tests each: ``bootstrapped`` (its cache unwritable, so it
-has no template and bootstraps itself) and ``from_template``; each one's cluster is snapshotted
-as it starts, before a test changes it."""
+Two planes serve several tests each: ``bootstrapped`` (startup_planes.py's
+``self_bootstrapped_plane``, shared with test_bad_input.py: its cache unwritable, so it has no
+template and bootstraps itself) and the module's ``from_template``; each one's cluster is
+snapshotted as it starts, before a test changes it. Readiness on a plane without the template is
+checked on startup_planes.py's ``user_flags_plane`` (a flag of the user's bypasses the template)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlparse
 
 import kubernetes
@@ -26,6 +28,12 @@ from ktest.controlplane import ControlPlane, etcd_template
 from ktest.controlplane.apiserver import ApiServerClient
 from ktest.errors import ControlPlaneError
 from ktest.wait import eventually
+
+if TYPE_CHECKING:
+    from startup_planes import Seen
+
+pytest_plugins = ("startup_planes",)  # its planes, one for every module using them
+USER_FLAGS_PLANE = pytest.mark.xdist_group("startup-user-flags-plane")  # one worker starts it
 
 # What the API server creates at bootstrap, and what it serves.
 LISTS = {
@@ -134,18 +142,27 @@ def _started(plane: ControlPlane, which: str) -> Started:
     return Started(plane, cluster_snapshot(plane))
 
 
-@pytest.fixture(scope="module")
-def bootstrapped(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Started]:
+@dataclasses.dataclass
+class Bootstrapped:
+    """The shared ``self_bootstrapped_plane`` (startup_planes.py), as seen while it ran."""
+
+    template: Path | None
+    snapshot: dict[str, Any]
+    default_namespace: int  # HTTP status of reading the default namespace
+
+
+def _bootstrapped(plane: ControlPlane) -> Bootstrapped:
+    snapshot = _started(plane, "the bootstrapped cluster").snapshot
+    return Bootstrapped(plane._template, snapshot, _client(plane).get("/api/v1/namespaces/default")[0])
+
+
+SEEN_ON_SELF_BOOTSTRAPPED_PLANE = (_bootstrapped,)
+
+
+@pytest.fixture
+def bootstrapped(self_bootstrapped_plane: Seen) -> Bootstrapped:
     """A plane whose cache is unwritable: it has no template, so it bootstraps itself."""
-    cache = tmp_path_factory.mktemp("unwritable-cache")
-    (cache / "file").write_text("not a directory")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(cache / "file" / "cache"))
-        plane = ControlPlane(assets=assets, controllers="none").start()
-    try:
-        yield _started(plane, "the bootstrapped cluster")
-    finally:
-        plane.stop()
+    return self_bootstrapped_plane.result(_bootstrapped)
 
 
 @pytest.fixture(scope="module")
@@ -157,9 +174,9 @@ def from_template(assets: Assets) -> Iterator[Started]:
 
 @TEMPLATE_PLANES
 def test_a_plane_started_from_the_template_is_the_same_cluster(
-    bootstrapped: Started, from_template: Started
+    bootstrapped: Bootstrapped, from_template: Started
 ) -> None:
-    assert bootstrapped.plane._template is None
+    assert bootstrapped.template is None
     fast = from_template.plane
     assert fast._template is not None and etcd_template.is_complete(fast._template)
     # and it is a working cluster of its own: a write lands and reads back
@@ -270,49 +287,56 @@ def test_a_failed_build_leaves_no_template(tmp_path: Path, monkeypatch: pytest.M
 
 
 @TEMPLATE_PLANES
-def test_an_unwritable_cache_only_costs_the_template(bootstrapped: Started) -> None:
-    plane = bootstrapped.plane  # started with XDG_CACHE_HOME under a file
-    assert plane._template is None
-    assert _client(plane).get("/api/v1/namespaces/default")[0] == 200
+def test_an_unwritable_cache_only_costs_the_template(bootstrapped: Bootstrapped) -> None:
+    assert bootstrapped.template is None  # started with XDG_CACHE_HOME under a file
+    assert bootstrapped.default_namespace == 200
 
 
-def test_ready_only_when_a_service_gets_a_cluster_ip(assets: Assets) -> None:
-    """The cluster IP allocator learns its ranges from an informer, which no /readyz check
+def _ready_only_when_a_service_gets_a_cluster_ip(plane: ControlPlane) -> None:
+    """On the shared ``user_flags_plane`` (startup_planes.py; its Service range a /28).
+
+    The cluster IP allocator learns its ranges from an informer, which no /readyz check
     covers: readiness (from the template or not) proves a Service gets an IP. A flag the user
     adds bypasses the template: the readiness of a plane bootstrapped by its hooks also waits for
     the ``kubernetes`` Service (see the next test)."""
-    small_range = "10.0.0.0/28"  # the `kubernetes` Service and 13 more
-    with ControlPlane(
-        assets=assets, controllers="none", apiserver_flags={"service-cluster-ip-range": small_range}
-    ) as plane:
-        assert plane._template is None
-        _check_ready_only_with_the_kubernetes_service(plane, None)
-        client = _client(plane)
-        objects = client.bootstrap_objects()
-        assert objects is not None
-        assert client.ready() and client.ready(objects)
-        core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
-        created = 0
-        while True:  # fill the range
-            try:
-                core.create_namespaced_service("default", {
-                    "metadata": {"name": f"fill-{created}"}, "spec": {"ports": [{"port": 80}]}})
-            except kubernetes.client.ApiException as error:
-                assert error.status == 500 and "range is full" in str(error.body), error
-                break
-            created += 1
-            assert created < 16, f"a /28 took {created} Services"
-        assert created == 13
-        problem = client.service_ip_problem()
-        assert problem is not None and "status 500" in problem and "range is full" in problem, problem
-        assert not client.ready() and not client.ready(objects)
-        core.delete_namespaced_service("fill-0", "default")
-        assert client.ready() and client.ready(objects)
-        # the probe leaves nothing behind: the freed address is still free
-        core.create_namespaced_service("default", {
-            "metadata": {"name": "after"}, "spec": {"ports": [{"port": 80}]}})
-        names = {service.metadata.name for service in core.list_namespaced_service("default").items}
-        assert "ktest-readiness-probe" not in names
+    assert plane._template is None
+    _check_ready_only_with_the_kubernetes_service(plane, None)
+    client = _client(plane)
+    objects = client.bootstrap_objects()
+    assert objects is not None
+    assert client.ready() and client.ready(objects)
+    core = kubernetes.client.CoreV1Api(client_for(plane.kubeconfig))
+    created = 0
+    while True:  # fill the range
+        try:
+            core.create_namespaced_service("default", {
+                "metadata": {"name": f"fill-{created}"}, "spec": {"ports": [{"port": 80}]}})
+        except kubernetes.client.ApiException as error:
+            assert error.status == 500 and "range is full" in str(error.body), error
+            break
+        created += 1
+        assert created < 16, f"a /28 took {created} Services"
+    assert created == 13
+    problem = client.service_ip_problem()
+    assert problem is not None and "status 500" in problem and "range is full" in problem, problem
+    assert not client.ready() and not client.ready(objects)
+    core.delete_namespaced_service("fill-0", "default")
+    assert client.ready() and client.ready(objects)
+    # the probe leaves nothing behind: the freed address is still free
+    core.create_namespaced_service("default", {
+        "metadata": {"name": "after"}, "spec": {"ports": [{"port": 80}]}})
+    names = {service.metadata.name for service in core.list_namespaced_service("default").items}
+    assert "ktest-readiness-probe" not in names
+
+
+SEEN_ON_USER_FLAGS_PLANE = (_ready_only_when_a_service_gets_a_cluster_ip,)
+
+
+@USER_FLAGS_PLANE
+def test_ready_only_when_a_service_gets_a_cluster_ip(user_flags_plane: Seen) -> None:
+    """See _ready_only_when_a_service_gets_a_cluster_ip, which ran while the plane ran."""
+    assert user_flags_plane.flags["service-cluster-ip-range"] == "10.0.0.0/28"
+    user_flags_plane.result(_ready_only_when_a_service_gets_a_cluster_ip)
 
 
 @TEMPLATE_PLANES
