@@ -21,12 +21,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hardening_helpers import files_with_key_material
+
+from ktest.wait import eventually
 
 CHILD_TEST = '''
 import functools
+import os
+import pathlib
 import sys
 
 import kubernetes
+import pytest
 
 from ktest.operators import run_callable, run_subprocess
 from ktest.wait import eventually
@@ -61,8 +67,14 @@ def in_process_operator(namespace, context):
 
 
 def test_everything_on_loopback_bypasses_the_environment_proxy(cluster, namespace, tmp_path):
+    run_dir = pathlib.Path(os.environ["KTEST_RUN_DIR"])
+    assert any(run_dir.iterdir()), "the session's control plane should be in KTEST_RUN_DIR while it runs"
     source = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "source"}, "data": {"k": "v"}}
     cluster.apply(source, namespace=namespace)
+    user = cluster.user("someone", groups=["team"])  # a user's credentials in use (see the outer test)
+    with pytest.raises(kubernetes.client.exceptions.ApiException) as forbidden:
+        user.get(("v1", "ConfigMap", "source", namespace))
+    assert forbidden.value.status == 403, forbidden.value
     operator = functools.partial(in_process_operator, namespace)
     with run_callable(operator, cluster, name="threaded") as threaded:
         copy = eventually(lambda: cluster.get(("v1", "ConfigMap", "from-thread", namespace)))
@@ -180,11 +192,21 @@ def test_a_client_that_honours_the_variables_reaches_the_listener(
 def test_a_session_with_https_proxy_and_no_no_proxy_passes_without_using_it(
     proxy_listener: CountingListener, tmp_path: Path
 ) -> None:
+    """Its run, a session that used the cluster and a user's credentials and ended cleanly, is also
+    test_leftovers.py's test_no_credentials_in_tmpdir_after_a_run for a clean exit (and the plugin's
+    own plane stopping at a clean end, the control in test_interrupts.py): checked last, below."""
     test_file = tmp_path / "test_child.py"
     test_file.write_text(textwrap.dedent(CHILD_TEST))
+    tmpdir, run_dir = tmp_path / "tmp", tmp_path / "run"
+    tmpdir.mkdir()
+    run_dir.mkdir()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", str(test_file)],
-        env=_proxied_environment(proxy_listener.port, tmp_path),
+        env={
+            **_proxied_environment(proxy_listener.port, tmp_path),
+            "TMPDIR": str(tmpdir),
+            "KTEST_RUN_DIR": str(run_dir),
+        },
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -201,6 +223,8 @@ def test_a_session_with_https_proxy_and_no_no_proxy_passes_without_using_it(
     # goes through the proxy; the control plane, operators and probes on this machine must not.
     loopback = [line for line in proxy_listener.proxy_requests if LOOPBACK_TARGET.match(line)]
     assert not loopback, f"ktest's loopback traffic went to the environment proxy: {loopback}"
+    eventually(lambda: not any(run_dir.iterdir()), timeout=30, description=f"the session to empty {run_dir}")
+    assert files_with_key_material(tmpdir) == [], sorted(os.listdir(tmpdir))
 
 
 def _kubeconfig_for(server: str, directory: Path) -> Path:

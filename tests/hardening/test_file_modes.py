@@ -60,7 +60,9 @@ def started(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     (empty but for a ``flags/`` an older ktest made 0755); the plane and that cache's ``ktest`` folder.
 
     One start for the module: it writes both the plane's directory and the cache's files (the etcd
-    template, the probed flags), which the tests below read; they add files, change no mode."""
+    template, the probed flags), which the tests below read; they add files, change no mode. With
+    no template in that cache the start first bootstraps one on a throwaway plane of its own (a
+    second etcd): what test_what_a_start_writes_in_the_cache_is_private reads."""
     from ktest.controlplane import flags
 
     root = tmp_path_factory.mktemp("modes")
@@ -88,7 +90,9 @@ def started(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 def test_a_started_control_plane_writes_nothing_readable_by_others(
     started: tuple[ControlPlane, Path], loose_umask: None
 ) -> None:
-    plane, _ = started
+    plane, written = started
+    # An explicit run directory that did not exist is made and used (as test_run_directory.py says)
+    assert plane.directory.parent == written.parents[1] / "run", plane.directory
     plane.add_user("someone", groups=["team"])
     names = {path.name for path in plane.directory.rglob("*")}
     assert {"certs", "logs", "etcd", "ca.key", "admin.key", "kube-apiserver.log"} <= names, names

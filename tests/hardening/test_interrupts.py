@@ -1,20 +1,26 @@
 """Ctrl-C during the creation of something outside the process lands after the creation, so the
 clean-up knows what to remove (``ktest.base.interrupts``). Each case runs in its own interpreter,
-whose main thread receives the signal, as a user's ``ktest`` command would."""
+whose main thread receives the signal, as a user's ``ktest`` command would (a control without a
+signal runs in this process)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_runs import pytest_command
 from hardening_helpers import sandbox_env
+from inner_runs import run_inner
 from processes import with_default_sigint
+from warm_planes import WarmPlane, shared_for_reuse
 
 from ktest.assets.bundle import Assets
+from ktest.controlplane import ControlPlane
 
 SCRIPT = textwrap.dedent(
     """
@@ -104,12 +110,60 @@ TEARDOWN_TEST = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(("ctrl_c", "status"), [("none", 0), ("finalizer", 2)])
-def test_ctrl_c_during_the_sessions_teardown_is_not_a_pass(
-    tmp_path: Path, assets: Assets, ctrl_c: str, status: int
+@pytest.fixture(scope="session")
+def folders_plane_for_reuse(
+    plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[WarmPlane]:
+    """This folder's plane, recorded for reuse in a state directory of its own (as tests/conftest.py's
+    ``inner_warm_plane`` records the worker's plane; not that one: made here of this folder's plane,
+    without controllers, it would serve every later inner session of the worker). As long-lived as
+    the plane: closing the record's server stops the plane it serves. The record names the default
+    controllers, which an inner session asks for; the test below needs none."""
+    version = pytestconfig.getoption("--ktest-k8s-version", default=None)
+    with shared_for_reuse(plane, tmp_path_factory.mktemp("hardening-warm-state"), version) as warm:
+        yield warm
+
+
+@pytest.fixture
+def on_the_folders_plane(
+    binary_cache: Path,
+    folders_plane_for_reuse: WarmPlane,
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+) -> WarmPlane:
+    """This process's environment for an inner session attached to ``folders_plane_for_reuse`` (what
+    tests/conftest.py's ``inner_env`` sets)."""
+    for name in list(os.environ):
+        if name.startswith("KTEST_") and name not in ("KTEST_CACHE_DIR", "KTEST_ASSETS"):
+            monkeypatch.delenv(name)  # the outer run's settings must not leak in
+    monkeypatch.setenv("KTEST_CACHE_DIR", os.environ.get("KTEST_CACHE_DIR") or str(binary_cache))
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:cacheprovider -W ignore::DeprecationWarning")
+    for name, value in folders_plane_for_reuse.env.items():
+        monkeypatch.setenv(name, value)
+    return folders_plane_for_reuse
+
+
+def test_a_sessions_teardown_without_ctrl_c_passes(
+    pytester: pytest.Pytester, on_the_folders_plane: WarmPlane, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Was: exit status 0 (a run the user stopped looked passed); the control plane still stops."""
-    env = {**sandbox_env(tmp_path, assets.directory), "CTRL_C": ctrl_c}
+    """The control of the test below: the same project, no Ctrl-C, exit status 0. Only the session's
+    outcome is checked (no signal, no plane of its own), so it runs in this process, attached to the
+    folder's plane. A clean session's own plane stopping: test_environment_proxy.py's child."""
+    monkeypatch.setenv("CTRL_C", "none")
+    pytester.makeconftest(TEARDOWN_CONFTEST)
+    result = run_inner(pytester, TEARDOWN_TEST)
+    output = "\n".join(result.outlines + result.errlines)
+    assert on_the_folders_plane.attached_header in output, output[-3000:]  # no plane of its own
+    assert result.ret == 0, output[-3000:]
+    assert "1 passed" in output, output[-3000:]
+    assert "KeyboardInterrupt" not in output, output[-3000:]
+
+
+def test_ctrl_c_during_the_sessions_teardown_is_not_a_pass(tmp_path: Path, assets: Assets) -> None:
+    """Was: exit status 0 (a run the user stopped looked passed); the control plane still stops.
+    A fresh interpreter with a plane of its own: the signal goes to its main thread, and the plane's
+    stop after it is checked."""
+    env = {**sandbox_env(tmp_path, assets.directory), "CTRL_C": "finalizer"}
     project = tmp_path / "project"
     project.mkdir()
     (project / "conftest.py").write_text(TEARDOWN_CONFTEST)
@@ -122,6 +176,6 @@ def test_ctrl_c_during_the_sessions_teardown_is_not_a_pass(
     )
     output = run.stdout + run.stderr
     assert "1 passed" in output, output[-3000:]
-    assert run.returncode == status, output[-3000:]
-    assert ("KeyboardInterrupt" in output) == (ctrl_c == "finalizer"), output[-3000:]
+    assert run.returncode == 2, output[-3000:]
+    assert "KeyboardInterrupt" in output, output[-3000:]
     assert not list((tmp_path / "run").glob("ktest-cp-*")), "the control plane was left running"

@@ -5,6 +5,7 @@ swept at the next start and by `ktest down`, which tells the truth."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import signal
@@ -68,7 +69,9 @@ def end_child(child: subprocess.Popen[str], ending: str) -> None:
 # ---------------------------------------------------------------------- 14.2
 
 
-@pytest.mark.parametrize("ending", ["exit", "sigterm", "sigkill"])
+# The other endings ride on runs other tests make anyway, whose sessions use a user's credentials too:
+# a clean exit on test_environment_proxy.py's child session, kill -9 on the killed xdist controller below.
+@pytest.mark.parametrize("ending", ["sigterm"])
 def test_no_credentials_in_tmpdir_after_a_run(sandbox: dict[str, str], ending: str) -> None:
     tmpdir, run_dir = Path(sandbox["TMPDIR"]), Path(sandbox["KTEST_RUN_DIR"])
     child, _ = start_child(sandbox, "session", "exit" if ending == "exit" else "hold")
@@ -176,37 +179,83 @@ def test_a_new_cluster_server_sweeps_what_a_killed_one_left(sandbox: dict[str, s
         successor.wait()
 
 
-@pytest.fixture
-def daemon_record(sandbox: dict[str, str]) -> Iterator[dict[str, object]]:
-    """A real `ktest up` daemon in the sandbox; its record. Always stopped at the end."""
+@dataclasses.dataclass
+class KilledRun:
+    """What one real `ktest up` daemon and a session attached to it saw, both killed with -9 (the
+    session first), then `ktest down`; both tests below read it (one daemon, one plane, for both)."""
+
+    sandbox: dict[str, str]
+    pid: int  # the daemon's
+    share_dir: Path  # the daemon's socket directory
+    planes_while_attached: list[Path]  # the run directory while the session was on the daemon's plane
+    webhook_dir: Path
+    webhook_keys_while_running: list[Path]
+    operator_dir: Path
+    operator_dir_after_the_kills: bool
+    share_dir_after_the_kills: bool
+    down: subprocess.CompletedProcess[str]
+
+
+KILLED_RUN = pytest.mark.xdist_group("leftovers-killed-run")  # one worker makes the module's run
+
+
+@pytest.fixture(scope="module")
+def killed_run(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilledRun]:
+    """A `ktest up` daemon in a sandbox; a session (child_session.py ``webhooks``: a webhook set, an
+    in-process operator) attached to it with KTEST_REUSE; kill -9 of the session, then of the
+    daemon, each waited for its janitor; then `ktest down`. The two endings do not interfere: the
+    session's janitor removes its webhook set, the daemon's its plane, and what neither can remove
+    (the operator's log, the socket directory) is left to `ktest down`, which sweeps both."""
+    sandbox = sandbox_env(tmp_path_factory.mktemp("killed-run"), assets.directory)
+    run_dir = Path(sandbox["KTEST_RUN_DIR"])
     up = run_ktest(sandbox, "up", "--controllers", "none")
     assert up.returncode == 0, up.stderr
-    path = Path(sandbox["XDG_STATE_HOME"]) / "ktest" / "up" / "default.json"
-    record = json.loads(path.read_text())
+    record = json.loads((Path(sandbox["XDG_STATE_HOME"]) / "ktest" / "up" / "default.json").read_text())
+    pid = int(record["pid"])
+    child: subprocess.Popen[str] | None = None
     try:
-        yield record
+        child, line = start_child({**sandbox, "KTEST_REUSE": "1"}, "webhooks")
+        webhook_dir, operator_dir = (Path(part) for part in line.split()[1:3])
+        planes_while_attached = sorted(run_dir.iterdir())
+        webhook_keys = files_with_key_material(webhook_dir)
+        assert operator_dir.is_dir(), f"the session's operator has no log directory: {line}"
+        child.kill()
+        child.wait(60)
+        eventually(
+            lambda: not webhook_dir.exists(), timeout=30, description=f"the janitor to remove {webhook_dir}"
+        )
+        os.kill(pid, signal.SIGKILL)
+        eventually(lambda: not process_alive(pid), timeout=30, description="the daemon to die")
+        eventually(
+            lambda: not any(run_dir.iterdir()),
+            timeout=30,
+            description="the janitor to remove the control plane",
+        )
+        share_dir = Path(str(record["share"]["control_address"])).parent
+        kept = (operator_dir.is_dir(), share_dir.is_dir())
+        yield KilledRun(
+            sandbox, pid, share_dir, planes_while_attached, webhook_dir, webhook_keys, operator_dir, *kept,
+            down=run_ktest(sandbox, "down"),
+        )
     finally:
-        if process_alive(int(record["pid"])):
-            os.kill(int(record["pid"]), signal.SIGKILL)
+        if child is not None and child.poll() is None:
+            child.kill()
+            child.wait()
+        if process_alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
-def test_ktest_down_after_the_daemon_was_killed(
-    sandbox: dict[str, str], daemon_record: dict[str, object]
-) -> None:
+@KILLED_RUN
+def test_ktest_down_after_the_daemon_was_killed(killed_run: KilledRun) -> None:
     """Its positive control (``ktest down`` stops a live daemon and says "stopped 'default' (pid N)")
     ends test_file_modes.py's `ktest up` test, on the daemon that test started: one plane fewer."""
-    pid = int(str(daemon_record["pid"]))
-    share_dir = Path(str(daemon_record["share"]["control_address"])).parent  # type: ignore[index]
-    run_dir = Path(sandbox["KTEST_RUN_DIR"])
-    assert share_dir.is_dir() and share_dir.parent == Path(sandbox["TMPDIR"])
-    os.kill(pid, signal.SIGKILL)
-    eventually(lambda: not process_alive(pid), timeout=30, description="the daemon to die")
-    eventually(
-        lambda: not any(run_dir.iterdir()), timeout=30, description="the janitor to remove the control plane"
+    sandbox, pid, share_dir = killed_run.sandbox, killed_run.pid, killed_run.share_dir
+    assert share_dir.parent == Path(sandbox["TMPDIR"]), share_dir
+    assert killed_run.share_dir_after_the_kills, (
+        "a SIGKILLed daemon cannot remove its socket directory itself"
     )
-    assert share_dir.is_dir(), "a SIGKILLed daemon cannot remove its socket directory itself"
 
-    down = run_ktest(sandbox, "down")
+    down = killed_run.down
     assert down.returncode == 0, down.stderr
     assert "stopped" not in down.stderr
     assert f"'default' was not running (its daemon, pid {pid}, had already exited)" in down.stderr
@@ -219,6 +268,13 @@ XDIST_TEST = """
 import os, pathlib, time
 
 def test_held(cluster):
+    from kubernetes.client.exceptions import ApiException
+
+    user = cluster.user("someone", groups=["team"])  # a user's credentials in use, as child_session's
+    try:
+        user.get(("v1", "ConfigMap", "c", "default"))
+    except ApiException as error:  # forbidden: what matters is that its credentials were used
+        assert error.status == 403, error
     pathlib.Path(os.environ["HELD_MARK"]).touch()
     while True:  # until the test kills the controller
         time.sleep(0.05)
@@ -228,6 +284,8 @@ def test_held(cluster):
 def test_killed_xdist_controller_share_is_swept_by_the_next_run(
     sandbox: dict[str, str], tmp_path: Path
 ) -> None:
+    """Its kill -9 of the session's plane owner is also test_no_credentials_in_tmpdir_after_a_run's
+    kill -9 case: once the plane is gone, no key is left in $TMPDIR."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "test_held.py").write_text(XDIST_TEST)
@@ -255,6 +313,8 @@ def test_killed_xdist_controller_share_is_swept_by_the_next_run(
             timeout=30,
             description="the control plane to go",
         )
+        tmpdir = Path(sandbox["TMPDIR"])
+        assert files_with_key_material(tmpdir) == [], sorted(os.listdir(tmpdir))
         assert shares[0].is_dir()
     finally:
         if _group_alive(controller.pid):  # the worker, which lost its controller
@@ -281,35 +341,30 @@ def _group_alive(pgid: int) -> bool:
 # ---------------------------------------------------------------------- 23.5
 
 
-def test_kill_9_leaves_no_webhook_key_and_the_operator_log_is_swept(sandbox: dict[str, str]) -> None:
+@KILLED_RUN
+def test_kill_9_leaves_no_webhook_key_and_the_operator_log_is_swept(killed_run: KilledRun) -> None:
     """Was: /tmp/ktest-webhooks-* (a TLS serving key) and ktest-operator-* stayed forever after kill -9.
 
     Now the webhook set's janitor removes its directory as soon as its holder dies, and the
-    operator's log directory (owner recorded) goes at the next start or `ktest down`."""
-    child, line = start_child(sandbox, "webhooks")
-    webhook_dir, operator_dir = (Path(part) for part in line.split()[1:3])
-    assert webhook_dir.parent == operator_dir.parent == Path(sandbox["TMPDIR"])
-    assert files_with_key_material(webhook_dir), "positive control: the set's key is there while it runs"
-    assert operator_dir.is_dir()
-    child.kill()
-    child.wait(60)
-
-    eventually(
-        lambda: not webhook_dir.exists(), timeout=30, description=f"the janitor to remove {webhook_dir}"
+    operator's log directory (owner recorded) goes at the next start or `ktest down`. The session
+    holding them is on a `ktest up` daemon's plane (killed after it, see ``killed_run``)."""
+    tmpdir = Path(killed_run.sandbox["TMPDIR"])
+    webhook_dir, operator_dir = killed_run.webhook_dir, killed_run.operator_dir
+    planes = killed_run.planes_while_attached
+    assert len(planes) == 1, f"the session should be on the daemon's plane, not on one of its own: {planes}"
+    assert webhook_dir.parent == operator_dir.parent == tmpdir
+    assert killed_run.webhook_keys_while_running, "positive control: the set's key is there while it runs"
+    assert not webhook_dir.exists(), "the janitor should have removed the webhook set's directory"
+    assert killed_run.operator_dir_after_the_kills, (
+        "a SIGKILLed process cannot remove its operator log itself"
     )
-    eventually(
-        lambda: not any(Path(sandbox["KTEST_RUN_DIR"]).iterdir()),
-        timeout=30,
-        description="the control plane to go",
-    )
-    assert operator_dir.is_dir(), "a SIGKILLed process cannot remove its operator log itself"
 
-    down = run_ktest(sandbox, "down")
+    down = killed_run.down
     assert down.returncode == 0, down.stderr
     assert not operator_dir.exists()
     assert str(operator_dir) in down.stderr, down.stderr
-    assert files_with_key_material(Path(sandbox["TMPDIR"])) == []
-    leftovers = sorted(os.listdir(sandbox["TMPDIR"]))
+    assert files_with_key_material(tmpdir) == []
+    leftovers = sorted(os.listdir(tmpdir))
     assert not [name for name in leftovers if name.startswith(("ktest-webhooks-", "ktest-operator-"))]
 
 

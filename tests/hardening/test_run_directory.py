@@ -1,5 +1,7 @@
 """The control plane's directory goes to /dev/shm only when that tmpfs has
-room (else the temp directory), and honours an explicit run directory."""
+room (else the temp directory), and honours an explicit run directory: that start is
+test_shared_machine.py's (a run directory with another user's runs in it), and test_file_modes.py's
+module plane (a run directory that does not exist yet)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from ktest.assets.bundle import Assets
-from ktest.controlplane import ControlPlane
 from ktest.controlplane.plane import default_base_directory
 
 
@@ -44,12 +44,3 @@ def test_a_small_tmpfs_is_passed_over_for_the_temp_directory(small_tmpfs: Path) 
 
 def test_a_tmpfs_with_room_is_used(large_tmpfs: Path) -> None:
     assert default_base_directory(shm=large_tmpfs) == large_tmpfs
-
-
-def test_an_explicit_run_directory_is_used(tmp_path: Path, assets: Assets) -> None:
-    run_dir = tmp_path / "runs" / "here"
-    with ControlPlane(assets=assets, controllers="none", root_directory=run_dir) as plane:
-        assert plane.directory.parent == run_dir
-        assert (plane.directory / "etcd").is_dir()
-        assert plane.directory.stat().st_mode & 0o077 == 0
-    assert list(run_dir.iterdir()) == []

@@ -227,13 +227,20 @@ def test_lock_directory_ignores_a_runtime_directory_of_another_user(tmp_path: Pa
 
 
 @needs_root
-def test_a_control_plane_starts_beside_another_users_runs(shared_base: Path, assets: Assets) -> None:
+def test_a_control_plane_starts_in_an_explicit_run_directory_beside_another_users_runs(
+    shared_base: Path, assets: Assets
+) -> None:
     """ControlPlane.start() sweeps its run directory: another user's runs there, live or dead,
-    neither stop it nor are touched by it."""
+    neither stop it nor are touched by it. The same start is test_run_directory.py's explicit run
+    directory (``root_directory``): used, the plane's directory private, and gone after the stop."""
     os.chown(shared_base, 0, 0)
     live = _other_users_directory(shared_base, f"{janitor.DIRECTORY_PREFIX}live", dead_owner=False)
     dead = _other_users_directory(shared_base, f"{janitor.DIRECTORY_PREFIX}dead", dead_owner=True)
     with ControlPlane(assets=assets, controllers="none", root_directory=shared_base) as plane:
         assert plane.directory.parent == shared_base
+        assert (plane.directory / "etcd").is_dir()
+        assert plane.directory.stat().st_mode & 0o077 == 0
     assert live.is_dir() and dead.is_dir() and (dead / "etcd-data").is_dir()
-    assert sorted(path.name for path in shared_base.iterdir()) == [dead.name, live.name]
+    assert sorted(path.name for path in shared_base.iterdir()) == [dead.name, live.name], (
+        "the plane's own directory should be gone, the other user's runs untouched"
+    )
