@@ -28,6 +28,7 @@ from ktest.proxy.traffic import Traffic
 if TYPE_CHECKING:
     from kubernetes.client import Configuration
 
+    from ktest.base.janitor_client import JanitorHandle
     from ktest.cluster import Cluster
 
 DIRECTORY_PREFIX = "ktest-proxy-"
@@ -49,14 +50,19 @@ class OperatorProxy:
         self.fault_set = FaultSet()
         self.faults = Faults(name, self.fault_set, self.traffic, self.catalogue)
         self._directory: Path | None = None
+        self._janitor: JanitorHandle | None = None
         self._server: ProxyServer | None = None
         self._cluster: Cluster | None = None
         self.kubeconfig: Path | None = None
 
     def start(self) -> OperatorProxy:
         from ktest.base import holders
+        from ktest.base.janitor_client import JanitorHandle
 
         self._directory = holders.held_directory(DIRECTORY_PREFIX)
+        # The operator's client key and the proxy's serving key must not outlive this process, even
+        # after kill -9: the janitor removes the directory when this process dies without close().
+        self._janitor = JanitorHandle(self._directory)
         user = self.name[:64] or "operator"
         try:
             authority = CertificateAuthority(self._directory / "pki", "ktest-operator-proxy", write_key=False)
@@ -142,6 +148,9 @@ class OperatorProxy:
         if self._directory is not None:
             shutil.rmtree(self._directory, ignore_errors=True)
             self._directory = None
+        janitor, self._janitor = self._janitor, None
+        if janitor is not None:
+            janitor.release()
 
     # ------------------------------------------------------------ resource names
 

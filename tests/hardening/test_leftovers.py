@@ -190,6 +190,7 @@ class KilledRun:
     planes_while_attached: list[Path]  # the run directory while the session was on the daemon's plane
     webhook_dir: Path
     webhook_keys_while_running: list[Path]
+    keys_after_the_session_kill: list[Path]  # in TMPDIR, once the session's janitors were done
     operator_dir: Path
     operator_dir_after_the_kills: bool
     share_dir_after_the_kills: bool
@@ -224,6 +225,10 @@ def killed_run(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iter
         eventually(
             lambda: not webhook_dir.exists(), timeout=30, description=f"the janitor to remove {webhook_dir}"
         )
+        tmpdir = Path(sandbox["TMPDIR"])
+        eventually(lambda: not list(tmpdir.glob("ktest-proxy-*")), timeout=30,
+                   description="the janitor to remove the operator proxy's directory")
+        keys_after_the_session_kill = files_with_key_material(tmpdir)
         os.kill(pid, signal.SIGKILL)
         eventually(lambda: not process_alive(pid), timeout=30, description="the daemon to die")
         eventually(
@@ -234,7 +239,8 @@ def killed_run(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iter
         share_dir = Path(str(record["share"]["control_address"])).parent
         kept = (operator_dir.is_dir(), share_dir.is_dir())
         yield KilledRun(
-            sandbox, pid, share_dir, planes_while_attached, webhook_dir, webhook_keys, operator_dir, *kept,
+            sandbox, pid, share_dir, planes_while_attached, webhook_dir, webhook_keys,
+            keys_after_the_session_kill, operator_dir, *kept,
             down=run_ktest(sandbox, "down"),
         )
     finally:
@@ -355,6 +361,10 @@ def test_kill_9_leaves_no_webhook_key_and_the_operator_log_is_swept(killed_run: 
     assert webhook_dir.parent == operator_dir.parent == tmpdir
     assert killed_run.webhook_keys_while_running, "positive control: the set's key is there while it runs"
     assert not webhook_dir.exists(), "the janitor should have removed the webhook set's directory"
+    assert killed_run.keys_after_the_session_kill == [], (
+        "no key may outlive a SIGKILLed session (its janitors remove the webhook set's and the operator "
+        "proxy's directories), not even until `ktest down`"
+    )
     assert killed_run.operator_dir_after_the_kills, (
         "a SIGKILLed process cannot remove its operator log itself"
     )
