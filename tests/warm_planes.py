@@ -55,12 +55,21 @@ def warm_plane(state_home: Path, k8s_version: str | None) -> Iterator[WarmPlane]
 
 
 @contextmanager
-def shared_for_reuse(plane: ControlPlane, state_home: Path, k8s_version: str | None) -> Iterator[WarmPlane]:
+def shared_for_reuse(
+    plane: ControlPlane,
+    state_home: Path,
+    k8s_version: str | None,
+    *,
+    nodes: int = 0,
+    controllers: tuple[str, ...] = DEFAULT_CONTROLLERS,
+) -> Iterator[WarmPlane]:
     """Record a running plane for reuse under ``state_home``; remove the record on exit.
 
     The record is what ``ktest up``'s daemon writes, with this process as its holder:
     children with ``KTEST_REUSE=1`` and ``XDG_STATE_HOME=state_home`` find it compatible
-    (the same Kubernetes version selector ``k8s_version``, the same controllers) and attach."""
+    (the same Kubernetes version selector ``k8s_version``, the same ``controllers`` as they
+    spell them, the same simulated ``nodes``) and attach. ``controllers`` are the plane's own
+    (ControlPlane's default here), in another spelling at most."""
     # Children installing new CRDs ask through this socket to restart the controllers.
     server = ClusterServer(lambda: BareBackend(plane))
     try:
@@ -74,7 +83,8 @@ def shared_for_reuse(plane: ControlPlane, state_home: Path, k8s_version: str | N
             pid=pid,
             pid_start=process_start_time(pid) or "",
             requested_version=k8s_version,
-            controllers=DEFAULT_CONTROLLERS,  # what both planes here run: ControlPlane's default
+            controllers=controllers,
+            nodes=nodes,
             started_at=time.time(),
             share=dataclasses.replace(share, description=description),
             path=path,

@@ -18,10 +18,11 @@ from the comment right before it (the fence's own info string cannot carry it on
   page's tests sit inside, as a reader's tests sit inside theirs).
 * ``<!-- docs-test: skip REASON -->``: not run; REASON says why (kept rare).
 * no comment: a ``python`` block that defines ``test_...`` functions is a test file of its
-  own; any other ``python`` block becomes the body of a test with the ``cluster`` and
-  ``namespace`` fixtures (a snippet that uses them, or plain Python that starts its own
-  control plane); ``ini``/``toml``/``yaml``/``json`` blocks must parse; ``sh`` blocks may only
-  use commands, subcommands, options, extras and make targets that exist.
+  own; any other ``python`` block becomes the body of a test with those of the ``cluster`` and
+  ``namespace`` fixtures it uses (none for plain Python that starts its own control plane:
+  its child session then starts no other); ``ini``/``toml``/``yaml``/``json`` blocks must
+  parse; ``sh`` blocks may only use commands, subcommands, options, extras and make targets
+  that exist.
 """
 
 from __future__ import annotations

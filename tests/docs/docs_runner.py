@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import symtable
 import sys
 import textwrap
 import time
@@ -161,15 +162,33 @@ def _python_file(block: Block) -> str:
     return f"test_docs_line_{block.line:04d}_snippet.py"
 
 
+SNIPPET_FIXTURES = ("cluster", "namespace")
+"""The plugin's fixtures a snippet may use without defining them."""
+
+
 def _as_test(block: Block) -> Block:
     """A block that is no test file by itself: as is if it defines tests, else the body of a test
-    that gets the plugin's ``cluster`` and ``namespace``."""
+    that gets those of the plugin's ``cluster`` and ``namespace`` it uses (a snippet that starts
+    its own ControlPlane asks for neither, so its child session starts no plane for them)."""
     compile(block.text, block.where, "exec")  # a syntax error names the page and line
     if re.search(r"^(async )?def test_", block.text, re.MULTILINE):
         return block
     body = textwrap.indent(block.text, "    ")
-    text = f"# {block.where}\ndef test_snippet(cluster, namespace):\n{body}"
+    used = _free_names(f"def test_snippet():\n{body}", block.where)
+    fixtures = ", ".join(name for name in SNIPPET_FIXTURES if name in used)
+    text = f"# {block.where}\ndef test_snippet({fixtures}):\n{body}"
     return Block(block.page, block.line, block.language, text)
+
+
+def _free_names(source: str, where: str) -> set[str]:
+    """The names the code of ``source`` reads without assigning them (globals), nested scopes too."""
+    names: set[str] = set()
+    tables = symtable.symtable(source, where, "exec").get_children()
+    while tables:
+        table = tables.pop()
+        names |= {symbol.get_name() for symbol in table.get_symbols() if symbol.is_global()}
+        tables += table.get_children()
+    return names
 
 
 def _write(project: Path, name: str, block: Block) -> None:

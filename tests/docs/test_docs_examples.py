@@ -31,7 +31,7 @@ import pytest
 import yaml
 from docs_blocks import ROOT, Block, blocks, pages
 from docs_runner import CHILD_TIMEOUT, PYTHON, page_blocks, start_page
-from warm_plane import own_plane_reasons
+from warm_plane import own_plane_reasons, plane_asked
 
 sys.path.insert(0, str(ROOT / "docs"))
 import hooks
@@ -71,10 +71,11 @@ def test_page_examples_run(
             problems = list(_shell_problems(block.text))
             assert not problems, f"{block.where}: " + "; ".join(problems)
     # A page that can share a control plane attaches to the session's warm one, as a user's
-    # project attaches to `ktest up`; one that needs its own (own_plane_reasons) starts it.
+    # project attaches to `ktest up` (one with simulated nodes if its ini asks, plane_asked);
+    # one that needs its own (own_plane_reasons) starts it.
     runs_python = any(block.language in PYTHON for block in page_blocks(page, None))
     shares = runs_python and not own_plane_reasons(page)
-    warm = request.getfixturevalue("docs_warm_plane") if shares else None
+    warm = request.getfixturevalue("docs_warm_planes").get(plane_asked(page)) if shares else None
     run = start_page(page, tmp_path / "project", pytestconfig, backend=None, env=warm.env if warm else None)
     if run is None:
         return
@@ -91,8 +92,8 @@ def test_page_examples_run(
         output = run.finish()
         found = re.search(r"^cluster: (.*)$", output, re.MULTILINE)
         cluster = found[1] if found else None
-    if cluster is not None:  # the child used a cluster
-        assert cluster.startswith(warm.plane.attached_header), (
+    if cluster is not None:  # the child used a cluster: this warm plane (its server), no other
+        assert cluster.startswith(f"{warm.plane.attached_header}: {warm.description}"), (
             f"{_page_id(page)}: its child session did not attach to the docs session's warm control plane "
             f"({warm.description}) but used {cluster}: if the page needs one of its own, make "
             f"warm_plane.own_plane_reasons say why.\n{output[-3000:]}"
@@ -300,6 +301,7 @@ def test_pages_that_need_a_control_plane_of_their_own_are_told_apart(
 
 def _check_own_plane_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import warm_plane
+    from warm_plane import PlaneAsked, plane_asked
 
     page = tmp_path / "page.md"
     test = "```python\ndef test_x(cluster, namespace):\n    pass\n```\n"
@@ -312,6 +314,18 @@ def _check_own_plane_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert own_plane_reasons(page) == ["sets KTEST_CONTROLLERS"]
     page.write_text("```python\ndef test_x(control_plane):\n    pass\n```\n")
     assert own_plane_reasons(page) == ["uses control_plane"]
+    # what a warm plane matches, as `ktest up --nodes 3` would: simulated nodes, the default
+    # controllers however the ini spells them; other controllers, or nodes set otherwise, do not
+    nodes = "<!-- docs-test: file=pytest.ini -->\n```ini\n[pytest]\nktest_nodes = 3\n%s```\n"
+    page.write_text(test + nodes % "")
+    assert (own_plane_reasons(page), plane_asked(page)) == ([], PlaneAsked(nodes=3))
+    page.write_text(test + nodes % "ktest_controllers = namespace-controller, garbagecollector\n")
+    spelt = PlaneAsked(nodes=3, controllers=("namespace-controller", "garbagecollector"))
+    assert (own_plane_reasons(page), plane_asked(page)) == ([], spelt)
+    page.write_text(test + nodes % "ktest_controllers = garbagecollector,namespace,job\n")
+    assert own_plane_reasons(page) == ["sets ktest_controllers"]
+    page.write_text("```python\nimport os\nos.environ['KTEST_NODES'] = '3'\n```\n")
+    assert own_plane_reasons(page) == ["sets KTEST_NODES"]
 
     crd = ("<!-- docs-test: file=crd.yaml -->\n```yaml\napiVersion: apiextensions.k8s.io/v1\n"
            "kind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec: {scope: %s}\n```\n")
@@ -323,6 +337,21 @@ def _check_own_plane_reasons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     warm_plane._first_definitions.cache_clear()
     assert [own_plane_reasons(page) for page in (first, same)] == [[], []]
     assert own_plane_reasons(other) == ["defines CRD widgets.example.com unlike a.md"]
+
+
+def test_a_snippet_gets_the_fixtures_it_uses_and_no_other() -> None:
+    """A snippet that starts its own ControlPlane asks for no ``cluster``: its child session then
+    starts no session plane beside it (or attaches to none)."""
+    import docs_runner
+
+    def wrapped(text: str) -> str:
+        block = Block(ROOT / "README.md", 1, "python", text)
+        return docs_runner._as_test(block).text.splitlines()[1]
+
+    assert wrapped("with ControlPlane() as cp:\n    cp.restart()\n") == "def test_snippet():"
+    assert wrapped("cluster.create(obj, namespace=namespace)\n") == "def test_snippet(cluster, namespace):"
+    assert wrapped("check = lambda: cluster.exists(obj)\n") == "def test_snippet(cluster):"
+    assert wrapped("cluster = Cluster(cp.kubeconfig)\ncluster.close()\n") == "def test_snippet():"
 
 
 FAILS_AFTER_ITS_TESTS = '''\

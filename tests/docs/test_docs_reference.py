@@ -1,7 +1,7 @@
 """The documentation site builds strictly, and its reference has an entry for every public name,
 fixture, setting, marker and command, written from the code (docs/hooks.py).
 
-The site is built once per module (``mkdocs build --strict``, what ``make docs`` runs); the
+The site is built once per module (as ``mkdocs build --strict``, what ``make docs`` runs); the
 checks read the built HTML, so an entry counts only if it reached the page.
 """
 
@@ -27,30 +27,58 @@ import hooks
 pytestmark = pytest.mark.xdist_group("docs-site")
 
 
+# The site build, as `mkdocs build --strict` (make docs) runs it; then it prints the fixtures its hooks
+# read from real pytest sessions (bare, kind) for the fixtures page: ``hooks.fixtures()`` is cached, so
+# listing them again starts no second child session.
+BUILD = """
+import json, sys
+from mkdocs.__main__ import cli
+cli.main(["build", "--strict", "--site-dir", sys.argv[1]], standalone_mode=False)
+print("KTEST-FIXTURES " + json.dumps(sys.modules["docs/hooks.py"].fixtures()))
+"""
+
+
+@dataclass(frozen=True)
+class Built:
+    site: Path
+    fixtures: dict[str, dict[str, str]]
+    """``hooks.fixtures()``: every fixture ktest's plugin defines, as the fixtures page lists them."""
+
+
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     # The docs extra (part of dev) brings MkDocs; a packager testing the sdist may not install it.
     pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install 'ktest[docs]')")
     target = tmp_path_factory.mktemp("site")
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(target)],
+        [sys.executable, "-c", BUILD, str(target)],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stderr[-8000:]}"
-    return target
+    lines = [line for line in result.stdout.splitlines() if line.startswith("KTEST-FIXTURES ")]
+    assert lines, f"the build printed no fixtures:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+    return Built(target, json.loads(lines[-1].split(" ", 1)[1]))
+
+
+@pytest.fixture(scope="module")
+def site(built: Built) -> Path:
+    return built.site
 
 
 # In an interpreter of its own: what earlier tests of this process imported (lazy public packages,
 # add-ons) must not change the pages written from the code. (Nor may the site build's: after it,
-# ``ktest.timeline.render`` is the submodule, no longer the function.) The fixtures its hooks read
-# from real pytest sessions (bare, kind) for the fixtures page serve the fixture test too.
+# ``ktest.timeline.render`` is the submodule, no longer the function.) The fixtures page is written
+# from the fixtures the site build listed: a child process of its own listed them, so what the
+# listing interpreter had imported does not matter.
 REFERENCE_CHECK = """
 import json, sys
 sys.path.insert(0, "scripts")
 import reference_pages
+fixtures = json.loads(sys.stdin.read())
+reference_pages.hooks.fixtures = lambda: fixtures
 stale = [str(path) for path in reference_pages.stale_pages(other_python=False)]
-print("KTEST-REFERENCE " + json.dumps({"stale": stale, "fixtures": reference_pages.hooks.fixtures()}))
+print("KTEST-REFERENCE " + json.dumps(stale))
 """
 
 
@@ -63,14 +91,15 @@ class ReferenceCheck:
 
 
 @pytest.fixture(scope="module")
-def reference_check() -> ReferenceCheck:
+def reference_check(built: Built) -> ReferenceCheck:
     result = subprocess.run(
-        [sys.executable, "-c", REFERENCE_CHECK], cwd=ROOT, capture_output=True, text=True, check=True
+        [sys.executable, "-c", REFERENCE_CHECK], cwd=ROOT, capture_output=True, text=True, check=True,
+        input=json.dumps(built.fixtures),
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("KTEST-REFERENCE ")]
     assert lines, f"the check printed no result:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    found = json.loads(lines[-1].split(" ", 1)[1])
-    return ReferenceCheck([Path(path) for path in found["stale"]], found["fixtures"])
+    stale = json.loads(lines[-1].split(" ", 1)[1])
+    return ReferenceCheck([Path(path) for path in stale], built.fixtures)
 
 
 def _ids(page: Path) -> set[str]:

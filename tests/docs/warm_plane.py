@@ -15,7 +15,10 @@ A page stays cold (a control plane of its own, as before) when it uses what a sh
 cannot give (:func:`own_plane_reasons`): settings that shape the control plane, the embedded
 ``control_plane`` fixture or an upgrade, or a CRD another page defines differently (CRDs stay
 installed on a shared plane, and a re-applied schema takes effect some time after the
-install returns).
+install returns). Two settings in a page's ``pytest.ini`` a warm plane can match (:func:`plane_asked`),
+as ``ktest up`` would: ``ktest_nodes = N`` (a second warm plane with N simulated nodes, started on
+the first page asking for it) and ``ktest_controllers`` naming the default controllers (the plane
+is recorded once more with the page's spelling: reuse compares the names as written).
 
 A child whose tests passed may still be finishing (waiting for its namespaces' deletion) while
 the next page runs: the plane waits for it and checks how it ended before it stops
@@ -26,15 +29,20 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
-from docs_blocks import ROOT, pages
+from docs_blocks import ROOT, Block, pages
 from docs_runner import PYTHON, PageRun, page_blocks
-from warm_planes import WarmPlane, warm_plane
+from warm_planes import WarmPlane, shared_for_reuse
+
+from ktest.config import DEFAULT_CONTROLLERS
+from ktest.controller_names import short_name
+from ktest.controlplane import ControlPlane
 
 PLANE_SETTINGS = (
     "apiserver_flags", "feature_gates", "controllers", "backend", "k8s_version", "reuse", "nodes"
@@ -48,11 +56,59 @@ def _setting_forms(name: str) -> tuple[str, ...]:
     return (f"ktest_{name}", f"--ktest-{name.replace('_', '-')}", f"KTEST_{name.upper()}")
 
 
+INI_SETTING = re.compile(
+    r"^[ \t]*(?P<key>ktest_nodes|ktest_controllers)[ \t]*=[ \t]*(?P<value>[\w, -]*?)[ \t]*$", re.MULTILINE
+)
+"""A ``pytest.ini`` line a warm plane can match (one line: a continued value is left to the page)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PlaneAsked:
+    """What a page's ``pytest.ini`` asks of the plane that a warm one can give."""
+
+    nodes: int = 0
+    controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
+    """As the page spells them (the defaults, by their short or long names)."""
+
+
+def _ini_blocks(page: Path) -> list[Block]:
+    return [block for block in page_blocks(page, None)
+            if block.language in ("ini", "cfg") and Path(block.file or "").name == "pytest.ini"]
+
+
+def _matchable(key: str, value: str) -> bool:
+    if key == "ktest_nodes":
+        return value.isdigit()
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    return len(set(names)) == len(names) and sorted(map(short_name, names)) == sorted(DEFAULT_CONTROLLERS)
+
+
+def _unless_matchable(found: re.Match[str]) -> str:
+    return "" if _matchable(found["key"], found["value"]) else found[0]
+
+
+def plane_asked(page: Path) -> PlaneAsked:
+    """The simulated nodes and controllers the page's ``pytest.ini`` asks for, where a warm plane
+    can give them (what it asks otherwise, :func:`own_plane_reasons` says)."""
+    asked: dict[str, Any] = {}
+    for block in _ini_blocks(page):
+        for found in INI_SETTING.finditer(block.text):
+            if _matchable(found["key"], found["value"]):
+                value = found["value"]
+                asked[found["key"].removeprefix("ktest_")] = (
+                    int(value) if found["key"] == "ktest_nodes"
+                    else tuple(name.strip() for name in value.split(",") if name.strip()))
+    return PlaneAsked(**asked)
+
+
 def own_plane_reasons(page: Path) -> list[str]:
     """Why ``page``'s examples need a control plane of their own ([] when they can share one)."""
-    # What the child session runs and reads: the page's Python and its files (not its shell lines).
+    # What the child session runs and reads: the page's Python and its files (not its shell lines),
+    # without the ini lines a warm plane matches (plane_asked).
     project = [block for block in page_blocks(page, None) if block.language in PYTHON or block.file]
-    text = "\n".join(block.text for block in project)
+    ini = _ini_blocks(page)
+    text = "\n".join(INI_SETTING.sub(_unless_matchable, block.text) if block in ini else block.text
+                     for block in project)
     reasons = [f"sets {form}" for name in PLANE_SETTINGS for form in _setting_forms(name)
                if re.search(rf"(?<![\w-]){re.escape(form)}\b", text)]
     reasons += [f"uses {word}" for word in sorted(set(EMBEDDED_PLANE.findall(text)))]
@@ -126,11 +182,43 @@ def finish_children(warm: DocsWarmPlane) -> None:
     assert not failures, "after their tests passed:\n" + "\n\n".join(failures)
 
 
-def docs_warm_plane(state_home: Path, k8s_version: str | None) -> Iterator[DocsWarmPlane]:
-    """The docs session's warm plane; the children still finishing are checked before it stops."""
-    with warm_plane(state_home, k8s_version) as plane:
-        warm = DocsWarmPlane(plane)
-        try:
-            yield warm
-        finally:
-            finish_children(warm)
+@contextmanager
+def _finishing(plane: WarmPlane) -> Iterator[DocsWarmPlane]:
+    """``plane`` for the pages; on exit, the children still finishing are checked."""
+    warm = DocsWarmPlane(plane)
+    try:
+        yield warm
+    finally:
+        finish_children(warm)
+
+
+class DocsWarmPlanes:
+    """The docs session's warm planes, each started (or recorded once more) on the first page
+    asking for it: by simulated nodes one plane each, by controllers' spelling one record each.
+    Each record lives in a state directory of its own (``state_home()``), so a child sees only the
+    one it is pointed at; each plane's children still finishing are checked before it stops."""
+
+    def __init__(self, state_home: Callable[[], Path], k8s_version: str | None) -> None:
+        self._state_home = state_home
+        self._k8s_version = k8s_version
+        self._stack = ExitStack()
+        self._planes: dict[int, ControlPlane] = {}
+        self._shared: dict[PlaneAsked, DocsWarmPlane] = {}
+
+    def get(self, asked: PlaneAsked = PlaneAsked()) -> DocsWarmPlane:
+        """The warm plane recorded as ``asked``: started or recorded now if no page asked before."""
+        if asked not in self._shared:
+            plane = self._planes.get(asked.nodes)
+            if plane is None:
+                plane = self._stack.enter_context(ControlPlane(
+                    self._k8s_version, controllers=DEFAULT_CONTROLLERS, nodes=asked.nodes))
+                self._planes[asked.nodes] = plane
+            record = shared_for_reuse(plane, self._state_home(), self._k8s_version,
+                                      nodes=asked.nodes, controllers=asked.controllers)
+            shared = self._stack.enter_context(record)
+            self._shared[asked] = self._stack.enter_context(_finishing(shared))
+        return self._shared[asked]
+
+    def close(self) -> None:
+        """Check the children still finishing, then remove the records and stop the planes."""
+        self._stack.close()
