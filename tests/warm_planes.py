@@ -61,15 +61,13 @@ def shared_for_reuse(
     k8s_version: str | None,
     *,
     nodes: int = 0,
-    controllers: tuple[str, ...] = DEFAULT_CONTROLLERS,
 ) -> Iterator[WarmPlane]:
     """Record a running plane for reuse under ``state_home``; remove the record on exit.
 
     The record is what ``ktest up``'s daemon writes, with this process as its holder:
     children with ``KTEST_REUSE=1`` and ``XDG_STATE_HOME=state_home`` find it compatible
-    (the same Kubernetes version selector ``k8s_version``, the same ``controllers`` as they
-    spell them, the same simulated ``nodes``) and attach. ``controllers`` are the plane's own
-    (ControlPlane's default here), in another spelling at most."""
+    (the same Kubernetes version selector ``k8s_version``, the same controllers, the same
+    simulated ``nodes``) and attach."""
     # Children installing new CRDs ask through this socket to restart the controllers.
     server = ClusterServer(lambda: BareBackend(plane))
     try:
@@ -83,7 +81,7 @@ def shared_for_reuse(
             pid=pid,
             pid_start=process_start_time(pid) or "",
             requested_version=k8s_version,
-            controllers=controllers,
+            controllers=DEFAULT_CONTROLLERS,  # what the planes here run: ControlPlane's default
             nodes=nodes,
             started_at=time.time(),
             share=dataclasses.replace(share, description=description),

@@ -17,8 +17,8 @@ cannot give (:func:`own_plane_reasons`): settings that shape the control plane, 
 installed on a shared plane, and a re-applied schema takes effect some time after the
 install returns). Two settings in a page's ``pytest.ini`` a warm plane can match (:func:`plane_asked`),
 as ``ktest up`` would: ``ktest_nodes = N`` (a second warm plane with N simulated nodes, started on
-the first page asking for it) and ``ktest_controllers`` naming the default controllers (the plane
-is recorded once more with the page's spelling: reuse compares the names as written).
+the first page asking for it) and ``ktest_controllers`` naming the default controllers, by their
+short or long names (reuse matches either).
 
 A child whose tests passed may still be finishing (waiting for its namespaces' deletion) while
 the next page runs: the plane waits for it and checks how it ended before it stops
@@ -67,8 +67,6 @@ class PlaneAsked:
     """What a page's ``pytest.ini`` asks of the plane that a warm one can give."""
 
     nodes: int = 0
-    controllers: tuple[str, ...] = DEFAULT_CONTROLLERS
-    """As the page spells them (the defaults, by their short or long names)."""
 
 
 def _ini_blocks(page: Path) -> list[Block]:
@@ -88,17 +86,15 @@ def _unless_matchable(found: re.Match[str]) -> str:
 
 
 def plane_asked(page: Path) -> PlaneAsked:
-    """The simulated nodes and controllers the page's ``pytest.ini`` asks for, where a warm plane
-    can give them (what it asks otherwise, :func:`own_plane_reasons` says)."""
-    asked: dict[str, Any] = {}
+    """The simulated nodes the page's ``pytest.ini`` asks for, where a warm plane can give them
+    (what it asks otherwise, :func:`own_plane_reasons` says; the default controllers, however
+    spelt, any warm plane gives)."""
+    asked = PlaneAsked()
     for block in _ini_blocks(page):
         for found in INI_SETTING.finditer(block.text):
-            if _matchable(found["key"], found["value"]):
-                value = found["value"]
-                asked[found["key"].removeprefix("ktest_")] = (
-                    int(value) if found["key"] == "ktest_nodes"
-                    else tuple(name.strip() for name in value.split(",") if name.strip()))
-    return PlaneAsked(**asked)
+            if found["key"] == "ktest_nodes" and _matchable(found["key"], found["value"]):
+                asked = PlaneAsked(nodes=int(found["value"]))
+    return asked
 
 
 def own_plane_reasons(page: Path) -> list[str]:
@@ -193,28 +189,23 @@ def _finishing(plane: WarmPlane) -> Iterator[DocsWarmPlane]:
 
 
 class DocsWarmPlanes:
-    """The docs session's warm planes, each started (or recorded once more) on the first page
-    asking for it: by simulated nodes one plane each, by controllers' spelling one record each.
-    Each record lives in a state directory of its own (``state_home()``), so a child sees only the
-    one it is pointed at; each plane's children still finishing are checked before it stops."""
+    """The docs session's warm planes, each started on the first page asking for it: one for each
+    number of simulated nodes. Each record lives in a state directory of its own (``state_home()``),
+    so a child sees only the one it is pointed at; each plane's children still finishing are checked
+    before it stops."""
 
     def __init__(self, state_home: Callable[[], Path], k8s_version: str | None) -> None:
         self._state_home = state_home
         self._k8s_version = k8s_version
         self._stack = ExitStack()
-        self._planes: dict[int, ControlPlane] = {}
         self._shared: dict[PlaneAsked, DocsWarmPlane] = {}
 
     def get(self, asked: PlaneAsked = PlaneAsked()) -> DocsWarmPlane:
-        """The warm plane recorded as ``asked``: started or recorded now if no page asked before."""
+        """The warm plane recorded as ``asked``: started now if no page asked before."""
         if asked not in self._shared:
-            plane = self._planes.get(asked.nodes)
-            if plane is None:
-                plane = self._stack.enter_context(ControlPlane(
-                    self._k8s_version, controllers=DEFAULT_CONTROLLERS, nodes=asked.nodes))
-                self._planes[asked.nodes] = plane
-            record = shared_for_reuse(plane, self._state_home(), self._k8s_version,
-                                      nodes=asked.nodes, controllers=asked.controllers)
+            plane = self._stack.enter_context(ControlPlane(
+                self._k8s_version, controllers=DEFAULT_CONTROLLERS, nodes=asked.nodes))
+            record = shared_for_reuse(plane, self._state_home(), self._k8s_version, nodes=asked.nodes)
             shared = self._stack.enter_context(record)
             self._shared[asked] = self._stack.enter_context(_finishing(shared))
         return self._shared[asked]

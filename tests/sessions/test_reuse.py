@@ -136,3 +136,20 @@ def test_stale_and_incompatible_records_are_passed_over_and_a_fresh_plane_starte
     conflict = ktest("up", "--controllers=none", "--name=warm")
     assert conflict.returncode == 2, conflict.stderr
     assert "already runs with other settings" in conflict.stderr
+
+
+@pytest.mark.parametrize("asked", [("garbage-collector-controller", "namespace-controller"),
+                                   ("namespace", "garbagecollector")])
+def test_a_warm_plane_matches_controllers_by_their_short_or_long_names(asked: tuple[str, ...]) -> None:
+    """A project whose ini spells the controllers as kube-controller-manager does attaches to the
+    `ktest up` plane started with their short names (the same controllers), and gets the same
+    fingerprint; other controllers still do not match."""
+    from ktest.backends.bare.reuse import UpRecord, fingerprint
+    from ktest.config import Settings
+
+    record = UpRecord(name="default", pid=1, pid_start="", requested_version=None,
+                      controllers=("garbagecollector", "namespace"), started_at=0.0,
+                      share=None, path=Path("default.json"))  # type: ignore[arg-type]
+    assert record.compatible_with(Settings(controllers=asked))
+    assert fingerprint(None, asked) == record.fingerprint
+    assert not record.compatible_with(Settings(controllers=("garbage-collector-controller",)))

@@ -33,6 +33,7 @@ from ktest.backends.state import state_directory as backend_state_directory
 from ktest.base.process import end_popen
 from ktest.base.procfs import Holder, private_directory, write_private_file
 from ktest.config import Settings
+from ktest.controller_names import short_name
 from ktest.errors import ConfigError, ControlPlaneError
 from ktest.sessions.backend import ClusterShare
 
@@ -51,11 +52,17 @@ def state_directory(env: Mapping[str, str] | None = None) -> Path:
 
 def fingerprint(requested_version: str | None, controllers: Sequence[str], nodes: int = 0) -> str:
     """A short hash of the settings a warm control plane must share with a test run."""
-    asked: dict[str, Any] = {"version": requested_version or "latest", "controllers": sorted(controllers)}
+    asked: dict[str, Any] = {"version": requested_version or "latest"}
+    asked["controllers"] = _same_names(controllers)
     if nodes:
         asked["nodes"] = nodes
     text = json.dumps(asked)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _same_names(controllers: Sequence[str]) -> list[str]:
+    """``garbage-collector-controller`` and ``garbagecollector`` alike, sorted."""
+    return sorted(short_name(name) for name in controllers)
 
 
 @dataclass(frozen=True)
@@ -126,8 +133,9 @@ class UpRecord:
         return f"its API server {_server(self.share)} does not answer /readyz"
 
     def compatible_with(self, settings: Settings) -> bool:
-        """Same controllers and simulated nodes, and the version the settings ask for."""
-        if tuple(sorted(self.controllers)) != tuple(sorted(settings.controllers)):
+        """Same controllers (by their short or long names) and simulated nodes, and the version the
+        settings ask for."""
+        if _same_names(self.controllers) != _same_names(settings.controllers):
             return False
         if self.nodes != (getattr(settings, "nodes", None) or 0):
             return False
