@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from timeline_browser import TimelinePage, chromium_path, missing_browser, timeline_page
 from timeline_runs import InnerRun, inner_environment, read_junit
+from warm_planes import WarmPlane
 
 FAILING_SUITE = Path(__file__).resolve().parent / "failing_suite"
 # The inner suite is run by ``failing_timelines`` only, never collected by the outer run.
@@ -36,8 +37,12 @@ def browser() -> Iterator[TimelinePage]:
 
 
 @pytest.fixture(scope="session")
-def failing_timelines(tmp_path_factory: pytest.TempPathFactory, binary_cache: Path) -> InnerRun:
-    """Run ``failing_suite/`` once with ``--ktest-timeline on-failure``; its timelines."""
+def failing_timelines(
+    tmp_path_factory: pytest.TempPathFactory, binary_cache: Path, inner_warm_plane: WarmPlane
+) -> InnerRun:
+    """Run ``failing_suite/`` once with ``--ktest-timeline on-failure``; its timelines. It attaches
+    to the worker's warm plane, as a user's run attaches to ``ktest up``: its tests' timelines are
+    of their operators and objects, which any plane shows alike."""
     base = tmp_path_factory.mktemp("failing-suite")
     suite = base / "suite"
     shutil.copytree(FAILING_SUITE, suite, ignore=shutil.ignore_patterns("__pycache__"))
@@ -64,7 +69,7 @@ def failing_timelines(tmp_path_factory: pytest.TempPathFactory, binary_cache: Pa
     completed = subprocess.run(
         command,
         cwd=suite,
-        env=inner_environment(base / "state", binary_cache),
+        env={**inner_environment(base / "state", binary_cache), **inner_warm_plane.env},
         capture_output=True,
         text=True,
         timeout=INNER_RUN_TIMEOUT,
@@ -73,6 +78,9 @@ def failing_timelines(tmp_path_factory: pytest.TempPathFactory, binary_cache: Pa
     output = completed.stdout + completed.stderr
     assert junit.is_file(), (
         f"the inner run wrote no JUnit report (exit {completed.returncode}):\n{output[-6000:]}"
+    )
+    assert f"cluster: {inner_warm_plane.attached_header}" in output, (
+        f"the inner run did not attach to the worker's warm plane:\n{output[-3000:]}"
     )
     outcomes, timelines = read_junit(junit)
     return InnerRun({name: suite / path for name, path in timelines.items()}, outcomes, output)
