@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from inner_runs import printed
+from plugin_planes import FLAGS_TEST, NO_CONTROLLERS_SESSION, assert_passed, shared_run
 
 from ktest.config import apiserver_arguments, check_apiserver_flags, resolve_settings
 from ktest.errors import ConfigError
@@ -83,26 +85,20 @@ def test_checked_against_the_binarys_own_flag_list(apiserver: tuple[Path, str], 
     assert expected in str(raised.value)
 
 
-RUN = """
-from pathlib import Path
-
-def test_flags_reach_the_api_server(control_plane):
-    pid = control_plane.processes()["kube-apiserver"].pid
-    arguments = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\\0")
-    print("ARGS", [a for a in arguments if a.startswith(("--event-ttl", "--feature-gates"))])
-"""
-
-
-def test_plugin_starts_the_api_server_with_them(pytester: pytest.Pytester, inner_env: dict) -> None:
-    pytester.makepyfile(RUN)
-    result = pytester.runpytest_inprocess("-s", "--ktest-apiserver-flag=--event-ttl=2h",
-                                          "--ktest-feature-gates=AllAlpha=false", "--ktest-controllers=none")
-    result.assert_outcomes(passed=1)
-    assert "ARGS ['--event-ttl=2h', '--feature-gates=AllAlpha=false']" in result.stdout.str()
+@NO_CONTROLLERS_SESSION.group
+def test_plugin_starts_the_api_server_with_them(
+    pytester: pytest.Pytester, pytestconfig: pytest.Config, inner_env: dict
+) -> None:
+    """In plugin_planes.py's ``NO_CONTROLLERS_SESSION`` (``--ktest-apiserver-flag=--event-ttl=2h``,
+    ``--ktest-feature-gates=AllAlpha=false``)."""
+    result = shared_run(pytester, pytestconfig, NO_CONTROLLERS_SESSION)
+    assert_passed(result, "test_flags_reach_the_api_server")
+    # the API server's own command line: the flag and the feature gates, as given
+    assert printed(result, "ARGS ") == ["['--event-ttl=2h', '--feature-gates=AllAlpha=false']"]
 
 
 def test_plugin_refuses_an_unknown_flag_before_starting(pytester: pytest.Pytester, inner_env: dict) -> None:
-    pytester.makepyfile(RUN)
+    pytester.makepyfile(FLAGS_TEST)
     result = pytester.runpytest_inprocess("--ktest-apiserver-flag=--no-such-flagz=1")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(

@@ -1,78 +1,42 @@
-"""Backend bare: the inner run starts (and stops) its own embedded control plane."""
+"""Backend bare: the inner run starts (and stops) its own embedded control plane.
+
+Both sessions are plugin_planes.py's, shared with other modules: ``LONG_NAMES_SESSION`` (with
+test_plugin_controllers_gate.py, whose test only reads the plane) and ``NO_CONTROLLERS_SESSION``
+(with test_plugin_min_k8s_on_bare.py and test_plugin_apiserver_flags.py, whose tests open no
+namespace and only read the plane)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from builders import crd_yaml
-from inner_runs import GC_OF_NEW_KIND_TEST, printed
+from inner_runs import printed
+from plugin_planes import LONG_NAMES_SESSION, NO_CONTROLLERS_SESSION, assert_passed, outcomes, shared_run
 
 pytestmark = pytest.mark.own_plane("the bare backend's own plane: its users, components and their report")
 
 
-FIXTURES_TESTS = """
-import pytest
-from kubernetes.client.exceptions import ApiException
-from ktest.wait import eventually
-
-def test_control_plane(cluster, control_plane, namespace):
-    print("DIR", control_plane.directory)
-    assert cluster.server == control_plane.server
-    assert cluster.version == control_plane.version
-    assert control_plane.controllers == {"garbage-collector-controller", "namespace-controller"}
-    assert cluster.gc_available and cluster.namespace_controller_available
-
-def test_users_get_rbac(cluster, namespace):
-    alice = cluster.user("alice", ["devs"])
-    with pytest.raises(ApiException) as denied:
-        alice.list("v1", "ConfigMap", namespace)
-    assert denied.value.status == 403
-    rbac = "rbac.authorization.k8s.io"
-    cluster.apply({"apiVersion": rbac + "/v1", "kind": "Role",
-                   "metadata": {"name": "cm-reader", "namespace": namespace},
-                   "rules": [{"apiGroups": [""], "resources": ["configmaps"],
-                              "verbs": ["get", "list", "watch"]}]})
-    cluster.apply({"apiVersion": rbac + "/v1", "kind": "RoleBinding",
-                   "metadata": {"name": "devs-read", "namespace": namespace},
-                   "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "cm-reader"},
-                   "subjects": [{"apiGroup": rbac, "kind": "Group", "name": "devs"}]})
-
-    def alice_can_list():  # RBAC sees the new binding a moment later
-        try:
-            return alice.list("v1", "ConfigMap", namespace) == []
-        except ApiException as error:
-            raise AssertionError(f"still {error.status}") from None
-
-    eventually(alice_can_list)
-
-def test_the_cluster_knows_they_run(cluster, namespace):
-    assert cluster.gc_available and cluster.namespace_controller_available
-"""
-
-DIES_LAST = """
-def test_zz_controller_manager_dies(control_plane):
-    control_plane.processes()["kube-controller-manager"].kill()
-    assert False, "operator stopped making progress"
-"""
-
-
+@LONG_NAMES_SESSION.group
 def test_bare_backend_fixtures_users_and_dead_component_report(
-    pytester: pytest.Pytester, inner_env: dict
+    pytester: pytest.Pytester, pytestconfig: pytest.Config, inner_env: dict
 ) -> None:
     """One session of the bare backend: its fixtures, users and the report of a component that
-    died. Its controllers are given by their long names, which count as running:
+    died (its last test). Its controllers are given by their long names, which count as running:
     ``garbage-collector-controller`` is the garbage collector (restarted after new CRDs, so a new
     kind's children are collected at once), ``namespace-controller`` empties namespaces. (The
-    default controllers' names: test_plugin_controllers_gate.py.)"""
-    gc_test = GC_OF_NEW_KIND_TEST.format(crd=crd_yaml("gc.example.com", "Sprocket"))
-    pytester.makepyfile(FIXTURES_TESTS + gc_test + DIES_LAST)
-    # The last test kills the namespace controller: the earlier namespaces must be gone by then.
-    result = pytester.runpytest_inprocess(
-        "-s", "--ktest-namespace-deletion=wait",
-        "--ktest-controllers=garbage-collector-controller,namespace-controller", "-W", "default",
+    default controllers' names: tests/nodes/test_plugin_nodes.py.)"""
+    result = shared_run(pytester, pytestconfig, LONG_NAMES_SESSION)
+    assert_passed(
+        result,
+        "test_control_plane",
+        "test_users_get_rbac",
+        "test_the_cluster_knows_they_run",
+        "test_children_of_a_kind_installed_here_are_collected",
     )
-    result.assert_outcomes(passed=4, failed=1)
+    died = outcomes(result, "test_zz_controller_manager_dies")
+    assert died == {"setup": "passed", "call": "failed", "teardown": "passed"}, (
+        f"the test killing the controller manager: {died}\n{result.stdout.str()}"
+    )
     result.stdout.fnmatch_lines(
         [
             "*ktest: kube-controller-manager died; last lines of its log*",
@@ -85,19 +49,13 @@ def test_bare_backend_fixtures_users_and_dead_component_report(
     assert "NamespaceCleanupWarning" not in result.stdout.str()  # namespace-controller emptied them
 
 
-def test_bare_without_controllers(pytester: pytest.Pytester, inner_env: dict) -> None:
-    pytester.makepyfile(
-        """
-        def test_one(cluster, control_plane, namespace):
-            assert control_plane.controllers == frozenset()
-            assert not cluster.namespace_controller_available
-
-        def test_two(namespace):
-            pass
-        """
-    )
-    result = pytester.runpytest_inprocess("--ktest-controllers=none")
-    result.assert_outcomes(passed=2)
-    # Namespaces cannot finish deleting without the namespace controller: said once, not per test.
+@NO_CONTROLLERS_SESSION.group
+def test_bare_without_controllers(
+    pytester: pytest.Pytester, pytestconfig: pytest.Config, inner_env: dict
+) -> None:
+    """``--ktest-controllers=none``: no controller runs, and the namespaces left Terminating are
+    said once for the session (its two tests opening one each), not per test."""
+    result = shared_run(pytester, pytestconfig, NO_CONTROLLERS_SESSION)
+    assert_passed(result, "test_no_controller_runs", "test_a_second_namespace")
     assert result.stdout.str().count("NamespaceCleanupWarning: namespace ") == 1
     result.stdout.fnmatch_lines(["*left Terminating: no namespace controller runs on this cluster*"])

@@ -5,6 +5,7 @@ minor version, or the one ``latest`` resolves to."""
 from __future__ import annotations
 
 import pytest
+from plugin_planes import ALLOWED_TESTS, NO_CONTROLLERS_SESSION, assert_passed, shared_run
 
 from ktest.assets.selectors import KubeVersion
 
@@ -17,18 +18,6 @@ import pytest
 @pytest.mark.ktest_min_k8s("{too_new}")
 def test_from_the_future(cluster):
     print("RAN future")
-"""
-
-ALLOWED = """
-import pytest
-
-@pytest.mark.ktest_min_k8s("1.20")
-def test_old_enough():
-    print("RAN old_enough")
-
-@pytest.mark.ktest_min_k8s("1.20")
-def test_old_enough_on_the_cluster(cluster):
-    print("RAN on", cluster.version)
 """
 
 
@@ -57,15 +46,19 @@ def test_a_test_for_a_newer_version_is_skipped_without_a_control_plane(
     result.stdout.no_fnmatch_line("*cluster: *")  # the ktest summary names a cluster once one was opened
 
 
+@NO_CONTROLLERS_SESSION.group
 def test_a_test_the_version_allows_still_runs(
-    pytester: pytest.Pytester, inner_env: dict, installed: KubeVersion
+    pytester: pytest.Pytester, pytestconfig: pytest.Config, inner_env: dict, installed: KubeVersion
 ) -> None:
-    pytester.makepyfile(ALLOWED)
+    """Without a test that needs a cluster none is started; with one, the cluster started runs
+    the version the settings named (on plugin_planes.py's ``NO_CONTROLLERS_SESSION``, where its
+    tests come first: those of test_plugin_apiserver_flags.py and test_plugin_bare.py after them)."""
+    pytester.makepyfile(ALLOWED_TESTS)
     result = pytester.runpytest_inprocess("--strict-markers", "-rs", "-s", "--ktest-controllers=none",
                                           "-k", "not on_the_cluster")
     result.assert_outcomes(passed=1, deselected=1)
     result.stdout.fnmatch_lines(["*RAN old_enough*"])
     result.stdout.no_fnmatch_line("*cluster: *")  # nothing needed a cluster, and none was started
-    result = pytester.runpytest_inprocess("--strict-markers", "-rs", "-s", "--ktest-controllers=none")
-    result.assert_outcomes(passed=2)
+    result = shared_run(pytester, pytestconfig, NO_CONTROLLERS_SESSION)
+    assert_passed(result, "test_old_enough", "test_old_enough_on_the_cluster")
     result.stdout.fnmatch_lines(["*RAN old_enough*", f"*RAN on {installed.text}*", "cluster: *"])
