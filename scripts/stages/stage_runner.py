@@ -75,7 +75,7 @@ class Run:
             stderr=subprocess.STDOUT if sink else None,
             env={**self.env, **job.env},
             start_new_session=True,
-            preexec_fn=lambda: lower_priority(job.niceness, job.io_class),
+            preexec_fn=lambda: prepare_child(job.niceness, job.io_class),
         )
         if sink:
             sink.close()
@@ -138,8 +138,16 @@ def reap_with_cpu(process: subprocess.Popen[bytes]) -> tuple[int, float] | None:
 AUTOGROUP = Path("/proc/self/autogroup")
 
 
+def prepare_child(niceness: int, io_class: int) -> None:
+    """In the child before exec: Ctrl-C's default, so that a stopped job's pytest gets its
+    KeyboardInterrupt (a shell without job control starts a background command, e.g. a CI step's
+    ``make test &``, with SIGINT ignored, and Python then leaves it ignored); then its priority."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    lower_priority(niceness, io_class)
+
+
 def lower_priority(niceness: int, io_class: int) -> None:
-    """In the child before exec: its CPU niceness and (via ionice) I/O class.
+    """Its CPU niceness and (via ionice) I/O class.
 
     Each job runs in a session of its own, and where the kernel groups sessions for scheduling
     (``kernel.sched_autogroup_enabled``) a process's niceness only weighs against its own session:

@@ -6,13 +6,16 @@ a pytest stage there hands the runner what a real pytest session, run in this pr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -206,25 +209,46 @@ def test_the_table_counts_the_cpu_of_a_jobs_descendants(tmp_path: Path) -> None:
     assert re.search(total, table, re.MULTILINE), table
 
 
+@contextlib.contextmanager
+def ignored_sigint() -> Iterator[None]:
+    """SIGINT ignored in this process, as in a background command of a script (the runner's jobs
+    inherit that unless it undoes it for them)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_a_failed_job_stops_the_running_ones_and_fails_with_its_status_and_log(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Only named on the sleeper's command line, to find it there: a token unique to this test.
     marker = Path(f"sleeper-marker-{uuid.uuid4().hex}")
-    cleaned = tmp_path / "sleeper-cleaned-up"
-    # A stage stopped as by Ctrl-C runs its teardowns (pytest's finalizers run on KeyboardInterrupt)
-    sleeper = _job("sleeper", f"import os, pathlib, time\ntry:\n    time.sleep(120); {str(marker)!r}\n"
-                              "except KeyboardInterrupt:\n    pathlib.Path(os.environ['CLEANED']).touch()",
-                   env={"CLEANED": str(cleaned)})
-    failing = _job("failing", "import sys; print('the floors broke'); sys.exit(3)", after=())
+    env = {"READY": str(tmp_path / "sleeper-ready"), "CLEANED": str(tmp_path / "sleeper-cleaned-up")}
+    # A stage stopped as by Ctrl-C runs its teardowns (pytest's finalizers run on KeyboardInterrupt),
+    # even when the runner itself was started with SIGINT ignored (a background job of a script).
+    sleeper = _job("sleeper", "import os, pathlib, time\n"
+                              "try:\n"
+                              "    pathlib.Path(os.environ['READY']).touch()\n"
+                              f"    time.sleep(120); {str(marker)!r}\n"
+                              "except KeyboardInterrupt:\n"
+                              "    pathlib.Path(os.environ['CLEANED']).touch()", env=env)
+    # it fails once the sleeper is in its try block (a file it writes: its readiness, not a delay)
+    failing = _job("failing", "import os, pathlib, sys, time\n"
+                              "for _ in range(3000):\n"
+                              "    if pathlib.Path(os.environ['READY']).exists(): break\n"
+                              "    time.sleep(0.01)\n"
+                              "print('the floors broke'); sys.exit(3)", after=(), env=env)
     never = _job("never", "print('ran after a failure')", after=("failing",))
-    assert run([sleeper, failing, never], tmp_path / "out", dict(os.environ)) == 3
+    with ignored_sigint():
+        assert run([sleeper, failing, never], tmp_path / "out", dict(os.environ)) == 3
     out, err = capsys.readouterr()
     assert "the floors broke" in out
     assert "failing failed with status 3" in err
     assert not (tmp_path / "out" / "never.log").exists()
     assert live_processes_using(marker) == []
-    assert cleaned.exists(), "the running stage was not interrupted first (its teardown did not run)"
+    assert Path(env["CLEANED"]).exists(), "the running stage was not interrupted first (no teardown ran)"
 
 
 SAMPLE = """
