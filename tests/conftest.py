@@ -69,10 +69,17 @@ def k8s_assets(pytestconfig: pytest.Config) -> Assets:
 
 
 @pytest.fixture(scope="session")
-def plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
-    """The session's control plane (etcd, kube-apiserver, kube-controller-manager)."""
+def session_plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
+    """The session's control plane (etcd, kube-apiserver, kube-controller-manager), under a name no
+    folder overrides: what ``inner_warm_plane`` shares, whichever folder's test asks first."""
     with ControlPlane(assets=k8s_assets) as cp:
         yield cp
+
+
+@pytest.fixture(scope="session")
+def plane(session_plane: ControlPlane) -> ControlPlane:
+    """The plane a folder's tests use: the session's, unless the folder overrides it."""
+    return session_plane
 
 
 @pytest.fixture(scope="session")
@@ -107,13 +114,13 @@ def binary_cache() -> Path:
 
 @pytest.fixture(scope="session")
 def inner_warm_plane(
-    plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+    session_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
 ) -> Iterator[WarmPlane]:
     """The session's plane, shared for the inner sessions of this worker to attach to (with the
     default controllers and version: what an inner session gets when its settings do not say
     otherwise; asked for by ``inner_env`` before ``pytester`` points HOME elsewhere)."""
     version = pytestconfig.getoption("--ktest-k8s-version", default=None)
-    with shared_for_reuse(plane, tmp_path_factory.mktemp("inner-warm-state"), version) as warm:
+    with shared_for_reuse(session_plane, tmp_path_factory.mktemp("inner-warm-state"), version) as warm:
         yield warm
 
 

@@ -114,9 +114,8 @@ TEARDOWN_TEST = textwrap.dedent(
 def folders_plane_for_reuse(
     plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
 ) -> Iterator[WarmPlane]:
-    """This folder's plane, recorded for reuse in a state directory of its own (as tests/conftest.py's
-    ``inner_warm_plane`` records the worker's plane; not that one: made here of this folder's plane,
-    without controllers, it would serve every later inner session of the worker). As long-lived as
+    """This folder's plane (without controllers), recorded for reuse in a state directory of its own
+    (tests/conftest.py's ``inner_warm_plane`` records the session's plane instead). As long-lived as
     the plane: closing the record's server stops the plane it serves. The record names the default
     controllers, which an inner session asks for; the test below needs none."""
     version = pytestconfig.getoption("--ktest-k8s-version", default=None)
