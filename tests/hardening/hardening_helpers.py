@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import stat
 import subprocess
 from pathlib import Path
 
@@ -76,3 +77,20 @@ def sandbox_env(tmp_path: Path, assets_directory: Path) -> dict[str, str]:
 def run_ktest(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """``python -m ktest ARGS`` in ``env``; its result, whatever the exit code."""
     return run_ktest_cli(*args, env=env, timeout=timeout)
+
+
+def loose_modes(root: Path, *, include_root: bool = True) -> list[str]:
+    """Every path under ``root`` (itself too, unless the test made it) whose mode gives group or
+    others any access."""
+    found = []
+    paths = [root] if include_root else []
+    for directory, subdirectories, files in os.walk(root):
+        paths += [Path(directory) / name for name in [*subdirectories, *files]]
+    assert len(paths) > int(include_root), f"nothing under {root}: the walk saw nothing to check"
+    for path in paths:
+        mode = os.lstat(path).st_mode
+        if stat.S_ISLNK(mode):
+            continue
+        if stat.S_IMODE(mode) & 0o077:
+            found.append(f"{oct(stat.S_IMODE(mode))} {path}")
+    return found

@@ -1,6 +1,7 @@
 """Everything ktest writes is private to the user: directories 0700,
 files (and sockets) 0600 or stricter, whatever the umask, in a started control
-plane's directory, the `ktest up` state and its daemon's directories, and a
+plane's directory, the `ktest up` state and its daemon's directories (checked on
+test_leftovers.py's daemon, ``test_ktest_up_state_and_daemon_files_are_private``), and a
 webhook set's directory.
 
 Was: ``certs/`` and ``logs/`` created 0755 (``mkdir(parents=True)`` gives parents the
@@ -8,37 +9,17 @@ umask's mode), certificates, logs, owner files 0644, the `ktest up` state 0755/0
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hardening_helpers import run_ktest, sandbox_env
+from hardening_helpers import loose_modes
 
 from ktest.assets.bundle import Assets
-from ktest.base.procfs import process_alive
 from ktest.controlplane import ControlPlane
-
-
-def loose_modes(root: Path, *, include_root: bool = True) -> list[str]:
-    """Every path under ``root`` (itself too, unless the test made it) whose mode gives group or
-    others any access."""
-    found = []
-    paths = [root] if include_root else []
-    for directory, subdirectories, files in os.walk(root):
-        paths += [Path(directory) / name for name in [*subdirectories, *files]]
-    assert len(paths) > int(include_root), f"nothing under {root}: the walk saw nothing to check"
-    for path in paths:
-        mode = os.lstat(path).st_mode
-        if stat.S_ISLNK(mode):
-            continue
-        if stat.S_IMODE(mode) & 0o077:
-            found.append(f"{oct(stat.S_IMODE(mode))} {path}")
-    return found
 
 
 @pytest.fixture
@@ -114,31 +95,6 @@ def test_a_webhook_sets_directory_is_private(assets: Assets, plane: ControlPlane
 
 
 @pytest.mark.slow
-def test_ktest_up_state_and_daemon_files_are_private(assets: Assets, tmp_path: Path) -> None:
-    """Then ``ktest down`` stops the live daemon and says so: the positive control of
-    test_leftovers.py's ``ktest down`` after a killed daemon (one `ktest up` for both)."""
-    env = sandbox_env(tmp_path, assets.directory)
-    up = run_ktest(env, "up", "--controllers", "none")
-    pid = None
-    try:
-        assert up.returncode == 0, up.stderr
-        state = tmp_path / "state" / "ktest"
-        assert (state / "up" / "default.json").is_file() and (state / "up" / "default.log").is_file()
-        pid = int(json.loads((state / "up" / "default.json").read_text())["pid"])
-        problems = loose_modes(state)
-        for made_by_the_test in (tmp_path / "run", tmp_path / "tmp"):  # the daemon's run and share dirs
-            problems += loose_modes(made_by_the_test, include_root=False)
-        assert problems == []
-    finally:
-        down = run_ktest(env, "down")
-        left_running = pid is not None and process_alive(pid)
-        if pid is not None and left_running:
-            os.kill(pid, signal.SIGKILL)  # what ktest down should have stopped: the test fails below
-    assert down.returncode == 0, down.stderr
-    assert f"stopped 'default' (pid {pid})" in down.stderr, down.stderr
-    assert not left_running, "ktest down left the daemon running"
-
-
 def test_an_older_state_directory_is_made_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A state directory an older ktest created 0755 becomes 0700 at the next write."""
     from ktest.backends.bare import reuse

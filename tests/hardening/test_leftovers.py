@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from cli_runs import pytest_command
-from hardening_helpers import files_with_key_material, run_ktest, sandbox_env
+from hardening_helpers import files_with_key_material, loose_modes, run_ktest, sandbox_env
 
 from ktest.assets.bundle import Assets
 from ktest.base import holders
@@ -190,6 +190,7 @@ class KilledRun:
     planes_while_attached: list[Path]  # the run directory while the session was on the daemon's plane
     webhook_dir: Path
     webhook_keys_while_running: list[Path]
+    up_files_readable_by_others: list[str]  # the state and the daemon's directories, right after `ktest up`
     keys_after_the_session_kill: list[Path]  # in TMPDIR, once the session's janitors were done
     operator_dir: Path
     operator_dir_after_the_kills: bool
@@ -213,6 +214,9 @@ def killed_run(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iter
     assert up.returncode == 0, up.stderr
     record = json.loads((Path(sandbox["XDG_STATE_HOME"]) / "ktest" / "up" / "default.json").read_text())
     pid = int(record["pid"])
+    up_files = loose_modes(Path(sandbox["XDG_STATE_HOME"]) / "ktest")
+    for made_by_the_test in (run_dir, Path(sandbox["TMPDIR"])):  # the daemon's run and share directories
+        up_files += loose_modes(made_by_the_test, include_root=False)
     child: subprocess.Popen[str] | None = None
     try:
         child, line = start_child({**sandbox, "KTEST_REUSE": "1"}, "webhooks")
@@ -239,7 +243,7 @@ def killed_run(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iter
         share_dir = Path(str(record["share"]["control_address"])).parent
         kept = (operator_dir.is_dir(), share_dir.is_dir())
         yield KilledRun(
-            sandbox, pid, share_dir, planes_while_attached, webhook_dir, webhook_keys,
+            sandbox, pid, share_dir, planes_while_attached, webhook_dir, webhook_keys, up_files,
             keys_after_the_session_kill, operator_dir, *kept,
             down=run_ktest(sandbox, "down"),
         )
@@ -252,9 +256,16 @@ def killed_run(assets: Assets, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 @KILLED_RUN
+def test_ktest_up_state_and_daemon_files_are_private(killed_run: KilledRun) -> None:
+    """The `ktest up` record and log, and the daemon's run and share directories: 0700 and 0600.
+    Was: the state 0755/0644."""
+    assert killed_run.up_files_readable_by_others == []
+
+
+@KILLED_RUN
 def test_ktest_down_after_the_daemon_was_killed(killed_run: KilledRun) -> None:
     """Its positive control (``ktest down`` stops a live daemon and says "stopped 'default' (pid N)")
-    ends test_file_modes.py's `ktest up` test, on the daemon that test started: one plane fewer."""
+    is tests/sessions/test_reuse.py's ``test_up_attach_twice_then_down``."""
     sandbox, pid, share_dir = killed_run.sandbox, killed_run.pid, killed_run.share_dir
     assert share_dir.parent == Path(sandbox["TMPDIR"]), share_dir
     assert killed_run.share_dir_after_the_kills, (

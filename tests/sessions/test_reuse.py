@@ -83,6 +83,7 @@ def test_up_attach_twice_then_down(pytester: pytest.Pytester, state: Path) -> No
 
     stopped = ktest("down")
     assert stopped.returncode == 0, stopped.stderr
+    assert f"stopped 'default' (pid {record.pid})" in stopped.stderr, stopped.stderr
     assert not record.daemon_alive()
     assert not Path(record.share.directory or "").exists()
     assert not (state / "default.json").exists()
