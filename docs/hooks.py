@@ -148,31 +148,43 @@ def markers_markdown() -> str:
 
 # ------------------------------------------------------------------------------------- fixtures
 
-_COLLECT = r"""
-import json, sys, pytest
+class FixtureCollector:
+    """A pytest plugin: once a session has collected, :attr:`found` holds every fixture ktest
+    defines in it (name -> scope, module, docstring)."""
 
-class Collect:
-    def pytest_collection_finish(self, session):
-        found = {}
+    def __init__(self) -> None:
+        self.found: dict[str, dict[str, str]] = {}
+
+    def pytest_collection_finish(self, session: Any) -> None:
         manager = session._fixturemanager
         if hasattr(manager, "_get_all_fixture_defs_for_node"):  # pytest >= 9.1
             definitions = list(manager._get_all_fixture_defs_for_node(session))
         else:
             definitions = [d for defs in manager._arg2fixturedefs.values() for d in defs]
         for definition in definitions:
-                name = definition.argname
-                function = definition.func
-                module = getattr(function, "__module__", "") or ""
-                if module.split(".")[0] == "ktest" and not name.startswith("_"):
-                    scope = definition.scope if isinstance(definition.scope, str) else definition.scope.value
-                    found[name] = {"scope": scope, "module": module, "doc": function.__doc__ or ""}
-        print("KTEST-FIXTURES " + json.dumps(found))
+            name, function = definition.argname, definition.func
+            module = getattr(function, "__module__", "") or ""
+            if module.split(".")[0] == "ktest" and not name.startswith("_"):
+                scope = definition.scope if isinstance(definition.scope, str) else definition.scope.value
+                self.found[name] = {"scope": scope, "module": module, "doc": function.__doc__ or ""}
+
+
+BACKENDS_WITH_FIXTURES = ("bare", "kind")
+"""The backends whose sessions :func:`fixtures` lists (some add fixtures only when chosen)."""
+
+_COLLECT = r"""
+import json, sys, pytest
 
 # One session per backend, in this one interpreter: each pytest.main builds a config of its own.
-scratch, *backends = sys.argv[1:]
+docs, scratch, *backends = sys.argv[1:]
+sys.path.insert(0, docs)
+from hooks import FixtureCollector
+
 for backend in backends:
+    collector = FixtureCollector()
     pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", scratch, "--ktest-backend", backend],
-                plugins=[Collect()])
+                plugins=[collector])
+    print("KTEST-FIXTURES " + json.dumps(collector.found))
 """
 
 
@@ -183,9 +195,10 @@ def fixtures() -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory(prefix="ktest-docs-") as scratch:
         Path(scratch, "pytest.ini").write_text("[pytest]\n")
-        backends = ("bare", "kind")
+        backends = BACKENDS_WITH_FIXTURES
+        docs = str(Path(__file__).resolve().parent)
         result = subprocess.run(
-            [sys.executable, "-c", _COLLECT, scratch, *backends],
+            [sys.executable, "-c", _COLLECT, docs, scratch, *backends],
             capture_output=True, text=True, cwd=scratch, timeout=120, check=False,
         )
         lines = [line for line in result.stdout.splitlines() if line.startswith("KTEST-FIXTURES ")]

@@ -6,7 +6,6 @@ The inner runs use backend ``existing`` against the session's control plane.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -284,20 +283,31 @@ def test_background_namespace_deletion(
     admin.delete(("apiextensions.k8s.io/v1", "CustomResourceDefinition", "gizmos.report.example.com"))
 
 
-def test_the_fixtures_module_lists_every_fixture_with_its_scope_and_home() -> None:
+def test_the_fixtures_module_lists_every_fixture_with_its_scope_and_home(
+    pytester: pytest.Pytester, inner_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``ktest.plugin.fixtures`` is where a reader sees every fixture: its list must match what a
-    real pytest session registers (bare and kind), scope and defining module included."""
+    real pytest session registers (bare and kind), scope and defining module included. The sessions
+    run in this process, collecting only, with the collector the reference page's build uses."""
     import ktest.plugin.fixtures
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs"))
-    import hooks  # docs/hooks.py: the fixtures a real session registers, as the reference lists them
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "docs"))
+    import hooks  # docs/hooks.py: its collector lists what a session registers, as the reference does
+
+    registered_by_session: dict[str, dict[str, str]] = {}
+    for backend in hooks.BACKENDS_WITH_FIXTURES:
+        collector = hooks.FixtureCollector()
+        result = pytester.runpytest_inprocess("--collect-only", "-q", "--ktest-backend", backend,
+                                              plugins=[collector])
+        assert collector.found, f"a {backend} session registered no ktest fixture:\n{result.stdout.str()}"
+        registered_by_session.update(collector.found)
 
     entry = re.compile(r"^- ``(\w+)`` \((\w+); (?:defined here|in ([\w.]+))\): \S", re.MULTILINE)
     listed = {
         name: (scope, module or "ktest.plugin.fixtures")
         for name, scope, module in entry.findall(ktest.plugin.fixtures.__doc__ or "")
     }
-    registered = {name: (found["scope"], found["module"]) for name, found in hooks.fixtures().items()}
+    registered = {name: (found["scope"], found["module"]) for name, found in registered_by_session.items()}
     differ = sorted(name for name in {*listed, *registered} if listed.get(name) != registered.get(name))
     assert not differ, (
         "ktest/plugin/fixtures.py's list differs from the fixtures a pytest session registers "
