@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from connections import closed_by_server
+from inner_runs import run_inner
 
 from ktest.cluster import Cluster
 from ktest.proxy import OperatorProxy
@@ -153,22 +154,23 @@ LIMIT_CHECK = textwrap.dedent('''
 ''')
 
 
-def test_a_session_raises_its_open_file_limit_to_the_hard_limit(tmp_path: Path) -> None:
-    (tmp_path / "test_limit.py").write_text(LIMIT_CHECK)
-    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    lowered = min(256, hard)
-    if lowered == hard:
+def test_a_session_raises_its_open_file_limit_to_the_hard_limit(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session, run in this process with the soft limit lowered (well above the descriptors this
+    process holds, so its other threads keep theirs), leaves it at the hard limit."""
+    for name in list(os.environ):
+        if name.startswith(("KTEST_", "PYTEST_XDIST_")):
+            monkeypatch.delenv(name)  # the outer run's settings stay out
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+    lowered = max(256, highest + 256)
+    if lowered >= hard:
         pytest.skip(f"the hard limit ({hard}) leaves nothing to raise")
-
-    def lower() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (lowered, hard))
-
-    env = {name: value for name, value in os.environ.items()
-           if not name.startswith(("KTEST_", "PYTEST_XDIST_"))}  # the outer run's settings stay out
-    env["PYTEST_ADDOPTS"] = "-p no:cacheprovider -p no:randomly -p no:xdist"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-s", str(tmp_path / "test_limit.py")],
-        cwd=tmp_path, env=env, preexec_fn=lower, capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert f"LIMITS {hard} {hard}" in done.stdout, done.stdout[-3000:]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (lowered, hard))
+    try:
+        result = run_inner(pytester, LIMIT_CHECK, "-s", "-p", "no:xdist")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    result.assert_outcomes(passed=1)
+    assert f"LIMITS {hard} {hard}" in result.stdout.str(), result.stdout.str()[-3000:]
