@@ -17,12 +17,17 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from ktest.assets.bundle import Assets
 from ktest.base import holders, janitor
 from ktest.controlplane import ControlPlane
+
+if TYPE_CHECKING:
+    from hardening_starts import SharedStart
+
+pytest_plugins = ("hardening_starts",)  # its plane, one for this module and test_child_environment.py
 
 OTHER_UID = 65534  # nobody: the "other user"
 TEST_UID = 64123  # an unprivileged uid for this user in the forked child
@@ -226,21 +231,45 @@ def test_lock_directory_ignores_a_runtime_directory_of_another_user(tmp_path: Pa
     assert lock_directory({**env, "XDG_RUNTIME_DIR": str(mine)}) == mine / "ktest"
 
 
+def _other_users_runs(base: Path, _monkeypatch: pytest.MonkeyPatch) -> dict[str, Path] | None:
+    """The shared plane (hardening_starts.py) starts in ``base`` beside another user's runs, one
+    live and one dead (as root only: None otherwise)."""
+    if os.getuid() != 0:
+        return None
+    return {
+        "live": _other_users_directory(base, f"{janitor.DIRECTORY_PREFIX}live", dead_owner=False),
+        "dead": _other_users_directory(base, f"{janitor.DIRECTORY_PREFIX}dead", dead_owner=True),
+    }
+
+
+def _plane_directory(plane: ControlPlane, _start: SharedStart) -> tuple[Path, bool, int]:
+    """The running plane's directory, whether it holds etcd's data, and its group/other mode bits."""
+    directory = plane.directory
+    return directory, (directory / "etcd").is_dir(), directory.stat().st_mode & 0o077
+
+
+PREPARE_HARDENING_START = (_other_users_runs,)
+SEEN_ON_HARDENING_START = (_plane_directory,)
+
+
 @needs_root
+@pytest.mark.xdist_group("hardening-shared-start")  # hardening_starts.GROUP: one worker starts it
 def test_a_control_plane_starts_in_an_explicit_run_directory_beside_another_users_runs(
-    shared_base: Path, assets: Assets
+    hardening_start: SharedStart,
 ) -> None:
     """ControlPlane.start() sweeps its run directory: another user's runs there, live or dead,
     neither stop it nor are touched by it. The same start is test_run_directory.py's explicit run
-    directory (``root_directory``): used, the plane's directory private, and gone after the stop."""
-    os.chown(shared_base, 0, 0)
-    live = _other_users_directory(shared_base, f"{janitor.DIRECTORY_PREFIX}live", dead_owner=False)
-    dead = _other_users_directory(shared_base, f"{janitor.DIRECTORY_PREFIX}dead", dead_owner=True)
-    with ControlPlane(assets=assets, controllers="none", root_directory=shared_base) as plane:
-        assert plane.directory.parent == shared_base
-        assert (plane.directory / "etcd").is_dir()
-        assert plane.directory.stat().st_mode & 0o077 == 0
-    assert live.is_dir() and dead.is_dir() and (dead / "etcd-data").is_dir()
-    assert sorted(path.name for path in shared_base.iterdir()) == [dead.name, live.name], (
+    directory (``root_directory``): used, the plane's directory private, and gone after the stop.
+    That start is shared with test_child_environment.py (hardening_starts.py says why it may be)."""
+    runs = hardening_start.prepared(_other_users_runs)
+    live, dead = runs["live"], runs["dead"]
+    directory, holds_etcd, loose_bits = hardening_start.result(_plane_directory)
+    assert directory.parent == hardening_start.base, f"{directory} is not in the explicit run directory"
+    assert holds_etcd, f"no etcd data in the plane's directory {directory}"
+    assert loose_bits == 0, f"the plane's directory gives group or others {oct(loose_bits)}"
+    assert live.is_dir() and dead.is_dir() and (dead / "etcd-data").is_dir(), (
+        "the other user's runs (live, dead) should be left as they were"
+    )
+    assert sorted(path.name for path in hardening_start.base.iterdir()) == [dead.name, live.name], (
         "the plane's own directory should be gone, the other user's runs untouched"
     )
