@@ -6,7 +6,6 @@ is still failing when the test ends."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +14,6 @@ from bare_wiring import plane_cluster
 from builders import configmap, configmap_ref
 from operator_helpers import SAMPLES, wait_for
 
-from ktest.assets import Assets
 from ktest.controlplane import ControlPlane
 from ktest.errors import OperatorError
 from ktest.operators import run_kopf
@@ -24,29 +22,10 @@ from ktest.wait import eventually
 
 MIRROR = {"ktest.dev/kopf-copy": "true"}
 
-# One worker for the module: its tests share one control plane (module-scoped fixtures are per worker).
-pytestmark = pytest.mark.xdist_group("kopf-request-retries-plane")
-
-
-@pytest.fixture(scope="module")
-def own_plane(k8s_assets: Assets) -> Iterator[ControlPlane]:
-    """A control plane of this module's own: its tests restart, then stop its API server."""
-    with ControlPlane(assets=k8s_assets, controllers=None) as cp:
-        yield cp
-
-
-def running(plane: ControlPlane) -> ControlPlane:
-    """``plane``, running and healthy (started afresh only if a test stopped it before)."""
-    if not plane.running:
-        plane.start()
-    plane.check()
-    return plane
-
-
-@pytest.fixture
-def plane_up(own_plane: ControlPlane) -> ControlPlane:
-    """The module's plane, as a test that restarts it needs it: up and healthy."""
-    return running(own_plane)
+# The tests restart the plane or stop its API server: a private one, shared with the wake-up test
+# that restarts it (tests/wait/test_wakeup.py), on one worker.
+pytest_plugins = ("restartable_plane",)
+pytestmark = pytest.mark.xdist_group("restartable-plane")
 
 
 def quick_retries(settings: Any) -> None:
@@ -57,19 +36,19 @@ def quick_retries(settings: Any) -> None:
 
 
 def test_a_kopf_operator_passes_through_a_restart_of_the_api_server_with_fail_on_errors_on(
-    plane_up: ControlPlane, monkeypatch: pytest.MonkeyPatch
+    restartable_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.syspath_prepend(str(SAMPLES.parent))
     with (
         run_context("test-scope"),
-        plane_cluster(plane_up, "restarted") as cluster,
+        plane_cluster(restartable_plane, "restarted") as cluster,
         cluster.namespace(prefix="retries") as ns,
         run_kopf(SAMPLES / "kopf_mirror.py", cluster, namespaces=[ns], configure=quick_retries) as op,
     ):
         cluster.create(configmap("before", ns, {"k": "v"}, labels=MIRROR))
         eventually(lambda: cluster.get(configmap_ref("before-kopf", ns))["data"] == {"k": "v"}, timeout=60)
 
-        plane_up.restart()  # etcd, kube-apiserver: stopped, then started on the same ports
+        restartable_plane.restart()  # etcd, kube-apiserver: stopped, then started on the same ports
 
         cluster.create(configmap("after", ns, {"k": "new"}, labels=MIRROR))
         eventually(lambda: cluster.get(configmap_ref("after-kopf", ns))["data"] == {"k": "new"}, timeout=60)
@@ -94,13 +73,23 @@ def slow_retries(settings: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def away_for_good(own_plane: ControlPlane) -> AwayForGood:
+def away_for_good(shared_restartable_plane: ControlPlane) -> AwayForGood:
     """Two kopf operators, each in a run context of its own (its own health checks), on the
-    module's plane; then the plane stopped for good (once for both: it is not started again).
+    restartable plane; then its API server stopped for good (once for both: it is not started
+    again while they run). Once both have been seen, the plane is restarted for the next test.
 
     'pending' (slow retries) is checked and closed first, well within its 20 s of attempts;
     'gives-up' (quick retries: 22.5 s) is then waited for until it gives up."""
-    plane = running(own_plane)
+    plane = shared_restartable_plane
+    plane.check()
+    try:
+        return seen_away_for_good(plane)
+    finally:
+        plane.restart()  # on the same etcd data: the same plane, serving again
+
+
+def seen_away_for_good(plane: ControlPlane) -> AwayForGood:
+    """What ``away_for_good`` runs on the serving ``plane``."""
     seen: dict[str, BaseException | None] = dict.fromkeys(("health", "pending", "gives-up"))
     with pytest.MonkeyPatch.context() as monkeypatch, contextlib.ExitStack() as operators:
         monkeypatch.syspath_prepend(str(SAMPLES.parent))
@@ -115,7 +104,7 @@ def away_for_good(own_plane: ControlPlane) -> AwayForGood:
             pending = run_kopf(SAMPLES / "kopf_mirror.py", cluster, namespaces=["unreachable"],
                                configure=slow_retries, name="pending")
             unless_closed_below.callback(pending.close)
-            plane.stop()  # the API server away for longer than kopf retries
+            plane.processes()["kube-apiserver"].stop()  # away for longer than kopf retries
             wait_for(lambda: len(pending.pending_request_retries) > 0)
             try:
                 check_health()  # kopf is retrying, within its attempts: no failure yet

@@ -16,6 +16,7 @@ from typing import Any
 
 import kubernetes
 import pytest
+from bare_wiring import plane_cluster
 from builders import configmap, crd
 
 from ktest.cluster import Cluster
@@ -23,6 +24,8 @@ from ktest.cluster.reads import ReadTarget
 from ktest.controlplane import ControlPlane
 from ktest.wait import aio, close_hub, consistently, eventually
 from ktest.wait.wakeup import WatchHub, hub_for
+
+pytest_plugins = ("restartable_plane",)  # the restart test's plane, one with the kopf retry tests'
 
 SLOW_POLL = 30.0
 PROMPT = SLOW_POLL / 3
@@ -316,15 +319,16 @@ async def test_async_eventually_wakes_on_watch_events(admin: Cluster, ns: str) -
     writer.join()
 
 
-def test_wake_up_survives_an_api_server_restart() -> None:
-    with ControlPlane(controllers=None) as own_plane, Cluster(own_plane.kubeconfig) as own:
-        own.create_namespace("restart")
-        own.create(configmap("r", "restart", {"v": "0"}))
-        ref = ("v1", "ConfigMap", "r", "restart")
+@pytest.mark.xdist_group("restartable-plane")  # its worker runs every test on that plane
+def test_wake_up_survives_an_api_server_restart(restartable_plane: ControlPlane) -> None:
+    # the plane is shared with the kopf retry tests: a namespace of this test's own
+    with plane_cluster(restartable_plane, "restarted") as own, own.namespace(prefix="restart") as restart_ns:
+        own.create(configmap("r", restart_ns, {"v": "0"}))
+        ref = ("v1", "ConfigMap", "r", restart_ns)
         eventually(lambda: own.get(ref), timeout=5, interval=0.05)
         eventually(lambda: own.get(ref) and len(hub_for(own).watches()) == 1,  # type: ignore[union-attr]
                    timeout=5, interval=SLOW_POLL)
-        own_plane.restart()
+        restartable_plane.restart()
         writer = Background(lambda: own.patch(ref, {"data": {"v": "1"}}))
 
         def check() -> None:
