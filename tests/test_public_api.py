@@ -30,6 +30,27 @@ def test_every_exported_name_is_listed(module: str) -> None:
     assert not unlisted, f"{module}.__all__ has {unlisted}, not listed in ktest.public_api.PUBLIC"
 
 
+def test_no_public_name_shares_its_name_with_a_submodule() -> None:
+    """Importing ``package.name`` (the submodule) binds ``name`` on the package to the module,
+    replacing the public function of that name for whoever imported the package: which one a
+    user got depended on import order (``ktest.timeline.render`` did, until its module was renamed)."""
+    shadowed = []
+    for module in sorted(PUBLIC):
+        package = importlib.import_module(module)
+        for name in PUBLIC[module]:
+            if not hasattr(package, "__path__") or importlib.util.find_spec(f"{module}.{name}") is None:
+                continue
+            submodule = importlib.import_module(f"{module}.{name}")
+            lazy = getattr(package, "__getattr__", None)  # what the package's own export resolves to
+            try:
+                exported = lazy(name) if lazy is not None else submodule
+            except AttributeError:
+                exported = submodule  # a public submodule (ktest.wait.aio): the module is the name
+            if exported is not submodule:
+                shadowed.append(f"{module}.{name}")
+    assert not shadowed, f"submodules named like public names (rename the module): {shadowed}"
+
+
 def test_the_top_level_offers_every_assertion_the_assertions_package_does() -> None:
     import ktest.assertions
 

@@ -9,7 +9,7 @@ Plain Python::
     rec.write("timeline.html")
 
 The pytest plugin records every test and writes the page of each failing one (setting
-``ktest_timeline``: off, on-failure, always). See :mod:`ktest.timeline.render` for the page and
+``ktest_timeline``: off, on-failure, always). See :mod:`ktest.timeline.rendering` for the page and
 :mod:`ktest.timeline.model` for the data it embeds.
 """
 
@@ -25,13 +25,13 @@ if TYPE_CHECKING:
     from ktest.timeline.model import TimelineData as TimelineData
     from ktest.timeline.recorder import Recorder as Recorder
     from ktest.timeline.recorder import recording as recording
-    from ktest.timeline.render import render as render
-    from ktest.timeline.render import write_page as write_page
+    from ktest.timeline.rendering import render as render
+    from ktest.timeline.rendering import write_page as write_page
 
 _NAMES_BY_MODULE = {
     "model": ("SCHEMA", "Event", "TimelineData"),
     "recorder": ("Recorder", "recording"),
-    "render": ("render", "write_page"),
+    "rendering": ("render", "write_page"),
 }
 _EXPORTS = {name: f"ktest.timeline.{module}" for module, names in _NAMES_BY_MODULE.items() for name in names}
 """Imported on first use: the pytest plugin loads this add-on's plugin module without its machinery."""

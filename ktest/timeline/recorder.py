@@ -464,7 +464,7 @@ class Recorder:
 
     def write(self, path: str | Path) -> Path:
         """Write the page (self-contained HTML) to ``path``; returns it. Raises OSError."""
-        from ktest.timeline.render import write_page
+        from ktest.timeline.rendering import write_page
 
         return write_page(self.data(), Path(path))
 

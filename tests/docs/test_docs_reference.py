@@ -67,8 +67,7 @@ def site(built: Built) -> Path:
 
 
 # In an interpreter of its own: what earlier tests of this process imported (lazy public packages,
-# add-ons) must not change the pages written from the code. (Nor may the site build's: after it,
-# ``ktest.timeline.render`` is the submodule, no longer the function.) The fixtures page is written
+# add-ons) must not change the pages written from the code. The fixtures page is written
 # from the fixtures the site build listed: a child process of its own listed them, so what the
 # listing interpreter had imported does not matter.
 REFERENCE_CHECK = """

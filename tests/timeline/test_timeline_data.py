@@ -20,7 +20,7 @@ from ktest.operators import run_callable
 from ktest.operators.logs import OperatorLog
 from ktest.timeline import recording
 from ktest.timeline.model import Event, TimelineData
-from ktest.timeline.render import render
+from ktest.timeline.rendering import render
 from ktest.wait import eventually
 
 LABEL = "ktest.dev/scale"

@@ -17,7 +17,7 @@ from test_timeline_plugin import page_data, timelines
 from ktest.cluster import Cluster
 from ktest.timeline import recording
 from ktest.timeline.model import TimelineData
-from ktest.timeline.render import write_page
+from ktest.timeline.rendering import write_page
 from ktest.wait import eventually
 
 OTHER_UID = 65534

@@ -11,7 +11,7 @@ import pytest
 from timeline_browser import TimelinePage
 
 from ktest.timeline.model import Event, TimelineData
-from ktest.timeline.render import write_page
+from ktest.timeline.rendering import write_page
 
 pytestmark = pytest.mark.xdist_group("browser")
 DURATION = 30.0
