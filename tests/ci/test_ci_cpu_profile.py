@@ -68,8 +68,12 @@ def test_a_plane_is_its_etcd_data_directory_in_its_mount_namespace(
     processes; kind nodes keep /var/lib/etcd each in a container (mount namespace) of its own."""
     profile: Any = _profile_module(monkeypatch)
     data = tmp_path / "ktest-cp-x" / "etcd"
-    etcd = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--data-dir={data}"])
+    code = "import time; print('started', flush=True); time.sleep(60)"
+    command = [sys.executable, "-c", code, f"--data-dir={data}"]
+    etcd = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
+        # once it prints, it runs its own command line (not the parent's, between fork and exec)
+        assert etcd.stdout is not None and etcd.stdout.readline() == "started\n"
         plane = profile._etcd_plane(str(etcd.pid))
     finally:
         etcd.kill()
