@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from observations import Observations
 
 from ktest.assets.bundle import Assets
 from ktest.controlplane import ControlPlane
@@ -39,28 +40,13 @@ USER_FLAGS = "SEEN_ON_USER_FLAGS_PLANE"
 SELF_BOOTSTRAPPED = "SEEN_ON_SELF_BOOTSTRAPPED_PLANE"
 
 
-def _key(observer: Observer) -> str:
-    return f"{observer.__module__}.{observer.__qualname__}"
-
-
-@dataclasses.dataclass
-class Seen:
+@dataclasses.dataclass(kw_only=True)
+class Seen(Observations):
     """A shared plane, stopped, and what was seen while it ran."""
 
     plane: ControlPlane
     flags: dict[str, str]  # the API server flags of the user's it was started with
     warned: list[warnings.WarningMessage]  # what its start warned (when not turned into errors)
-    results: dict[str, Any]
-    errors: dict[str, BaseException]
-
-    def result(self, observer: Observer) -> Any:
-        """What ``observer`` returned while the plane ran; raises what it raised."""
-        key = _key(observer)
-        if key in self.errors:
-            raise self.errors[key]
-        if key not in self.results:
-            raise LookupError(f"{key} is not in its module's SEEN_ON_... tuple: it was not called")
-        return self.results[key]
 
 
 def _observe(
@@ -71,13 +57,8 @@ def _observe(
     warned: list[warnings.WarningMessage],
 ) -> Seen:
     """Calls the functions listed under ``which`` by the modules of the session's tests."""
-    seen = Seen(plane, flags, warned, {}, {})
-    modules = dict.fromkeys(getattr(item, "module", None) for item in session.items)
-    for observer in [observer for module in modules for observer in getattr(module, which, ())]:
-        try:
-            seen.results[_key(observer)] = observer(plane)
-        except (Exception, pytest.fail.Exception) as error:  # for the test that asks for it
-            seen.errors[_key(observer)] = error
+    seen = Seen(listing=which, plane=plane, flags=flags, warned=warned)
+    seen.observe(session, plane)
     return seen
 
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from observations import Observations, function_key, listed
 
 from ktest.assets.bundle import Assets
 from ktest.controlplane import ControlPlane
@@ -52,40 +53,19 @@ Preparer = Callable[[Path, pytest.MonkeyPatch], Any]
 Observer = Callable[[ControlPlane, "SharedStart"], Any]
 
 
-def _key(function: Callable[..., Any]) -> str:
-    return f"{function.__module__}.{function.__qualname__}"
-
-
-@dataclasses.dataclass
-class SharedStart:
+@dataclasses.dataclass(kw_only=True)
+class SharedStart(Observations):
     """The shared plane's run directory, what was prepared for its start and seen while it ran."""
 
     base: Path  # the explicit run directory (``root_directory``); removed after the session
-    prepared_results: dict[str, Any]
-    results: dict[str, Any]
-    errors: dict[str, BaseException]
+    prepared_results: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def prepared(self, preparer: Preparer) -> Any:
         """What ``preparer`` returned before the start."""
-        key = _key(preparer)
+        key = function_key(preparer)
         if key not in self.prepared_results:
             raise LookupError(f"{key} is not in its module's {PREPARE} tuple: it was not called")
         return self.prepared_results[key]
-
-    def result(self, observer: Observer) -> Any:
-        """What ``observer`` returned while the plane ran; raises what it raised."""
-        key = _key(observer)
-        if key in self.errors:
-            raise self.errors[key]
-        if key not in self.results:
-            raise LookupError(f"{key} is not in its module's {SEEN} tuple: it was not called")
-        return self.results[key]
-
-
-def _listed(session: pytest.Session, which: str) -> list[Callable[..., Any]]:
-    """The functions listed under ``which`` by the modules of the session's tests."""
-    modules = dict.fromkeys(getattr(item, "module", None) for item in session.items)
-    return [function for module in modules for function in getattr(module, which, ())]
 
 
 @pytest.fixture(scope="session")
@@ -94,19 +74,15 @@ def hardening_start(
 ) -> Iterator[SharedStart]:
     """One plane started in an explicit run directory, under every taking part module's conditions."""
     base = tmp_path_factory.mktemp("hardening-start")
-    seen = SharedStart(base, {}, {}, {})
+    seen = SharedStart(listing=SEEN, base=base)
     try:
         with pytest.MonkeyPatch.context() as monkeypatch:
-            for preparer in _listed(request.session, PREPARE):
-                seen.prepared_results[_key(preparer)] = preparer(base, monkeypatch)
+            for preparer in listed(request.session, PREPARE):
+                seen.prepared_results[function_key(preparer)] = preparer(base, monkeypatch)
             plane = ControlPlane(assets=k8s_assets, controllers="garbagecollector", root_directory=base)
             plane.start()
         try:
-            for observer in _listed(request.session, SEEN):
-                try:
-                    seen.results[_key(observer)] = observer(plane, seen)
-                except (Exception, pytest.fail.Exception) as error:  # for the test that asks for it
-                    seen.errors[_key(observer)] = error
+            seen.observe(request.session, plane, seen)
         finally:
             plane.stop()
         yield seen
