@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 from bare_wiring import plane_cluster
-from warm_planes import WarmPlane, shared_for_reuse
+from warm_planes import WarmPlane, shared_for_the_session
 
 from ktest.assets import Assets, resolve_assets
 from ktest.assets.store import Locations
@@ -119,8 +119,7 @@ def inner_warm_plane(
     """The session's plane, shared for the inner sessions of this worker to attach to (with the
     default controllers and version: what an inner session gets when its settings do not say
     otherwise; asked for by ``inner_env`` before ``pytester`` points HOME elsewhere)."""
-    version = pytestconfig.getoption("--ktest-k8s-version", default=None)
-    with shared_for_reuse(session_plane, tmp_path_factory.mktemp("inner-warm-state"), version) as warm:
+    with shared_for_the_session(session_plane, tmp_path_factory, pytestconfig, "inner-warm-state") as warm:
         yield warm
 
 

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from ktest.backends.bare.backend import BareBackend
 from ktest.backends.bare.reuse import DEFAULT_NAME, UpRecord, record_path, state_directory, write_record
 from ktest.base.procfs import process_start_time
@@ -44,13 +46,13 @@ class WarmPlane:
 
 
 @contextmanager
-def warm_plane(state_home: Path, k8s_version: str | None) -> Iterator[WarmPlane]:
-    """Start a control plane and share it for reuse under ``state_home`` (:func:`shared_for_reuse`);
-    stop it on exit."""
-    with (
-        ControlPlane(k8s_version, controllers=DEFAULT_CONTROLLERS) as plane,
-        shared_for_reuse(plane, state_home, k8s_version) as warm,
-    ):
+def shared_for_the_session(
+    plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config, label: str
+) -> Iterator[WarmPlane]:
+    """``plane`` shared for reuse (:func:`shared_for_reuse`) in a state directory of its own under
+    the session's temporary directory (``label``), for the version the session was asked for."""
+    version = pytestconfig.getoption("--ktest-k8s-version", default=None)
+    with shared_for_reuse(plane, tmp_path_factory.mktemp(label), version) as warm:
         yield warm
 
 

@@ -60,11 +60,11 @@ class OperatorProxy:
         from ktest.base.janitor_client import JanitorHandle
 
         self._directory = holders.held_directory(DIRECTORY_PREFIX)
-        # The operator's client key and the proxy's serving key must not outlive this process, even
-        # after kill -9: the janitor removes the directory when this process dies without close().
-        self._janitor = JanitorHandle(self._directory)
         user = self.name[:64] or "operator"
         try:
+            # The operator's client key and the proxy's serving key must not outlive this process,
+            # even after kill -9: the janitor removes the directory if this process dies without close().
+            self._janitor = JanitorHandle(self._directory)
             authority = CertificateAuthority(self._directory / "pki", "ktest-operator-proxy", write_key=False)
             serving = authority.serving("proxy", ["localhost"], ["127.0.0.1"], common_name="ktest-proxy")
             client = authority.client("operator", user)

@@ -17,7 +17,7 @@ from cli_runs import pytest_command
 from hardening_helpers import sandbox_env
 from inner_runs import run_inner
 from processes import with_default_sigint
-from warm_planes import WarmPlane, shared_for_reuse
+from warm_planes import WarmPlane, shared_for_the_session
 
 from ktest.assets.bundle import Assets
 from ktest.controlplane import ControlPlane
@@ -118,8 +118,7 @@ def folders_plane_for_reuse(
     (tests/conftest.py's ``inner_warm_plane`` records the session's plane instead). As long-lived as
     the plane: closing the record's server stops the plane it serves. The record names the default
     controllers, which an inner session asks for; the test below needs none."""
-    version = pytestconfig.getoption("--ktest-k8s-version", default=None)
-    with shared_for_reuse(plane, tmp_path_factory.mktemp("hardening-warm-state"), version) as warm:
+    with shared_for_the_session(plane, tmp_path_factory, pytestconfig, "hardening-warm-state") as warm:
         yield warm
 
 

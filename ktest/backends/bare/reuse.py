@@ -52,8 +52,10 @@ def state_directory(env: Mapping[str, str] | None = None) -> Path:
 
 def fingerprint(requested_version: str | None, controllers: Sequence[str], nodes: int = 0) -> str:
     """A short hash of the settings a warm control plane must share with a test run."""
-    asked: dict[str, Any] = {"version": requested_version or "latest"}
-    asked["controllers"] = _same_names(controllers)
+    asked: dict[str, Any] = {
+        "version": requested_version or "latest",
+        "controllers": _same_names(controllers),
+    }
     if nodes:
         asked["nodes"] = nodes
     text = json.dumps(asked)
